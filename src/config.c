@@ -1,0 +1,270 @@
+/*
+ * config.c - defaults, SANDBOX_* variables and --flags, from one table.
+ *
+ * Each row names a setting once; its variable is SANDBOX_<NAME> and its flag
+ * --<name> with '_' spelled '-'.  DOCKER_HOST is read as the docker CLI reads
+ * it, so it is the one row without the prefix.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "buildconf.h"
+#include "config.h"
+
+enum opt_type { OPT_STRING, OPT_U64, OPT_DOUBLE };
+
+struct opt {
+	const char *name; /* setting name; env SANDBOX_NAME, flag --name */
+	const char *env;  /* explicit variable name, or NULL for SANDBOX_<NAME> */
+	enum opt_type type;
+	size_t offset;
+	uint64_t min, max; /* for OPT_U64 */
+	const char *help;
+};
+
+#define OFF(f) offsetof(struct config, f)
+
+static const struct opt opts[] = {
+	{ "docker_host", "DOCKER_HOST", OPT_STRING, OFF(docker_host), 0, 0,
+	  "Engine endpoint, unix:///path or tcp://host:port (default unix://" SANDBOX_DEFAULT_DOCKER_SOCKET ")" },
+	{ "image", NULL, OPT_STRING, OFF(image), 0, 0, "Image for sessions created without one" },
+	{ "memory_mb", NULL, OPT_U64, OFF(memory_mb), 16, 1048576, "Memory limit per session, MB" },
+	{ "cpus", NULL, OPT_DOUBLE, OFF(cpus), 0, 0, "CPU limit per session (0.01 to 256)" },
+	{ "pids", NULL, OPT_U64, OFF(pids), 16, 1000000, "Process limit per session" },
+	{ "timeout_s", NULL, OPT_U64, OFF(timeout_s), 1, 86400, "Default timeout of one command or Python run, s" },
+	{ "idle_ttl_s", NULL, OPT_U64, OFF(idle_ttl_s), 0, 31536000,
+	  "Close a non-persistent session idle this long, s (0: never)" },
+	{ "max_sessions", NULL, OPT_U64, OFF(max_sessions), 1, 1000, "Live sessions at most" },
+	{ "max_upload_mb", NULL, OPT_U64, OFF(max_upload_mb), 1, 65536, "Largest file moved in or out, MB" },
+	{ "output_bytes", NULL, OPT_U64, OFF(output_bytes), 1024, 64u << 20,
+	  "Output kept per stream in a result, bytes (head and tail)" },
+	{ "max_code_bytes", NULL, OPT_U64, OFF(max_code_bytes), 1, 64u << 20, "Largest code or command, bytes" },
+	{ "max_line_bytes", NULL, OPT_U64, OFF(max_line_bytes), 4096, 1u << 30,
+	  "Longest JSON-RPC line accepted on stdin, bytes" },
+	{ "engine_timeout_s", NULL, OPT_U64, OFF(engine_timeout_s), 1, 3600,
+	  "Timeout for one Docker Engine API call, s" },
+	{ "workspace", NULL, OPT_STRING, OFF(workspace), 0, 0, "Workspace directory inside sandboxes" },
+	{ "host_dirs", NULL, OPT_STRING, OFF(host_dirs), 0, 0,
+	  "Host directories files may move to and from, ':'-separated (default: none)" },
+	{ "tools", NULL, OPT_STRING, OFF(tools), 0, 0,
+	  "Tool groups to offer, ','-separated: session,run,files,pip,git,env (default: all)" },
+	{ "outbox", NULL, OPT_STRING, OFF(outbox), 0, 0, "Host directory new artifacts are also copied to" },
+	{ "runtime", NULL, OPT_STRING, OFF(runtime), 0, 0, "OCI runtime for sessions (e.g. runsc)" },
+	{ "log_level", NULL, OPT_STRING, OFF(log_level_name), 0, 0,
+	  "stderr log level: debug, info, notice, warning, error (default info)" },
+};
+
+static const struct {
+	const char *name;
+	unsigned bit;
+} tool_groups[] = {
+	{ "session", TOOL_GROUP_SESSION }, { "run", TOOL_GROUP_RUN }, { "files", TOOL_GROUP_FILES },
+	{ "pip", TOOL_GROUP_PIP },	   { "git", TOOL_GROUP_GIT }, { "env", TOOL_GROUP_ENV },
+};
+
+static int opt_set(struct config *c, const struct opt *o, const char *value, const char *from, struct err *err);
+static int config_validate(struct config *c, struct err *err);
+static const char *env_lookup(char **envp, const char *name);
+
+void config_init(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->image = xstrdup(SANDBOX_DEFAULT_IMAGE);
+	c->memory_mb = 512;
+	c->cpus = 1.0;
+	c->pids = 256;
+	c->timeout_s = 60;
+	c->idle_ttl_s = 1800;
+	c->max_sessions = 10;
+	c->max_upload_mb = 50;
+	c->output_bytes = 32 * 1024;
+	c->max_code_bytes = 100 * 1000;
+	c->max_line_bytes = 64u << 20;
+	c->engine_timeout_s = 30;
+	c->workspace = xstrdup("/workspace");
+	c->host_dirs = xstrdup("");
+	c->tools = xstrdup("session,run,files,pip,git,env");
+	c->log_level_name = xstrdup("info");
+	c->log_level = LOG_LEVEL_INFO;
+	c->tool_groups = TOOL_GROUP_ALL;
+}
+
+void config_finish(struct config *c)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+		if (opts[i].type == OPT_STRING) {
+			char **p = (char **)((char *)c + opts[i].offset);
+			free(*p);
+			*p = NULL;
+		}
+	}
+}
+
+static const char *env_lookup(char **envp, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (char **e = envp; e && *e; e++) {
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return *e + n + 1;
+	}
+	return NULL;
+}
+
+static int opt_set(struct config *c, const struct opt *o, const char *value, const char *from, struct err *err)
+{
+	void *field = (char *)c + o->offset;
+
+	switch (o->type) {
+	case OPT_STRING: {
+		char **p = field;
+		free(*p);
+		*p = xstrdup(value);
+		return 0;
+	}
+	case OPT_U64: {
+		uint64_t v;
+		if (parse_u64(value, o->min, o->max, &v) < 0)
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "%s: '%s' is not a whole number from %llu to %llu", from, value,
+				       (unsigned long long)o->min, (unsigned long long)o->max);
+		*(uint64_t *)field = v;
+		return 0;
+	}
+	case OPT_DOUBLE: {
+		double v;
+		if (parse_double(value, 0.01, 256, &v) < 0)
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "%s: '%s' is not a number from 0.01 to 256", from, value);
+		*(double *)field = v;
+		return 0;
+	}
+	}
+	return -EINVAL;
+}
+
+static int config_validate(struct config *c, struct err *err)
+{
+	if (log_level_parse(c->log_level_name, &c->log_level) < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "log level '%s' is not one of debug, info, notice, warning, error, critical",
+			       c->log_level_name);
+	if (c->workspace[0] != '/' || strstr(c->workspace, "..") || strlen(c->workspace) > 255)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "workspace '%s' must be an absolute path without '..'", c->workspace);
+	if (c->image[0] == '\0')
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "image must not be empty");
+
+	c->tool_groups = 0;
+	const char *p = c->tools;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		bool found = false;
+		for (size_t i = 0; i < ARRAY_SIZE(tool_groups); i++) {
+			if (strlen(tool_groups[i].name) == n && strncmp(p, tool_groups[i].name, n) == 0) {
+				c->tool_groups |= tool_groups[i].bit;
+				found = true;
+			}
+		}
+		if (!found && n > 0)
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "tools: unknown group '%.*s' (groups: session,run,files,pip,git,env)", (int)n,
+				       p);
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+int config_load(struct config *c, char **envp, int argc, char **argv, int start, int *ret_next,
+		struct err *err)
+{
+	char envname[64];
+	int r;
+
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+		const struct opt *o = &opts[i];
+		const char *name = o->env;
+		if (!name) {
+			snprintf(envname, sizeof(envname), "SANDBOX_%s", o->name);
+			for (char *q = envname; *q; q++)
+				if (*q >= 'a' && *q <= 'z')
+					*q = (char)(*q - 'a' + 'A');
+			name = envname;
+		}
+		const char *v = env_lookup(envp, name);
+		if (v && *v && (r = opt_set(c, o, v, name, err)) < 0)
+			return r;
+	}
+
+	int i = start;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (strncmp(a, "--", 2) != 0 || a[2] == '\0')
+			break;
+		const char *name = a + 2;
+		const char *eq = strchr(name, '=');
+		size_t n = eq ? (size_t)(eq - name) : strlen(name);
+		const struct opt *o = NULL;
+		for (size_t k = 0; k < ARRAY_SIZE(opts) && !o; k++) {
+			const char *on = opts[k].name;
+			if (strlen(on) != n)
+				continue;
+			bool same = true;
+			for (size_t j = 0; j < n && same; j++)
+				same = (on[j] == '_' ? '-' : on[j]) == name[j];
+			if (same)
+				o = &opts[k];
+		}
+		if (!o)
+			break; /* not a setting: the caller decides (--help, unknown flag) */
+		const char *v = eq ? eq + 1 : NULL;
+		if (!v) {
+			if (i + 1 >= argc)
+				return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s needs a value", a);
+			v = argv[++i];
+		}
+		if ((r = opt_set(c, o, v, argv[i - (eq ? 0 : 1)], err)) < 0)
+			return r;
+	}
+	if (ret_next)
+		*ret_next = i;
+	return config_validate(c, err);
+}
+
+void config_print_help(FILE *f)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+		char flag[64], env[64];
+		const struct opt *o = &opts[i];
+		snprintf(flag, sizeof(flag), "--%s", o->name);
+		for (char *q = flag; *q; q++)
+			if (*q == '_')
+				*q = '-';
+		if (o->env) {
+			snprintf(env, sizeof(env), "%s", o->env);
+		} else {
+			snprintf(env, sizeof(env), "SANDBOX_%s", o->name);
+			for (char *q = env; *q; q++)
+				if (*q >= 'a' && *q <= 'z')
+					*q = (char)(*q - 'a' + 'A');
+		}
+		fprintf(f, "  %-20s %-26s %s\n", flag, env, o->help);
+	}
+}
+
+json_t *config_to_json(const struct config *c)
+{
+	return json_pack("{s:s?, s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s?, s:s?}",
+			 "docker_host", c->docker_host, "image", c->image, "memory_mb", (json_int_t)c->memory_mb,
+			 "cpus", c->cpus, "pids", (json_int_t)c->pids, "timeout_s", (json_int_t)c->timeout_s,
+			 "idle_ttl_s", (json_int_t)c->idle_ttl_s, "max_sessions", (json_int_t)c->max_sessions,
+			 "max_upload_mb", (json_int_t)c->max_upload_mb, "output_bytes",
+			 (json_int_t)c->output_bytes, "max_code_bytes", (json_int_t)c->max_code_bytes,
+			 "engine_timeout_s", (json_int_t)c->engine_timeout_s, "workspace", c->workspace,
+			 "host_dirs", c->host_dirs, "tools", c->tools, "outbox", c->outbox, "runtime",
+			 c->runtime);
+}

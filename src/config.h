@@ -1,0 +1,74 @@
+/*
+ * config.h - the server's settings: compiled-in defaults, then SANDBOX_*
+ * environment variables, then the matching --flags (DESIGN §5).
+ *
+ * Every setting is one row of a table in config.c, so the environment, the
+ * flags, --help and env_info can never disagree about names or limits.
+ */
+#ifndef CONFIG_H
+#define CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "errcode.h"
+#include "log.h"
+
+/* Tool groups, each switchable with SANDBOX_TOOLS. */
+enum tool_group {
+	TOOL_GROUP_SESSION = 1u << 0,
+	TOOL_GROUP_RUN = 1u << 1,
+	TOOL_GROUP_FILES = 1u << 2,
+	TOOL_GROUP_PIP = 1u << 3,
+	TOOL_GROUP_GIT = 1u << 4,
+	TOOL_GROUP_ENV = 1u << 5,
+	TOOL_GROUP_ALL = (1u << 6) - 1,
+};
+
+struct config {
+	char *docker_host; /* NULL: DOCKER_HOST unset, use the default socket */
+	char *image;
+	uint64_t memory_mb;
+	double cpus;
+	uint64_t pids;
+	uint64_t timeout_s;
+	uint64_t idle_ttl_s;
+	uint64_t max_sessions;
+	uint64_t max_upload_mb;
+	uint64_t output_bytes;
+	uint64_t max_code_bytes;
+	uint64_t max_line_bytes;
+	uint64_t engine_timeout_s;
+	char *workspace;
+	char *host_dirs;
+	char *tools;
+	char *outbox;
+	char *runtime;
+	char *log_level_name;
+	enum log_level log_level;
+	unsigned tool_groups;
+};
+
+/* Fills c with the defaults. Release with config_finish. */
+void config_init(struct config *c);
+void config_finish(struct config *c);
+
+/*
+ * Reads the environment, then argv[start..argc). Stops at the first argument
+ * that is not a flag and returns its index through ret_next (argc when none).
+ * 0, or -EINVAL with a one-line message in err.
+ */
+int config_load(struct config *c, char **envp, int argc, char **argv, int start, int *ret_next,
+		struct err *err);
+
+/* Prints the settings table for --help. */
+void config_print_help(FILE *f);
+
+/* The settings as a JSON object (for env_info); a new reference. */
+json_t *config_to_json(const struct config *c);
+
+#endif

@@ -1,0 +1,365 @@
+/*
+ * dispatch.c - per-key FIFOs drained by a bounded set of detached threads.
+ *
+ * Invariants, all under d->lock:
+ *  - a queue exists while it has queued calls or a running one;
+ *  - at most one worker owns a queue (q->has_worker), so its calls never
+ *    overlap and keep arrival order;
+ *  - d->workers counts live threads; a worker whose queue runs dry adopts a
+ *    queue that is waiting for a thread, or exits.
+ * A call is freed only by its worker, after call_disarm, so a cancel hook
+ * that is running on the reader thread always sees a live call.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "dispatch.h"
+#include "log.h"
+#include "util.h"
+
+struct call {
+	json_t *id;
+	char key[DISPATCH_KEY_MAX + 1];
+	call_run_fn run;
+	call_free_fn free_data;
+	void *data;
+	atomic_bool cancelled;
+
+	pthread_mutex_t lock; /* guards hook, hook_arg, hook_running */
+	pthread_cond_t cond;
+	call_cancel_fn hook;
+	void *hook_arg;
+	bool hook_running;
+
+	struct call *next; /* in its queue */
+};
+
+struct queue {
+	char key[DISPATCH_KEY_MAX + 1];
+	struct call *head, *tail;
+	struct call *running;
+	bool has_worker;
+	struct queue *next;
+};
+
+struct dispatch {
+	pthread_mutex_t lock;
+	pthread_cond_t idle; /* signalled when a worker exits */
+	struct queue *queues;
+	unsigned workers;
+	unsigned max_workers;
+	bool shutting_down;
+};
+
+struct worker_arg {
+	struct dispatch *d;
+	struct queue *q;
+};
+
+static void call_cancel(struct call *c);
+static void *worker_main(void *arg);
+static struct queue *queue_find(struct dispatch *d, const char *key);
+static void queue_unlink(struct dispatch *d, struct queue *q);
+static void deadline_in(struct timespec *ts, int wait_ms);
+
+struct call *call_create(json_t *id, const char *key, call_run_fn run, call_free_fn free_data, void *data)
+{
+	struct call *c = xcalloc(1, sizeof(*c));
+	c->id = json_incref(id);
+	snprintf(c->key, sizeof(c->key), "%s", key);
+	c->run = run;
+	c->free_data = free_data;
+	c->data = data;
+	atomic_init(&c->cancelled, false);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	return c;
+}
+
+void call_destroy(struct call *c)
+{
+	if (!c)
+		return;
+	if (c->free_data)
+		c->free_data(c->data);
+	json_decref(c->id);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
+	free(c);
+}
+
+json_t *call_id(const struct call *c)
+{
+	return c->id;
+}
+
+bool call_cancelled(const struct call *c)
+{
+	return atomic_load(&c->cancelled);
+}
+
+int call_arm(struct call *c, call_cancel_fn fn, void *arg)
+{
+	pthread_mutex_lock(&c->lock);
+	if (atomic_load(&c->cancelled)) {
+		pthread_mutex_unlock(&c->lock);
+		return -ECANCELED;
+	}
+	c->hook = fn;
+	c->hook_arg = arg;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+void call_disarm(struct call *c)
+{
+	pthread_mutex_lock(&c->lock);
+	while (c->hook_running)
+		pthread_cond_wait(&c->cond, &c->lock);
+	c->hook = NULL;
+	c->hook_arg = NULL;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Marks c cancelled and runs its hook. Called with d->lock held; c is running. */
+static void call_cancel(struct call *c)
+{
+	pthread_mutex_lock(&c->lock);
+	atomic_store(&c->cancelled, true);
+	call_cancel_fn fn = c->hook;
+	void *arg = c->hook_arg;
+	if (fn)
+		c->hook_running = true;
+	pthread_mutex_unlock(&c->lock);
+	if (!fn)
+		return;
+	/* the worker cannot free c before hook_running drops: it disarms first */
+	fn(arg);
+	pthread_mutex_lock(&c->lock);
+	c->hook_running = false;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+struct dispatch *dispatch_create(unsigned max_workers)
+{
+	struct dispatch *d = xcalloc(1, sizeof(*d));
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->idle, NULL);
+	d->max_workers = max_workers ? max_workers : 1;
+	return d;
+}
+
+static struct queue *queue_find(struct dispatch *d, const char *key)
+{
+	for (struct queue *q = d->queues; q; q = q->next)
+		if (strcmp(q->key, key) == 0)
+			return q;
+	return NULL;
+}
+
+static void queue_unlink(struct dispatch *d, struct queue *q)
+{
+	for (struct queue **pp = &d->queues; *pp; pp = &(*pp)->next) {
+		if (*pp == q) {
+			*pp = q->next;
+			free(q);
+			return;
+		}
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker_arg *wa = arg;
+	struct dispatch *d = wa->d;
+	struct queue *q = wa->q;
+	free(wa);
+
+	pthread_mutex_lock(&d->lock);
+	while (q) {
+		struct call *c = q->head;
+		if (c) {
+			q->head = c->next;
+			if (!q->head)
+				q->tail = NULL;
+			c->next = NULL;
+			q->running = c;
+			pthread_mutex_unlock(&d->lock);
+			if (!call_cancelled(c))
+				c->run(c, c->data);
+			call_disarm(c);
+			pthread_mutex_lock(&d->lock);
+			q->running = NULL;
+			call_destroy(c);
+			continue;
+		}
+		q->has_worker = false;
+		queue_unlink(d, q);
+		pthread_cond_broadcast(&d->idle);
+		q = NULL;
+		for (struct queue *o = d->queues; o; o = o->next) {
+			if (o->head && !o->has_worker) {
+				o->has_worker = true;
+				q = o;
+				break;
+			}
+		}
+	}
+	d->workers--;
+	pthread_cond_broadcast(&d->idle);
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+int dispatch_submit(struct dispatch *d, struct call *c)
+{
+	pthread_mutex_lock(&d->lock);
+	if (d->shutting_down) {
+		pthread_mutex_unlock(&d->lock);
+		return -ESHUTDOWN;
+	}
+	struct queue *q = queue_find(d, c->key);
+	bool fresh = !q;
+	if (!q) {
+		q = xcalloc(1, sizeof(*q));
+		snprintf(q->key, sizeof(q->key), "%s", c->key);
+		q->next = d->queues;
+		d->queues = q;
+	}
+	if (!q->has_worker && d->workers < d->max_workers) {
+		pthread_attr_t attr;
+		pthread_t t;
+		struct worker_arg *wa = xmalloc(sizeof(*wa));
+		wa->d = d;
+		wa->q = q;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		int r = pthread_create(&t, &attr, worker_main, wa);
+		pthread_attr_destroy(&attr);
+		if (r != 0) {
+			free(wa);
+			if (fresh)
+				queue_unlink(d, q);
+			pthread_mutex_unlock(&d->lock);
+			return -r;
+		}
+		q->has_worker = true;
+		d->workers++;
+	}
+	/* the new worker blocks on d->lock until we release it, so append now */
+	if (q->tail)
+		q->tail->next = c;
+	else
+		q->head = c;
+	q->tail = c;
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+bool dispatch_cancel(struct dispatch *d, const json_t *id)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&d->lock);
+	for (struct queue *q = d->queues; q && !found; q = q->next) {
+		if (q->running && json_equal(q->running->id, (json_t *)id)) {
+			call_cancel(q->running);
+			found = true;
+			break;
+		}
+		for (struct call **pp = &q->head; *pp; pp = &(*pp)->next) {
+			struct call *c = *pp;
+			if (json_equal(c->id, (json_t *)id)) {
+				*pp = c->next;
+				if (q->tail == c) {
+					q->tail = NULL;
+					for (struct call *t = q->head; t; t = t->next)
+						q->tail = t;
+				}
+				call_destroy(c);
+				found = true;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	return found;
+}
+
+unsigned dispatch_pending(struct dispatch *d)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&d->lock);
+	for (struct queue *q = d->queues; q; q = q->next) {
+		n += q->running != NULL;
+		for (struct call *c = q->head; c; c = c->next)
+			n++;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
+static void deadline_in(struct timespec *ts, int wait_ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += wait_ms / 1000;
+	ts->tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+bool dispatch_drain(struct dispatch *d, int wait_ms)
+{
+	struct timespec deadline;
+
+	deadline_in(&deadline, wait_ms);
+	pthread_mutex_lock(&d->lock);
+	while (d->queues) {
+		if (pthread_cond_timedwait(&d->idle, &d->lock, &deadline) == ETIMEDOUT)
+			break;
+	}
+	bool done = d->queues == NULL;
+	pthread_mutex_unlock(&d->lock);
+	return done;
+}
+
+void dispatch_destroy(struct dispatch *d, int wait_ms)
+{
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->shutting_down = true;
+	for (struct queue *q = d->queues; q; q = q->next) {
+		while (q->head) {
+			struct call *c = q->head;
+			q->head = c->next;
+			call_destroy(c);
+		}
+		q->tail = NULL;
+		if (q->running)
+			call_cancel(q->running);
+	}
+	struct timespec deadline;
+	deadline_in(&deadline, wait_ms);
+	while (d->workers > 0) {
+		if (pthread_cond_timedwait(&d->idle, &d->lock, &deadline) == ETIMEDOUT)
+			break;
+	}
+	unsigned left = d->workers;
+	pthread_mutex_unlock(&d->lock);
+	if (left > 0) {
+		/* a worker still references d: leave it allocated, the process is exiting */
+		log_warnf("%u call(s) still running at shutdown; not waiting for them", left);
+		return;
+	}
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->idle);
+	free(d);
+}

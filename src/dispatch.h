@@ -1,0 +1,58 @@
+/*
+ * dispatch.h - worker threads with one FIFO per key (a session).
+ *
+ * The read loop submits each tools/call as a struct call and goes back to
+ * reading.  Calls with the same key run one at a time in arrival order; calls
+ * with different keys run in parallel, on at most max_workers threads.
+ * notifications/cancelled marks a call; a queued call is then dropped, a
+ * running one has its cancel hook invoked (to shut a socket, kill an exec).
+ */
+#ifndef DISPATCH_H
+#define DISPATCH_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+struct call;
+struct dispatch;
+
+typedef void (*call_run_fn)(struct call *c, void *data);
+typedef void (*call_free_fn)(void *data);
+typedef void (*call_cancel_fn)(void *arg);
+
+/* Longest dispatch key (session id or name). */
+#define DISPATCH_KEY_MAX 128
+
+/* id is copied (incref); data is owned by the call and released with free_data. */
+struct call *call_create(json_t *id, const char *key, call_run_fn run, call_free_fn free_data, void *data);
+/* Frees a call that was never submitted (or whose submit failed), with its data. */
+void call_destroy(struct call *c);
+/* The request id (borrowed). */
+json_t *call_id(const struct call *c);
+bool call_cancelled(const struct call *c);
+/*
+ * Arms fn(arg) to run, from the cancelling thread, if the call is cancelled
+ * before call_disarm. Returns -ECANCELED (and does not arm) if already cancelled.
+ */
+int call_arm(struct call *c, call_cancel_fn fn, void *arg);
+/* Disarms; waits for a hook that is running right now to return. */
+void call_disarm(struct call *c);
+
+struct dispatch *dispatch_create(unsigned max_workers);
+/*
+ * Cancels everything queued or running and waits up to wait_ms for running
+ * calls to return. Threads still running after that are left detached; their
+ * calls' results are dropped.
+ */
+void dispatch_destroy(struct dispatch *d, int wait_ms);
+/* Waits up to wait_ms for every queued and running call to finish. True if all did. */
+bool dispatch_drain(struct dispatch *d, int wait_ms);
+/* Queues c (ownership passes to the dispatcher). 0 or -ESHUTDOWN. */
+int dispatch_submit(struct dispatch *d, struct call *c);
+/* Cancels the call with this request id. True if one was found. */
+bool dispatch_cancel(struct dispatch *d, const json_t *id);
+/* Calls queued or running. */
+unsigned dispatch_pending(struct dispatch *d);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * errcode.h - the stable tool error codes and the error struct every layer
+ * fills in.
+ *
+ * Lower layers classify a failure (an enum errcode plus a short message); only
+ * the tool layer turns it into the text a model reads.  The names are part of
+ * the product contract (DESIGN §3): clients match on them.
+ */
+#ifndef ERRCODE_H
+#define ERRCODE_H
+
+#include "util.h"
+
+enum errcode {
+	ERRCODE_NONE = 0,
+	ERRCODE_DOCKER_UNAVAILABLE,
+	ERRCODE_IMAGE_NOT_FOUND,
+	ERRCODE_SESSION_NOT_FOUND,
+	ERRCODE_SESSION_LIMIT,
+	ERRCODE_TIMEOUT,
+	ERRCODE_TOO_LARGE,
+	ERRCODE_FILE_NOT_FOUND,
+	ERRCODE_FILE_EXISTS,
+	ERRCODE_PATCH_NO_MATCH,
+	ERRCODE_HOST_PATH_NOT_ALLOWED,
+	ERRCODE_INVALID_ARGUMENT,
+	ERRCODE_ENGINE_ERROR,
+	ERRCODE_CANCELLED,
+	ERRCODE_INTERNAL,
+	ERRCODE_MAX,
+};
+
+#define ERR_MSG_MAX 512
+
+struct err {
+	enum errcode code;
+	char msg[ERR_MSG_MAX];
+};
+
+/* Returns the wire name ("session_not_found"), or "internal" for out-of-range values. */
+const char *errcode_name(enum errcode code);
+
+/* Fills e (if not NULL) and returns ret, so `return err_set(e, ..., -EIO, ...)` reads naturally. */
+int err_set(struct err *e, enum errcode code, int ret, const char *fmt, ...) PRINTF_LIKE(4, 5);
+void err_clear(struct err *e);
+
+#endif

@@ -1,0 +1,347 @@
+/*
+ * http.c - request writing and response reading over a blocking socket.
+ *
+ * The read buffer holds at most one response head plus one read's worth of
+ * body; bodies pass through it and are never accumulated here.  A peer that
+ * stalls longer than timeout_ms, resets, or sends malformed framing ends the
+ * call with an error and marks the connection dead (never reused).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "http.h"
+
+enum body_mode {
+	BODY_NONE,
+	BODY_LENGTH,
+	BODY_CHUNKED,
+	BODY_EOF,
+};
+
+struct http_conn {
+	int fd;
+	int timeout_ms;
+	struct buf rbuf; /* unread bytes from the socket */
+	bool dead;	 /* framing error, reset or close: do not reuse */
+	bool keep_alive; /* the response allowed reuse */
+	enum body_mode mode;
+	uint64_t remaining; /* BODY_LENGTH */
+	struct http_chunked chunked;
+	bool body_done;
+};
+
+static int fill(struct http_conn *c, struct err *err);
+static bool token_ok(const char *s);
+
+struct http_conn *http_conn_create(int fd, int timeout_ms)
+{
+	struct http_conn *c = xcalloc(1, sizeof(*c));
+	c->fd = fd;
+	c->timeout_ms = timeout_ms;
+	buf_init(&c->rbuf, HTTP_HEAD_MAX + HTTP_READ_CHUNK);
+	c->body_done = true;
+	return c;
+}
+
+void http_conn_destroy(struct http_conn *c)
+{
+	if (!c)
+		return;
+	if (c->fd >= 0)
+		close(c->fd);
+	buf_finish(&c->rbuf);
+	free(c);
+}
+
+int http_conn_fd(const struct http_conn *c)
+{
+	return c->fd;
+}
+
+void http_conn_abort(struct http_conn *c)
+{
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+bool http_conn_reusable(const struct http_conn *c)
+{
+	return !c->dead && c->keep_alive && c->body_done && c->rbuf.len == 0;
+}
+
+static bool token_ok(const char *s)
+{
+	for (; *s; s++)
+		if (*s == '\r' || *s == '\n')
+			return false;
+	return true;
+}
+
+int http_request_send(struct http_conn *c, const char *method, const char *target, const char *extra_headers,
+		      const void *body, size_t body_len, struct err *err)
+{
+	char head[HTTP_REQUEST_HEAD_MAX];
+
+	if (!token_ok(method) || !token_ok(target) || strchr(target, ' ') || strchr(method, ' ') ||
+	    target[0] != '/')
+		return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed request line");
+	if (extra_headers) {
+		/* every header line must end in CRLF and carry no bare CR/LF or blank line */
+		if (strstr(extra_headers, "\r\n\r\n") || extra_headers[0] == '\r')
+			return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed header");
+		for (const char *p = extra_headers; *p; p++) {
+			if ((*p == '\r' && p[1] != '\n') || (*p == '\n' && (p == extra_headers || p[-1] != '\r')))
+				return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed header");
+		}
+	}
+	int n = snprintf(head, sizeof(head),
+			 "%s %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: sandbox-mcp\r\n%s"
+			 "Content-Length: %zu\r\n\r\n",
+			 method, target, extra_headers ? extra_headers : "", body_len);
+	if (n < 0 || (size_t)n >= sizeof(head))
+		return err_set(err, ERRCODE_INTERNAL, -E2BIG, "request head too long");
+	if (!body_len && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
+		/* no Content-Length: 0 on bodiless methods; some proxies dislike it */
+		n = snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: sandbox-mcp\r\n%s\r\n",
+			     method, target, extra_headers ? extra_headers : "");
+		if (n < 0 || (size_t)n >= sizeof(head))
+			return err_set(err, ERRCODE_INTERNAL, -E2BIG, "request head too long");
+	}
+	int r = write_full(c->fd, head, (size_t)n);
+	if (r == 0 && body_len)
+		r = write_full(c->fd, body, body_len);
+	if (r < 0) {
+		c->dead = true;
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "writing to the Docker engine failed: %s",
+			       strerror(-r));
+	}
+	return 0;
+}
+
+/* Reads more bytes into rbuf. 0, -EPIPE at EOF, -ETIMEDOUT, or -errno. */
+static int fill(struct http_conn *c, struct err *err)
+{
+	char *tail;
+	int r = buf_reserve(&c->rbuf, HTTP_READ_CHUNK, &tail);
+	if (r < 0) {
+		c->dead = true;
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EMSGSIZE, "the Docker engine sent an oversized response head");
+	}
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	do
+		r = poll(&pfd, 1, c->timeout_ms);
+	while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		c->dead = true;
+		return err_set(err, ERRCODE_ENGINE_ERROR, -errno, "poll: %s", strerror(errno));
+	}
+	if (r == 0) {
+		c->dead = true;
+		return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT,
+			       "the Docker engine did not answer within %d ms", c->timeout_ms);
+	}
+	ssize_t got;
+	do
+		got = read(c->fd, tail, HTTP_READ_CHUNK);
+	while (got < 0 && errno == EINTR);
+	if (got < 0) {
+		c->dead = true;
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -errno, "reading from the Docker engine failed: %s",
+			       strerror(errno));
+	}
+	if (got == 0) {
+		c->dead = true;
+		return -EPIPE;
+	}
+	buf_commit(&c->rbuf, (size_t)got);
+	return 0;
+}
+
+int http_response_recv(struct http_conn *c, bool head_only, struct http_response *ret, struct err *err)
+{
+	struct http_head h;
+	int n;
+
+	memset(ret, 0, sizeof(*ret));
+	for (;;) {
+		n = http_parse_response(c->rbuf.data ? c->rbuf.data : "", c->rbuf.len, &h);
+		if (n >= 0)
+			break;
+		if (n == -1) {
+			c->dead = true;
+			return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
+				       "the Docker engine sent a malformed HTTP response");
+		}
+		int r = fill(c, err);
+		if (r == -EPIPE)
+			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPIPE,
+				       "the Docker engine closed the connection before answering");
+		if (r < 0)
+			return r;
+	}
+
+	ret->status = h.status;
+	const struct slice *v;
+	if ((v = http_head_get(&h, "Content-Type")))
+		snprintf(ret->content_type, sizeof(ret->content_type), "%.*s", (int)v->n, v->p);
+	if ((v = http_head_get(&h, "Api-Version")))
+		snprintf(ret->api_version, sizeof(ret->api_version), "%.*s", (int)v->n, v->p);
+
+	c->keep_alive = h.minor_version >= 1;
+	if ((v = http_head_get(&h, "Connection")) && slice_case_eq(*v, "close"))
+		c->keep_alive = false;
+
+	const struct slice *te = http_head_get(&h, "Transfer-Encoding");
+	const struct slice *cl = http_head_get(&h, "Content-Length");
+	c->body_done = false;
+	if (h.status == 101) {
+		ret->upgraded = true;
+		c->mode = BODY_NONE;
+		c->keep_alive = false;
+	} else if (head_only || h.status == 204 || h.status == 304 || (h.status >= 100 && h.status < 200)) {
+		c->mode = BODY_NONE;
+	} else if (te) {
+		if (!slice_case_eq(*te, "chunked")) {
+			c->dead = true;
+			buf_consume(&c->rbuf, (size_t)n);
+			return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
+				       "the Docker engine used an unsupported transfer coding");
+		}
+		c->mode = BODY_CHUNKED;
+		http_chunked_init(&c->chunked);
+	} else if (cl) {
+		char tmp[24];
+		uint64_t len;
+		if (cl->n == 0 || cl->n >= sizeof(tmp)) {
+			c->dead = true;
+			return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "bad Content-Length from the Docker engine");
+		}
+		memcpy(tmp, cl->p, cl->n);
+		tmp[cl->n] = '\0';
+		if (parse_u64(tmp, 0, UINT64_MAX >> 2, &len) < 0) {
+			c->dead = true;
+			return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "bad Content-Length from the Docker engine");
+		}
+		c->mode = BODY_LENGTH;
+		c->remaining = len;
+	} else {
+		c->mode = BODY_EOF;
+		c->keep_alive = false;
+	}
+	if (c->mode == BODY_NONE || (c->mode == BODY_LENGTH && c->remaining == 0))
+		c->body_done = true;
+	/* the head slices point into rbuf: drop them only after the last use */
+	buf_consume(&c->rbuf, (size_t)n);
+	return 0;
+}
+
+ssize_t http_body_read(struct http_conn *c, void *dst, size_t cap, struct err *err)
+{
+	if (c->body_done || cap == 0)
+		return 0;
+	for (;;) {
+		if (c->rbuf.len > 0) {
+			switch (c->mode) {
+			case BODY_NONE:
+				c->body_done = true;
+				return 0;
+			case BODY_LENGTH:
+			case BODY_EOF: {
+				size_t n = c->rbuf.len < cap ? c->rbuf.len : cap;
+				if (c->mode == BODY_LENGTH && n > c->remaining)
+					n = (size_t)c->remaining;
+				memcpy(dst, c->rbuf.data, n);
+				buf_consume(&c->rbuf, n);
+				if (c->mode == BODY_LENGTH) {
+					c->remaining -= n;
+					if (c->remaining == 0)
+						c->body_done = true;
+				}
+				return (ssize_t)n;
+			}
+			case BODY_CHUNKED: {
+				size_t used = 0;
+				struct slice data;
+				int r = http_chunked_decode(&c->chunked, c->rbuf.data, c->rbuf.len, &used, &data);
+				if (r == -1) {
+					c->dead = true;
+					return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
+						       "the Docker engine sent a malformed chunked body");
+				}
+				if (r == 0) {
+					buf_consume(&c->rbuf, used);
+					c->body_done = true;
+					return 0;
+				}
+				if (r == 1) {
+					/* data lies inside rbuf before `used`; copy what fits */
+					size_t n = data.n < cap ? data.n : cap;
+					size_t off = (size_t)(data.p - c->rbuf.data);
+					memcpy(dst, data.p, n);
+					if (n < data.n) {
+						/* give back the part that did not fit */
+						c->chunked.remaining += data.n - n;
+						c->chunked.state = HTTP_CHUNKED_DATA;
+						used = off + n;
+					}
+					buf_consume(&c->rbuf, used);
+					return (ssize_t)n;
+				}
+				buf_consume(&c->rbuf, used); /* -2: all consumed, need more */
+				break;
+			}
+			}
+		} else if (c->mode == BODY_NONE) {
+			c->body_done = true;
+			return 0;
+		}
+		int r = fill(c, err);
+		if (r == -EPIPE) {
+			if (c->mode == BODY_EOF) {
+				c->body_done = true;
+				return 0;
+			}
+			return err_set(err, ERRCODE_ENGINE_ERROR, -EPIPE,
+				       "the Docker engine closed the connection in the middle of a response");
+		}
+		if (r < 0)
+			return r;
+	}
+}
+
+int http_body_read_all(struct http_conn *c, struct buf *out, struct err *err)
+{
+	for (;;) {
+		char *tail;
+		if (c->body_done)
+			return 0;
+		if (buf_reserve(out, 1, &tail) < 0) {
+			c->dead = true;
+			return err_set(err, ERRCODE_TOO_LARGE, -EMSGSIZE,
+				       "the Docker engine's response is larger than %zu bytes", out->max);
+		}
+		size_t room = out->max - out->len;
+		if (room > HTTP_READ_CHUNK)
+			room = HTTP_READ_CHUNK;
+		if (buf_reserve(out, room, &tail) < 0)
+			return err_set(err, ERRCODE_INTERNAL, -EMSGSIZE, "buffer");
+		ssize_t n = http_body_read(c, tail, room, err);
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			return 0;
+		buf_commit(out, (size_t)n);
+	}
+}
+
+size_t http_take_buffered(struct http_conn *c, struct buf *out)
+{
+	size_t n = c->rbuf.len;
+	if (n && buf_append(out, c->rbuf.data, n) < 0)
+		n = 0;
+	else
+		buf_reset(&c->rbuf);
+	return n;
+}

@@ -1,0 +1,63 @@
+/*
+ * http.h - an HTTP/1.1 client on one connected socket, for the Engine API.
+ *
+ * One request at a time per connection.  Bodies are streamed: the caller
+ * reads them with http_body_read (or collects them, capped, with
+ * http_body_read_all), whatever the framing (Content-Length, chunked, or to
+ * EOF).  Every read waits at most timeout_ms; a cancel hook may shutdown()
+ * the socket from another thread to abort a blocked call at once.
+ */
+#ifndef HTTP_H
+#define HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "buf.h"
+#include "errcode.h"
+#include "http_parse.h"
+
+/* Largest request head we build (method, target and headers). */
+#define HTTP_REQUEST_HEAD_MAX 8192
+/* Read buffer: one read(2) at most this much. */
+#define HTTP_READ_CHUNK (64 * 1024)
+
+struct http_conn;
+
+struct http_response {
+	int status;
+	char content_type[128];
+	char api_version[32];	/* Api-Version header, if any */
+	bool upgraded;		/* 101 Switching Protocols: the socket is now raw */
+};
+
+/* Takes ownership of fd. */
+struct http_conn *http_conn_create(int fd, int timeout_ms);
+void http_conn_destroy(struct http_conn *c);
+int http_conn_fd(const struct http_conn *c);
+/* Shuts the socket down (safe from another thread): blocked reads return at once. */
+void http_conn_abort(struct http_conn *c);
+/* True when the last response was read to its end and the peer allows reuse. */
+bool http_conn_reusable(const struct http_conn *c);
+
+/*
+ * Sends one request. extra_headers is "Name: value\r\n"... or NULL; method,
+ * target and headers are checked for CR, LF and NUL (-EINVAL).
+ * 0 or -errno with err.
+ */
+int http_request_send(struct http_conn *c, const char *method, const char *target, const char *extra_headers,
+		      const void *body, size_t body_len, struct err *err);
+/* Reads the response head. head_only: the request was HEAD (no body follows). */
+int http_response_recv(struct http_conn *c, bool head_only, struct http_response *ret, struct err *err);
+/* Reads up to cap body bytes: >0 bytes, 0 at the end of the body, or -errno with err. */
+ssize_t http_body_read(struct http_conn *c, void *dst, size_t cap, struct err *err);
+/* Reads the rest of the body into out (capped by out->max: -EMSGSIZE). */
+int http_body_read_all(struct http_conn *c, struct buf *out, struct err *err);
+/*
+ * After an upgrade: moves bytes already buffered past the head into out and
+ * returns how many (the rest is read straight from http_conn_fd).
+ */
+size_t http_take_buffered(struct http_conn *c, struct buf *out);
+
+#endif

@@ -1,0 +1,238 @@
+/*
+ * main.c - the sandbox-mcp command: serve MCP on stdio (the default),
+ * --help, --version, doctor, and ready-made client configuration.
+ *
+ * Exit codes: 0 success, 1 a check or start-up step failed, 2 bad usage.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buildconf.h"
+#include "config.h"
+#include "engine.h"
+#include "log.h"
+#include "mcp.h"
+#include "out.h"
+#include "rpc.h"
+#include "tools.h"
+
+extern char **environ;
+
+/* How long calls already submitted may still run after stdin reaches EOF. */
+#define MAIN_EOF_GRACE_MS 5000
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig);
+static void usage(FILE *f);
+static int serve(const struct config *cfg);
+static int doctor(const struct config *cfg);
+static int print_client_config(const char *which);
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: sandbox-mcp [SETTINGS] [COMMAND]\n"
+		"\n"
+		"An MCP server on stdio that runs code in Docker sandboxes.\n"
+		"\n"
+		"Commands:\n"
+		"  serve                  Serve MCP on stdin/stdout (the default)\n"
+		"  doctor                 Check the Docker engine and the default image; print fixes\n"
+		"  config claude-desktop  Print a Claude Desktop mcpServers entry for this binary\n"
+		"  config claude-code     Print the `claude mcp add` command for this binary\n"
+		"  --help                 Show this help\n"
+		"  --version              Show the version\n"
+		"\n"
+		"Settings (flag, environment variable, meaning):\n");
+	config_print_help(f);
+}
+
+static int serve(const struct config *cfg)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct err err;
+	struct engine *engine = NULL;
+	int r;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&sa.sa_mask);
+	/* no SA_RESTART: a signal must interrupt the blocking read of stdin */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
+	err_clear(&err);
+	if ((r = tools_init(&err)) < 0) {
+		log_errorf("%s", err.msg);
+		return 1;
+	}
+	if ((r = engine_create(cfg->docker_host, (int)cfg->engine_timeout_s * 1000, &engine, &err)) < 0) {
+		log_errorf("%s", err.msg);
+		tools_finish();
+		return 1;
+	}
+	struct out *out = out_create(STDOUT_FILENO);
+	struct tool_services svc = { .cfg = cfg, .engine = engine, .out = out };
+	struct mcp *m = mcp_create(&svc);
+	struct rpc_reader reader;
+	rpc_reader_init(&reader, STDIN_FILENO, cfg->max_line_bytes);
+	log_debugf("serving on stdio (engine %s)", engine_endpoint(engine)->display);
+
+	while (!stop_signal && !out_closed(out)) {
+		struct slice line;
+		r = rpc_reader_next(&reader, &line);
+		if (r == 1)
+			mcp_handle_line(m, line.p, line.n);
+		else if (r == -EMSGSIZE)
+			mcp_handle_oversized(m);
+		else if (r == -EINTR || r == -EAGAIN)
+			continue;
+		else if (r == 0)
+			break;
+		else {
+			log_errorf("reading stdin: %s", strerror(-r));
+			break;
+		}
+	}
+	if (stop_signal)
+		log_infof("stopping on signal %d", (int)stop_signal);
+	else if (!out_closed(out))
+		mcp_drain(m, MAIN_EOF_GRACE_MS); /* answer what was asked before EOF */
+
+	mcp_destroy(m);
+	rpc_reader_finish(&reader);
+	out_destroy(out);
+	engine_destroy(engine);
+	tools_finish();
+	return 0;
+}
+
+static int doctor(const struct config *cfg)
+{
+	struct engine *engine = NULL;
+	struct engine_version ev;
+	struct err err;
+	int problems = 0;
+
+	err_clear(&err);
+	if (engine_create(cfg->docker_host, (int)cfg->engine_timeout_s * 1000, &engine, &err) < 0) {
+		printf("FAIL  DOCKER_HOST: %s\n", err.msg);
+		return 1;
+	}
+	printf("ok    endpoint %s\n", engine_endpoint(engine)->display);
+	if (engine_version(engine, NULL, &ev, &err) < 0) {
+		printf("FAIL  engine: %s\n", err.msg);
+		engine_destroy(engine);
+		return 1;
+	}
+	printf("ok    engine %s, API %s (min %s), %s/%s\n", ev.version, ev.api_version, ev.min_api_version, ev.os,
+	       ev.arch);
+	if (engine_api_at_least(ev.api_version, ENGINE_API_MIN)) {
+		printf("ok    API version %s >= %s\n", ev.api_version, ENGINE_API_MIN);
+	} else {
+		printf("FAIL  API version %s is older than %s: upgrade Docker to 20.10 or newer\n", ev.api_version,
+		       ENGINE_API_MIN);
+		problems++;
+	}
+	json_t *img = NULL;
+	if (engine_image_inspect(engine, NULL, cfg->image, &img, &err) == 0) {
+		printf("ok    image %s present (%s)\n", cfg->image,
+		       json_string_value(json_object_get(img, "Id")) ? json_string_value(json_object_get(img, "Id"))
+								     : "?");
+		json_decref(img);
+	} else {
+		printf("FAIL  image %s: %s\n", cfg->image, err.msg);
+		if (err.code == ERRCODE_IMAGE_NOT_FOUND)
+			printf("      build it: docker build -t %s image/   (from the sandbox-mcp source tree)\n",
+			       cfg->image);
+		problems++;
+	}
+	engine_destroy(engine);
+	return problems ? 1 : 0;
+}
+
+static int print_client_config(const char *which)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n < 0) {
+		fprintf(stderr, "sandbox-mcp: cannot find my own path: %s\n", strerror(errno));
+		return 1;
+	}
+	self[n] = '\0';
+	if (strcmp(which, "claude-desktop") == 0) {
+		json_t *j = json_pack("{s:{s:{s:s, s:[], s:{}}}}", "mcpServers", "sandbox", "command", self, "args",
+				      "env");
+		char *s = json_dumps(j, JSON_INDENT(2));
+		printf("%s\n", s);
+		free(s);
+		json_decref(j);
+		return 0;
+	}
+	if (strcmp(which, "claude-code") == 0) {
+		printf("claude mcp add sandbox -- %s\n", self);
+		return 0;
+	}
+	fprintf(stderr, "sandbox-mcp: config: unknown client '%s' (use claude-desktop or claude-code)\n", which);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	struct config cfg;
+	struct err err;
+	int next = 1;
+
+	util_json_init();
+	config_init(&cfg);
+	err_clear(&err);
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			config_finish(&cfg);
+			return 0;
+		}
+		if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+			printf("sandbox-mcp %s\n", SANDBOX_VERSION);
+			config_finish(&cfg);
+			return 0;
+		}
+	}
+	if (config_load(&cfg, environ, argc, argv, 1, &next, &err) < 0) {
+		fprintf(stderr, "sandbox-mcp: %s\n", err.msg);
+		config_finish(&cfg);
+		return 2;
+	}
+	log_init(cfg.log_level);
+
+	const char *cmd = next < argc ? argv[next] : "serve";
+	int rest = argc - next - 1;
+	int rc;
+	if (cmd[0] == '-') {
+		fprintf(stderr, "sandbox-mcp: unknown option '%s' (see sandbox-mcp --help)\n", cmd);
+		rc = 2;
+	} else if (strcmp(cmd, "serve") == 0 && rest <= 0) {
+		rc = serve(&cfg);
+	} else if (strcmp(cmd, "doctor") == 0 && rest <= 0) {
+		rc = doctor(&cfg);
+	} else if (strcmp(cmd, "config") == 0 && rest == 1) {
+		rc = print_client_config(argv[next + 1]);
+	} else {
+		fprintf(stderr, "sandbox-mcp: unknown command '%s' (see sandbox-mcp --help)\n", cmd);
+		rc = 2;
+	}
+	config_finish(&cfg);
+	return rc;
+}

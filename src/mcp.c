@@ -1,0 +1,547 @@
+/*
+ * mcp.c - JSON-RPC methods for both MCP eras.
+ *
+ * Era is decided per request: a request whose params._meta carries
+ * "io.modelcontextprotocol/protocolVersion" is modern (2026-07-28, stateless:
+ * no initialize, resultType on every result, serverInfo in result _meta, log
+ * notifications only when that request asked for them).  Anything else is
+ * legacy and needs initialize first (ping and server/discover excepted, so a
+ * dual-era client can probe).
+ *
+ * Protocol errors (bad envelope, unknown method, bad params, unknown tool)
+ * are JSON-RPC errors; a tool that ran and failed is a result with isError.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "buildconf.h"
+#include "log.h"
+#include "mcp.h"
+#include "rpc.h"
+#include "schema.h"
+
+/* Freshness hint for list results: the tool set is fixed for the process. */
+#define MCP_LIST_TTL_MS 300000
+
+static const char *const legacy_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
+
+struct mcp {
+	const struct tool_services *svc;
+	struct dispatch *dispatch;
+	pthread_mutex_t lock; /* guards initialized and version */
+	bool initialized;
+	char version[16];		/* negotiated legacy version */
+	atomic_int legacy_log_level;	/* -1: logging/setLevel never called */
+	atomic_ullong seq;		/* for keys of calls that run alone */
+};
+
+/* One request being handled, on the read loop. */
+struct req {
+	json_t *id;
+	const char *method;
+	json_t *params; /* object (possibly empty) */
+	bool modern;
+	const char *version; /* the version this request speaks */
+	int log_level;	     /* modern: requested level, or -1 */
+	json_t *progress_token;
+};
+
+/* A protocol error to reply with. */
+struct fail {
+	int code;
+	char message[ERR_MSG_MAX];
+	json_t *data; /* owned, may be NULL */
+};
+
+/* Return value of a method handler that will reply later (tools/call). */
+#define REPLY_DEFERRED 1
+
+typedef int (*method_fn)(struct mcp *m, struct req *rq, json_t **ret_result, struct fail *f);
+
+enum method_flags {
+	METHOD_BEFORE_INIT = 1 << 0, /* legacy: allowed before initialize */
+	METHOD_LEGACY_ONLY = 1 << 1, /* not part of 2026-07-28 */
+	METHOD_LIST = 1 << 2,	     /* modern result carries ttlMs and cacheScope */
+};
+
+struct method {
+	const char *name;
+	method_fn fn;
+	unsigned flags;
+};
+
+/* Everything a worker needs to run one tools/call and reply. */
+struct call_data {
+	struct mcp *m;
+	const struct tool_entry *tool;
+	json_t *id;
+	json_t *args;
+	json_t *progress_token;
+	char version[16];
+	bool modern;
+	int log_level;
+};
+
+static _Thread_local struct call_data *current_call;
+
+static int m_initialize(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_ping(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_discover(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_set_level(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_tools_list(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+
+static const struct method mcp_method_table[] = {
+	{ "initialize", m_initialize, METHOD_BEFORE_INIT | METHOD_LEGACY_ONLY },
+	{ "ping", m_ping, METHOD_BEFORE_INIT },
+	{ "server/discover", m_discover, METHOD_BEFORE_INIT | METHOD_LIST },
+	{ "logging/setLevel", m_set_level, METHOD_LEGACY_ONLY },
+	{ "tools/list", m_tools_list, METHOD_LIST },
+	{ "tools/call", m_tools_call, 0 },
+};
+
+static int fail_set(struct fail *f, int code, const char *fmt, ...) PRINTF_LIKE(3, 4);
+static void reply_error(struct mcp *m, json_t *id, int code, const char *message, json_t *data);
+static json_t *server_info(void);
+static json_t *capabilities(void);
+static void finish_result(const struct req *rq, unsigned flags, json_t *result);
+static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm);
+static void handle_notification(struct mcp *m, const struct rpc_msg *rm);
+static void log_bridge(enum log_level level, const char *msg, void *data);
+static void call_run(struct call *c, void *data);
+static void call_data_free(void *data);
+
+static const char instructions[] =
+	"sandbox-mcp runs code in Docker containers on this machine. "
+	"Call env_info to see the server's limits and whether the Docker engine answers; "
+	"its engine.error says how to fix an unreachable engine. "
+	"Tool failures come back as results with isError and a stable error code in "
+	"structuredContent.error.code.";
+
+const char *mcp_instructions(void)
+{
+	return instructions;
+}
+
+struct mcp *mcp_create(const struct tool_services *svc)
+{
+	struct mcp *m = xcalloc(1, sizeof(*m));
+	m->svc = svc;
+	m->dispatch = dispatch_create(MCP_WORKERS_MAX);
+	pthread_mutex_init(&m->lock, NULL);
+	atomic_init(&m->legacy_log_level, -1);
+	atomic_init(&m->seq, 0);
+	snprintf(m->version, sizeof(m->version), "%s", MCP_VERSION_LEGACY_NEWEST);
+	log_set_hook(log_bridge, m);
+	return m;
+}
+
+void mcp_drain(struct mcp *m, int wait_ms)
+{
+	if (!dispatch_drain(m->dispatch, wait_ms))
+		log_warnf("calls still running %d ms after stdin closed; cancelling them", wait_ms);
+}
+
+void mcp_destroy(struct mcp *m)
+{
+	if (!m)
+		return;
+	log_set_hook(NULL, NULL);
+	dispatch_destroy(m->dispatch, 500);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+static int fail_set(struct fail *f, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	f->code = code;
+	va_start(ap, fmt);
+	vsnprintf(f->message, sizeof(f->message), fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static void reply_error(struct mcp *m, json_t *id, int code, const char *message, json_t *data)
+{
+	(void)out_send_new(m->svc->out, rpc_error(id, code, message, data));
+}
+
+static json_t *server_info(void)
+{
+	return json_pack("{s:s, s:s, s:s}", "name", "sandbox-mcp", "title", "Sandbox MCP (Docker)", "version",
+			 SANDBOX_VERSION);
+}
+
+static json_t *capabilities(void)
+{
+	return json_pack("{s:{s:b}, s:{}}", "tools", "listChanged", 0, "logging");
+}
+
+/* Adds what the modern era requires of every result. */
+static void finish_result(const struct req *rq, unsigned flags, json_t *result)
+{
+	if (!rq->modern)
+		return;
+	json_object_set_new(result, "resultType", json_string("complete"));
+	json_t *meta = json_object_get(result, "_meta");
+	if (!json_is_object(meta)) {
+		meta = json_object();
+		json_object_set_new(result, "_meta", meta);
+	}
+	json_object_set_new(meta, "io.modelcontextprotocol/serverInfo", server_info());
+	if (flags & METHOD_LIST) {
+		json_object_set_new(result, "ttlMs", json_integer(MCP_LIST_TTL_MS));
+		json_object_set_new(result, "cacheScope", json_string("public"));
+	}
+}
+
+static int m_initialize(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	const char *asked = json_string_value(json_object_get(rq->params, "protocolVersion"));
+	const char *chosen = MCP_VERSION_LEGACY_NEWEST;
+
+	if (!asked)
+		return fail_set(f, RPC_INVALID_PARAMS, "initialize: params.protocolVersion must be a string");
+	for (size_t i = 0; i < ARRAY_SIZE(legacy_versions); i++)
+		if (strcmp(asked, legacy_versions[i]) == 0)
+			chosen = legacy_versions[i];
+
+	pthread_mutex_lock(&m->lock);
+	m->initialized = true;
+	snprintf(m->version, sizeof(m->version), "%s", chosen);
+	pthread_mutex_unlock(&m->lock);
+
+	*ret = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", chosen, "capabilities", capabilities(),
+			 "serverInfo", server_info(), "instructions", instructions);
+	return 0;
+}
+
+static int m_ping(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	*ret = json_object();
+	return 0;
+}
+
+static int m_discover(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	json_t *versions = json_array();
+	json_array_append_new(versions, json_string(MCP_VERSION_MODERN));
+	for (size_t i = 0; i < ARRAY_SIZE(legacy_versions); i++)
+		json_array_append_new(versions, json_string(legacy_versions[i]));
+	*ret = json_pack("{s:o, s:o, s:s}", "supportedVersions", versions, "capabilities", capabilities(),
+			 "instructions", instructions);
+	/* a discover result is modern-shaped whichever era asked */
+	struct req modern = *rq;
+	modern.modern = true;
+	finish_result(&modern, METHOD_LIST, *ret);
+	return 0;
+}
+
+static int m_set_level(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	const char *level = json_string_value(json_object_get(rq->params, "level"));
+	enum log_level l;
+
+	if (!level || log_level_parse(level, &l) < 0)
+		return fail_set(f, RPC_INVALID_PARAMS,
+				"logging/setLevel: params.level must be one of debug, info, notice, warning, "
+				"error, critical, alert, emergency");
+	atomic_store(&m->legacy_log_level, (int)l);
+	*ret = json_object();
+	return 0;
+}
+
+static int m_tools_list(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	*ret = json_pack("{s:o}", "tools", tools_list_json(m->svc->cfg->tool_groups, rq->version));
+	return 0;
+}
+
+static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	json_t *name = json_object_get(rq->params, "name");
+	json_t *args = json_object_get(rq->params, "arguments");
+	char key[DISPATCH_KEY_MAX + 8];
+
+	if (!json_is_string(name))
+		return fail_set(f, RPC_INVALID_PARAMS, "tools/call: params.name must be a string");
+	if (args && !json_is_object(args))
+		return fail_set(f, RPC_INVALID_PARAMS, "tools/call: params.arguments must be an object");
+	const struct tool_entry *t = tools_find(json_string_value(name), m->svc->cfg->tool_groups);
+	if (!t)
+		return fail_set(f, RPC_INVALID_PARAMS, "Unknown tool '%.100s'. Call tools/list for the tools offered.",
+				json_string_value(name));
+
+	const char *session = json_string_value(json_object_get(args, "session_id"));
+	if (t->per_session)
+		snprintf(key, sizeof(key), "s:%.*s", DISPATCH_KEY_MAX - 4, session ? session : "default");
+	else
+		snprintf(key, sizeof(key), "c:%llu", (unsigned long long)atomic_fetch_add(&m->seq, 1));
+
+	struct call_data *cd = xcalloc(1, sizeof(*cd));
+	cd->m = m;
+	cd->tool = t;
+	cd->id = json_incref(rq->id);
+	cd->args = args ? json_incref(args) : json_object();
+	cd->progress_token = json_incref(rq->progress_token);
+	snprintf(cd->version, sizeof(cd->version), "%s", rq->version);
+	cd->modern = rq->modern;
+	cd->log_level = rq->log_level;
+
+	struct call *c = call_create(rq->id, key, call_run, call_data_free, cd);
+	int r = dispatch_submit(m->dispatch, c);
+	if (r < 0) {
+		call_destroy(c); /* never ran; frees cd too */
+		return fail_set(f, RPC_INTERNAL_ERROR, "cannot start a worker for this call: %s", strerror(-r));
+	}
+	*ret = NULL;
+	return REPLY_DEFERRED;
+}
+
+static void call_data_free(void *data)
+{
+	struct call_data *cd = data;
+	if (!cd)
+		return;
+	json_decref(cd->id);
+	json_decref(cd->args);
+	json_decref(cd->progress_token);
+	free(cd);
+}
+
+/* Runs on a worker thread. */
+static void call_run(struct call *c, void *data)
+{
+	struct call_data *cd = data;
+	struct mcp *m = cd->m;
+	struct tool_ctx ctx = {
+		.svc = m->svc,
+		.call = c,
+		.protocol_version = cd->version,
+		.progress_token = cd->progress_token,
+		.last_progress = 0,
+	};
+	struct tool_result res;
+	struct err e;
+
+	current_call = cd;
+	tool_result_init(&res);
+	err_clear(&e);
+	if (schema_validate(tools_input_schema(cd->tool), cd->args, &e) < 0) {
+		tool_fail(&res, &e);
+	} else {
+		int r = cd->tool->handler(&ctx, cd->args, &res);
+		if (r < 0) {
+			if (res.is_error) {
+				/* the handler already described the failure */
+			} else {
+				err_set(&e, ERRCODE_INTERNAL, r, "%s failed unexpectedly (%s); this is a bug in sandbox-mcp",
+					cd->tool->name, strerror(-r));
+				tool_fail(&res, &e);
+			}
+		}
+	}
+	current_call = NULL;
+
+	if (call_cancelled(c)) {
+		/* the client gave up on this request: send nothing for it */
+		tool_result_finish(&res);
+		return;
+	}
+	json_t *result = json_pack("{s:O}", "content", res.content);
+	if (res.is_error)
+		json_object_set_new(result, "isError", json_true());
+	if (res.structured && strcmp(cd->version, "2025-06-18") >= 0)
+		json_object_set(result, "structuredContent", res.structured);
+	struct req rq = { .modern = cd->modern };
+	finish_result(&rq, 0, result);
+	(void)out_send_new(m->svc->out, rpc_result(cd->id, result));
+	tool_result_finish(&res);
+}
+
+/* Forwards log records to the client where it asked for them. */
+static void log_bridge(enum log_level level, const char *msg, void *data)
+{
+	struct mcp *m = data;
+	struct call_data *cd = current_call;
+	int threshold = cd && cd->modern ? cd->log_level : atomic_load(&m->legacy_log_level);
+
+	if (threshold < 0 || (int)level < threshold || out_closed(m->svc->out))
+		return;
+	json_t *p = json_pack("{s:s, s:s, s:o}", "level", log_level_name(level), "logger", "sandbox-mcp", "data",
+			      json_string_lossy(msg, strlen(msg)));
+	(void)out_send_new(m->svc->out, rpc_notification("notifications/message", p));
+}
+
+static void handle_notification(struct mcp *m, const struct rpc_msg *rm)
+{
+	if (strcmp(rm->method, "notifications/cancelled") == 0) {
+		json_t *id = json_object_get(rm->params, "requestId");
+		if (rpc_id_valid(id) && dispatch_cancel(m->dispatch, id))
+			log_debugf("cancelled request %s",
+				   json_is_string(id) ? json_string_value(id) : "(integer id)");
+		return;
+	}
+	if (strcmp(rm->method, "notifications/initialized") == 0)
+		return;
+	/* other notifications (progress, roots changes, ...) need nothing from us */
+}
+
+static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm)
+{
+	struct req rq = { .id = rm->id, .method = rm->method, .log_level = -1 };
+	struct fail f = { 0 };
+	json_t *empty = NULL;
+	char legacy_version[16];
+
+	if (rm->params && !json_is_object(rm->params)) {
+		reply_error(m, rm->id, RPC_INVALID_PARAMS, "params must be an object", NULL);
+		return;
+	}
+	rq.params = rm->params ? rm->params : (empty = json_object());
+
+	json_t *meta = json_object_get(rq.params, "_meta");
+	json_t *pv = json_object_get(meta, "io.modelcontextprotocol/protocolVersion");
+	rq.progress_token = json_object_get(meta, "progressToken");
+	if (rq.progress_token && !json_is_string(rq.progress_token) && !json_is_integer(rq.progress_token))
+		rq.progress_token = NULL;
+
+	if (pv) {
+		if (!json_is_string(pv) || strcmp(json_string_value(pv), MCP_VERSION_MODERN) != 0) {
+			json_t *supported = json_array();
+			json_array_append_new(supported, json_string(MCP_VERSION_MODERN));
+			for (size_t i = 0; i < ARRAY_SIZE(legacy_versions); i++)
+				json_array_append_new(supported, json_string(legacy_versions[i]));
+			json_t *data = json_pack("{s:o, s:O}", "supported", supported, "requested", pv);
+			char text[200];
+			snprintf(text, sizeof(text), "Unsupported protocol version%s%.40s; this server speaks %s",
+				 json_is_string(pv) ? " " : "", json_is_string(pv) ? json_string_value(pv) : "",
+				 MCP_VERSION_MODERN);
+			reply_error(m, rm->id, RPC_UNSUPPORTED_VERSION, text, data);
+			json_decref(empty);
+			return;
+		}
+		rq.modern = true;
+		rq.version = MCP_VERSION_MODERN;
+		const char *lvl = json_string_value(json_object_get(meta, "io.modelcontextprotocol/logLevel"));
+		enum log_level l;
+		if (lvl && log_level_parse(lvl, &l) == 0)
+			rq.log_level = (int)l;
+	} else {
+		pthread_mutex_lock(&m->lock);
+		snprintf(legacy_version, sizeof(legacy_version), "%s", m->version);
+		pthread_mutex_unlock(&m->lock);
+		rq.version = legacy_version;
+		rq.modern = false;
+	}
+
+	const struct method *md = NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(mcp_method_table); i++)
+		if (strcmp(mcp_method_table[i].name, rm->method) == 0)
+			md = &mcp_method_table[i];
+	if (!md) {
+		char text[200];
+		snprintf(text, sizeof(text), "Method not found: %.100s", rm->method);
+		reply_error(m, rm->id, RPC_METHOD_NOT_FOUND, text, NULL);
+		json_decref(empty);
+		return;
+	}
+	if (rq.modern && (md->flags & METHOD_LEGACY_ONLY)) {
+		char text[200];
+		snprintf(text, sizeof(text), "Method %s is not part of protocol %s", rm->method, MCP_VERSION_MODERN);
+		reply_error(m, rm->id, RPC_METHOD_NOT_FOUND, text, NULL);
+		json_decref(empty);
+		return;
+	}
+	if (!rq.modern && !(md->flags & METHOD_BEFORE_INIT)) {
+		pthread_mutex_lock(&m->lock);
+		bool init = m->initialized;
+		pthread_mutex_unlock(&m->lock);
+		if (!init) {
+			reply_error(m, rm->id, RPC_INVALID_REQUEST,
+				    "Server not initialized: send initialize first, or put "
+				    "io.modelcontextprotocol/protocolVersion \"" MCP_VERSION_MODERN
+				    "\" in params._meta",
+				    NULL);
+			json_decref(empty);
+			return;
+		}
+	}
+
+	json_t *result = NULL;
+	int r = md->fn(m, &rq, &result, &f);
+	if (r == REPLY_DEFERRED) {
+		json_decref(empty);
+		return;
+	}
+	if (r < 0) {
+		reply_error(m, rm->id, f.code, f.message, f.data);
+		json_decref(empty);
+		return;
+	}
+	finish_result(&rq, md->flags, result);
+	(void)out_send_new(m->svc->out, rpc_result(rm->id, result));
+	json_decref(empty);
+	(void)msg;
+}
+
+void mcp_handle_line(struct mcp *m, const char *line, size_t len)
+{
+	json_error_t jerr;
+	struct rpc_msg rm;
+	struct err e;
+	json_t *id = NULL;
+
+	/* blank lines (and a CR left by a CRLF client) are not messages */
+	size_t n = len;
+	while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
+		n--;
+	if (n == 0)
+		return;
+
+	json_t *msg = json_loadb(line, n, JSON_DECODE_ANY, &jerr);
+	if (!msg) {
+		char text[300];
+		snprintf(text, sizeof(text), "Parse error: %s (at byte %d)", jerr.text, jerr.position);
+		reply_error(m, NULL, RPC_PARSE_ERROR, text, NULL);
+		return;
+	}
+	if (json_is_array(msg)) {
+		reply_error(m, NULL, RPC_INVALID_REQUEST,
+			    "Invalid Request: JSON-RPC batches are not supported; send one message per line", NULL);
+		json_decref(msg);
+		return;
+	}
+	err_clear(&e);
+	if (rpc_envelope(msg, &rm, &id, &e) < 0) {
+		reply_error(m, id, RPC_INVALID_REQUEST, e.msg, NULL);
+		json_decref(msg);
+		return;
+	}
+	switch (rm.kind) {
+	case RPC_KIND_RESPONSE:
+		break; /* we send no requests, so there is nothing to match */
+	case RPC_KIND_NOTIFICATION:
+		handle_notification(m, &rm);
+		break;
+	case RPC_KIND_REQUEST:
+		handle_request(m, msg, &rm);
+		break;
+	}
+	json_decref(msg);
+}
+
+void mcp_handle_oversized(struct mcp *m)
+{
+	char text[200];
+	snprintf(text, sizeof(text),
+		 "Invalid Request: line longer than %llu bytes (SANDBOX_MAX_LINE_BYTES); it was skipped",
+		 (unsigned long long)m->svc->cfg->max_line_bytes);
+	reply_error(m, NULL, RPC_INVALID_REQUEST, text, NULL);
+}

@@ -1,0 +1,38 @@
+/*
+ * mcp.h - the MCP method layer: one handler per JSON-RPC method, both
+ * protocol eras, and the hand-off of tools/call to the dispatcher.
+ *
+ * mcp_handle_line runs on the read loop and never waits on Docker: methods
+ * that answer from memory reply at once, tools/call is queued on a worker and
+ * answered from there.
+ */
+#ifndef MCP_H
+#define MCP_H
+
+#include <stddef.h>
+
+#include "tools.h"
+
+/* Protocol versions, newest first. */
+#define MCP_VERSION_MODERN "2026-07-28"
+#define MCP_VERSION_LEGACY_NEWEST "2025-11-25"
+
+/* Worker threads at most (calls on different sessions run in parallel). */
+#define MCP_WORKERS_MAX 32
+
+struct mcp;
+
+/* svc is borrowed and must outlive the mcp. */
+struct mcp *mcp_create(const struct tool_services *svc);
+/* Lets calls in flight finish, up to wait_ms (stdin reached EOF). */
+void mcp_drain(struct mcp *m, int wait_ms);
+/* Cancels running calls and waits briefly for them (see dispatch_destroy). */
+void mcp_destroy(struct mcp *m);
+/* Handles one input line (without its newline). Protocol errors become replies. */
+void mcp_handle_line(struct mcp *m, const char *line, size_t len);
+/* Replies to a line that was longer than the configured cap. */
+void mcp_handle_oversized(struct mcp *m);
+/* The server's instructions text for clients. */
+const char *mcp_instructions(void);
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * out.c - serialised, whole-line writes to stdout.
+ *
+ * Messages are dumped outside the lock (that is where the time goes for a big
+ * result) and written inside it.  SIGPIPE is ignored process-wide by main, so
+ * a vanished client shows up here as EPIPE.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "out.h"
+#include "util.h"
+
+struct out {
+	int fd;
+	pthread_mutex_t lock;
+	atomic_bool closed;
+};
+
+struct out *out_create(int fd)
+{
+	struct out *o = xcalloc(1, sizeof(*o));
+	o->fd = fd;
+	pthread_mutex_init(&o->lock, NULL);
+	atomic_init(&o->closed, false);
+	return o;
+}
+
+void out_destroy(struct out *o)
+{
+	if (!o)
+		return;
+	pthread_mutex_destroy(&o->lock);
+	free(o);
+}
+
+int out_send(struct out *o, json_t *msg)
+{
+	if (atomic_load(&o->closed))
+		return -EPIPE;
+	/* JSON_COMPACT never emits a raw newline: strings escape it */
+	char *line = json_dumps(msg, JSON_COMPACT);
+	if (!line)
+		return -EINVAL;
+	size_t n = strlen(line);
+	line[n] = '\n'; /* overwrite the NUL; length passed explicitly */
+
+	pthread_mutex_lock(&o->lock);
+	int r = write_full(o->fd, line, n + 1);
+	pthread_mutex_unlock(&o->lock);
+	free(line);
+	if (r == -EPIPE || r == -EBADF)
+		atomic_store(&o->closed, true);
+	return r;
+}
+
+int out_send_new(struct out *o, json_t *msg)
+{
+	int r = out_send(o, msg);
+	json_decref(msg);
+	return r;
+}
+
+bool out_closed(struct out *o)
+{
+	return atomic_load(&o->closed);
+}

@@ -1,0 +1,200 @@
+/*
+ * schema.c - argument validation for tools/call.
+ *
+ * Only the keywords our own schemas use are understood; a schema that uses
+ * another keyword is a bug in the tool table, caught by the unit tests.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "schema.h"
+
+static int check(const json_t *schema, const json_t *value, const char *path, int depth, struct err *err);
+static bool type_matches(const char *type, const json_t *value);
+static const char *type_of(const json_t *value);
+static int lint(const json_t *schema, const char *path, int depth, struct err *err);
+
+static const char *type_of(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		return "null";
+	}
+	return "unknown";
+}
+
+static bool type_matches(const char *type, const json_t *v)
+{
+	if (strcmp(type, "object") == 0)
+		return json_is_object(v);
+	if (strcmp(type, "array") == 0)
+		return json_is_array(v);
+	if (strcmp(type, "string") == 0)
+		return json_is_string(v);
+	if (strcmp(type, "integer") == 0)
+		return json_is_integer(v) || (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v));
+	if (strcmp(type, "number") == 0)
+		return json_is_number(v);
+	if (strcmp(type, "boolean") == 0)
+		return json_is_boolean(v);
+	if (strcmp(type, "null") == 0)
+		return json_is_null(v);
+	return false;
+}
+
+static int check(const json_t *schema, const json_t *value, const char *path, int depth, struct err *err)
+{
+	if (depth > SCHEMA_DEPTH_MAX)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s is nested too deeply", path);
+
+	const json_t *type = json_object_get(schema, "type");
+	if (json_is_string(type) && !type_matches(json_string_value(type), value))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s must be %s %s, not %s", path,
+			       strchr("aeiou", json_string_value(type)[0]) ? "an" : "a", json_string_value(type),
+			       type_of(value));
+
+	const json_t *en = json_object_get(schema, "enum");
+	if (json_is_array(en)) {
+		size_t i;
+		const json_t *opt;
+		bool ok = false;
+		json_array_foreach (en, i, opt)
+			ok = ok || json_equal((json_t *)opt, (json_t *)value);
+		if (!ok) {
+			char allowed[200] = "";
+			size_t used = 0;
+			json_array_foreach (en, i, opt) {
+				if (json_is_string(opt) && used < sizeof(allowed))
+					used += (size_t)snprintf(allowed + used, sizeof(allowed) - used, "%s%s",
+								 i ? ", " : "", json_string_value(opt));
+			}
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s must be one of: %s", path, allowed);
+		}
+	}
+
+	if (json_is_number(value)) {
+		double v = json_number_value(value);
+		const json_t *mn = json_object_get(schema, "minimum"), *mx = json_object_get(schema, "maximum");
+		if (json_is_number(mn) && v < json_number_value(mn))
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s must be at least %g", path,
+				       json_number_value(mn));
+		if (json_is_number(mx) && v > json_number_value(mx))
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s must be at most %g", path,
+				       json_number_value(mx));
+	}
+
+	if (json_is_string(value)) {
+		size_t n = json_string_length(value);
+		const json_t *mn = json_object_get(schema, "minLength"), *mx = json_object_get(schema, "maxLength");
+		if (json_is_integer(mn) && n < (size_t)json_integer_value(mn))
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s must be at least %lld characters",
+				       path, (long long)json_integer_value(mn));
+		if (json_is_integer(mx) && n > (size_t)json_integer_value(mx))
+			return err_set(err, ERRCODE_TOO_LARGE, -EINVAL, "%s must be at most %lld bytes", path,
+				       (long long)json_integer_value(mx));
+	}
+
+	if (json_is_array(value)) {
+		const json_t *items = json_object_get(schema, "items");
+		const json_t *mx = json_object_get(schema, "maxItems");
+		if (json_is_integer(mx) && json_array_size(value) > (size_t)json_integer_value(mx))
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s must have at most %lld items", path,
+				       (long long)json_integer_value(mx));
+		if (json_is_object(items)) {
+			size_t i;
+			const json_t *el;
+			json_array_foreach (value, i, el) {
+				char sub[256];
+				snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+				int r = check(items, el, sub, depth + 1, err);
+				if (r < 0)
+					return r;
+			}
+		}
+	}
+
+	if (json_is_object(value)) {
+		const json_t *props = json_object_get(schema, "properties");
+		const json_t *req = json_object_get(schema, "required");
+		const json_t *addl = json_object_get(schema, "additionalProperties");
+		size_t i;
+		const json_t *name;
+		json_array_foreach (req, i, name) {
+			if (json_is_string(name) && !json_object_get(value, json_string_value(name)))
+				return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s%s%s is required",
+					       path[0] ? path : "", path[0] ? "." : "", json_string_value(name));
+		}
+		const char *key;
+		const json_t *v;
+		json_object_foreach ((json_t *)value, key, v) {
+			char sub[256];
+			snprintf(sub, sizeof(sub), "%s%s%s", path[0] ? path : "", path[0] ? "." : "", key);
+			const json_t *ps = json_object_get(props, key);
+			if (!ps) {
+				if (json_is_false(addl))
+					return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+						       "unknown argument '%s'", sub);
+				continue;
+			}
+			int r = check(ps, v, sub, depth + 1, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+int schema_validate(const json_t *schema, const json_t *value, struct err *err)
+{
+	return check(schema, value, "arguments", 0, err);
+}
+
+static int lint(const json_t *schema, const char *path, int depth, struct err *err)
+{
+	if (depth > SCHEMA_DEPTH_MAX || !json_is_object(schema))
+		return err_set(err, ERRCODE_INTERNAL, -EINVAL, "%s: not a schema object", path);
+	const char *type = json_string_value(json_object_get(schema, "type"));
+	if (type && strcmp(type, "object") == 0) {
+		const json_t *props = json_object_get(schema, "properties");
+		if (!json_is_object(props))
+			return err_set(err, ERRCODE_INTERNAL, -EINVAL, "%s: object without properties", path);
+		const char *key;
+		const json_t *v;
+		json_object_foreach ((json_t *)props, key, v) {
+			char sub[256];
+			snprintf(sub, sizeof(sub), "%s.%s", path, key);
+			int r = lint(v, sub, depth + 1, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	if (type && strcmp(type, "array") == 0) {
+		char sub[256];
+		snprintf(sub, sizeof(sub), "%s[]", path);
+		const json_t *items = json_object_get(schema, "items");
+		if (!items)
+			return err_set(err, ERRCODE_INTERNAL, -EINVAL, "%s: array without items", path);
+		return lint(items, sub, depth + 1, err);
+	}
+	return 0;
+}
+
+int schema_lint(const json_t *schema, struct err *err)
+{
+	return lint(schema, "schema", 0, err);
+}

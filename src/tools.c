@@ -1,0 +1,220 @@
+/*
+ * tools.c - the ordered tool table, tools/list rendering and result building.
+ *
+ * Schemas are written as JSON text beside each handler and parsed once at
+ * start-up.  Every output schema gets an "error" property added here, because
+ * a failed call returns structuredContent {error:{code,message}} and clients
+ * validate structuredContent against the outputSchema even when isError is set.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "rpc.h"
+#include "schema.h"
+#include "tools.h"
+
+static const struct tool_entry *const tool_table[] = {
+	&tool_env_info_entry,
+};
+
+struct parsed_schemas {
+	json_t *input;
+	json_t *output;
+};
+
+/* Filled once by tools_init before any thread starts; read-only afterwards. */
+static struct parsed_schemas schemas[ARRAY_SIZE(tool_table)];
+
+static const char error_schema[] =
+	"{\"type\":\"object\",\"description\":\"Present when the call failed\","
+	"\"properties\":{\"code\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}}}";
+
+static size_t tool_index(const struct tool_entry *t);
+
+int tools_init(struct err *err)
+{
+	json_error_t jerr;
+
+	for (size_t i = 0; i < ARRAY_SIZE(tool_table); i++) {
+		const struct tool_entry *t = tool_table[i];
+		schemas[i].input = json_loads(t->input_schema, 0, &jerr);
+		if (!schemas[i].input)
+			return err_set(err, ERRCODE_INTERNAL, -EINVAL, "%s: input schema: %s", t->name, jerr.text);
+		int r = schema_lint(schemas[i].input, err);
+		if (r < 0)
+			return r;
+		if (t->output_schema) {
+			schemas[i].output = json_loads(t->output_schema, 0, &jerr);
+			if (!schemas[i].output)
+				return err_set(err, ERRCODE_INTERNAL, -EINVAL, "%s: output schema: %s", t->name,
+					       jerr.text);
+			json_t *props = json_object_get(schemas[i].output, "properties");
+			if (!json_is_object(props) || json_object_get(schemas[i].output, "required"))
+				return err_set(err, ERRCODE_INTERNAL, -EINVAL,
+					       "%s: output schema needs properties and no top-level required", t->name);
+			json_object_set_new(props, "error", json_loads(error_schema, 0, NULL));
+			if ((r = schema_lint(schemas[i].output, err)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+void tools_finish(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(tool_table); i++) {
+		json_decref(schemas[i].input);
+		json_decref(schemas[i].output);
+		schemas[i].input = schemas[i].output = NULL;
+	}
+}
+
+static size_t tool_index(const struct tool_entry *t)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(tool_table); i++)
+		if (tool_table[i] == t)
+			return i;
+	return 0;
+}
+
+const struct tool_entry *tools_find(const char *name, unsigned groups)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(tool_table); i++)
+		if ((tool_table[i]->group & groups) && strcmp(tool_table[i]->name, name) == 0)
+			return tool_table[i];
+	return NULL;
+}
+
+const json_t *tools_input_schema(const struct tool_entry *t)
+{
+	return schemas[tool_index(t)].input;
+}
+
+size_t tools_count(void)
+{
+	return ARRAY_SIZE(tool_table);
+}
+
+const struct tool_entry *tools_at(size_t i)
+{
+	return i < ARRAY_SIZE(tool_table) ? tool_table[i] : NULL;
+}
+
+json_t *tools_list_json(unsigned groups, const char *v)
+{
+	json_t *arr = json_array();
+	/* title and outputSchema exist from 2025-06-18 on */
+	bool rich = strcmp(v, "2025-06-18") >= 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(tool_table); i++) {
+		const struct tool_entry *t = tool_table[i];
+		if (!(t->group & groups))
+			continue;
+		json_t *ann = json_pack("{s:b, s:b, s:b, s:b}", "readOnlyHint", t->read_only, "destructiveHint",
+					t->destructive, "idempotentHint", t->idempotent, "openWorldHint", t->open_world);
+		json_t *o = json_pack("{s:s, s:s, s:O, s:o}", "name", t->name, "description", t->description,
+				      "inputSchema", schemas[i].input, "annotations", ann);
+		if (rich) {
+			json_object_set_new(o, "title", json_string(t->title));
+			json_object_set_new(ann, "title", json_string(t->title));
+			if (schemas[i].output)
+				json_object_set(o, "outputSchema", schemas[i].output);
+		}
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+void tool_result_init(struct tool_result *res)
+{
+	res->content = json_array();
+	res->structured = NULL;
+	res->is_error = false;
+}
+
+void tool_result_finish(struct tool_result *res)
+{
+	json_decref(res->content);
+	json_decref(res->structured);
+	res->content = res->structured = NULL;
+}
+
+json_t *json_string_lossy(const char *p, size_t n)
+{
+	json_t *s = json_stringn(p, n);
+	if (s)
+		return s;
+	/* invalid UTF-8: copy valid sequences, replace each bad byte with U+FFFD */
+	struct buf b;
+	buf_init(&b, n * 3 + 1);
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = (unsigned char)p[i];
+		size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+		bool ok = len > 0 && i + len <= n;
+		for (size_t k = 1; ok && k < len; k++)
+			ok = ((unsigned char)p[i + k] >> 6) == 2;
+		if (ok && len > 1) {
+			/* overlong forms and surrogates: let jansson judge */
+			json_t *probe = json_stringn(p + i, len);
+			ok = probe != NULL;
+			json_decref(probe);
+		}
+		if (ok) {
+			(void)buf_append(&b, p + i, len);
+			i += len;
+		} else {
+			(void)buf_append(&b, "\xEF\xBF\xBD", 3);
+			i++;
+		}
+	}
+	s = json_stringn(b.data ? b.data : "", b.len);
+	buf_finish(&b);
+	return s ? s : json_string("");
+}
+
+void tool_text(struct tool_result *res, const char *fmt, ...)
+{
+	va_list ap;
+	char *text;
+
+	va_start(ap, fmt);
+	int n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		abort();
+	json_array_append_new(res->content,
+			      json_pack("{s:s, s:o}", "type", "text", "text", json_string_lossy(text, (size_t)n)));
+	free(text);
+}
+
+void tool_structured(struct tool_result *res, json_t *obj)
+{
+	json_decref(res->structured);
+	res->structured = obj;
+}
+
+int tool_fail(struct tool_result *res, const struct err *e)
+{
+	json_array_clear(res->content);
+	tool_text(res, "Error (%s): %s", errcode_name(e->code), e->msg);
+	tool_structured(res, json_pack("{s:{s:s, s:s}}", "error", "code", errcode_name(e->code), "message", e->msg));
+	res->is_error = true;
+	return 0;
+}
+
+void tool_progress(struct tool_ctx *ctx, double progress, double total, const char *message)
+{
+	if (!ctx->progress_token || call_cancelled(ctx->call) || progress <= ctx->last_progress)
+		return;
+	ctx->last_progress = progress;
+	json_t *p = json_pack("{s:O, s:f}", "progressToken", ctx->progress_token, "progress", progress);
+	if (total > 0)
+		json_object_set_new(p, "total", json_real(total));
+	if (message)
+		json_object_set_new(p, "message", json_string_lossy(message, strlen(message)));
+	(void)out_send_new(ctx->svc->out, rpc_notification("notifications/progress", p));
+}

@@ -1,0 +1,91 @@
+/*
+ * tools.h - the tool table, what a tool handler receives, and how it builds
+ * its result.
+ *
+ * Each tool-*.c file exports one `const struct tool_entry tool_<name>_entry`
+ * per tool; tools.c lists them in tool_table[] in the order tools/list shows.
+ * A handler returns 0 after filling the result (a failure the model should
+ * read is a result with is_error set, via tool_fail), or -errno for a bug,
+ * which the caller reports as an internal error.
+ */
+#ifndef TOOLS_H
+#define TOOLS_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "dispatch.h"
+#include "engine.h"
+#include "errcode.h"
+#include "out.h"
+
+/* What every handler can reach; owned by main, shared by all calls. */
+struct tool_services {
+	const struct config *cfg;
+	struct engine *engine;
+	struct out *out;
+};
+
+/* One running tools/call. */
+struct tool_ctx {
+	const struct tool_services *svc;
+	struct call *call;
+	const char *protocol_version; /* negotiated for this call */
+	json_t *progress_token;	      /* borrowed; NULL when the client did not ask */
+	double last_progress;
+};
+
+struct tool_result {
+	json_t *content;    /* array of content blocks */
+	json_t *structured; /* object, or NULL */
+	bool is_error;
+};
+
+typedef int (*tool_handler_fn)(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+
+struct tool_entry {
+	const char *name;
+	const char *title;
+	const char *description; /* written for a model */
+	const char *input_schema;  /* JSON text */
+	const char *output_schema; /* JSON text; NULL for tools that may return images */
+	unsigned group;		   /* enum tool_group */
+	bool read_only, destructive, idempotent, open_world;
+	bool per_session; /* runs on its session's FIFO (else runs alone) */
+	tool_handler_fn handler;
+};
+
+/* Parses and checks every schema once; call before serving. 0 or -EINVAL with err. */
+int tools_init(struct err *err);
+void tools_finish(void);
+
+/* The enabled tool called name, or NULL. */
+const struct tool_entry *tools_find(const char *name, unsigned groups);
+/* The input schema parsed by tools_init (borrowed). */
+const json_t *tools_input_schema(const struct tool_entry *t);
+/* tools/list "tools" array for this protocol version (new reference). */
+json_t *tools_list_json(unsigned groups, const char *protocol_version);
+/* Number of tools in the table, and the i-th (for tests). */
+size_t tools_count(void);
+const struct tool_entry *tools_at(size_t i);
+
+void tool_result_init(struct tool_result *res);
+void tool_result_finish(struct tool_result *res);
+/* Appends a text content block. */
+void tool_text(struct tool_result *res, const char *fmt, ...) PRINTF_LIKE(2, 3);
+/* Sets structuredContent (steals obj). */
+void tool_structured(struct tool_result *res, json_t *obj);
+/* Turns res into a failed result carrying e's code and message; returns 0. */
+int tool_fail(struct tool_result *res, const struct err *e);
+/* Sends notifications/progress when the client asked for it (progress only grows). */
+void tool_progress(struct tool_ctx *ctx, double progress, double total, const char *message);
+
+/* Makes a JSON string of arbitrary bytes, replacing invalid UTF-8 with U+FFFD. */
+json_t *json_string_lossy(const char *p, size_t n);
+
+/* The tools, one entry each (tool-*.c). */
+extern const struct tool_entry tool_env_info_entry;
+
+#endif

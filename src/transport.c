@@ -1,0 +1,169 @@
+/*
+ * transport.c - DOCKER_HOST parsing and non-blocking connect with a deadline.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "buildconf.h"
+#include "transport.h"
+
+static int connect_with_timeout(int fd, const struct sockaddr *sa, socklen_t salen, int timeout_ms);
+static const char *connect_hint(int e);
+
+int transport_parse(const char *docker_host, struct endpoint *ret, struct err *err)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!docker_host || !*docker_host) {
+		ret->kind = TRANSPORT_UNIX;
+		snprintf(ret->path, sizeof(ret->path), "%s", SANDBOX_DEFAULT_DOCKER_SOCKET);
+		snprintf(ret->display, sizeof(ret->display), "unix://%s", ret->path);
+		return 0;
+	}
+	snprintf(ret->display, sizeof(ret->display), "%s", docker_host);
+	if (strncmp(docker_host, "unix://", 7) == 0) {
+		const char *path = docker_host + 7;
+		if (path[0] != '/')
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "DOCKER_HOST '%s': a unix socket path must be absolute (unix:///run/docker.sock)",
+				       docker_host);
+		if (strlen(path) >= sizeof(ret->path))
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "DOCKER_HOST '%s': the socket path is longer than %zu bytes", docker_host,
+				       sizeof(ret->path) - 1);
+		ret->kind = TRANSPORT_UNIX;
+		memcpy(ret->path, path, strlen(path) + 1);
+		return 0;
+	}
+	if (strncmp(docker_host, "tcp://", 6) == 0) {
+		const char *h = docker_host + 6;
+		const char *colon = strrchr(h, ':');
+		const char *slash = strchr(h, '/');
+		size_t hl = colon ? (size_t)(colon - h) : strlen(h);
+		if (slash && (!colon || slash < colon))
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "DOCKER_HOST '%s': expected tcp://host:port", docker_host);
+		if (hl == 0 || hl >= sizeof(ret->host))
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "DOCKER_HOST '%s': expected tcp://host:port", docker_host);
+		const char *port = colon ? colon + 1 : "2375";
+		size_t pl = strcspn(port, "/");
+		uint64_t pv;
+		char pbuf[8];
+		if (pl == 0 || pl >= sizeof(pbuf))
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "DOCKER_HOST '%s': bad port", docker_host);
+		memcpy(pbuf, port, pl);
+		pbuf[pl] = '\0';
+		if (parse_u64(pbuf, 1, 65535, &pv) < 0)
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "DOCKER_HOST '%s': bad port", docker_host);
+		ret->kind = TRANSPORT_TCP;
+		/* strip [] around an IPv6 literal */
+		if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']')
+			snprintf(ret->host, sizeof(ret->host), "%.*s", (int)hl - 2, h + 1);
+		else
+			snprintf(ret->host, sizeof(ret->host), "%.*s", (int)hl, h);
+		snprintf(ret->port, sizeof(ret->port), "%s", pbuf);
+		return 0;
+	}
+	return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+		       "DOCKER_HOST '%s' is not supported: use unix:///path/to/docker.sock or tcp://host:port",
+		       docker_host);
+}
+
+static int connect_with_timeout(int fd, const struct sockaddr *sa, socklen_t salen, int timeout_ms)
+{
+	int flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
+	if (connect(fd, sa, salen) < 0) {
+		if (errno != EINPROGRESS && errno != EAGAIN)
+			return -errno;
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		int r;
+		do
+			r = poll(&pfd, 1, timeout_ms);
+		while (r < 0 && errno == EINTR);
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ETIMEDOUT;
+		int soerr = 0;
+		socklen_t sl = sizeof(soerr);
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+			return -errno;
+		if (soerr)
+			return -soerr;
+	}
+	if (fcntl(fd, F_SETFL, flags) < 0)
+		return -errno;
+	return 0;
+}
+
+static const char *connect_hint(int e)
+{
+	switch (e) {
+	case ENOENT:
+	case ECONNREFUSED:
+		return "Start Docker (e.g. `sudo systemctl start docker`, or `dockerd &`) or point DOCKER_HOST at a running engine";
+	case EACCES:
+	case EPERM:
+		return "Permission denied on the socket: add your user to the docker group (`sudo usermod -aG docker $USER`, then log in again) or set DOCKER_HOST to a socket you can use";
+	case ETIMEDOUT:
+		return "The engine did not accept the connection in time; check that dockerd is healthy (`docker info`)";
+	default:
+		return "Check that the Docker engine is running and DOCKER_HOST is right (`sandbox-mcp doctor` tells more)";
+	}
+}
+
+int transport_connect(const struct endpoint *ep, int timeout_ms, int *ret_fd, struct err *err)
+{
+	int r;
+
+	if (ep->kind == TRANSPORT_UNIX) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		memcpy(sa.sun_path, ep->path, strlen(ep->path) + 1);
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -errno, "socket: %s", strerror(errno));
+		r = connect_with_timeout(fd, (struct sockaddr *)&sa, sizeof(sa), timeout_ms);
+		if (r < 0) {
+			close(fd);
+			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "cannot connect to the Docker engine at %s: %s. %s",
+				       ep->display, strerror(-r), connect_hint(-r));
+		}
+		*ret_fd = fd;
+		return 0;
+	}
+
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
+	int g = getaddrinfo(ep->host, ep->port, &hints, &res);
+	if (g != 0)
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EHOSTUNREACH,
+			       "cannot resolve the Docker engine host '%s': %s. Check DOCKER_HOST", ep->host,
+			       gai_strerror(g));
+	r = -ECONNREFUSED;
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		if (fd < 0) {
+			r = -errno;
+			continue;
+		}
+		r = connect_with_timeout(fd, ai->ai_addr, ai->ai_addrlen, timeout_ms);
+		if (r == 0) {
+			freeaddrinfo(res);
+			*ret_fd = fd;
+			return 0;
+		}
+		close(fd);
+	}
+	freeaddrinfo(res);
+	return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "cannot connect to the Docker engine at %s: %s. %s",
+		       ep->display, strerror(-r), connect_hint(-r));
+}

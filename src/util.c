@@ -1,0 +1,192 @@
+/*
+ * util.c - x-alloc, fd I/O loops and number parsing shared by every module.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "util.h"
+
+static void die_oom(void) __attribute__((noreturn));
+
+static void die_oom(void)
+{
+	static const char msg[] = "sandbox-mcp: out of memory\n";
+	ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	(void)r;
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		die_oom();
+	return p;
+}
+
+void *xcalloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+	if (!p)
+		die_oom();
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	void *r = realloc(p, n ? n : 1);
+	if (!r)
+		die_oom();
+	return r;
+}
+
+void *xreallocarray(void *p, size_t nmemb, size_t size)
+{
+	if (size && nmemb > SIZE_MAX / size)
+		die_oom();
+	return xrealloc(p, nmemb * size);
+}
+
+char *xstrdup(const char *s)
+{
+	char *r = strdup(s);
+	if (!r)
+		die_oom();
+	return r;
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	char *r = strndup(s, n);
+	if (!r)
+		die_oom();
+	return r;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *r;
+
+	va_start(ap, fmt);
+	int n = vasprintf(&r, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		die_oom();
+	return r;
+}
+
+static void *json_xmalloc(size_t n)
+{
+	return xmalloc(n);
+}
+
+void util_json_init(void)
+{
+	json_set_alloc_funcs(json_xmalloc, free);
+}
+
+int read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EPIPE;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	if (v < min || v > max)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
+int parse_double(const char *s, double min, double max, double *ret)
+{
+	char *end;
+
+	if (!s || !*s || *s == ' ' || *s == '+' || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || !isfinite(v))
+		return -EINVAL;
+	if (v < min || v > max)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
+int64_t now_ms(void)
+{
+	return now_us() / 1000;
+}
+
+int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+bool is_hex(const char *s, size_t len)
+{
+	if (len == 0)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+	}
+	return true;
+}

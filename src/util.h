@@ -1,0 +1,75 @@
+/*
+ * util.h - allocation that aborts on OOM, cleanup attributes, fd I/O helpers
+ * and strict number parsing.
+ *
+ * Every input the server accepts is capped (see the *_MAX constants at the top
+ * of each module), so running out of memory is a bug rather than a condition
+ * to recover from: the x-alloc family aborts, and jansson is routed through it.
+ */
+#ifndef UTIL_H
+#define UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+
+/* Allocate or abort. Sizes are checked for overflow. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *p, size_t n);
+void *xreallocarray(void *p, size_t nmemb, size_t size);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* Returns a newly allocated formatted string; the caller frees it. */
+char *xasprintf(const char *fmt, ...) PRINTF_LIKE(1, 2);
+
+/* Routes jansson's allocations through xmalloc. Call once before any json_*. */
+void util_json_init(void);
+
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+}
+
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+
+/* Returns *pp and sets it to NULL: hands ownership out of a cleanup variable. */
+static inline void *steal_pointer(void *pp)
+{
+	void **p = pp;
+	void *r = *p;
+	*p = NULL;
+	return r;
+}
+
+/* Reads exactly len bytes. 0, -EPIPE on EOF before len, or -errno. */
+int read_full(int fd, void *buf, size_t len);
+/* Writes all of buf (loops on EINTR and short writes). 0 or -errno. */
+int write_full(int fd, const void *buf, size_t len);
+
+/* Parses a whole decimal string into [min, max]. 0, -EINVAL or -ERANGE. */
+int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
+/* Parses a whole decimal (fractional allowed) into [min, max]. 0 or -EINVAL/-ERANGE. */
+int parse_double(const char *s, double min, double max, double *ret);
+
+/* Monotonic clock in milliseconds / microseconds. */
+int64_t now_ms(void);
+int64_t now_us(void);
+
+/* True when s is non-empty and only [0-9a-f]. */
+bool is_hex(const char *s, size_t len);
+
+#endif
