@@ -27,7 +27,8 @@ void buf_finish(struct buf *b)
 
 int buf_reserve(struct buf *b, size_t n, char **ret_tail)
 {
-	if (n > b->max || b->len > b->max - n)
+	/* the content must fit max, and content plus its NUL must fit size_t */
+	if (n > b->max || b->len > b->max - n || b->len + n == SIZE_MAX)
 		return -EMSGSIZE;
 	size_t need = b->len + n + 1;
 	if (need > b->cap) {

@@ -1,0 +1,159 @@
+/*
+ * test-config.c - defaults, environment, flags, validation, tool groups, and
+ * DOCKER_HOST parsing.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+
+#include "config.h"
+#include "transport.h"
+
+static void test_defaults(void **state)
+{
+	struct config c;
+	struct err e;
+	char *envp[] = { NULL };
+	char *argv[] = { "x", NULL };
+	int next;
+	config_init(&c);
+	assert_int_equal(config_load(&c, envp, 1, argv, 1, &next, &e), 0);
+	assert_int_equal(next, 1);
+	assert_string_equal(c.image, "sandbox-mcp-python:latest");
+	assert_int_equal(c.memory_mb, 512);
+	assert_true(c.cpus == 1.0);
+	assert_int_equal(c.pids, 256);
+	assert_int_equal(c.timeout_s, 60);
+	assert_int_equal(c.idle_ttl_s, 1800);
+	assert_int_equal(c.max_sessions, 10);
+	assert_int_equal(c.max_upload_mb, 50);
+	assert_int_equal(c.output_bytes, 32768);
+	assert_int_equal(c.max_code_bytes, 100000);
+	assert_string_equal(c.workspace, "/workspace");
+	assert_string_equal(c.host_dirs, "");
+	assert_int_equal(c.tool_groups, TOOL_GROUP_ALL);
+	assert_null(c.docker_host);
+	config_finish(&c);
+}
+
+static void test_env_then_flags(void **state)
+{
+	struct config c;
+	struct err e;
+	char *envp[] = { "SANDBOX_MEMORY_MB=1024", "SANDBOX_IMAGE=envimg", "DOCKER_HOST=tcp://127.0.0.1:2375",
+			 "SANDBOX_TOOLS=run,env", "OTHER=1", NULL };
+	char *argv[] = { "x", "--image", "flagimg", "--cpus=0.5", "--max-sessions", "3", "doctor", NULL };
+	int next;
+	config_init(&c);
+	assert_int_equal(config_load(&c, envp, 7, argv, 1, &next, &e), 0);
+	assert_int_equal(next, 6);
+	assert_string_equal(argv[next], "doctor");
+	assert_int_equal(c.memory_mb, 1024);
+	assert_string_equal(c.image, "flagimg");
+	assert_true(c.cpus == 0.5);
+	assert_int_equal(c.max_sessions, 3);
+	assert_string_equal(c.docker_host, "tcp://127.0.0.1:2375");
+	assert_int_equal(c.tool_groups, TOOL_GROUP_RUN | TOOL_GROUP_ENV);
+	json_t *j = config_to_json(&c);
+	assert_string_equal(json_string_value(json_object_get(j, "image")), "flagimg");
+	assert_int_equal(json_integer_value(json_object_get(j, "memory_mb")), 1024);
+	json_decref(j);
+	config_finish(&c);
+}
+
+static void test_errors(void **state)
+{
+	struct {
+		char *env;
+		char *flag;
+		const char *want;
+	} cases[] = {
+		{ "SANDBOX_MEMORY_MB=lots", NULL, "SANDBOX_MEMORY_MB: 'lots' is not a whole number" },
+		{ "SANDBOX_MEMORY_MB=1", NULL, "from 16 to" },
+		{ NULL, "--cpus=0", "not a number from 0.01 to 256" },
+		{ NULL, "--cpus=abc", "not a number" },
+		{ "SANDBOX_TOOLS=run,bogus", NULL, "unknown group 'bogus'" },
+		{ "SANDBOX_WORKSPACE=relative", NULL, "must be an absolute path" },
+		{ "SANDBOX_LOG_LEVEL=loud", NULL, "log level 'loud'" },
+		{ NULL, "--timeout-s", "--timeout-s needs a value" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct config c;
+		struct err e;
+		char *envp[] = { cases[i].env, NULL };
+		char *argv[] = { "x", cases[i].flag, NULL };
+		int next;
+		config_init(&c);
+		assert_int_equal(config_load(&c, envp, cases[i].flag ? 2 : 1, argv, 1, &next, &e), -EINVAL);
+		if (!strstr(e.msg, cases[i].want))
+			fail_msg("case %zu: '%s' lacks '%s'", i, e.msg, cases[i].want);
+		config_finish(&c);
+	}
+}
+
+static void test_unknown_flag_stops(void **state)
+{
+	struct config c;
+	struct err e;
+	char *envp[] = { NULL };
+	char *argv[] = { "x", "--bogus", NULL };
+	int next;
+	config_init(&c);
+	assert_int_equal(config_load(&c, envp, 2, argv, 1, &next, &e), 0);
+	assert_int_equal(next, 1); /* main reports it as an unknown option */
+	config_finish(&c);
+}
+
+static void test_docker_host(void **state)
+{
+	struct endpoint ep;
+	struct err e;
+	assert_int_equal(transport_parse(NULL, &ep, &e), 0);
+	assert_int_equal(ep.kind, TRANSPORT_UNIX);
+	assert_string_equal(ep.path, "/var/run/docker.sock");
+	assert_int_equal(transport_parse("unix:///run/podman/podman.sock", &ep, &e), 0);
+	assert_string_equal(ep.path, "/run/podman/podman.sock");
+	assert_int_equal(transport_parse("tcp://127.0.0.1:2376", &ep, &e), 0);
+	assert_int_equal(ep.kind, TRANSPORT_TCP);
+	assert_string_equal(ep.host, "127.0.0.1");
+	assert_string_equal(ep.port, "2376");
+	assert_int_equal(transport_parse("tcp://[::1]:2375", &ep, &e), 0);
+	assert_string_equal(ep.host, "::1");
+	assert_int_equal(transport_parse("tcp://localhost", &ep, &e), 0);
+	assert_string_equal(ep.port, "2375");
+	assert_int_equal(transport_parse("ssh://user@host", &ep, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "unix:///"));
+	assert_int_equal(transport_parse("unix://relative.sock", &ep, &e), -EINVAL);
+	assert_int_equal(transport_parse("tcp://host:99999", &ep, &e), -EINVAL);
+	assert_int_equal(transport_parse("tcp://:80", &ep, &e), -EINVAL);
+	char longp[200] = "unix:///";
+	memset(longp + 8, 'a', 150);
+	longp[158] = '\0';
+	assert_int_equal(transport_parse(longp, &ep, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "longer than"));
+}
+
+static void test_connect_refused_says_how_to_fix(void **state)
+{
+	struct endpoint ep;
+	struct err e;
+	int fd;
+	assert_int_equal(transport_parse("unix:///nonexistent/docker.sock", &ep, &e), 0);
+	assert_true(transport_connect(&ep, 1000, &fd, &e) < 0);
+	assert_int_equal(e.code, ERRCODE_DOCKER_UNAVAILABLE);
+	assert_non_null(strstr(e.msg, "DOCKER_HOST"));
+}
+
+int main(void)
+{
+	util_json_init();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_env_then_flags),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_unknown_flag_stops),
+		cmocka_unit_test(test_docker_host),
+		cmocka_unit_test(test_connect_refused_says_how_to_fix),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,212 @@
+/*
+ * test-dispatch.c - per-key FIFO order, parallelism across keys, the worker
+ * cap, and cancellation of queued and running calls.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "util.h"
+
+struct rec {
+	pthread_mutex_t lock;
+	int order[64];
+	int n;
+	atomic_int running, peak, freed;
+};
+
+struct job {
+	struct rec *rec;
+	int tag;
+	int sleep_ms;
+	int pipe_rd; /* >= 0: block reading this until the cancel hook closes it */
+	int pipe_wr;
+};
+
+static void job_run(struct call *c, void *data)
+{
+	struct job *j = data;
+	int now = atomic_fetch_add(&j->rec->running, 1) + 1;
+	int peak = atomic_load(&j->rec->peak);
+	while (now > peak && !atomic_compare_exchange_weak(&j->rec->peak, &peak, now))
+		;
+	if (j->pipe_rd >= 0) {
+		char ch;
+		ssize_t r = read(j->pipe_rd, &ch, 1); /* returns when the hook writes */
+		(void)r;
+	}
+	if (j->sleep_ms)
+		usleep((useconds_t)j->sleep_ms * 1000);
+	pthread_mutex_lock(&j->rec->lock);
+	j->rec->order[j->rec->n++] = j->tag;
+	pthread_mutex_unlock(&j->rec->lock);
+	atomic_fetch_sub(&j->rec->running, 1);
+}
+
+static void job_free(void *data)
+{
+	struct job *j = data;
+	atomic_fetch_add(&j->rec->freed, 1);
+	free(j);
+}
+
+static void wake(void *arg)
+{
+	struct job *j = arg;
+	assert_int_equal(write(j->pipe_wr, "x", 1), 1);
+}
+
+static struct call *mkcall(struct rec *rec, int id, const char *key, int tag, int sleep_ms)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	j->rec = rec;
+	j->tag = tag;
+	j->sleep_ms = sleep_ms;
+	j->pipe_rd = j->pipe_wr = -1;
+	json_t *jid = json_integer(id);
+	struct call *c = call_create(jid, key, job_run, job_free, j);
+	json_decref(jid);
+	return c;
+}
+
+static void rec_init(struct rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+}
+
+static void test_fifo_per_key(void **state)
+{
+	struct rec rec;
+	rec_init(&rec);
+	struct dispatch *d = dispatch_create(8);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(dispatch_submit(d, mkcall(&rec, i, "s:one", i, (10 - i))), 0);
+	assert_true(dispatch_drain(d, 5000));
+	assert_int_equal(rec.n, 10);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(rec.order[i], i);
+	assert_int_equal(atomic_load(&rec.peak), 1);
+	assert_int_equal(atomic_load(&rec.freed), 10);
+	dispatch_destroy(d, 1000);
+}
+
+static void test_parallel_keys(void **state)
+{
+	struct rec rec;
+	rec_init(&rec);
+	struct dispatch *d = dispatch_create(8);
+	int64_t t0 = now_ms();
+	char key[16];
+	for (int i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "s:%d", i);
+		assert_int_equal(dispatch_submit(d, mkcall(&rec, i, key, i, 300)), 0);
+	}
+	assert_true(dispatch_drain(d, 5000));
+	int64_t took = now_ms() - t0;
+	assert_int_equal(rec.n, 4);
+	assert_int_equal(atomic_load(&rec.peak), 4);
+	assert_true(took < 1000); /* serial would be 1200 ms */
+	dispatch_destroy(d, 1000);
+}
+
+static void test_worker_cap(void **state)
+{
+	struct rec rec;
+	rec_init(&rec);
+	struct dispatch *d = dispatch_create(2);
+	char key[16];
+	for (int i = 0; i < 6; i++) {
+		snprintf(key, sizeof(key), "s:%d", i);
+		assert_int_equal(dispatch_submit(d, mkcall(&rec, i, key, i, 50)), 0);
+	}
+	assert_true(dispatch_drain(d, 5000));
+	assert_int_equal(rec.n, 6);
+	assert_true(atomic_load(&rec.peak) <= 2);
+	dispatch_destroy(d, 1000);
+}
+
+static void test_cancel_queued_and_running(void **state)
+{
+	struct rec rec;
+	rec_init(&rec);
+	struct dispatch *d = dispatch_create(4);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+
+	/* a job that blocks until its cancel hook fires */
+	json_t *id1 = json_integer(1);
+	struct job *bj = calloc(1, sizeof(*bj));
+	bj->rec = &rec;
+	bj->tag = 1;
+	bj->pipe_rd = p[0];
+	bj->pipe_wr = p[1];
+	struct call *blocker = call_create(id1, "s:k", job_run, job_free, bj);
+	assert_int_equal(call_arm(blocker, wake, bj), 0);
+	assert_int_equal(dispatch_submit(d, blocker), 0);
+	assert_int_equal(dispatch_submit(d, mkcall(&rec, 2, "s:k", 2, 0)), 0);
+	usleep(50 * 1000);
+	assert_int_equal(dispatch_pending(d), 2);
+
+	json_t *id2 = json_integer(2);
+	assert_true(dispatch_cancel(d, id2)); /* queued: dropped, never runs */
+	assert_int_equal(dispatch_pending(d), 1);
+	assert_true(dispatch_cancel(d, id1)); /* running: hook wakes it */
+	assert_true(dispatch_drain(d, 2000));
+	assert_int_equal(rec.n, 1);
+	assert_int_equal(rec.order[0], 1);
+	assert_int_equal(atomic_load(&rec.freed), 2);
+	json_t *id9 = json_integer(9);
+	assert_false(dispatch_cancel(d, id9));
+	json_decref(id1);
+	json_decref(id2);
+	json_decref(id9);
+	close(p[0]);
+	close(p[1]);
+	dispatch_destroy(d, 1000);
+}
+
+static void test_arm_after_cancel(void **state)
+{
+	struct rec rec;
+	rec_init(&rec);
+	struct call *c = mkcall(&rec, 5, "k", 0, 0);
+	assert_false(call_cancelled(c));
+	assert_int_equal(call_arm(c, wake, NULL), 0);
+	call_disarm(c);
+	call_destroy(c);
+	assert_int_equal(atomic_load(&rec.freed), 1);
+}
+
+static void test_destroy_cancels(void **state)
+{
+	struct rec rec;
+	rec_init(&rec);
+	struct dispatch *d = dispatch_create(1);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(dispatch_submit(d, mkcall(&rec, i, "s:x", i, 100)), 0);
+	usleep(20 * 1000);
+	int64_t t0 = now_ms();
+	dispatch_destroy(d, 2000); /* queued ones are dropped; the running one finishes */
+	assert_true(now_ms() - t0 < 1000);
+	assert_int_equal(rec.n, 1);
+	assert_int_equal(atomic_load(&rec.freed), 5);
+}
+
+int main(void)
+{
+	util_json_init();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fifo_per_key),
+		cmocka_unit_test(test_parallel_keys),
+		cmocka_unit_test(test_worker_cap),
+		cmocka_unit_test(test_cancel_queued_and_running),
+		cmocka_unit_test(test_arm_after_cancel),
+		cmocka_unit_test(test_destroy_cancels),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,266 @@
+/*
+ * test-http.c - the HTTP client over a socketpair: Content-Length, chunked
+ * and to-EOF bodies, streaming reads, caps, timeouts, resets, and abort from
+ * another thread.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include "http.h"
+#include "util.h"
+
+struct peer {
+	int fd;
+	const char *reply;
+	size_t reply_len;
+	int close_after; /* 1: close after reply */
+	char request[4096];
+	size_t request_len;
+};
+
+static void *peer_main(void *arg)
+{
+	struct peer *p = arg;
+	/* read the request head */
+	while (p->request_len < sizeof(p->request) - 1) {
+		ssize_t n = read(p->fd, p->request + p->request_len, sizeof(p->request) - 1 - p->request_len);
+		if (n <= 0)
+			break;
+		p->request_len += (size_t)n;
+		p->request[p->request_len] = '\0';
+		if (strstr(p->request, "\r\n\r\n"))
+			break;
+	}
+	if (p->reply)
+		(void)write_full(p->fd, p->reply, p->reply_len);
+	if (p->close_after)
+		shutdown(p->fd, SHUT_WR);
+	return NULL;
+}
+
+static struct http_conn *start(struct peer *p, const char *reply, int close_after, int timeout_ms, pthread_t *t)
+{
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	memset(p, 0, sizeof(*p));
+	p->fd = sv[1];
+	p->reply = reply;
+	p->reply_len = reply ? strlen(reply) : 0;
+	p->close_after = close_after;
+	assert_int_equal(pthread_create(t, NULL, peer_main, p), 0);
+	return http_conn_create(sv[0], timeout_ms);
+}
+
+static void finish(struct peer *p, pthread_t t, struct http_conn *c)
+{
+	pthread_join(t, NULL);
+	http_conn_destroy(c);
+	close(p->fd);
+}
+
+static int roundtrip(const char *reply, int close_after, struct buf *body, struct http_response *resp,
+		     struct err *e, struct peer *p)
+{
+	pthread_t t;
+	struct http_conn *c = start(p, reply, close_after, 2000, &t);
+	int r = http_request_send(c, "GET", "/version", NULL, NULL, 0, e);
+	if (r == 0)
+		r = http_response_recv(c, false, resp, e);
+	if (r == 0)
+		r = http_body_read_all(c, body, e);
+	finish(p, t, c);
+	return r;
+}
+
+static void test_content_length(void **state)
+{
+	struct peer p;
+	struct buf b;
+	struct http_response resp;
+	struct err e;
+	buf_init(&b, 1024);
+	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nApi-Version: 1.41\r\n"
+				   "Content-Length: 13\r\n\r\n{\"Version\":1}",
+				   0, &b, &resp, &e, &p),
+			 0);
+	assert_int_equal(resp.status, 200);
+	assert_string_equal(resp.content_type, "application/json");
+	assert_string_equal(resp.api_version, "1.41");
+	assert_string_equal(b.data, "{\"Version\":1}");
+	assert_non_null(strstr(p.request, "GET /version HTTP/1.1\r\nHost: docker\r\n"));
+	buf_finish(&b);
+}
+
+static void test_chunked_body(void **state)
+{
+	struct peer p;
+	struct buf b;
+	struct http_response resp;
+	struct err e;
+	buf_init(&b, 1024);
+	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+				   "5\r\nhello\r\n1;x=y\r\n \r\n5\r\nworld\r\n0\r\n\r\n",
+				   0, &b, &resp, &e, &p),
+			 0);
+	assert_string_equal(b.data, "hello world");
+	buf_finish(&b);
+}
+
+static void test_eof_body(void **state)
+{
+	struct peer p;
+	struct buf b;
+	struct http_response resp;
+	struct err e;
+	buf_init(&b, 1024);
+	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end", 1, &b, &resp, &e, &p),
+			 0);
+	assert_string_equal(b.data, "until the end");
+	buf_finish(&b);
+}
+
+static void test_cap(void **state)
+{
+	struct peer p;
+	struct buf b;
+	struct http_response resp;
+	struct err e;
+	buf_init(&b, 4);
+	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789", 0, &b, &resp, &e, &p),
+			 -EMSGSIZE);
+	assert_int_equal(e.code, ERRCODE_TOO_LARGE);
+	buf_finish(&b);
+}
+
+static void test_truncated(void **state)
+{
+	struct peer p;
+	struct buf b;
+	struct http_response resp;
+	struct err e;
+	buf_init(&b, 1024);
+	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123", 1, &b, &resp, &e, &p),
+			 -EPIPE);
+	assert_non_null(strstr(e.msg, "closed the connection"));
+	buf_reset(&b);
+	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", 1, &b, &resp, &e,
+				   &p),
+			 -EPIPE);
+	buf_reset(&b);
+	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 1, &b, &resp, &e,
+				   &p),
+			 -EPROTO);
+	buf_reset(&b);
+	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nContent-Le", 1, &b, &resp, &e, &p), -EPIPE);
+	assert_int_equal(e.code, ERRCODE_DOCKER_UNAVAILABLE);
+	buf_reset(&b);
+	assert_int_equal(roundtrip("garbage\r\n\r\n", 1, &b, &resp, &e, &p), -EPROTO);
+	buf_finish(&b);
+}
+
+static void test_timeout(void **state)
+{
+	struct peer p;
+	pthread_t t;
+	struct http_response resp;
+	struct err e;
+	struct http_conn *c = start(&p, NULL, 0, 200, &t);
+	int64_t t0 = now_ms();
+	assert_int_equal(http_request_send(c, "GET", "/_ping", NULL, NULL, 0, &e), 0);
+	assert_int_equal(http_response_recv(c, false, &resp, &e), -ETIMEDOUT);
+	assert_int_equal(e.code, ERRCODE_TIMEOUT);
+	int64_t took = now_ms() - t0;
+	assert_true(took >= 190 && took < 1500);
+	assert_false(http_conn_reusable(c));
+	finish(&p, t, c);
+}
+
+struct aborter {
+	struct http_conn *c;
+};
+
+static void *abort_later(void *arg)
+{
+	struct aborter *a = arg;
+	usleep(100 * 1000);
+	http_conn_abort(a->c);
+	return NULL;
+}
+
+static void test_abort(void **state)
+{
+	struct peer p;
+	pthread_t t, ta;
+	struct http_response resp;
+	struct err e;
+	struct http_conn *c = start(&p, NULL, 0, 10000, &t);
+	struct aborter a = { c };
+	int64_t t0 = now_ms();
+	assert_int_equal(http_request_send(c, "GET", "/_ping", NULL, NULL, 0, &e), 0);
+	assert_int_equal(pthread_create(&ta, NULL, abort_later, &a), 0);
+	assert_true(http_response_recv(c, false, &resp, &e) < 0);
+	assert_true(now_ms() - t0 < 2000);
+	pthread_join(ta, NULL);
+	finish(&p, t, c);
+}
+
+static void test_request_injection_refused(void **state)
+{
+	struct peer p;
+	pthread_t t;
+	struct err e;
+	struct http_conn *c = start(&p, NULL, 1, 1000, &t);
+	assert_int_equal(http_request_send(c, "GET", "/x\r\nEvil: 1", NULL, NULL, 0, &e), -EINVAL);
+	assert_int_equal(http_request_send(c, "GET", "/x y", NULL, NULL, 0, &e), -EINVAL);
+	assert_int_equal(http_request_send(c, "GET", "x", NULL, NULL, 0, &e), -EINVAL);
+	assert_int_equal(http_request_send(c, "POST", "/x", "A: b\r\n\r\nbody", NULL, 0, &e), -EINVAL);
+	assert_int_equal(http_request_send(c, "POST", "/x", "A: b\n", NULL, 0, &e), -EINVAL);
+	http_conn_abort(c);
+	finish(&p, t, c);
+}
+
+static void test_streaming_small_reads(void **state)
+{
+	struct peer p;
+	pthread_t t;
+	struct http_response resp;
+	struct err e;
+	struct http_conn *c = start(&p, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+					"a\r\n0123456789\r\n3\r\nabc\r\n0\r\n\r\n",
+				    0, 2000, &t);
+	assert_int_equal(http_request_send(c, "GET", "/logs", NULL, NULL, 0, &e), 0);
+	assert_int_equal(http_response_recv(c, false, &resp, &e), 0);
+	char out[64];
+	size_t n = 0;
+	for (;;) {
+		ssize_t got = http_body_read(c, out + n, 3, &e); /* smaller than a chunk */
+		assert_true(got >= 0);
+		if (got == 0)
+			break;
+		assert_true(got <= 3);
+		n += (size_t)got;
+	}
+	assert_int_equal(n, 13);
+	assert_memory_equal(out, "0123456789abc", 13);
+	assert_true(http_conn_reusable(c));
+	finish(&p, t, c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_content_length),
+		cmocka_unit_test(test_chunked_body),
+		cmocka_unit_test(test_eof_body),
+		cmocka_unit_test(test_cap),
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_abort),
+		cmocka_unit_test(test_request_injection_refused),
+		cmocka_unit_test(test_streaming_small_reads),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

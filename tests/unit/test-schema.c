@@ -1,0 +1,143 @@
+/*
+ * test-schema.c - argument validation and the schema lint, plus a lint of
+ * every schema in the real tool table.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+
+#include "schema.h"
+#include "tools.h"
+
+static const char schema_text[] =
+	"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"code\"],\"properties\":{"
+	"\"code\":{\"type\":\"string\",\"maxLength\":10,\"minLength\":1},"
+	"\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":600},"
+	"\"cpus\":{\"type\":\"number\"},"
+	"\"fresh\":{\"type\":\"boolean\"},"
+	"\"mode\":{\"type\":\"string\",\"enum\":[\"a\",\"b\"]},"
+	"\"env\":{\"type\":\"object\",\"properties\":{}},"
+	"\"pkgs\":{\"type\":\"array\",\"maxItems\":2,\"items\":{\"type\":\"string\"}}}}";
+
+static int check(const char *args, char *msg, size_t msgsz)
+{
+	json_t *schema = json_loads(schema_text, 0, NULL);
+	json_t *v = json_loads(args, JSON_DECODE_ANY, NULL);
+	struct err e;
+	err_clear(&e);
+	assert_non_null(schema);
+	assert_non_null(v);
+	int r = schema_validate(schema, v, &e);
+	snprintf(msg, msgsz, "%s", e.msg);
+	json_decref(schema);
+	json_decref(v);
+	return r;
+}
+
+static void test_valid(void **state)
+{
+	char msg[ERR_MSG_MAX];
+	assert_int_equal(check("{\"code\":\"x\"}", msg, sizeof(msg)), 0);
+	assert_int_equal(check("{\"code\":\"x\",\"timeout_s\":5,\"cpus\":0.5,\"fresh\":true,\"mode\":\"b\","
+			       "\"env\":{\"A\":\"1\"},\"pkgs\":[\"a\",\"b\"]}",
+			       msg, sizeof(msg)),
+			 0);
+	assert_int_equal(check("{\"code\":\"x\",\"timeout_s\":5.0}", msg, sizeof(msg)), 0);
+}
+
+static void test_invalid(void **state)
+{
+	char msg[ERR_MSG_MAX];
+	struct {
+		const char *args;
+		const char *want;
+	} cases[] = {
+		{ "{}", "arguments.code is required" },
+		{ "{\"code\":5}", "arguments.code must be a string, not an integer" },
+		{ "{\"code\":\"\"}", "at least 1" },
+		{ "{\"code\":\"01234567890\"}", "at most 10 bytes" },
+		{ "{\"code\":\"x\",\"timeout_s\":0}", "arguments.timeout_s must be at least 1" },
+		{ "{\"code\":\"x\",\"timeout_s\":601}", "at most 600" },
+		{ "{\"code\":\"x\",\"timeout_s\":1.5}", "must be an integer" },
+		{ "{\"code\":\"x\",\"mode\":\"c\"}", "must be one of: a, b" },
+		{ "{\"code\":\"x\",\"pkgs\":[\"a\",1]}", "arguments.pkgs[1] must be a string" },
+		{ "{\"code\":\"x\",\"pkgs\":[\"a\",\"b\",\"c\"]}", "at most 2 items" },
+		{ "{\"code\":\"x\",\"extra\":1}", "unknown argument 'arguments.extra'" },
+		{ "[]", "must be an object" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(check(cases[i].args, msg, sizeof(msg)), -EINVAL);
+		if (!strstr(msg, cases[i].want))
+			fail_msg("case %zu: '%s' does not contain '%s'", i, msg, cases[i].want);
+	}
+}
+
+static void test_lint(void **state)
+{
+	struct err e;
+	json_t *ok = json_loads(schema_text, 0, NULL);
+	assert_int_equal(schema_lint(ok, &e), 0);
+	json_decref(ok);
+	json_t *bad = json_loads("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"array\"}}}", 0, NULL);
+	assert_int_equal(schema_lint(bad, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "array without items"));
+	json_decref(bad);
+	bad = json_loads("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"object\"}}}", 0, NULL);
+	assert_int_equal(schema_lint(bad, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "object without properties"));
+	json_decref(bad);
+}
+
+static void test_tool_table(void **state)
+{
+	struct err e;
+	err_clear(&e);
+	if (tools_init(&e) < 0)
+		fail_msg("tools_init: %s", e.msg);
+	assert_true(tools_count() > 0);
+	for (size_t i = 0; i < tools_count(); i++) {
+		const struct tool_entry *t = tools_at(i);
+		assert_non_null(t->name);
+		assert_non_null(t->title);
+		assert_true(strlen(t->description) > 40);
+		assert_non_null(t->handler);
+		assert_ptr_equal(tools_find(t->name, TOOL_GROUP_ALL), t);
+		assert_null(tools_find(t->name, 0));
+		for (size_t k = 0; k < i; k++)
+			assert_string_not_equal(tools_at(k)->name, t->name);
+	}
+	json_t *list = tools_list_json(TOOL_GROUP_ALL, "2025-11-25");
+	assert_int_equal(json_array_size(list), tools_count());
+	json_t *t0 = json_array_get(list, 0);
+	assert_non_null(json_object_get(t0, "title"));
+	assert_non_null(json_object_get(json_object_get(json_object_get(t0, "outputSchema"), "properties"), "error"));
+	json_decref(list);
+	list = tools_list_json(TOOL_GROUP_ALL, "2024-11-05");
+	assert_null(json_object_get(json_array_get(list, 0), "outputSchema"));
+	assert_null(json_object_get(json_array_get(list, 0), "title"));
+	json_decref(list);
+	tools_finish();
+}
+
+static void test_lossy(void **state)
+{
+	json_t *s = json_string_lossy("ok\xff\xfe" "a\xc3\xa9" "\xe2\x82", 9);
+	assert_string_equal(json_string_value(s), "ok\xEF\xBF\xBD\xEF\xBF\xBD" "a\xc3\xa9\xEF\xBF\xBD\xEF\xBF\xBD");
+	json_decref(s);
+	s = json_string_lossy("a\0b", 3);
+	assert_int_equal(json_string_length(s), 3);
+	json_decref(s);
+}
+
+int main(void)
+{
+	util_json_init();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_valid),
+		cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_lint),
+		cmocka_unit_test(test_tool_table),
+		cmocka_unit_test(test_lossy),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
