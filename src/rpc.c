@@ -121,10 +121,8 @@ int rpc_envelope(json_t *msg, struct rpc_msg *ret, json_t **ret_id, struct err *
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			       "Invalid Request: \"method\" must be a non-empty string");
 
+	/* params of the wrong type are the method layer's -32602, not -32600 */
 	json_t *params = json_object_get(msg, "params");
-	if (params && !json_is_object(params) && !json_is_array(params))
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-			       "Invalid Request: \"params\" must be an object");
 
 	ret->kind = id ? RPC_KIND_REQUEST : RPC_KIND_NOTIFICATION;
 	ret->id = id;
