@@ -1,13 +1,17 @@
 /*
- * engine.c - the Engine API calls the tools need.
+ * engine.c - the Engine API calls the server needs, over pooled keep-alive
+ * connections.
  *
- * Each request opens its own connection for now; the paths are unversioned,
- * which the engine answers with its own current API version.
+ * A pooled connection may have been closed by the engine while idle; a
+ * request that fails on a reused connection before any response byte arrived
+ * is retried once on a fresh one.  Hijacked streams (exec start) always get a
+ * connection of their own, which is never returned to the pool.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "engine.h"
 #include "http.h"
@@ -16,10 +20,26 @@
 struct engine {
 	struct endpoint ep;
 	int timeout_ms;
+	pthread_mutex_t lock; /* guards pool and api */
+	struct http_conn *pool[ENGINE_POOL_MAX];
+	size_t pool_len;
+	char api[16]; /* negotiated version, "" until known */
+};
+
+struct engine_stream {
+	struct http_conn *conn;
 };
 
 static void abort_conn(void *arg);
 static void engine_error_message(int status, const json_t *j, struct err *err);
+static int conn_get(struct engine *e, struct http_conn **ret, bool *ret_reused, struct err *err);
+static void conn_put(struct engine *e, struct http_conn *c);
+static int negotiate(struct engine *e, struct call *call, struct err *err);
+static int versioned(struct engine *e, struct call *call, const char *path, char *out, size_t outsz,
+		     struct err *err);
+static int roundtrip(struct engine *e, struct call *call, const char *method, const char *target,
+		     const char *content_type, const void *body, size_t len, int *ret_status, json_t **ret_json,
+		     struct err *err);
 
 int engine_create(const char *docker_host, int timeout_ms, struct engine **ret, struct err *err)
 {
@@ -30,18 +50,29 @@ int engine_create(const char *docker_host, int timeout_ms, struct engine **ret, 
 	struct engine *e = xcalloc(1, sizeof(*e));
 	e->ep = ep;
 	e->timeout_ms = timeout_ms;
+	pthread_mutex_init(&e->lock, NULL);
 	*ret = e;
 	return 0;
 }
 
 void engine_destroy(struct engine *e)
 {
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->pool_len; i++)
+		http_conn_destroy(e->pool[i]);
+	pthread_mutex_destroy(&e->lock);
 	free(e);
 }
 
 const struct endpoint *engine_endpoint(const struct engine *e)
 {
 	return &e->ep;
+}
+
+const char *engine_api_version(struct engine *e)
+{
+	return e->api;
 }
 
 static void abort_conn(void *arg)
@@ -54,43 +85,90 @@ static void engine_error_message(int status, const json_t *j, struct err *err)
 	const char *msg = json_string_value(json_object_get(j, "message"));
 	enum errcode code = ERRCODE_ENGINE_ERROR;
 
-	if (status == 404 && msg && strstr(msg, "image"))
+	if (status == 404 && msg && (strstr(msg, "No such image") || strstr(msg, "image")))
 		code = ERRCODE_IMAGE_NOT_FOUND;
 	err_set(err, code, -EIO, "Docker engine error %d: %s", status, msg ? msg : "(no message)");
 }
 
-int engine_request(struct engine *e, struct call *call, const char *method, const char *path, json_t *body,
-		   int *ret_status, json_t **ret_json, struct err *err)
+static int conn_get(struct engine *e, struct http_conn **ret, bool *ret_reused, struct err *err)
 {
-	_cleanup_free_ char *payload = NULL;
-	struct http_response resp;
-	struct buf out;
-	int fd = -1, r;
-
-	if (body)
-		payload = json_dumps(body, JSON_COMPACT);
-	r = transport_connect(&e->ep, e->timeout_ms, &fd, err);
+	pthread_mutex_lock(&e->lock);
+	if (e->pool_len > 0) {
+		*ret = e->pool[--e->pool_len];
+		pthread_mutex_unlock(&e->lock);
+		*ret_reused = true;
+		return 0;
+	}
+	pthread_mutex_unlock(&e->lock);
+	int fd;
+	int r = transport_connect(&e->ep, e->timeout_ms, &fd, err);
 	if (r < 0)
 		return r;
-	struct http_conn *conn = http_conn_create(fd, e->timeout_ms);
-	if (call && call_arm(call, abort_conn, conn) < 0) {
-		http_conn_destroy(conn);
-		return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
-	}
+	*ret = http_conn_create(fd, e->timeout_ms);
+	*ret_reused = false;
+	return 0;
+}
 
-	buf_init(&out, ENGINE_JSON_MAX);
-	r = http_request_send(conn, method, path, payload ? "Content-Type: application/json\r\n" : NULL, payload,
-			      payload ? strlen(payload) : 0, err);
-	if (r == 0)
-		r = http_response_recv(conn, strcmp(method, "HEAD") == 0, &resp, err);
-	if (r == 0)
-		r = http_body_read_all(conn, &out, err);
-	if (call) {
-		call_disarm(call);
-		if (r < 0 && call_cancelled(call))
-			r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+static void conn_put(struct engine *e, struct http_conn *c)
+{
+	if (!http_conn_reusable(c)) {
+		http_conn_destroy(c);
+		return;
 	}
-	http_conn_destroy(conn);
+	pthread_mutex_lock(&e->lock);
+	if (e->pool_len < ENGINE_POOL_MAX) {
+		e->pool[e->pool_len++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&e->lock);
+	http_conn_destroy(c);
+}
+
+/* One request/response on a pooled connection, retried once if a reused connection was stale. */
+static int roundtrip(struct engine *e, struct call *call, const char *method, const char *target,
+		     const char *content_type, const void *body, size_t len, int *ret_status, json_t **ret_json,
+		     struct err *err)
+{
+	char headers[128] = "";
+	struct http_response resp;
+	struct buf out;
+	int r = 0;
+
+	if (content_type)
+		snprintf(headers, sizeof(headers), "Content-Type: %s\r\n", content_type);
+	buf_init(&out, ENGINE_JSON_MAX);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		struct http_conn *conn;
+		bool reused;
+		if ((r = conn_get(e, &conn, &reused, err)) < 0)
+			break;
+		if (call && call_arm(call, abort_conn, conn) < 0) {
+			http_conn_destroy(conn);
+			r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+			break;
+		}
+		buf_reset(&out);
+		r = http_request_send(conn, method, target, content_type ? headers : NULL, body, len, err);
+		bool sent = r == 0;
+		if (r == 0)
+			r = http_response_recv(conn, strcmp(method, "HEAD") == 0, &resp, err);
+		bool stale = reused && (!sent || r == -EPIPE || r == -ECONNRESET);
+		if (r == 0)
+			r = http_body_read_all(conn, &out, err);
+		if (call) {
+			call_disarm(call);
+			if (r < 0 && call_cancelled(call))
+				r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+		}
+		if (r < 0) {
+			http_conn_destroy(conn);
+			if (stale && r != -ECANCELED)
+				continue;
+			break;
+		}
+		conn_put(e, conn);
+		break;
+	}
 	if (r < 0) {
 		buf_finish(&out);
 		return r;
@@ -99,13 +177,15 @@ int engine_request(struct engine *e, struct call *call, const char *method, cons
 	json_t *j = NULL;
 	if (out.len > 0 && strstr(resp.content_type, "json")) {
 		json_error_t jerr;
-		j = json_loadb(out.data, out.len, 0, &jerr);
+		j = json_loadb(out.data, out.len, JSON_DECODE_ANY, &jerr);
 		if (!j && resp.status < 400) {
 			buf_finish(&out);
 			return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
-				       "the Docker engine sent invalid JSON for %s %s", method, path);
+				       "the Docker engine sent invalid JSON for %s %s", method, target);
 		}
 	}
+	if (ret_status)
+		*ret_status = resp.status;
 	if (resp.status >= 400) {
 		if (!j && out.len > 0) {
 			/* non-JSON error bodies: quote the start of the text */
@@ -114,14 +194,10 @@ int engine_request(struct engine *e, struct call *call, const char *method, cons
 		}
 		engine_error_message(resp.status, j, err);
 		buf_finish(&out);
-		if (ret_status)
-			*ret_status = resp.status;
 		json_decref(j);
 		return -EIO;
 	}
 	buf_finish(&out);
-	if (ret_status)
-		*ret_status = resp.status;
 	if (ret_json)
 		*ret_json = j;
 	else
@@ -129,30 +205,61 @@ int engine_request(struct engine *e, struct call *call, const char *method, cons
 	return 0;
 }
 
-int engine_version(struct engine *e, struct call *call, struct engine_version *ret, struct err *err)
+static int negotiate(struct engine *e, struct call *call, struct err *err)
 {
-	json_t *j = NULL;
-	int r = engine_request(e, call, "GET", "/version", NULL, NULL, &j, err);
+	struct engine_version v;
+
+	pthread_mutex_lock(&e->lock);
+	bool known = e->api[0] != '\0';
+	pthread_mutex_unlock(&e->lock);
+	if (known)
+		return 0;
+	int r = engine_version(e, call, &v, err);
 	if (r < 0)
 		return r;
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "GET /version did not return a JSON object");
-	}
-	memset(ret, 0, sizeof(*ret));
-	const char *s;
-#define COPY(field, key)                                                                                            \
-	if ((s = json_string_value(json_object_get(j, key))))                                                          \
-	snprintf(ret->field, sizeof(ret->field), "%s", s)
-	COPY(version, "Version");
-	COPY(api_version, "ApiVersion");
-	COPY(min_api_version, "MinAPIVersion");
-	COPY(os, "Os");
-	COPY(arch, "Arch");
-	COPY(kernel, "KernelVersion");
-#undef COPY
-	json_decref(j);
+	if (!engine_api_at_least(v.api_version, ENGINE_API_MIN))
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPROTO,
+			       "the Docker engine speaks API %s, older than %s: upgrade to Docker 20.10 or newer",
+			       v.api_version, ENGINE_API_MIN);
+	pthread_mutex_lock(&e->lock);
+	snprintf(e->api, sizeof(e->api), "%s",
+		 engine_api_at_least(v.api_version, ENGINE_API_MAX) ? ENGINE_API_MAX : v.api_version);
+	pthread_mutex_unlock(&e->lock);
+	log_debugf("engine API %s (engine %s, speaks %s)", e->api, v.version, v.api_version);
 	return 0;
+}
+
+static int versioned(struct engine *e, struct call *call, const char *path, char *out, size_t outsz,
+		     struct err *err)
+{
+	int r = negotiate(e, call, err);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&e->lock);
+	int n = snprintf(out, outsz, "/v%s%s", e->api, path);
+	pthread_mutex_unlock(&e->lock);
+	if (n < 0 || (size_t)n >= outsz)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "request path too long");
+	return 0;
+}
+
+int engine_request_raw(struct engine *e, struct call *call, const char *method, const char *path,
+		       const char *content_type, const void *body, size_t len, int *ret_status, json_t **ret_json,
+		       struct err *err)
+{
+	char target[4096];
+	int r = versioned(e, call, path, target, sizeof(target), err);
+	if (r < 0)
+		return r;
+	return roundtrip(e, call, method, target, content_type, body, len, ret_status, ret_json, err);
+}
+
+int engine_request(struct engine *e, struct call *call, const char *method, const char *path, json_t *body,
+		   int *ret_status, json_t **ret_json, struct err *err)
+{
+	_cleanup_free_ char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	return engine_request_raw(e, call, method, path, payload ? "application/json" : NULL, payload,
+				  payload ? strlen(payload) : 0, ret_status, ret_json, err);
 }
 
 bool engine_api_at_least(const char *a, const char *b)
@@ -187,6 +294,37 @@ int engine_url_escape(const char *s, char *out, size_t outsz)
 	return 0;
 }
 
+bool engine_id_valid(const char *id)
+{
+	return id && strlen(id) == ENGINE_ID_LEN && is_hex(id, ENGINE_ID_LEN);
+}
+
+int engine_version(struct engine *e, struct call *call, struct engine_version *ret, struct err *err)
+{
+	json_t *j = NULL;
+	int r = roundtrip(e, call, "GET", "/version", NULL, NULL, 0, NULL, &j, err);
+	if (r < 0)
+		return r;
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "GET /version did not return a JSON object");
+	}
+	memset(ret, 0, sizeof(*ret));
+	const char *s;
+#define COPY(field, key)                                                                                            \
+	if ((s = json_string_value(json_object_get(j, key))))                                                          \
+	snprintf(ret->field, sizeof(ret->field), "%s", s)
+	COPY(version, "Version");
+	COPY(api_version, "ApiVersion");
+	COPY(min_api_version, "MinAPIVersion");
+	COPY(os, "Os");
+	COPY(arch, "Arch");
+	COPY(kernel, "KernelVersion");
+#undef COPY
+	json_decref(j);
+	return 0;
+}
+
 int engine_image_inspect(struct engine *e, struct call *call, const char *name, json_t **ret_json,
 			 struct err *err)
 {
@@ -201,4 +339,251 @@ int engine_image_inspect(struct engine *e, struct call *call, const char *name, 
 		return err_set(err, ERRCODE_IMAGE_NOT_FOUND, -ENOENT, "image %s is not present on the Docker engine",
 			       name);
 	return r;
+}
+
+int engine_container_create(struct engine *e, struct call *call, json_t *body, char ret_id[ENGINE_ID_LEN + 1],
+			    json_t **ret_warnings, struct err *err)
+{
+	json_t *j = NULL;
+	int status = 0;
+	int r = engine_request(e, call, "POST", "/containers/create", body, &status, &j, err);
+	if (r < 0) {
+		if (status == 404)
+			err->code = ERRCODE_IMAGE_NOT_FOUND;
+		return r;
+	}
+	const char *id = json_string_value(json_object_get(j, "Id"));
+	if (!engine_id_valid(id)) {
+		json_decref(j);
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "container create returned no valid id");
+	}
+	memcpy(ret_id, id, ENGINE_ID_LEN + 1);
+	if (ret_warnings) {
+		json_t *w = json_object_get(j, "Warnings");
+		*ret_warnings = json_is_array(w) ? json_incref(w) : json_array();
+	}
+	json_decref(j);
+	return 0;
+}
+
+#define CHECK_ID(id)                                                                                                \
+	do {                                                                                                        \
+		if (!engine_id_valid(id))                                                                           \
+			return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing an invalid engine id");            \
+	} while (0)
+
+int engine_container_start(struct engine *e, struct call *call, const char *id, struct err *err)
+{
+	char path[128];
+	CHECK_ID(id);
+	snprintf(path, sizeof(path), "/containers/%s/start", id);
+	return engine_request(e, call, "POST", path, NULL, NULL, NULL, err);
+}
+
+int engine_container_inspect(struct engine *e, struct call *call, const char *id, json_t **ret_json,
+			     struct err *err)
+{
+	char path[128];
+	int status = 0;
+	CHECK_ID(id);
+	snprintf(path, sizeof(path), "/containers/%s/json", id);
+	int r = engine_request(e, call, "GET", path, NULL, &status, ret_json, err);
+	if (r < 0 && status == 404)
+		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT, "the session's container no longer exists");
+	return r;
+}
+
+int engine_container_remove(struct engine *e, struct call *call, const char *id, struct err *err)
+{
+	char path[128];
+	int status = 0;
+	CHECK_ID(id);
+	snprintf(path, sizeof(path), "/containers/%s?force=1&v=1", id);
+	int r = engine_request(e, call, "DELETE", path, NULL, &status, NULL, err);
+	if (r < 0 && status == 404)
+		return 0; /* already gone */
+	if (r < 0 && status == 409) {
+		/* "removal already in progress": the engine finishes it */
+		return 0;
+	}
+	return r;
+}
+
+int engine_container_restart(struct engine *e, struct call *call, const char *id, struct err *err)
+{
+	char path[128];
+	CHECK_ID(id);
+	snprintf(path, sizeof(path), "/containers/%s/restart?t=0", id);
+	return engine_request(e, call, "POST", path, NULL, NULL, NULL, err);
+}
+
+int engine_container_list(struct engine *e, struct call *call, const char *label, json_t **ret_json,
+			  struct err *err)
+{
+	char esc[1024], path[1200];
+	json_t *filters = json_pack("{s:[s]}", "label", label);
+	_cleanup_free_ char *f = json_dumps(filters, JSON_COMPACT);
+	json_decref(filters);
+	if (engine_url_escape(f, esc, sizeof(esc)) < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "label filter too long");
+	snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", esc);
+	json_t *j = NULL;
+	int r = engine_request(e, call, "GET", path, NULL, NULL, &j, err);
+	if (r < 0)
+		return r;
+	if (!json_is_array(j)) {
+		json_decref(j);
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "container list is not an array");
+	}
+	*ret_json = j;
+	return 0;
+}
+
+int engine_archive_put(struct engine *e, struct call *call, const char *id, const char *path, const void *tar,
+		       size_t len, struct err *err)
+{
+	char esc[1024], target[1200];
+	CHECK_ID(id);
+	if (engine_url_escape(path, esc, sizeof(esc)) < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "path too long");
+	snprintf(target, sizeof(target), "/containers/%s/archive?path=%s&copyUIDGID=1&noOverwriteDirNonDir=1", id,
+		 esc);
+	return engine_request_raw(e, call, "PUT", target, "application/x-tar", tar, len, NULL, NULL, err);
+}
+
+int engine_exec_create(struct engine *e, struct call *call, const char *container_id, json_t *body,
+		       char ret_id[ENGINE_ID_LEN + 1], struct err *err)
+{
+	char path[128];
+	json_t *j = NULL;
+	int status = 0;
+	CHECK_ID(container_id);
+	snprintf(path, sizeof(path), "/containers/%s/exec", container_id);
+	int r = engine_request(e, call, "POST", path, body, &status, &j, err);
+	if (r < 0) {
+		if (status == 404)
+			err->code = ERRCODE_SESSION_NOT_FOUND;
+		return r;
+	}
+	const char *id = json_string_value(json_object_get(j, "Id"));
+	if (!engine_id_valid(id)) {
+		json_decref(j);
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "exec create returned no valid id");
+	}
+	memcpy(ret_id, id, ENGINE_ID_LEN + 1);
+	json_decref(j);
+	return 0;
+}
+
+int engine_exec_start(struct engine *e, struct call *call, const char *exec_id, struct engine_stream **ret,
+		      struct err *err)
+{
+	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
+	char path[128], target[160];
+	struct http_response resp;
+	int fd, r;
+
+	CHECK_ID(exec_id);
+	snprintf(path, sizeof(path), "/exec/%s/start", exec_id);
+	if ((r = versioned(e, call, path, target, sizeof(target), err)) < 0)
+		return r;
+	if ((r = transport_connect(&e->ep, e->timeout_ms, &fd, err)) < 0)
+		return r;
+	struct http_conn *conn = http_conn_create(fd, e->timeout_ms);
+	if (call && call_arm(call, abort_conn, conn) < 0) {
+		http_conn_destroy(conn);
+		return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+	}
+	r = http_request_send(conn, "POST", target,
+			      "Content-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n", body,
+			      sizeof(body) - 1, err);
+	if (r == 0)
+		r = http_response_recv(conn, false, &resp, err);
+	if (call)
+		call_disarm(call);
+	if (r < 0) {
+		http_conn_destroy(conn);
+		return r;
+	}
+	if (resp.status != 101 && resp.status != 200) {
+		struct buf out;
+		buf_init(&out, 64 * 1024);
+		json_t *j = NULL;
+		if (http_body_read_all(conn, &out, err) == 0 && out.len)
+			j = json_loadb(out.data, out.len, 0, NULL);
+		engine_error_message(resp.status, j, err);
+		if (resp.status == 404 || resp.status == 409)
+			err->code = ERRCODE_SESSION_NOT_FOUND;
+		json_decref(j);
+		buf_finish(&out);
+		http_conn_destroy(conn);
+		return -EIO;
+	}
+	struct engine_stream *s = xcalloc(1, sizeof(*s));
+	s->conn = conn;
+	*ret = s;
+	return 0;
+}
+
+int engine_exec_inspect(struct engine *e, struct call *call, const char *exec_id, bool *ret_running,
+			int *ret_exit_code, struct err *err)
+{
+	char path[128];
+	json_t *j = NULL;
+	CHECK_ID(exec_id);
+	snprintf(path, sizeof(path), "/exec/%s/json", exec_id);
+	int r = engine_request(e, call, "GET", path, NULL, NULL, &j, err);
+	if (r < 0)
+		return r;
+	*ret_running = json_is_true(json_object_get(j, "Running"));
+	json_t *code = json_object_get(j, "ExitCode");
+	*ret_exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
+	json_decref(j);
+	return 0;
+}
+
+int engine_stream_fd(const struct engine_stream *s)
+{
+	return http_conn_fd(s->conn);
+}
+
+size_t engine_stream_take_buffered(struct engine_stream *s, struct buf *out)
+{
+	return http_take_buffered(s->conn, out);
+}
+
+int engine_stream_write(struct engine_stream *s, const void *p, size_t n)
+{
+	const char *c = p;
+	int fd = http_conn_fd(s->conn);
+
+	while (n > 0) {
+		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+void engine_stream_close_write(struct engine_stream *s)
+{
+	shutdown(http_conn_fd(s->conn), SHUT_WR);
+}
+
+void engine_stream_abort(struct engine_stream *s)
+{
+	http_conn_abort(s->conn);
+}
+
+void engine_stream_destroy(struct engine_stream *s)
+{
+	if (!s)
+		return;
+	http_conn_destroy(s->conn);
+	free(s);
 }

@@ -1,10 +1,15 @@
 /*
  * engine.h - typed calls to the Docker Engine API.
  *
- * Each call opens (or reuses) a connection to the endpoint, sends one request
- * and maps the answer: 2xx bodies are decoded, error statuses become a struct
- * err carrying the engine's own message.  A struct call, when given, can abort
- * a blocked call at once (its cancel hook shuts the socket down).
+ * Each call borrows a keep-alive connection from a small pool (or opens one),
+ * sends one request and maps the answer: 2xx bodies are decoded, error
+ * statuses become a struct err carrying the engine's own message.  A struct
+ * call, when given, can abort a blocked request at once (its cancel hook shuts
+ * the socket down).  Paths carry the API version negotiated on first use: the
+ * engine's own, capped at the newest this client knows, never below 1.41.
+ *
+ * Ids that go into URLs are checked (hex container and exec ids); names and
+ * other values are percent-encoded.
  */
 #ifndef ENGINE_H
 #define ENGINE_H
@@ -14,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "buf.h"
 #include "dispatch.h"
 #include "errcode.h"
 #include "transport.h"
@@ -22,8 +28,15 @@
 #define ENGINE_JSON_MAX (16u << 20)
 /* Oldest API version this client speaks (Docker 20.10, Podman's compat socket). */
 #define ENGINE_API_MIN "1.41"
+/* Newest API version this client was written against. */
+#define ENGINE_API_MAX "1.45"
+/* Idle keep-alive connections kept for reuse. */
+#define ENGINE_POOL_MAX 4
+/* Container and exec ids: 64 hex digits. */
+#define ENGINE_ID_LEN 64
 
 struct engine;
+struct engine_stream;
 
 struct engine_version {
 	char version[64];
@@ -38,27 +51,74 @@ struct engine_version {
 int engine_create(const char *docker_host, int timeout_ms, struct engine **ret, struct err *err);
 void engine_destroy(struct engine *e);
 const struct endpoint *engine_endpoint(const struct engine *e);
+/* The negotiated API version ("1.41"), or "" before the first call. */
+const char *engine_api_version(struct engine *e);
 
 /*
- * Sends method path (path is below the version prefix, e.g. "/containers/json")
- * with an optional JSON body and returns the status and decoded JSON (NULL
- * for an empty body). Statuses >= 400 are errors, unless
- * accept_status says otherwise.
+ * Sends method path (below the version prefix, e.g. "/containers/json") with
+ * an optional JSON body; returns the status and decoded JSON (NULL for an
+ * empty body). Statuses >= 400 are errors (-EIO, *ret_status still set).
  */
 int engine_request(struct engine *e, struct call *call, const char *method, const char *path, json_t *body,
 		   int *ret_status, json_t **ret_json, struct err *err);
+/* Same with a raw body (e.g. a tar stream) and its content type. */
+int engine_request_raw(struct engine *e, struct call *call, const char *method, const char *path,
+		       const char *content_type, const void *body, size_t len, int *ret_status, json_t **ret_json,
+		       struct err *err);
 
 /* True when API version a ("1.43") is at least b. */
 bool engine_api_at_least(const char *a, const char *b);
-
 /* Percent-encodes s for a URL path segment or query value into out. 0 or -ENAMETOOLONG. */
 int engine_url_escape(const char *s, char *out, size_t outsz);
+/* True for a full 64-hex-digit id. */
+bool engine_id_valid(const char *id);
 
+/* GET /version. */
+int engine_version(struct engine *e, struct call *call, struct engine_version *ret, struct err *err);
 /* GET /images/{name}/json; ERRCODE_IMAGE_NOT_FOUND when absent. */
 int engine_image_inspect(struct engine *e, struct call *call, const char *name, json_t **ret_json,
 			 struct err *err);
 
-/* GET /version. */
-int engine_version(struct engine *e, struct call *call, struct engine_version *ret, struct err *err);
+/* POST /containers/create; ret_id receives the 64-hex id. */
+int engine_container_create(struct engine *e, struct call *call, json_t *body, char ret_id[ENGINE_ID_LEN + 1],
+			    json_t **ret_warnings, struct err *err);
+int engine_container_start(struct engine *e, struct call *call, const char *id, struct err *err);
+int engine_container_inspect(struct engine *e, struct call *call, const char *id, json_t **ret_json,
+			     struct err *err);
+/* POST /containers/{id}/kill then DELETE ?force=1&v=1; a container already gone is success. */
+int engine_container_remove(struct engine *e, struct call *call, const char *id, struct err *err);
+/* POST /containers/{id}/restart?t=0. */
+int engine_container_restart(struct engine *e, struct call *call, const char *id, struct err *err);
+/* GET /containers/json?all=1&filters={"label":[label]}; ret_json is the array. */
+int engine_container_list(struct engine *e, struct call *call, const char *label, json_t **ret_json,
+			  struct err *err);
+/* PUT /containers/{id}/archive?path=...&copyUIDGID=1 with an uncompressed tar. */
+int engine_archive_put(struct engine *e, struct call *call, const char *id, const char *path, const void *tar,
+		       size_t len, struct err *err);
+
+/* POST /containers/{id}/exec; body is the ExecConfig. ret_id receives the exec id. */
+int engine_exec_create(struct engine *e, struct call *call, const char *container_id, json_t *body,
+		       char ret_id[ENGINE_ID_LEN + 1], struct err *err);
+/*
+ * POST /exec/{id}/start, hijacked: on success *ret is a raw bidirectional
+ * stream carrying the multiplexed output (and stdin, when attached).
+ */
+int engine_exec_start(struct engine *e, struct call *call, const char *exec_id, struct engine_stream **ret,
+		      struct err *err);
+/* GET /exec/{id}/json: running flag and exit code (-1 while running). */
+int engine_exec_inspect(struct engine *e, struct call *call, const char *exec_id, bool *ret_running,
+			int *ret_exit_code, struct err *err);
+
+/* The stream's socket (for poll), and bytes already read past the HTTP head. */
+int engine_stream_fd(const struct engine_stream *s);
+/* Moves the bytes read ahead of the caller into out; returns how many. */
+size_t engine_stream_take_buffered(struct engine_stream *s, struct buf *out);
+/* Writes stdin bytes. 0 or -errno. */
+int engine_stream_write(struct engine_stream *s, const void *p, size_t n);
+/* Half-closes the stream: the process sees EOF on stdin. */
+void engine_stream_close_write(struct engine_stream *s);
+/* Aborts reads and writes at once (safe from another thread). */
+void engine_stream_abort(struct engine_stream *s);
+void engine_stream_destroy(struct engine_stream *s);
 
 #endif
