@@ -196,7 +196,7 @@ export class RawPipe {
   }
 
   /** Legacy handshake: initialize + notifications/initialized. Returns the initialize response. */
-  async initialize(version = NEWEST_LEGACY, timeoutMs = 15000) {
+  async initialize(version = NEWEST_LEGACY, timeoutMs = 10000) {
     const res = await this.request('initialize', initializeParams(version), { timeoutMs });
     if (!res.result) {
       throw new Error(`${this.label}: initialize failed: ${JSON.stringify(res)}`);
