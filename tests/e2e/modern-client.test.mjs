@@ -149,6 +149,24 @@ describe('modern era on the raw pipe', () => {
     assert.ok(ok.result);
   });
 
+  test('-32022 never lists the requested version as supported', { timeout: 20000 }, async (t) => {
+    // data.supported is what the client should retry with (schema: "choose a mutually supported
+    // version from this list and retry"), so it must not contain the version just refused, or a
+    // client loops. A legacy revision in _meta is either served or refused consistently.
+    const p = openPipe(t);
+    for (const v of ['2025-11-25', '2024-11-05']) {
+      const res = await p.request('tools/list', { _meta: { [META_VERSION]: v, [META_CAPS]: {} } }, { id: `v-${v}` });
+      if (res.error) {
+        assert.equal(res.error.code, -32022, `refused with -32022: ${JSON.stringify(res)}`);
+        assert.equal(res.error.data?.requested, v);
+        assert.ok(!res.error.data.supported.includes(v),
+          `data.supported must not include the refused ${v}: ${JSON.stringify(res.error)}`);
+      } else {
+        assert.ok(Array.isArray(res.result?.tools), `served: ${JSON.stringify(res)}`);
+      }
+    }
+  });
+
   test('no notifications/message for a modern request without logLevel', { timeout: 40000 }, async (t) => {
     // A debug-level server has plenty to say; none of it may reach this client.
     const p = openPipe(t, { env: { SANDBOX_LOG_LEVEL: 'debug' } });
