@@ -95,7 +95,7 @@ void config_finish(struct config *c)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
 		if (opts[i].type == OPT_STRING) {
-			char **p = (char **)((char *)c + opts[i].offset);
+			char **p = (void *)((char *)c + opts[i].offset); /* offsetof: aligned */
 			free(*p);
 			*p = NULL;
 		}

@@ -446,7 +446,7 @@ int engine_archive_put(struct engine *e, struct call *call, const char *id, cons
 	CHECK_ID(id);
 	if (engine_url_escape(path, esc, sizeof(esc)) < 0)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "path too long");
-	snprintf(target, sizeof(target), "/containers/%s/archive?path=%s&copyUIDGID=1&noOverwriteDirNonDir=1", id,
+	snprintf(target, sizeof(target), "/containers/%s/archive?path=%s&noOverwriteDirNonDir=1", id,
 		 esc);
 	return engine_request_raw(e, call, "PUT", target, "application/x-tar", tar, len, NULL, NULL, err);
 }

@@ -21,6 +21,7 @@ static const char *const errcode_names[ERRCODE_MAX] = {
 	[ERRCODE_INVALID_ARGUMENT] = "invalid_argument",
 	[ERRCODE_ENGINE_ERROR] = "engine_error",
 	[ERRCODE_CANCELLED] = "cancelled",
+	[ERRCODE_OUT_OF_MEMORY] = "out_of_memory",
 	[ERRCODE_INTERNAL] = "internal",
 };
 

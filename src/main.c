@@ -19,6 +19,7 @@
 #include "mcp.h"
 #include "out.h"
 #include "rpc.h"
+#include "session.h"
 #include "tools.h"
 
 extern char **environ;
@@ -81,8 +82,16 @@ static int serve(const struct config *cfg)
 		tools_finish();
 		return 1;
 	}
+	struct session_mgr *sessions = NULL;
+	if ((r = session_mgr_create(cfg, engine, &sessions, &err)) < 0) {
+		log_errorf("%s", err.msg);
+		engine_destroy(engine);
+		tools_finish();
+		return 1;
+	}
+	session_mgr_start(sessions);
 	struct out *out = out_create(STDOUT_FILENO);
-	struct tool_services svc = { .cfg = cfg, .engine = engine, .out = out };
+	struct tool_services svc = { .cfg = cfg, .engine = engine, .out = out, .sessions = sessions };
 	struct mcp *m = mcp_create(&svc);
 	struct rpc_reader reader;
 	rpc_reader_init(&reader, STDIN_FILENO, cfg->max_line_bytes);
@@ -110,6 +119,8 @@ static int serve(const struct config *cfg)
 		mcp_drain(m, MAIN_EOF_GRACE_MS); /* answer what was asked before EOF */
 
 	mcp_destroy(m);
+	/* after the workers: removes this instance's non-persistent containers */
+	session_mgr_destroy(sessions);
 	rpc_reader_finish(&reader);
 	out_destroy(out);
 	engine_destroy(engine);

@@ -280,7 +280,7 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
 
 	const char *session = json_string_value(json_object_get(args, "session_id"));
 	if (t->per_session)
-		snprintf(key, sizeof(key), "s:%.*s", DISPATCH_KEY_MAX - 4, session ? session : "default");
+		session_key(m->svc->sessions, session, key, DISPATCH_KEY_MAX);
 	else
 		snprintf(key, sizeof(key), "c:%llu", (unsigned long long)atomic_fetch_add(&m->seq, 1));
 

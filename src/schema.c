@@ -145,6 +145,8 @@ static int check(const json_t *schema, const json_t *value, const char *path, in
 			char sub[256];
 			snprintf(sub, sizeof(sub), "%s%s%s", path[0] ? path : "", path[0] ? "." : "", key);
 			const json_t *ps = json_object_get(props, key);
+			if (!ps && json_is_object(addl))
+				ps = addl; /* a schema for every other property */
 			if (!ps) {
 				if (json_is_false(addl))
 					return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,

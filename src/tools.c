@@ -17,6 +17,10 @@
 #include "tools.h"
 
 static const struct tool_entry *const tool_table[] = {
+	&tool_session_create_entry,
+	&tool_session_list_entry,
+	&tool_session_close_entry,
+	&tool_run_command_entry,
 	&tool_env_info_entry,
 };
 
@@ -142,40 +146,6 @@ void tool_result_finish(struct tool_result *res)
 	res->content = res->structured = NULL;
 }
 
-json_t *json_string_lossy(const char *p, size_t n)
-{
-	json_t *s = json_stringn(p, n);
-	if (s)
-		return s;
-	/* invalid UTF-8: copy valid sequences, replace each bad byte with U+FFFD */
-	struct buf b;
-	buf_init(&b, n * 3 + 1);
-	size_t i = 0;
-	while (i < n) {
-		unsigned char c = (unsigned char)p[i];
-		size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-		bool ok = len > 0 && i + len <= n;
-		for (size_t k = 1; ok && k < len; k++)
-			ok = ((unsigned char)p[i + k] >> 6) == 2;
-		if (ok && len > 1) {
-			/* overlong forms and surrogates: let jansson judge */
-			json_t *probe = json_stringn(p + i, len);
-			ok = probe != NULL;
-			json_decref(probe);
-		}
-		if (ok) {
-			(void)buf_append(&b, p + i, len);
-			i += len;
-		} else {
-			(void)buf_append(&b, "\xEF\xBF\xBD", 3);
-			i++;
-		}
-	}
-	s = json_stringn(b.data ? b.data : "", b.len);
-	buf_finish(&b);
-	return s ? s : json_string("");
-}
-
 void tool_text(struct tool_result *res, const char *fmt, ...)
 {
 	va_list ap;
@@ -217,4 +187,17 @@ void tool_progress(struct tool_ctx *ctx, double progress, double total, const ch
 	if (message)
 		json_object_set_new(p, "message", json_string_lossy(message, strlen(message)));
 	(void)out_send_new(ctx->svc->out, rpc_notification("notifications/progress", p));
+}
+
+int tool_session(struct tool_ctx *ctx, json_t *args, struct session **ret, struct tool_result *res)
+{
+	struct err e;
+	const char *ref = json_string_value(json_object_get(args, "session_id"));
+
+	err_clear(&e);
+	if (session_get(ctx->svc->sessions, ctx->call, ref, ret, &e) < 0) {
+		tool_fail(res, &e);
+		return -ENOENT;
+	}
+	return 0;
 }

@@ -20,12 +20,14 @@
 #include "engine.h"
 #include "errcode.h"
 #include "out.h"
+#include "session.h"
 
 /* What every handler can reach; owned by main, shared by all calls. */
 struct tool_services {
 	const struct config *cfg;
 	struct engine *engine;
 	struct out *out;
+	struct session_mgr *sessions;
 };
 
 /* One running tools/call. */
@@ -79,13 +81,19 @@ void tool_text(struct tool_result *res, const char *fmt, ...) PRINTF_LIKE(2, 3);
 void tool_structured(struct tool_result *res, json_t *obj);
 /* Turns res into a failed result carrying e's code and message; returns 0. */
 int tool_fail(struct tool_result *res, const struct err *e);
+/*
+ * Looks up the session named by args.session_id (or the default one, created
+ * on first use). On failure fills res with the error and returns -ENOENT.
+ */
+int tool_session(struct tool_ctx *ctx, json_t *args, struct session **ret, struct tool_result *res);
 /* Sends notifications/progress when the client asked for it (progress only grows). */
 void tool_progress(struct tool_ctx *ctx, double progress, double total, const char *message);
 
-/* Makes a JSON string of arbitrary bytes, replacing invalid UTF-8 with U+FFFD. */
-json_t *json_string_lossy(const char *p, size_t n);
-
 /* The tools, one entry each (tool-*.c). */
+extern const struct tool_entry tool_session_create_entry;
+extern const struct tool_entry tool_session_list_entry;
+extern const struct tool_entry tool_session_close_entry;
+extern const struct tool_entry tool_run_command_entry;
 extern const struct tool_entry tool_env_info_entry;
 
 #endif

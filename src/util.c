@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "util.h"
 
 static void die_oom(void) __attribute__((noreturn));
@@ -189,4 +190,38 @@ bool is_hex(const char *s, size_t len)
 			return false;
 	}
 	return true;
+}
+
+json_t *json_string_lossy(const char *p, size_t n)
+{
+	json_t *s = json_stringn(p, n);
+	if (s)
+		return s;
+	/* invalid UTF-8: copy valid sequences, replace each bad byte with U+FFFD */
+	struct buf b;
+	buf_init(&b, n * 3 + 1);
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = (unsigned char)p[i];
+		size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+		bool ok = len > 0 && i + len <= n;
+		for (size_t k = 1; ok && k < len; k++)
+			ok = ((unsigned char)p[i + k] >> 6) == 2;
+		if (ok && len > 1) {
+			/* overlong forms and surrogates: let jansson judge */
+			json_t *probe = json_stringn(p + i, len);
+			ok = probe != NULL;
+			json_decref(probe);
+		}
+		if (ok) {
+			(void)buf_append(&b, p + i, len);
+			i += len;
+		} else {
+			(void)buf_append(&b, "\xEF\xBF\xBD", 3);
+			i++;
+		}
+	}
+	s = json_stringn(b.data ? b.data : "", b.len);
+	buf_finish(&b);
+	return s ? s : json_string("");
 }

@@ -69,6 +69,10 @@ int parse_double(const char *s, double min, double max, double *ret);
 int64_t now_ms(void);
 int64_t now_us(void);
 
+/* Makes a JSON string of arbitrary bytes, replacing invalid UTF-8 with U+FFFD (new reference). */
+struct json_t;
+struct json_t *json_string_lossy(const char *p, size_t n);
+
 /* True when s is non-empty and only [0-9a-f]. */
 bool is_hex(const char *s, size_t len);
 

@@ -1,0 +1,318 @@
+/*
+ * exec.c - exec create/start/inspect with a poll loop over the hijacked
+ * stream: stdin out, demultiplexed output in, a deadline, and a wake-up pipe
+ * the cancel hook writes to (hooks must not block, so the killing happens
+ * here, on the worker).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "exec.h"
+#include "log.h"
+#include "stream.h"
+
+/* The wrapper: report our pid on stderr, then become the real command. */
+static const char exec_wrapper[] = "echo $$ >&2; exec \"$@\"";
+/* Longest pid line accepted from the wrapper. */
+#define EXEC_PID_LINE_MAX 16
+
+struct run_state {
+	const struct exec_spec *spec;
+	struct exec_result *res;
+	char pid_line[EXEC_PID_LINE_MAX + 1];
+	size_t pid_len;
+	bool pid_done;
+	long pid;
+};
+
+static void wake_hook(void *arg);
+static int deliver(struct run_state *st, int stream, const char *p, size_t n);
+static int kill_group(struct engine *e, const char *container_id, const struct exec_spec *spec, long pid,
+		      struct exec_result *res);
+static int drain_simple(struct engine_stream *s, int timeout_ms);
+
+static void wake_hook(void *arg)
+{
+	int fd = *(int *)arg;
+	ssize_t r = write(fd, "c", 1);
+	(void)r;
+}
+
+static int deliver(struct run_state *st, int stream, const char *p, size_t n)
+{
+	if (stream == STREAM_STDERR && !st->pid_done) {
+		while (n > 0 && !st->pid_done) {
+			char c = *p++;
+			n--;
+			if (c == '\n') {
+				st->pid_line[st->pid_len] = '\0';
+				uint64_t v;
+				if (parse_u64(st->pid_line, 2, 1u << 30, &v) == 0)
+					st->pid = (long)v;
+				st->pid_done = true;
+			} else if (st->pid_len < EXEC_PID_LINE_MAX) {
+				st->pid_line[st->pid_len++] = c;
+			} else {
+				st->pid_done = true; /* not our line: keep what follows */
+			}
+		}
+		if (n == 0)
+			return 0;
+	}
+	if (stream == STREAM_SYSTEMERR)
+		stream = STREAM_STDERR;
+	if (stream != STREAM_STDOUT && stream != STREAM_STDERR)
+		return 0;
+	/* on_data first: it may want the capture as it was before this chunk */
+	int stop = st->spec->on_data ? st->spec->on_data(st->spec->arg, stream, p, n) : 0;
+	capture_add(stream == STREAM_STDOUT ? &st->res->out : &st->res->err, p, n);
+	if (stop) {
+		st->res->stopped = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* Reads a small exec's stream to EOF, discarding it. 0, or -ETIMEDOUT / -errno. */
+static int drain_simple(struct engine_stream *s, int timeout_ms)
+{
+	char tmp[4096];
+	int fd = engine_stream_fd(s);
+	int64_t deadline = now_ms() + timeout_ms;
+
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int r = poll(&pfd, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -ETIMEDOUT;
+		ssize_t n = read(fd, tmp, sizeof(tmp));
+		if (n == 0)
+			return 0;
+		if (n < 0 && errno != EINTR && errno != EAGAIN)
+			return -errno;
+	}
+}
+
+static int kill_group(struct engine *e, const char *container_id, const struct exec_spec *spec, long pid,
+		      struct exec_result *res)
+{
+	char exec_id[ENGINE_ID_LEN + 1], pidarg[24];
+	struct engine_stream *s = NULL;
+	struct err err;
+	int r = -ESRCH;
+
+	if (pid > 1) {
+		snprintf(pidarg, sizeof(pidarg), "%ld", pid);
+		json_t *cfg = json_pack("{s:b, s:b, s:b, s:b, s:[s, s, s, s, s]}", "AttachStdin", 0, "AttachStdout", 1,
+					"AttachStderr", 1, "Tty", 0, "Cmd", "/bin/sh", "-c",
+					"kill -9 -$1 2>/dev/null || kill -9 $1 2>/dev/null; exit 0", "sandbox-mcp-kill", pidarg);
+		if (spec->user)
+			json_object_set_new(cfg, "User", json_string(spec->user));
+		r = engine_exec_create(e, NULL, container_id, cfg, exec_id, &err);
+		json_decref(cfg);
+		if (r == 0)
+			r = engine_exec_start(e, NULL, exec_id, &s, &err);
+		if (r == 0) {
+			r = drain_simple(s, EXEC_KILL_GRACE_MS);
+			engine_stream_destroy(s);
+		}
+		if (r == 0) {
+			bool running = true;
+			int code = -1;
+			r = engine_exec_inspect(e, NULL, exec_id, &running, &code, &err);
+			if (r == 0 && code != 0)
+				r = -EIO;
+		}
+	}
+	if (r == 0)
+		return 0;
+	/* could not kill from inside (no pid yet, or no room for one more process) */
+	log_warnf("killing pid %ld in %.12s failed (%s); restarting the container", pid, container_id, strerror(-r));
+	r = engine_container_restart(e, NULL, container_id, &err);
+	if (r == 0)
+		res->restarted = true;
+	else
+		log_errorf("restarting %.12s failed: %s", container_id, err.msg);
+	return r;
+}
+
+int exec_run(struct engine *e, struct call *call, const char *container_id, const struct exec_spec *spec,
+	     struct exec_result *res, struct err *err)
+{
+	char exec_id[ENGINE_ID_LEN + 1];
+	struct engine_stream *s = NULL;
+	struct run_state st = { .spec = spec, .res = res };
+	struct stream_demux demux;
+	struct buf pending;
+	int wake[2] = { -1, -1 };
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	capture_init(&res->out, spec->cap);
+	capture_init(&res->err, spec->cap);
+	int64_t t0 = now_ms();
+
+	json_t *cmd = json_pack("[s, s, s, s]", "/bin/sh", "-c", exec_wrapper, "sandbox-mcp");
+	for (const char *const *a = spec->argv; *a; a++)
+		json_array_append_new(cmd, json_string_lossy(*a, strlen(*a)));
+	json_t *cfg = json_pack("{s:b, s:b, s:b, s:b, s:b, s:o}", "AttachStdin", spec->attach_stdin, "AttachStdout",
+				1, "AttachStderr", 1, "Tty", 0, "Privileged", 0, "Cmd", cmd);
+	if (spec->env) {
+		json_t *env = json_array();
+		for (const char *const *v = spec->env; *v; v++)
+			json_array_append_new(env, json_string_lossy(*v, strlen(*v)));
+		json_object_set_new(cfg, "Env", env);
+	}
+	if (spec->workdir)
+		json_object_set_new(cfg, "WorkingDir", json_string(spec->workdir));
+	if (spec->user)
+		json_object_set_new(cfg, "User", json_string(spec->user));
+	r = engine_exec_create(e, call, container_id, cfg, exec_id, err);
+	json_decref(cfg);
+	if (r < 0)
+		return r;
+	if ((r = engine_exec_start(e, call, exec_id, &s, err)) < 0)
+		return r;
+
+	int fd = engine_stream_fd(s);
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+		r = err_set(err, ERRCODE_INTERNAL, -errno, "exec setup: %s", strerror(errno));
+		engine_stream_destroy(s);
+		return r;
+	}
+	if (call && call_arm(call, wake_hook, &wake[1]) < 0)
+		res->cancelled = true;
+
+	stream_demux_init(&demux);
+	buf_init(&pending, EXEC_READ_CHUNK + STREAM_HEADER_LEN);
+	(void)engine_stream_take_buffered(s, &pending);
+	size_t stdin_off = 0;
+	bool stdin_open = spec->attach_stdin;
+	if (stdin_open && spec->stdin_len == 0) {
+		engine_stream_close_write(s);
+		stdin_open = false;
+	}
+	int64_t deadline = spec->timeout_ms > 0 ? t0 + spec->timeout_ms : INT64_MAX;
+	bool killing = false, eof = false;
+
+	while (!eof) {
+		/* hand over what is buffered */
+		size_t off = 0;
+		while (off < pending.len && !res->stopped) {
+			size_t used = 0;
+			int stream;
+			struct slice data;
+			int dr = stream_demux_feed(&demux, pending.data + off, pending.len - off, &used, &stream, &data);
+			if (dr == -1) {
+				r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
+					    "the Docker engine sent a malformed output stream");
+				goto out;
+			}
+			off += used;
+			if (dr == 1 && deliver(&st, stream, data.p, data.n) != 0)
+				break;
+			if (dr == -2)
+				break;
+		}
+		buf_consume(&pending, off);
+
+		if (spec->on_tick)
+			spec->on_tick(spec->arg);
+		bool want_kill = !killing && (res->cancelled || res->stopped || now_ms() >= deadline);
+		if (want_kill) {
+			if (!res->cancelled && !res->stopped)
+				res->timed_out = true;
+			killing = true;
+			kill_group(e, container_id, spec, st.pid, res);
+			deadline = now_ms() + EXEC_KILL_GRACE_MS;
+		} else if (killing && now_ms() >= deadline) {
+			break; /* the stream did not end after the kill: give up on it */
+		}
+
+		struct pollfd pfd[2] = {
+			{ .fd = fd, .events = POLLIN | (stdin_open ? POLLOUT : 0) },
+			{ .fd = wake[0], .events = POLLIN },
+		};
+		int64_t left = deadline == INT64_MAX ? -1 : deadline - now_ms();
+		int pr = poll(pfd, 2, left < 0 ? -1 : (int)(left > 1000 ? 1000 : left));
+		if (pr < 0 && errno != EINTR) {
+			r = err_set(err, ERRCODE_INTERNAL, -errno, "poll: %s", strerror(errno));
+			goto out;
+		}
+		if (pr <= 0)
+			continue;
+		if (pfd[1].revents & POLLIN) {
+			char tmp[16];
+			while (read(wake[0], tmp, sizeof(tmp)) > 0)
+				;
+			res->cancelled = true;
+		}
+		if (stdin_open && (pfd[0].revents & POLLOUT)) {
+			ssize_t w = send(fd, spec->stdin_data + stdin_off, spec->stdin_len - stdin_off, MSG_NOSIGNAL);
+			if (w > 0)
+				stdin_off += (size_t)w;
+			if ((w < 0 && errno != EAGAIN && errno != EINTR) || stdin_off == spec->stdin_len) {
+				engine_stream_close_write(s);
+				stdin_open = false;
+			}
+		}
+		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			char *tail;
+			if (buf_reserve(&pending, EXEC_READ_CHUNK, &tail) < 0) {
+				/* the demuxer holds at most a header: cannot happen */
+				r = err_set(err, ERRCODE_INTERNAL, -EMSGSIZE, "stream buffer");
+				goto out;
+			}
+			ssize_t n = read(fd, tail, EXEC_READ_CHUNK);
+			if (n > 0)
+				buf_commit(&pending, (size_t)n);
+			else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+				eof = true;
+		}
+	}
+	r = 0;
+	if (call)
+		call_disarm(call);
+	call = NULL;
+
+	/* the exit code is set a moment after the stream closes */
+	for (int i = 0; i < 200; i++) {
+		bool running = false;
+		int code = -1;
+		struct err ierr;
+		if (engine_exec_inspect(e, NULL, exec_id, &running, &code, &ierr) < 0)
+			break;
+		if (!running) {
+			res->exit_code = code;
+			break;
+		}
+		poll(NULL, 0, i < 10 ? 1 : 10);
+	}
+
+out:
+	if (call)
+		call_disarm(call);
+	buf_finish(&pending);
+	engine_stream_destroy(s);
+	close(wake[0]);
+	close(wake[1]);
+	res->duration_ms = now_ms() - t0;
+	return r;
+}
+
+void exec_result_finish(struct exec_result *res)
+{
+	capture_finish(&res->out);
+	capture_finish(&res->err);
+}

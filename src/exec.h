@@ -1,0 +1,69 @@
+/*
+ * exec.h - runs one process in a session's container and collects its output,
+ * with a deadline that really kills it.
+ *
+ * Every process is started through a tiny /bin/sh wrapper that first reports
+ * its pid on stderr and then execs the real argv, so the process is the
+ * leader of its own session and process group (the engine makes every exec a
+ * session leader).  On timeout or cancellation a second exec kills that group
+ * (`kill -KILL -- -PGID`), which ends the whole tree and leaves the container
+ * and other processes alone.  If even that exec cannot start (a fork bomb has
+ * used up the pids limit), the container is restarted as the last resort, and
+ * the result says so.
+ */
+#ifndef EXEC_H
+#define EXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture.h"
+#include "dispatch.h"
+#include "engine.h"
+#include "errcode.h"
+
+/* Time the kill and the drain of the output after it may take. */
+#define EXEC_KILL_GRACE_MS 5000
+/* Bytes read from the stream at a time. */
+#define EXEC_READ_CHUNK (64 * 1024)
+
+/* Receives every chunk of output (stream 1 stdout, 2 stderr); nonzero return stops the exec. */
+typedef int (*exec_data_fn)(void *arg, int stream, const char *p, size_t n);
+
+struct exec_spec {
+	const char *const *argv; /* NULL-terminated */
+	const char *const *env;	 /* "K=V"..., NULL-terminated, or NULL */
+	const char *workdir;	 /* or NULL for the container's */
+	const char *user;	 /* or NULL for the container's */
+	const char *stdin_data;
+	size_t stdin_len;
+	bool attach_stdin;
+	int timeout_ms; /* 0: no deadline */
+	size_t cap;	/* bytes of each stream kept in the result */
+	exec_data_fn on_data; /* called before the chunk is added to the capture */
+	void (*on_tick)(void *arg); /* called at least once a second while running */
+	void *arg;
+};
+
+struct exec_result {
+	int exit_code; /* -1 when unknown */
+	bool timed_out;
+	bool cancelled;
+	bool restarted; /* the container had to be restarted to stop the process */
+	bool stopped;	/* on_data asked to stop */
+	struct capture out, err;
+	int64_t duration_ms;
+};
+
+/*
+ * Runs spec in the container. 0 when the process ran (whatever its exit
+ * code, timeout or cancellation, all in res); -errno with err when it could
+ * not be started or the engine failed. res must be released with
+ * exec_result_finish in both cases.
+ */
+int exec_run(struct engine *e, struct call *call, const char *container_id, const struct exec_spec *spec,
+	     struct exec_result *res, struct err *err);
+void exec_result_finish(struct exec_result *res);
+
+#endif

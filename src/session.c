@@ -1,0 +1,686 @@
+/*
+ * session.c - sessions and their containers.
+ *
+ * Locking: m->lock guards the session array and each session's refs, busy,
+ * closed and last_used.  Engine calls are never made with the lock held.
+ * A session leaves the array when it is closed (by a tool, the reaper or
+ * shutdown) and is freed when its last reference is put.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buildconf.h"
+#include "log.h"
+#include "session.h"
+#include "tar.h"
+
+/* The container's main process: idles, ends at once on SIGKILL. */
+static const char session_idle_cmd[] = "while sleep 3600; do :; done";
+/* Size cap of /tmp inside sessions. */
+#define SESSION_TMPFS "rw,nosuid,nodev,size=256m"
+/* Open files per process in sessions (a hard limit over the host's own cannot be set). */
+#define SESSION_NOFILE 4096
+/* RLIMIT_NPROC counts a uid's processes host-wide, so it is generous; PidsLimit is the real cap. */
+#define SESSION_NPROC 8192
+/* UID:GID used when the image runs as root or names no user. */
+#define SESSION_FALLBACK_USER "1000:1000"
+
+struct session_mgr {
+	const struct config *cfg;
+	struct engine *engine;
+	char instance[17];
+	char host[65];
+	char lock_dir[PATH_MAX];
+	int lock_fd;
+
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* reaper wake-up */
+	struct session **list;
+	size_t len, cap;
+	bool stopping;
+	pthread_t reaper;
+	bool reaper_started;
+};
+
+static int64_t wall_now(void);
+static void random_hex(char *out, size_t n);
+static struct session *find_locked(struct session_mgr *m, const char *ref);
+static void unlink_locked(struct session_mgr *m, struct session *s);
+static void session_free(struct session *s);
+static void remove_container(struct session_mgr *m, struct session *s);
+static bool name_valid(const char *name);
+static void *reaper_main(void *arg);
+static bool instance_dead(struct session_mgr *m, const char *instance);
+static int lock_dir_path(char *out, size_t outsz);
+static const char *exec_user(json_t *image);
+static int verify_hardening(json_t *inspect, const struct session *s, struct err *err);
+
+static int64_t wall_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+static void random_hex(char *out, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[32];
+	size_t need = (n + 1) / 2;
+
+	if (getrandom(raw, need, 0) != (ssize_t)need) {
+		/* getrandom cannot fail for small sizes after boot; fall back to the clock */
+		int64_t t = now_us() ^ (int64_t)getpid();
+		for (size_t i = 0; i < need; i++)
+			raw[i] = (unsigned char)(t >> ((i % 8) * 8)) ^ (unsigned char)i;
+	}
+	for (size_t i = 0; i < n; i++)
+		out[i] = hex[(raw[i / 2] >> ((i % 2) ? 0 : 4)) & 15];
+	out[n] = '\0';
+}
+
+static int lock_dir_path(char *out, size_t outsz)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	int n;
+	if (xdg && xdg[0] == '/')
+		n = snprintf(out, outsz, "%s/sandbox-mcp", xdg);
+	else
+		n = snprintf(out, outsz, "/tmp/sandbox-mcp-%u", (unsigned)getuid());
+	return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
+}
+
+int session_mgr_create(const struct config *cfg, struct engine *e, struct session_mgr **ret, struct err *err)
+{
+	struct session_mgr *m = xcalloc(1, sizeof(*m));
+	char path[PATH_MAX + 32];
+	struct stat st;
+
+	m->cfg = cfg;
+	m->engine = e;
+	m->lock_fd = -1;
+	random_hex(m->instance, 16);
+	if (gethostname(m->host, sizeof(m->host) - 1) < 0)
+		snprintf(m->host, sizeof(m->host), "unknown");
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->wake, NULL);
+
+	if (lock_dir_path(m->lock_dir, sizeof(m->lock_dir)) < 0 ||
+	    (mkdir(m->lock_dir, 0700) < 0 && errno != EEXIST) || lstat(m->lock_dir, &st) < 0 ||
+	    !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
+		int e2 = errno;
+		session_mgr_destroy(m);
+		return err_set(err, ERRCODE_INTERNAL, -(e2 ? e2 : EPERM),
+			       "cannot use the lock directory %s: it must be a directory owned by you", m->lock_dir);
+	}
+	snprintf(path, sizeof(path), "%s/%s.lock", m->lock_dir, m->instance);
+	m->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (m->lock_fd < 0 || flock(m->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		int e2 = errno;
+		session_mgr_destroy(m);
+		return err_set(err, ERRCODE_INTERNAL, -e2, "cannot lock %s: %s", path, strerror(e2));
+	}
+	*ret = m;
+	return 0;
+}
+
+const char *session_mgr_instance(const struct session_mgr *m)
+{
+	return m->instance;
+}
+
+/* True when no live process holds the instance's lock on this host. */
+static bool instance_dead(struct session_mgr *m, const char *instance)
+{
+	char path[PATH_MAX + 32];
+
+	if (strlen(instance) != 16 || !is_hex(instance, 16))
+		return false;
+	snprintf(path, sizeof(path), "%s/%s.lock", m->lock_dir, instance);
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT; /* never existed here, or removed: its owner is gone */
+	bool dead = flock(fd, LOCK_EX | LOCK_NB) == 0;
+	if (dead)
+		unlink(path);
+	close(fd);
+	return dead;
+}
+
+void session_mgr_start(struct session_mgr *m)
+{
+	struct err err;
+	json_t *list = NULL;
+
+	if (engine_container_list(m->engine, NULL, SESSION_LABEL ".instance", &list, &err) < 0) {
+		log_infof("not cleaning up old sessions now: %s", err.msg);
+	} else {
+		size_t i;
+		json_t *c;
+		json_array_foreach (list, i, c) {
+			json_t *labels = json_object_get(c, "Labels");
+			const char *id = json_string_value(json_object_get(c, "Id"));
+			const char *inst = json_string_value(json_object_get(labels, SESSION_LABEL ".instance"));
+			const char *host = json_string_value(json_object_get(labels, SESSION_LABEL ".host"));
+			const char *persist = json_string_value(json_object_get(labels, SESSION_LABEL ".persistent"));
+			const char *sid = json_string_value(json_object_get(labels, SESSION_LABEL ".session"));
+			if (!engine_id_valid(id) || !inst)
+				continue;
+			if (persist && strcmp(persist, "true") == 0) {
+				/* adopt: persistent sessions outlive their server */
+				if (!sid || strlen(sid) != SESSION_ID_LEN)
+					continue;
+				struct session *s = xcalloc(1, sizeof(*s));
+				snprintf(s->id, sizeof(s->id), "%s", sid);
+				const char *nm = json_string_value(json_object_get(labels, SESSION_LABEL ".name"));
+				snprintf(s->name, sizeof(s->name), "%s", nm ? nm : "");
+				memcpy(s->container, id, ENGINE_ID_LEN + 1);
+				const char *img = json_string_value(json_object_get(c, "Image"));
+				snprintf(s->image, sizeof(s->image), "%s", img ? img : "");
+				const char *u = json_string_value(json_object_get(labels, SESSION_LABEL ".user"));
+				snprintf(s->user, sizeof(s->user), "%s", u ? u : SESSION_FALLBACK_USER);
+				const char *created = json_string_value(json_object_get(labels, SESSION_LABEL ".created"));
+				uint64_t cv = 0;
+				if (created && parse_u64(created, 0, INT64_MAX, &cv) == 0)
+					s->created = (int64_t)cv;
+				s->last_used = wall_now();
+				s->persistent = true;
+				s->adopted = true;
+				snprintf(s->network, sizeof(s->network), "%s",
+					 json_string_value(json_object_get(labels, SESSION_LABEL ".network"))
+						 ? json_string_value(json_object_get(labels, SESSION_LABEL ".network"))
+						 : "none");
+				const char *state = json_string_value(json_object_get(c, "State"));
+				if (state && strcmp(state, "running") != 0 &&
+				    engine_container_start(m->engine, NULL, id, &err) < 0)
+					log_warnf("persistent session %s: cannot start its container: %s", s->id, err.msg);
+				pthread_mutex_lock(&m->lock);
+				bool dup = find_locked(m, s->id) != NULL;
+				if (!dup) {
+					if (m->len == m->cap) {
+						m->cap = m->cap ? m->cap * 2 : 8;
+						m->list = xreallocarray(m->list, m->cap, sizeof(*m->list));
+					}
+					s->refs = 1;
+					m->list[m->len++] = s;
+				}
+				pthread_mutex_unlock(&m->lock);
+				if (dup)
+					free(s);
+				else
+					log_infof("adopted persistent session %s (%s)", s->id, s->name);
+				continue;
+			}
+			if (strcmp(inst, m->instance) == 0 || !host || strcmp(host, m->host) != 0)
+				continue;
+			if (instance_dead(m, inst)) {
+				log_infof("removing container %.12s left by dead instance %s", id, inst);
+				if (engine_container_remove(m->engine, NULL, id, &err) < 0)
+					log_warnf("removing %.12s: %s", id, err.msg);
+			}
+		}
+		json_decref(list);
+	}
+	if (m->cfg->idle_ttl_s > 0 && pthread_create(&m->reaper, NULL, reaper_main, m) == 0)
+		m->reaper_started = true;
+}
+
+static void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	json_decref(s->warnings);
+	free(s);
+}
+
+static void remove_container(struct session_mgr *m, struct session *s)
+{
+	struct err err;
+	if (engine_container_remove(m->engine, NULL, s->container, &err) < 0)
+		log_warnf("removing the container of session %s: %s", s->id, err.msg);
+}
+
+void session_mgr_destroy(struct session_mgr *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stopping = true;
+	pthread_cond_broadcast(&m->wake);
+	pthread_mutex_unlock(&m->lock);
+	if (m->reaper_started)
+		pthread_join(m->reaper, NULL);
+
+	for (size_t i = 0; i < m->len; i++) {
+		struct session *s = m->list[i];
+		if (!s->persistent)
+			remove_container(m, s);
+		/* a call still holding s (detached at shutdown) keeps it alive */
+		if (--s->refs == 0)
+			session_free(s);
+	}
+	free(m->list);
+	if (m->lock_fd >= 0) {
+		char path[PATH_MAX + 32];
+		snprintf(path, sizeof(path), "%s/%s.lock", m->lock_dir, m->instance);
+		unlink(path);
+		close(m->lock_fd);
+	}
+	pthread_cond_destroy(&m->wake);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+static struct session *find_locked(struct session_mgr *m, const char *ref)
+{
+	for (size_t i = 0; i < m->len; i++)
+		if (strcmp(m->list[i]->id, ref) == 0)
+			return m->list[i];
+	for (size_t i = 0; i < m->len; i++)
+		if (m->list[i]->name[0] && strcmp(m->list[i]->name, ref) == 0)
+			return m->list[i];
+	return NULL;
+}
+
+static void unlink_locked(struct session_mgr *m, struct session *s)
+{
+	for (size_t i = 0; i < m->len; i++) {
+		if (m->list[i] == s) {
+			m->list[i] = m->list[--m->len];
+			s->closed = true;
+			return;
+		}
+	}
+}
+
+static bool name_valid(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > SESSION_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+		      c == '_' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+/* The user execs run as: the image's own unless it is root (or unset). */
+static const char *exec_user(json_t *image)
+{
+	const char *u = json_string_value(json_object_get(json_object_get(image, "Config"), "User"));
+	if (!u || !*u || strcmp(u, "root") == 0 || strcmp(u, "0") == 0 || strncmp(u, "0:", 2) == 0 ||
+	    strncmp(u, "root:", 5) == 0)
+		return SESSION_FALLBACK_USER;
+	return u;
+}
+
+/* Checks that the engine applied what we asked for (an engine may ignore options). */
+static int verify_hardening(json_t *inspect, const struct session *s, struct err *err)
+{
+	json_t *hc = json_object_get(inspect, "HostConfig");
+	json_t *cfg = json_object_get(inspect, "Config");
+	json_t *drop = json_object_get(hc, "CapDrop");
+	bool all = false;
+	size_t i;
+	json_t *v;
+	json_array_foreach (drop, i, v)
+		all = all || (json_is_string(v) && strcasecmp(json_string_value(v), "ALL") == 0);
+	bool nnp = false;
+	json_array_foreach (json_object_get(hc, "SecurityOpt"), i, v)
+		nnp = nnp || (json_is_string(v) && strncmp(json_string_value(v), "no-new-privileges", 17) == 0);
+	const char *user = json_string_value(json_object_get(cfg, "User"));
+	const char *why = NULL;
+	if (!all)
+		why = "capabilities were not dropped";
+	else if (!nnp)
+		why = "no-new-privileges was not set";
+	else if (!user || !*user || strcmp(user, "root") == 0 || strcmp(user, "0") == 0 || strncmp(user, "0:", 2) == 0)
+		why = "the container would run as root";
+	else if (json_integer_value(json_object_get(hc, "Memory")) != (json_int_t)(s->memory_mb << 20))
+		why = "the memory limit was not applied";
+	else if (json_integer_value(json_object_get(hc, "PidsLimit")) != (json_int_t)s->pids)
+		why = "the pids limit was not applied";
+	else if (json_is_true(json_object_get(hc, "Privileged")))
+		why = "the container is privileged";
+	if (why)
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EPERM,
+			       "refusing the session: the Docker engine did not apply the sandbox settings (%s)", why);
+	return 0;
+}
+
+int session_create(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session **ret,
+		   struct err *err)
+{
+	const struct config *cfg = m->cfg;
+	const char *image = o->image && *o->image ? o->image : cfg->image;
+	const char *network = o->network && *o->network ? o->network : "none";
+	json_t *img = NULL, *inspect = NULL, *warnings = NULL;
+	int r;
+
+	if (o->name && *o->name && !name_valid(o->name))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "name '%.80s' must be 1-63 letters, digits, '-', '_' or '.'", o->name);
+	pthread_mutex_lock(&m->lock);
+	bool taken = o->name && *o->name && find_locked(m, o->name);
+	size_t live = m->len;
+	pthread_mutex_unlock(&m->lock);
+	if (taken)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EEXIST,
+			       "a session named '%s' already exists: use it, or close it with session_close first",
+			       o->name);
+	if (live >= cfg->max_sessions)
+		return err_set(err, ERRCODE_SESSION_LIMIT, -EUSERS,
+			       "%zu sessions are open, the limit (SANDBOX_MAX_SESSIONS=%llu): close one with "
+			       "session_close (session_list shows them) and try again",
+			       live, (unsigned long long)cfg->max_sessions);
+
+	r = engine_image_inspect(m->engine, call, image, &img, err);
+	if (r < 0) {
+		if (err->code == ERRCODE_IMAGE_NOT_FOUND) {
+			if (strcmp(image, SANDBOX_DEFAULT_IMAGE) == 0)
+				err_set(err, ERRCODE_IMAGE_NOT_FOUND, r,
+					"the default image %s is not built yet: run `docker build -t %s image/` in the "
+					"sandbox-mcp source tree (or `sandbox-mcp doctor` for details)",
+					image, image);
+			else
+				err_set(err, ERRCODE_IMAGE_NOT_FOUND, r,
+					"image %s is not on this Docker engine: run `docker pull %s` (or build it), or "
+					"omit image to use %s",
+					image, image, cfg->image);
+		}
+		return r;
+	}
+
+	struct session *s = xcalloc(1, sizeof(*s));
+	random_hex(s->id, SESSION_ID_LEN);
+	snprintf(s->name, sizeof(s->name), "%s", o->name ? o->name : "");
+	snprintf(s->image, sizeof(s->image), "%s", image);
+	snprintf(s->user, sizeof(s->user), "%s", exec_user(img));
+	snprintf(s->network, sizeof(s->network), "%s", network);
+	snprintf(s->runtime, sizeof(s->runtime), "%s", o->runtime ? o->runtime : (cfg->runtime ? cfg->runtime : ""));
+	s->persistent = o->persistent;
+	s->read_only = o->read_only;
+	s->memory_mb = o->memory_mb ? o->memory_mb : cfg->memory_mb;
+	s->cpus = o->cpus > 0 ? o->cpus : cfg->cpus;
+	s->pids = cfg->pids;
+	s->created = s->last_used = wall_now();
+	json_decref(img);
+
+	char created[24];
+	snprintf(created, sizeof(created), "%lld", (long long)s->created);
+	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1",
+				   SESSION_LABEL ".instance", m->instance, SESSION_LABEL ".host", m->host,
+				   SESSION_LABEL ".session", s->id, SESSION_LABEL ".name", s->name,
+				   SESSION_LABEL ".persistent", s->persistent ? "true" : "false", SESSION_LABEL ".created",
+				   created, SESSION_LABEL ".user", s->user, SESSION_LABEL ".network", s->network);
+	json_t *env = json_array();
+	const char *key;
+	json_t *val;
+	json_object_foreach (o->env, key, val) {
+		char *kv = xasprintf("%s=%s", key, json_string_value(val));
+		json_array_append_new(env, json_string_lossy(kv, strlen(kv)));
+		free(kv);
+	}
+	if (strcmp(s->user, SESSION_FALLBACK_USER) == 0)
+		json_array_append_new(env, json_string("HOME=/tmp"));
+	json_t *hc = json_pack(
+		"{s:s, s:[s], s:[s], s:I, s:I, s:I, s:I, s:b, s:b, s:{s:s}, s:{s:s, s:{}}, s:[{s:s, s:I, s:I}, "
+		"{s:s, s:I, s:I}], s:b, s:s}",
+		"NetworkMode", s->network, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges", "Memory",
+		(json_int_t)(s->memory_mb << 20), "MemorySwap", (json_int_t)(s->memory_mb << 20), "NanoCpus",
+		(json_int_t)(s->cpus * 1e9), "PidsLimit", (json_int_t)s->pids, "Init", 1, "ReadonlyRootfs",
+		s->read_only, "Tmpfs", "/tmp", SESSION_TMPFS, "LogConfig", "Type", "none", "Config", "Ulimits", "Name",
+		"nofile", "Soft", (json_int_t)SESSION_NOFILE, "Hard", (json_int_t)SESSION_NOFILE, "Name", "nproc",
+		"Soft", (json_int_t)SESSION_NPROC, "Hard", (json_int_t)SESSION_NPROC, "Privileged", 0, "IpcMode", "private");
+	if (s->runtime[0])
+		json_object_set_new(hc, "Runtime", json_string(s->runtime));
+	if (s->read_only) {
+		/* the workspace must stay writable: an anonymous volume of its own */
+		json_object_set_new(hc, "Mounts",
+				    json_pack("[{s:s, s:s}]", "Type", "volume", "Target", cfg->workspace));
+	}
+	json_t *body = json_pack("{s:s, s:[s, s, s], s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image",
+				 s->image, "Entrypoint", "/bin/sh", "-c", session_idle_cmd, "Cmd", "WorkingDir",
+				 cfg->workspace, "User", s->user, "Env", env, "Labels", labels, "HostConfig", hc,
+				 "Tty", 0, "OpenStdin", 0, "NetworkDisabled", strcmp(s->network, "none") == 0,
+				 "StopTimeout", 1);
+	r = engine_container_create(m->engine, call, body, s->container, &warnings, err);
+	json_decref(body);
+	if (r < 0) {
+		session_free(s);
+		return r;
+	}
+	s->warnings = warnings;
+
+	/*
+	 * The workspace belongs to the sandbox user, whatever the image has there.
+	 * A numeric user gets it made (the engine keeps a tar header's owner); a
+	 * named non-root user is the image's own, which provides its workspace.
+	 */
+	unsigned uid, gid;
+	r = 0;
+	if (sscanf(s->user, "%u:%u", &uid, &gid) == 2 || sscanf(s->user, "%u", &uid) == 1) {
+		if (!strchr(s->user, ':'))
+			gid = uid;
+		struct buf tar;
+		buf_init(&tar, 64 * 1024);
+		r = tar_make_dir(s->read_only ? "." : cfg->workspace + 1, 0755, uid, gid, &tar, err);
+		if (r == 0)
+			r = engine_archive_put(m->engine, call, s->container, s->read_only ? cfg->workspace : "/",
+					       tar.data, tar.len, err);
+		buf_finish(&tar);
+	}
+	if (r == 0)
+		r = engine_container_start(m->engine, call, s->container, err);
+	if (r == 0)
+		r = engine_container_inspect(m->engine, call, s->container, &inspect, err);
+	if (r == 0)
+		r = verify_hardening(inspect, s, err);
+	if (r == 0 && !json_is_true(json_object_get(json_object_get(inspect, "State"), "Running")))
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
+			    "the session's container stopped right after it started (does image %s have /bin/sh "
+			    "and sleep?)",
+			    s->image);
+	json_decref(inspect);
+	if (r < 0) {
+		remove_container(m, s);
+		session_free(s);
+		return r;
+	}
+
+	pthread_mutex_lock(&m->lock);
+	if (m->len == m->cap) {
+		m->cap = m->cap ? m->cap * 2 : 8;
+		m->list = xreallocarray(m->list, m->cap, sizeof(*m->list));
+	}
+	s->refs = 2; /* the registry's and the caller's */
+	s->busy = 1;
+	m->list[m->len++] = s;
+	pthread_mutex_unlock(&m->lock);
+	log_infof("session %s created (container %.12s, image %s)", s->id, s->container, s->image);
+	*ret = s;
+	return 0;
+}
+
+int session_get(struct session_mgr *m, struct call *call, const char *ref, struct session **ret, struct err *err)
+{
+	pthread_mutex_lock(&m->lock);
+	struct session *s = find_locked(m, ref ? ref : "default");
+	if (s) {
+		s->refs++;
+		s->busy++;
+		s->last_used = wall_now();
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (s) {
+		*ret = s;
+		return 0;
+	}
+	if (ref)
+		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT,
+			       "no session '%.80s': it was closed or never existed. session_list shows the open "
+			       "sessions; omit session_id to use the default one",
+			       ref);
+	struct session_opts o = { .name = "default" };
+	return session_create(m, call, &o, ret, err);
+}
+
+void session_put(struct session_mgr *m, struct session *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&m->lock);
+	s->busy--;
+	s->last_used = wall_now();
+	bool last = --s->refs == 0;
+	pthread_mutex_unlock(&m->lock);
+	if (last)
+		session_free(s);
+}
+
+void session_forget(struct session_mgr *m, struct session *s)
+{
+	pthread_mutex_lock(&m->lock);
+	bool listed = !s->closed;
+	unlink_locked(m, s);
+	bool last = listed && --s->refs == 0;
+	pthread_mutex_unlock(&m->lock);
+	if (last)
+		session_free(s);
+}
+
+int session_close(struct session_mgr *m, struct call *call, const char *ref, struct err *err)
+{
+	pthread_mutex_lock(&m->lock);
+	struct session *s = find_locked(m, ref ? ref : "default");
+	if (s)
+		unlink_locked(m, s);
+	pthread_mutex_unlock(&m->lock);
+	if (!s)
+		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT,
+			       "no session '%.80s' to close (session_list shows the open sessions)",
+			       ref ? ref : "default");
+	int r = engine_container_remove(m->engine, call, s->container, err);
+	log_infof("session %s closed", s->id);
+	pthread_mutex_lock(&m->lock);
+	bool last = --s->refs == 0;
+	pthread_mutex_unlock(&m->lock);
+	if (last)
+		session_free(s);
+	return r;
+}
+
+json_t *session_json(const struct session *s)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:I, s:f, s:I, s:b, s:I, s:I, s:s}", "session_id", s->id,
+			 "name", s->name, "image", s->image, "container_id", s->container, "persistent",
+			 s->persistent, "network", s->network, "memory_mb", (json_int_t)s->memory_mb, "cpus", s->cpus,
+			 "pids", (json_int_t)s->pids, "read_only", s->read_only, "created", (json_int_t)s->created,
+			 "last_used", (json_int_t)s->last_used, "user", s->user);
+}
+
+json_t *session_list_json(struct session_mgr *m, struct call *call)
+{
+	json_t *states = NULL;
+	struct err err;
+	json_t *out = json_array();
+
+	/* one engine call for the real state of every container */
+	if (engine_container_list(m->engine, call, SESSION_LABEL ".session", &states, &err) < 0)
+		states = NULL;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->len; i++) {
+		struct session *s = m->list[i];
+		json_t *j = session_json(s);
+		const char *state = states ? "missing" : "unknown";
+		size_t k;
+		json_t *c;
+		json_array_foreach (states, k, c) {
+			const char *cid = json_string_value(json_object_get(c, "Id"));
+			const char *cst = json_string_value(json_object_get(c, "State"));
+			if (cid && strcmp(cid, s->container) == 0)
+				state = cst ? cst : "unknown";
+		}
+		json_object_set_new(j, "state", json_string(state));
+		json_object_set_new(j, "busy", json_boolean(s->busy > 0));
+		json_array_append_new(out, j);
+	}
+	pthread_mutex_unlock(&m->lock);
+	json_decref(states);
+	return out;
+}
+
+void session_key(struct session_mgr *m, const char *ref, char *out, size_t outsz)
+{
+	if (!m) {
+		snprintf(out, outsz, "s:%s", ref ? ref : "default");
+		return;
+	}
+	pthread_mutex_lock(&m->lock);
+	struct session *s = find_locked(m, ref ? ref : "default");
+	snprintf(out, outsz, "s:%.*s", (int)(outsz > 3 ? outsz - 3 : 0), s ? s->id : (ref ? ref : "default"));
+	pthread_mutex_unlock(&m->lock);
+}
+
+unsigned session_count(struct session_mgr *m)
+{
+	pthread_mutex_lock(&m->lock);
+	unsigned n = (unsigned)m->len;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+static void *reaper_main(void *arg)
+{
+	struct session_mgr *m = arg;
+	int64_t period = (int64_t)m->cfg->idle_ttl_s / 4;
+	if (period < 1)
+		period = 1;
+	if (period > 30)
+		period = 30;
+
+	pthread_mutex_lock(&m->lock);
+	while (!m->stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += period;
+		pthread_cond_timedwait(&m->wake, &m->lock, &ts);
+		if (m->stopping)
+			break;
+		int64_t now = wall_now();
+		struct session *idle[64];
+		size_t n = 0;
+		for (size_t i = 0; i < m->len && n < ARRAY_SIZE(idle);) {
+			struct session *s = m->list[i];
+			if (!s->persistent && s->busy == 0 && now - s->last_used >= (int64_t)m->cfg->idle_ttl_s) {
+				unlink_locked(m, s);
+				idle[n++] = s;
+				continue; /* unlink moved another session into slot i */
+			}
+			i++;
+		}
+		pthread_mutex_unlock(&m->lock);
+		for (size_t i = 0; i < n; i++) {
+			log_infof("session %s idle for %llu s: closing it", idle[i]->id,
+				  (unsigned long long)m->cfg->idle_ttl_s);
+			remove_container(m, idle[i]);
+		}
+		pthread_mutex_lock(&m->lock);
+		for (size_t i = 0; i < n; i++)
+			if (--idle[i]->refs == 0)
+				session_free(idle[i]);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}

@@ -1,0 +1,96 @@
+/*
+ * session.h - the session registry: one container per session, created with
+ * the server's hardening, labelled, looked up by id or name, reaped when idle,
+ * and removed when the server exits (unless persistent).
+ *
+ * Ownership between server instances on one engine is proven, not guessed:
+ * each instance holds an flock on a lock file named after its instance id
+ * (in $XDG_RUNTIME_DIR or /tmp, per user) for as long as it lives.  At start a
+ * server removes the non-persistent containers of instances on this host
+ * whose lock it can take (their owner died) and no others.
+ */
+#ifndef SESSION_H
+#define SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "dispatch.h"
+#include "engine.h"
+#include "errcode.h"
+
+#define SESSION_ID_LEN 12
+#define SESSION_NAME_MAX 63
+/* Label prefix on everything the server creates. */
+#define SESSION_LABEL "io.sandbox-mcp"
+
+struct session_mgr;
+
+struct session {
+	char id[SESSION_ID_LEN + 1];
+	char name[SESSION_NAME_MAX + 1];
+	char container[ENGINE_ID_LEN + 1];
+	char image[256];
+	char user[64];	   /* exec user, never root */
+	char network[32];
+	char runtime[64];
+	bool persistent;
+	bool read_only;
+	uint64_t memory_mb;
+	double cpus;
+	uint64_t pids;
+	int64_t created;   /* unix seconds */
+	int64_t last_used; /* unix seconds */
+	/* owned by the registry */
+	int refs;
+	int busy;
+	bool closed;
+	bool adopted;	   /* found at start (persistent), not created by us */
+	json_t *warnings;  /* engine warnings at create */
+};
+
+struct session_opts {
+	const char *image; /* NULL: the configured default */
+	const char *name;
+	bool persistent;
+	const char *network; /* "none" (default), or an engine network name */
+	json_t *env;	     /* object of strings, or NULL */
+	uint64_t memory_mb;  /* 0: default */
+	double cpus;	     /* 0: default */
+	bool read_only;
+	const char *runtime;
+};
+
+int session_mgr_create(const struct config *cfg, struct engine *e, struct session_mgr **ret, struct err *err);
+/* Removes what dead instances left and adopts persistent sessions. Errors are logged, not fatal. */
+void session_mgr_start(struct session_mgr *m);
+/* Stops the reaper and removes this instance's non-persistent containers. */
+void session_mgr_destroy(struct session_mgr *m);
+const char *session_mgr_instance(const struct session_mgr *m);
+
+/* Creates a session; *ret holds a reference (session_put it). */
+int session_create(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session **ret,
+		   struct err *err);
+/*
+ * Finds a session by id or name (NULL: the default session, created on first
+ * use). Marks it busy and used; *ret holds a reference.
+ */
+int session_get(struct session_mgr *m, struct call *call, const char *ref, struct session **ret, struct err *err);
+void session_put(struct session_mgr *m, struct session *s);
+/* Stops and removes the session's container. */
+int session_close(struct session_mgr *m, struct call *call, const char *ref, struct err *err);
+/* Forgets a session whose container is gone (found out by a failed call). */
+void session_forget(struct session_mgr *m, struct session *s);
+/* The sessions, with their containers' real state (new reference). */
+json_t *session_list_json(struct session_mgr *m, struct call *call);
+/* One session as JSON (new reference). */
+json_t *session_json(const struct session *s);
+/* The dispatch key for calls naming ref (id or name; NULL: default). */
+void session_key(struct session_mgr *m, const char *ref, char *out, size_t outsz);
+/* Live sessions. */
+unsigned session_count(struct session_mgr *m);
+
+#endif

@@ -1,0 +1,354 @@
+/*
+ * tool-run.c - run_command: a shell command in a session, with a deadline
+ * that kills its whole process tree, capped output, and the full output saved
+ * in the workspace when the cap cut it.
+ *
+ * The full output is saved by a second exec started only once a stream passes
+ * the cap (`cat > file`, fed by the server as bytes arrive), so small outputs
+ * cost nothing extra and a 50 MB output never sits in the server's memory.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "exec.h"
+#include "log.h"
+#include "pathsafe.h"
+#include "tools.h"
+
+/* Largest stdin accepted (bytes). */
+#define RUN_STDIN_MAX (1u << 20)
+/* Most env variables per call. */
+#define RUN_ENV_MAX 64
+/* Seconds between progress notifications when nothing is printed. */
+#define RUN_PROGRESS_EVERY_MS 2000
+/* Where cut output is saved, below the workspace. */
+#define RUN_OUTPUT_DIR ".sandbox-mcp/output"
+
+struct spill {
+	struct engine_stream *stream;
+	char exec_id[ENGINE_ID_LEN + 1];
+	char path[512];
+	bool started, failed;
+};
+
+struct run_ctx {
+	struct tool_ctx *ctx;
+	struct session *s;
+	struct exec_result *res;
+	struct spill spill[3]; /* by stream number: 1 stdout, 2 stderr */
+	int64_t started_ms, last_progress_ms;
+	char last_line[160];
+};
+
+static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+static int on_data(void *arg, int stream, const char *p, size_t n);
+static void on_tick(void *arg);
+static void spill_start(struct run_ctx *rc, int stream);
+static void spill_finish(struct run_ctx *rc, struct spill *sp);
+
+static void spill_start(struct run_ctx *rc, int stream)
+{
+	struct spill *sp = &rc->spill[stream];
+	struct engine *e = rc->ctx->svc->engine;
+	const struct config *cfg = rc->ctx->svc->cfg;
+	struct err err;
+	static unsigned long seq;
+
+	sp->started = true;
+	snprintf(sp->path, sizeof(sp->path), "%s/" RUN_OUTPUT_DIR "/run-%lld-%lu.%s.log", cfg->workspace,
+		 (long long)(now_us() / 1000), __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED),
+		 stream == 1 ? "stdout" : "stderr");
+	json_t *body = json_pack("{s:b, s:b, s:b, s:b, s:s, s:[s, s, s, s]}", "AttachStdin", 1, "AttachStdout", 1,
+				 "AttachStderr", 1, "Tty", 0, "User", rc->s->user, "Cmd", "/bin/sh", "-c",
+				 "mkdir -p \"${1%/*}\" && exec cat > \"$1\"", "sandbox-mcp-save", sp->path);
+	int r = engine_exec_create(e, NULL, rc->s->container, body, sp->exec_id, &err);
+	json_decref(body);
+	if (r == 0)
+		r = engine_exec_start(e, NULL, sp->exec_id, &sp->stream, &err);
+	if (r < 0) {
+		log_warnf("saving the full output failed: %s", err.msg);
+		sp->failed = true;
+		return;
+	}
+	/* what the capture holds so far is everything: nothing was dropped yet */
+	struct buf kept;
+	buf_init(&kept, SIZE_MAX);
+	capture_raw(stream == 1 ? &rc->res->out : &rc->res->err, &kept);
+	if (kept.len && engine_stream_write(sp->stream, kept.data, kept.len) < 0)
+		sp->failed = true;
+	buf_finish(&kept);
+}
+
+static void spill_finish(struct run_ctx *rc, struct spill *sp)
+{
+	if (!sp->stream)
+		return;
+	engine_stream_close_write(sp->stream);
+	/* wait for cat to finish writing: the stream ends when it exits */
+	char tmp[512];
+	int fd = engine_stream_fd(sp->stream);
+	for (int i = 0; i < 1000; i++) {
+		ssize_t n = read(fd, tmp, sizeof(tmp));
+		if (n <= 0)
+			break;
+	}
+	engine_stream_destroy(sp->stream);
+	sp->stream = NULL;
+	bool running = false;
+	int code = -1;
+	struct err err;
+	if (engine_exec_inspect(rc->ctx->svc->engine, NULL, sp->exec_id, &running, &code, &err) < 0 || code != 0)
+		sp->failed = true;
+}
+
+static int on_data(void *arg, int stream, const char *p, size_t n)
+{
+	struct run_ctx *rc = arg;
+	struct capture *c = stream == 1 ? &rc->res->out : &rc->res->err;
+	struct spill *sp = &rc->spill[stream];
+
+	if (!sp->started && c->total + n > c->cap)
+		spill_start(rc, stream);
+	if (sp->stream && !sp->failed && engine_stream_write(sp->stream, p, n) < 0)
+		sp->failed = true;
+
+	if (rc->ctx->progress_token) {
+		/* remember the last complete line for the progress message */
+		const char *end = p + n;
+		while (end > p && (end[-1] == '\n' || end[-1] == '\r'))
+			end--;
+		const char *start = end;
+		while (start > p && start[-1] != '\n')
+			start--;
+		if (end > start)
+			snprintf(rc->last_line, sizeof(rc->last_line), "%.*s", (int)(end - start), start);
+		on_tick(rc);
+	}
+	return 0;
+}
+
+static void on_tick(void *arg)
+{
+	struct run_ctx *rc = arg;
+	int64_t now = now_ms();
+
+	if (!rc->ctx->progress_token || now - rc->last_progress_ms < (rc->last_line[0] ? 250 : RUN_PROGRESS_EVERY_MS))
+		return;
+	rc->last_progress_ms = now;
+	char msg[200];
+	snprintf(msg, sizeof(msg), "%.1f s%s%s", (double)(now - rc->started_ms) / 1000.0, rc->last_line[0] ? ": " : "",
+		 rc->last_line);
+	rc->last_line[0] = '\0';
+	tool_progress(rc->ctx, (double)(now - rc->started_ms) / 1000.0, 0, msg);
+}
+
+static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	const struct config *cfg = ctx->svc->cfg;
+	const char *command = json_string_value(json_object_get(args, "command"));
+	const char *workdir = json_string_value(json_object_get(args, "workdir"));
+	json_t *jstdin = json_object_get(args, "stdin");
+	json_t *jenv = json_object_get(args, "env");
+	json_int_t timeout_s = json_integer_value(json_object_get(args, "timeout_s"));
+	char wd[PATHSAFE_MAX + 1];
+	const char *env[RUN_ENV_MAX + 1];
+	char *envbuf[RUN_ENV_MAX];
+	size_t nenv = 0;
+	struct err e;
+	struct session *s;
+	int r;
+
+	err_clear(&e);
+	if (strlen(command) > cfg->max_code_bytes) {
+		err_set(&e, ERRCODE_TOO_LARGE, -E2BIG,
+			"command is %zu bytes, over the %llu-byte limit (SANDBOX_MAX_CODE_BYTES): write a script with "
+			"file_write and run that",
+			strlen(command), (unsigned long long)cfg->max_code_bytes);
+		return tool_fail(res, &e);
+	}
+	if (jstdin && json_string_length(jstdin) > RUN_STDIN_MAX) {
+		err_set(&e, ERRCODE_TOO_LARGE, -E2BIG, "stdin is over %u bytes: write it to a file and redirect it",
+			RUN_STDIN_MAX);
+		return tool_fail(res, &e);
+	}
+	r = path_resolve(cfg->workspace, workdir ? workdir : ".", wd, sizeof(wd));
+	if (r < 0 || !path_within(cfg->workspace, wd)) {
+		err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			"workdir '%.200s' must be inside the workspace %s (relative paths start there)",
+			workdir ? workdir : "", cfg->workspace);
+		return tool_fail(res, &e);
+	}
+	const char *key;
+	json_t *v;
+	json_object_foreach (jenv, key, v) {
+		bool ok = key[0] && !(key[0] >= '0' && key[0] <= '9') && json_is_string(v);
+		for (const char *p = key; *p && ok; p++)
+			ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_';
+		if (!ok || nenv == RUN_ENV_MAX) {
+			for (size_t i = 0; i < nenv; i++)
+				free(envbuf[i]);
+			if (nenv == RUN_ENV_MAX)
+				err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL, "at most %d env variables", RUN_ENV_MAX);
+			else
+				err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+					"env '%.60s': names are letters, digits and '_' (not first), values strings",
+					key);
+			return tool_fail(res, &e);
+		}
+		envbuf[nenv] = xasprintf("%s=%s", key, json_string_value(v));
+		env[nenv] = envbuf[nenv];
+		nenv++;
+	}
+	env[nenv] = NULL;
+
+	if (tool_session(ctx, args, &s, res) < 0) {
+		for (size_t i = 0; i < nenv; i++)
+			free(envbuf[i]);
+		return 0;
+	}
+
+	const char *argv[] = { "/bin/sh", "-c", command, NULL };
+	struct exec_result xr;
+	struct run_ctx rc = { .ctx = ctx, .s = s, .res = &xr, .started_ms = now_ms() };
+	rc.last_progress_ms = rc.started_ms;
+	struct exec_spec spec = {
+		.argv = argv,
+		.env = env,
+		.workdir = wd,
+		.user = s->user,
+		.stdin_data = json_string_value(jstdin),
+		.stdin_len = jstdin ? json_string_length(jstdin) : 0,
+		.attach_stdin = jstdin != NULL,
+		.timeout_ms = (int)((timeout_s > 0 ? (uint64_t)timeout_s : cfg->timeout_s) * 1000),
+		.cap = cfg->output_bytes,
+		.on_data = on_data,
+		.on_tick = on_tick,
+		.arg = &rc,
+	};
+	r = exec_run(ctx->svc->engine, ctx->call, s->container, &spec, &xr, &e);
+	for (size_t i = 0; i < nenv; i++)
+		free(envbuf[i]);
+	spill_finish(&rc, &rc.spill[1]);
+	spill_finish(&rc, &rc.spill[2]);
+	if (r < 0) {
+		if (e.code == ERRCODE_SESSION_NOT_FOUND) {
+			session_forget(ctx->svc->sessions, s);
+			err_set(&e, ERRCODE_SESSION_NOT_FOUND, r,
+				"the container of session %s is gone (removed or stopped outside sandbox-mcp); the "
+				"session was dropped: run again without session_id, or session_create a new one",
+				s->id);
+		}
+		session_put(ctx->svc->sessions, s);
+		exec_result_finish(&xr);
+		return tool_fail(res, &e);
+	}
+
+	struct buf out, errb;
+	buf_init(&out, SIZE_MAX);
+	buf_init(&errb, SIZE_MAX);
+	capture_render(&xr.out, &out);
+	capture_render(&xr.err, &errb);
+	bool truncated = capture_truncated(&xr.out) || capture_truncated(&xr.err);
+
+	json_t *st = json_pack("{s:s, s:i, s:o, s:o, s:I, s:b, s:b, s:I, s:I, s:b}", "session_id", s->id, "exit_code",
+			       xr.exit_code, "stdout", json_string_lossy(out.data ? out.data : "", out.len), "stderr",
+			       json_string_lossy(errb.data ? errb.data : "", errb.len), "duration_ms",
+			       (json_int_t)xr.duration_ms, "timed_out", xr.timed_out, "truncated", truncated,
+			       "stdout_bytes", (json_int_t)xr.out.total, "stderr_bytes", (json_int_t)xr.err.total,
+			       "restarted", xr.restarted);
+	json_t *files = json_object();
+	for (int k = 1; k <= 2; k++) {
+		struct spill *sp = &rc.spill[k];
+		if (sp->started && !sp->failed)
+			json_object_set_new(files, k == 1 ? "stdout" : "stderr", json_string(sp->path));
+	}
+	if (json_object_size(files))
+		json_object_set(st, "output_files", files);
+
+	const char *err_code = NULL;
+	char err_msg[ERR_MSG_MAX] = "";
+	if (xr.timed_out) {
+		err_code = "timeout";
+		snprintf(err_msg, sizeof(err_msg),
+			 "the command ran past its %d s limit and was killed with its child processes%s; the output "
+			 "so far is below. Pass a larger timeout_s for long jobs, or run them in the background "
+			 "(nohup ... &) and poll.",
+			 spec.timeout_ms / 1000,
+			 xr.restarted ? " (the session's container had to be restarted: running processes and /tmp "
+					"were lost, workspace files were kept)"
+				      : "; the session is still usable");
+	} else if (xr.restarted) {
+		err_code = "timeout";
+		snprintf(err_msg, sizeof(err_msg), "the session's container was restarted to stop the command");
+	} else if (xr.exit_code == 137) {
+		err_code = "out_of_memory";
+		snprintf(err_msg, sizeof(err_msg),
+			 "the command was killed (SIGKILL, exit 137), almost certainly by the kernel for using more "
+			 "than the session's %llu MB memory limit. Use less memory, or session_create with a larger "
+			 "memory_mb.",
+			 (unsigned long long)s->memory_mb);
+	}
+	if (err_code) {
+		json_object_set_new(st, "error", json_pack("{s:s, s:s}", "code", err_code, "message", err_msg));
+		res->is_error = true;
+		tool_text(res, "Error (%s): %s", err_code, err_msg);
+	}
+
+	tool_text(res, "exit code %d (%.2f s)%s", xr.exit_code, (double)xr.duration_ms / 1000.0,
+		  xr.cancelled ? ", cancelled" : "");
+	if (out.len)
+		tool_text(res, "stdout:\n%s", out.data);
+	if (errb.len)
+		tool_text(res, "stderr:\n%s", errb.data);
+	const char *key2;
+	json_t *path;
+	json_object_foreach (files, key2, path)
+		tool_text(res, "The full %s (%llu bytes) is saved at %s", key2,
+			  (unsigned long long)(strcmp(key2, "stdout") == 0 ? xr.out.total : xr.err.total),
+			  json_string_value(path));
+	json_decref(files);
+	tool_structured(res, st);
+	buf_finish(&out);
+	buf_finish(&errb);
+	exec_result_finish(&xr);
+	session_put(ctx->svc->sessions, s);
+	return 0;
+}
+
+const struct tool_entry tool_run_command_entry = {
+	.name = "run_command",
+	.title = "Run a shell command",
+	.description =
+		"Run a shell command (/bin/sh -c) in the sandbox as a non-root user, in /workspace by default. "
+		"Returns stdout, stderr and the exit code. Output past the cap keeps its head and tail and the full "
+		"text is saved to a file named in the result. A command that passes timeout_s is killed with all "
+		"its child processes; the session stays usable. No network unless the session was created with one.",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"command\"],\"properties\":{"
+		"\"command\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Shell command\"},"
+		"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name "
+		"(default: the default session)\"},"
+		"\"workdir\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"Working directory inside "
+		"the workspace (relative to it, or absolute under it)\"},"
+		"\"env\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":{\"type\":\"string\"},"
+		"\"description\":\"Extra environment variables\"},"
+		"\"stdin\":{\"type\":\"string\",\"description\":\"Text fed to the command's standard input\"},"
+		"\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"Kill the "
+		"command after this many seconds (default 60)\"}}}",
+	.output_schema =
+		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"exit_code\":{\"type\":\"integer\"},\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+		"\"duration_ms\":{\"type\":\"integer\"},\"timed_out\":{\"type\":\"boolean\"},"
+		"\"truncated\":{\"type\":\"boolean\"},\"stdout_bytes\":{\"type\":\"integer\"},"
+		"\"stderr_bytes\":{\"type\":\"integer\"},\"restarted\":{\"type\":\"boolean\"},"
+		"\"output_files\":{\"type\":\"object\",\"properties\":{\"stdout\":{\"type\":\"string\"},"
+		"\"stderr\":{\"type\":\"string\"}}}}}",
+	.group = TOOL_GROUP_RUN,
+	.read_only = false,
+	.destructive = true,
+	.idempotent = false,
+	.open_world = false,
+	.per_session = true,
+	.handler = run_command,
+};
