@@ -414,10 +414,9 @@ static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm)
 
 	if (pv) {
 		if (!json_is_string(pv) || strcmp(json_string_value(pv), MCP_VERSION_MODERN) != 0) {
+			/* only what _meta may carry: legacy versions need initialize instead */
 			json_t *supported = json_array();
 			json_array_append_new(supported, json_string(MCP_VERSION_MODERN));
-			for (size_t i = 0; i < ARRAY_SIZE(legacy_versions); i++)
-				json_array_append_new(supported, json_string(legacy_versions[i]));
 			json_t *data = json_pack("{s:o, s:O}", "supported", supported, "requested", pv);
 			char text[200];
 			snprintf(text, sizeof(text), "Unsupported protocol version%s%.40s; this server speaks %s",
