@@ -515,6 +515,8 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 
 int session_get(struct session_mgr *m, struct call *call, const char *ref, struct session **ret, struct err *err)
 {
+	if (ref && strcmp(ref, "default") == 0)
+		ref = NULL; /* the default session by name: created on first use like no name */
 	pthread_mutex_lock(&m->lock);
 	struct session *s = find_locked(m, ref ? ref : "default");
 	if (s) {

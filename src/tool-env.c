@@ -5,12 +5,66 @@
  * An unreachable engine is a fact this tool reports (engine.reachable false
  * with the reason and the fix), not a failure of the tool.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "buildconf.h"
+#include "exec.h"
 #include "tools.h"
 
 static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+static json_t *session_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+
+/* One exec that reports what the image has; every line is "key=value". */
+static const char probe_script[] =
+	"echo os=$(. /etc/os-release 2>/dev/null && echo \"$PRETTY_NAME\"); "
+	"echo python=$(python3 -c 'import sys; print(sys.version.split()[0])' 2>/dev/null); "
+	"echo packages=$(python3 -m pip list --format=freeze 2>/dev/null | wc -l); "
+	"echo git=$(git --version 2>/dev/null); echo uid=$(id -u)";
+
+static json_t *session_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	struct session *s;
+	struct exec_result xr;
+	struct err e;
+	const char *argv[] = { "/bin/sh", "-c", probe_script, NULL };
+
+	if (tool_session(ctx, args, &s, res) < 0)
+		return NULL;
+	json_t *j = session_json(s);
+	struct exec_spec spec = { .argv = argv, .user = s->user, .timeout_ms = 15000, .cap = 8192 };
+	err_clear(&e);
+	if (exec_run(ctx->svc->engine, ctx->call, s->container, &spec, &xr, &e) == 0 && xr.exit_code == 0) {
+		struct buf out;
+		buf_init(&out, SIZE_MAX);
+		capture_raw(&xr.out, &out);
+		char *save = NULL;
+		for (char *line = strtok_r(out.data ? out.data : (char *)"", "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			char *eq = strchr(line, '=');
+			if (!eq || !eq[1])
+				continue;
+			*eq = '\0';
+			if (strcmp(line, "packages") == 0)
+				json_object_set_new(j, "python_packages", json_integer(atoll(eq + 1)));
+			else if (strcmp(line, "uid") == 0)
+				json_object_set_new(j, "uid", json_integer(atoll(eq + 1)));
+			else
+				json_object_set_new(j, line, json_string_lossy(eq + 1, strlen(eq + 1)));
+		}
+		buf_finish(&out);
+	} else {
+		json_object_set_new(j, "probe_error", json_string(e.msg[0] ? e.msg : "the probe command failed"));
+	}
+	exec_result_finish(&xr);
+	tool_text(res, "Session %s: image %s, %s, python %s, %llu MB, %.2f CPUs, %llu pids", s->id, s->image,
+		  json_string_value(json_object_get(j, "os")) ? json_string_value(json_object_get(j, "os")) : "?",
+		  json_string_value(json_object_get(j, "python")) ? json_string_value(json_object_get(j, "python"))
+								   : "none",
+		  (unsigned long long)s->memory_mb, s->cpus, (unsigned long long)s->pids);
+	session_put(ctx->svc->sessions, s);
+	return j;
+}
 
 static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
@@ -44,6 +98,15 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 	tool_text(res, "Default image %s; limits: %llu MB memory, %.2f CPUs, %llu pids, %llu s per call",
 		  ctx->svc->cfg->image, (unsigned long long)ctx->svc->cfg->memory_mb, ctx->svc->cfg->cpus,
 		  (unsigned long long)ctx->svc->cfg->pids, (unsigned long long)ctx->svc->cfg->timeout_s);
+	if (json_object_get(args, "session_id")) {
+		json_t *si = session_info(ctx, args, res);
+		if (!si) {
+			json_decref(out);
+			return 0; /* res holds the session error */
+		}
+		json_object_set_new(out, "session", si);
+	}
+	json_object_set_new(out, "sessions_open", json_integer(session_count(ctx->svc->sessions)));
 	tool_structured(res, out);
 	tool_progress(ctx, 2, 2, "done");
 	return 0;
@@ -53,9 +116,12 @@ const struct tool_entry tool_env_info_entry = {
 	.name = "env_info",
 	.title = "Environment info",
 	.description = "Report the sandbox server's version and settings (default image, memory/CPU/pid limits, "
-		       "timeouts) and whether the Docker engine answers. Call it first when a sandbox tool fails "
+		       "timeouts) and whether the Docker engine answers; with session_id, also that session's image, "
+		       "OS, Python version and installed package count. Call it first when a sandbox tool fails "
 		       "with docker_unavailable or image_not_found.",
-	.input_schema = "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
+	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+			"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Also describe "
+			"this session (id or name; 'default' for the default one)\"}}}",
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{"
 		"\"server\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
@@ -67,7 +133,12 @@ const struct tool_entry tool_env_info_entry = {
 		"\"engine\":{\"type\":\"object\",\"properties\":{\"reachable\":{\"type\":\"boolean\"},"
 		"\"endpoint\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"},"
 		"\"api_version\":{\"type\":\"string\"},\"os\":{\"type\":\"string\"},\"arch\":{\"type\":\"string\"},"
-		"\"error\":{\"type\":\"string\"},\"error_code\":{\"type\":\"string\"}}}}}",
+		"\"error\":{\"type\":\"string\"},\"error_code\":{\"type\":\"string\"}}},"
+		"\"sessions_open\":{\"type\":\"integer\"},"
+		"\"session\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"image\":{\"type\":\"string\"},\"os\":{\"type\":\"string\"},\"python\":{\"type\":\"string\"},"
+		"\"python_packages\":{\"type\":\"integer\"},\"git\":{\"type\":\"string\"},\"uid\":{\"type\":\"integer\"},"
+		"\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},\"pids\":{\"type\":\"integer\"}}}}}",
 	.group = TOOL_GROUP_ENV,
 	.read_only = true,
 	.destructive = false,
