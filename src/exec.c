@@ -17,6 +17,8 @@
 
 /* The wrapper: report our pid on stderr, then become the real command. */
 static const char exec_wrapper[] = "echo $$ >&2; exec \"$@\"";
+/* The same for a shell command, which the wrapper shell runs itself. */
+static const char exec_wrapper_sh[] = "echo $$ >&2; eval \"$1\"";
 /* Longest pid line accepted from the wrapper. */
 #define EXEC_PID_LINE_MAX 16
 
@@ -162,8 +164,11 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 	capture_init(&res->err, spec->cap);
 	int64_t t0 = now_ms();
 
-	json_t *cmd = json_pack("[s, s, s, s]", "/bin/sh", "-c", exec_wrapper, "sandbox-mcp");
-	for (const char *const *a = spec->argv; *a; a++)
+	json_t *cmd = json_pack("[s, s, s, s]", "/bin/sh", "-c", spec->shell_command ? exec_wrapper_sh : exec_wrapper,
+				"sandbox-mcp");
+	if (spec->shell_command)
+		json_array_append_new(cmd, json_string_lossy(spec->shell_command, strlen(spec->shell_command)));
+	for (const char *const *a = spec->argv; a && *a; a++)
 		json_array_append_new(cmd, json_string_lossy(*a, strlen(*a)));
 	json_t *cfg = json_pack("{s:b, s:b, s:b, s:b, s:b, s:o}", "AttachStdin", spec->attach_stdin, "AttachStdout",
 				1, "AttachStderr", 1, "Tty", 0, "Privileged", 0, "Cmd", cmd);

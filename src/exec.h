@@ -32,7 +32,8 @@
 typedef int (*exec_data_fn)(void *arg, int stream, const char *p, size_t n);
 
 struct exec_spec {
-	const char *const *argv; /* NULL-terminated */
+	const char *const *argv; /* NULL-terminated; or NULL with shell_command */
+	const char *shell_command; /* run by the wrapper shell itself (one process less) */
 	const char *const *env;	 /* "K=V"..., NULL-terminated, or NULL */
 	const char *workdir;	 /* or NULL for the container's */
 	const char *user;	 /* or NULL for the container's */

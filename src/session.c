@@ -48,8 +48,11 @@ struct session_mgr {
 	struct session **list;
 	size_t len, cap;
 	bool stopping;
+	bool ready;	     /* start-up scan done (adoption, cleanup) */
 	pthread_t reaper;
 	bool reaper_started;
+	pthread_t starter;
+	bool starter_started;
 };
 
 static int64_t wall_now(void);
@@ -155,8 +158,30 @@ static bool instance_dead(struct session_mgr *m, const char *instance)
 	return dead;
 }
 
+static void *starter_main(void *arg);
+
 void session_mgr_start(struct session_mgr *m)
 {
+	/* off the read loop: the first reply must not wait for the engine */
+	if (pthread_create(&m->starter, NULL, starter_main, m) == 0) {
+		m->starter_started = true;
+		return;
+	}
+	starter_main(m);
+}
+
+/* Blocks until the start-up scan is done. */
+static void wait_ready(struct session_mgr *m)
+{
+	pthread_mutex_lock(&m->lock);
+	while (!m->ready && !m->stopping)
+		pthread_cond_wait(&m->wake, &m->lock);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void *starter_main(void *arg)
+{
+	struct session_mgr *m = arg;
 	struct err err;
 	json_t *list = NULL;
 
@@ -229,8 +254,13 @@ void session_mgr_start(struct session_mgr *m)
 		}
 		json_decref(list);
 	}
-	if (m->cfg->idle_ttl_s > 0 && pthread_create(&m->reaper, NULL, reaper_main, m) == 0)
+	pthread_mutex_lock(&m->lock);
+	m->ready = true;
+	pthread_cond_broadcast(&m->wake);
+	if (!m->stopping && m->cfg->idle_ttl_s > 0 && pthread_create(&m->reaper, NULL, reaper_main, m) == 0)
 		m->reaper_started = true;
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
 }
 
 static void session_free(struct session *s)
@@ -256,6 +286,8 @@ void session_mgr_destroy(struct session_mgr *m)
 	m->stopping = true;
 	pthread_cond_broadcast(&m->wake);
 	pthread_mutex_unlock(&m->lock);
+	if (m->starter_started)
+		pthread_join(m->starter, NULL);
 	if (m->reaper_started)
 		pthread_join(m->reaper, NULL);
 
@@ -371,6 +403,7 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 	if (o->name && *o->name && !name_valid(o->name))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			       "name '%.80s' must be 1-63 letters, digits, '-', '_' or '.'", o->name);
+	wait_ready(m);
 	pthread_mutex_lock(&m->lock);
 	bool taken = o->name && *o->name && find_locked(m, o->name);
 	size_t live = m->len;
@@ -517,6 +550,7 @@ int session_get(struct session_mgr *m, struct call *call, const char *ref, struc
 {
 	if (ref && strcmp(ref, "default") == 0)
 		ref = NULL; /* the default session by name: created on first use like no name */
+	wait_ready(m);
 	pthread_mutex_lock(&m->lock);
 	struct session *s = find_locked(m, ref ? ref : "default");
 	if (s) {
@@ -564,6 +598,7 @@ void session_forget(struct session_mgr *m, struct session *s)
 
 int session_close(struct session_mgr *m, struct call *call, const char *ref, struct err *err)
 {
+	wait_ready(m);
 	pthread_mutex_lock(&m->lock);
 	struct session *s = find_locked(m, ref ? ref : "default");
 	if (s)
@@ -598,6 +633,7 @@ json_t *session_list_json(struct session_mgr *m, struct call *call)
 	struct err err;
 	json_t *out = json_array();
 
+	wait_ready(m);
 	/* one engine call for the real state of every container */
 	if (engine_container_list(m->engine, call, SESSION_LABEL ".session", &states, &err) < 0)
 		states = NULL;

@@ -208,12 +208,11 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 		return 0;
 	}
 
-	const char *argv[] = { "/bin/sh", "-c", command, NULL };
 	struct exec_result xr;
 	struct run_ctx rc = { .ctx = ctx, .s = s, .res = &xr, .started_ms = now_ms() };
 	rc.last_progress_ms = rc.started_ms;
 	struct exec_spec spec = {
-		.argv = argv,
+		.shell_command = command,
 		.env = env,
 		.workdir = wd,
 		.user = s->user,

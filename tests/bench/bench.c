@@ -1,0 +1,295 @@
+/*
+ * bench.c - speed and memory figures, each beside its anchor measured in the
+ * same run (never a timed test: it prints, it does not assert).
+ *
+ *   spawn -> initialize reply      vs  fork+exec of /bin/true
+ *   idle server RSS
+ *   run_command `true`, warm       vs  raw Engine API exec floor (create +
+ *                                      hijacked start + inspect, keep-alive)
+ *                                  vs  `docker exec <ctr> true` (the CLI)
+ *   session_create to ready        vs  raw API create + start of that image
+ *   server RSS with 10 sessions
+ *
+ * Usage: bench SANDBOX_MCP_BIN [rounds]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "engine.h"
+#include "exec.h"
+#include "util.h"
+
+struct server {
+	pid_t pid;
+	int in, out;
+	struct buf rbuf;
+};
+
+static const char *bin;
+static char **env_extra;
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void server_start(struct server *s)
+{
+	int in[2], out[2];
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+		abort();
+	s->pid = fork();
+	if (s->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		int devnull = open("/dev/null", O_WRONLY);
+		dup2(devnull, 2);
+		execl(bin, bin, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	s->in = in[1];
+	s->out = out[0];
+	buf_init(&s->rbuf, 64u << 20);
+}
+
+/* Reads lines until the reply with this id; returns it (caller frees). */
+static char *server_wait(struct server *s, int id)
+{
+	char want[32];
+	snprintf(want, sizeof(want), "\"id\":%d,", id);
+	for (;;) {
+		char *nl;
+		while ((nl = memchr(s->rbuf.data ? s->rbuf.data : "", '\n', s->rbuf.len))) {
+			size_t n = (size_t)(nl - s->rbuf.data);
+			char *line = xstrndup(s->rbuf.data, n);
+			buf_consume(&s->rbuf, n + 1);
+			if (strstr(line, want))
+				return line;
+			free(line);
+		}
+		char *tail;
+		if (buf_reserve(&s->rbuf, 65536, &tail) < 0)
+			abort();
+		ssize_t r = read(s->out, tail, 65536);
+		if (r <= 0) {
+			fprintf(stderr, "bench: server closed its output\n");
+			exit(1);
+		}
+		buf_commit(&s->rbuf, (size_t)r);
+	}
+}
+
+static char *server_call(struct server *s, int id, const char *method, const char *params)
+{
+	char *line = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\",\"params\":%s}\n", id, method, params);
+	if (write_full(s->in, line, strlen(line)) < 0)
+		abort();
+	free(line);
+	return server_wait(s, id);
+}
+
+static void server_stop(struct server *s)
+{
+	close(s->in);
+	int st;
+	waitpid(s->pid, &st, 0);
+	close(s->out);
+	buf_finish(&s->rbuf);
+}
+
+static long rss_kb(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	long v = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, field, strlen(field)) == 0)
+			v = atol(line + strlen(field) + 1);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static const char init_params[] =
+	"{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}";
+
+static void row(const char *what, double v, const char *unit, const char *anchor, double a)
+{
+	if (anchor)
+		printf("%-34s %10.2f %-3s | %-34s %10.2f %-3s | ratio %.2f\n", what, v, unit, anchor, a, unit, v / a);
+	else
+		printf("%-34s %10.2f %-3s |\n", what, v, unit);
+}
+
+static double run_cli(char *const argv[])
+{
+	int64_t t0 = now_us();
+	pid_t p = fork();
+	if (p == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	waitpid(p, &st, 0);
+	return (double)(now_us() - t0) / 1000.0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds]\n");
+		return 2;
+	}
+	bin = argv[1];
+	int rounds = argc > 2 ? atoi(argv[2]) : 30;
+	if (rounds < 3)
+		rounds = 3;
+	(void)env_extra;
+	util_json_init();
+	signal(SIGPIPE, SIG_IGN);
+	double *v = calloc((size_t)rounds, sizeof(double)), *a = calloc((size_t)rounds, sizeof(double));
+
+	/* 1. spawn -> initialize */
+	for (int i = 0; i < rounds; i++) {
+		struct server s;
+		int64_t t0 = now_us();
+		server_start(&s);
+		free(server_call(&s, 1, "initialize", init_params));
+		v[i] = (double)(now_us() - t0) / 1000.0;
+		server_stop(&s);
+		char *tv[] = { "/bin/true", NULL };
+		a[i] = run_cli(tv);
+	}
+	row("spawn -> initialize reply (median)", median(v, rounds), "ms", "fork+exec /bin/true", median(a, rounds));
+
+	/* 2. idle RSS */
+	struct server s;
+	server_start(&s);
+	free(server_call(&s, 1, "initialize", init_params));
+	free(server_call(&s, 2, "tools/list", "{}"));
+	row("idle server RSS (VmHWM)", (double)rss_kb(s.pid, "VmHWM:") / 1024.0, "MiB", NULL, 0);
+
+	/* 3. run_command true, warm */
+	char *r = server_call(&s, 3, "tools/call",
+			      "{\"name\":\"run_command\",\"arguments\":{\"command\":\"true\"}}");
+	char *cid = strstr(r, "\"session_id\":\"");
+	char sid[32] = "";
+	if (cid)
+		snprintf(sid, sizeof(sid), "%.12s", cid + 14);
+	free(r);
+	for (int i = 0; i < rounds; i++) {
+		int64_t t0 = now_us();
+		free(server_call(&s, 10 + i, "tools/call",
+				 "{\"name\":\"run_command\",\"arguments\":{\"command\":\"true\"}}"));
+		v[i] = (double)(now_us() - t0) / 1000.0;
+	}
+	double run_true = median(v, rounds);
+
+	/* the container behind the default session, for the anchors */
+	char *info = server_call(&s, 9000, "tools/call",
+				 "{\"name\":\"env_info\",\"arguments\":{\"session_id\":\"default\"}}");
+	char container[65] = "";
+	char *c = strstr(info, "\"container_id\":\"");
+	if (c)
+		snprintf(container, sizeof(container), "%.64s", c + 16);
+	free(info);
+
+	struct engine *e;
+	struct err err;
+	if (engine_create(getenv("DOCKER_HOST"), 30000, &e, &err) < 0) {
+		fprintf(stderr, "bench: %s\n", err.msg);
+		return 1;
+	}
+	for (int i = 0; i < rounds; i++) {
+		const char *tv[] = { "true", NULL };
+		char xid[65];
+		struct engine_stream *st;
+		int64_t t0 = now_us();
+		json_t *cfg = json_pack("{s:b, s:b, s:[s]}", "AttachStdout", 1, "AttachStderr", 1, "Cmd", tv[0]);
+		if (engine_exec_create(e, NULL, container, cfg, xid, &err) < 0 ||
+		    engine_exec_start(e, NULL, xid, &st, &err) < 0) {
+			fprintf(stderr, "bench: exec floor: %s\n", err.msg);
+			return 1;
+		}
+		json_decref(cfg);
+		char tmp[4096];
+		while (read(engine_stream_fd(st), tmp, sizeof(tmp)) > 0)
+			;
+		engine_stream_destroy(st);
+		bool running = true;
+		int code;
+		while (running && engine_exec_inspect(e, NULL, xid, &running, &code, &err) == 0)
+			;
+		a[i] = (double)(now_us() - t0) / 1000.0;
+	}
+	double floor_ms = median(a, rounds);
+	int cli_rounds = rounds < 20 ? rounds : 20;
+	for (int i = 0; i < cli_rounds; i++) {
+		char *dv[] = { "docker", "exec", container, "true", NULL };
+		v[i] = run_cli(dv);
+	}
+	double cli_ms = median(v, cli_rounds);
+	row("run_command true, warm (median)", run_true, "ms", "raw API exec floor (median)", floor_ms);
+	row("run_command true, warm (median)", run_true, "ms", "docker exec CLI (median)", cli_ms);
+
+	/* 4. session_create vs raw create + start */
+	int n5 = rounds < 5 ? rounds : 5;
+	for (int i = 0; i < n5; i++) {
+		int64_t t0 = now_us();
+		char *cr = server_call(&s, 20000 + i, "tools/call", "{\"name\":\"session_create\",\"arguments\":{}}");
+		v[i] = (double)(now_us() - t0) / 1000.0;
+		char *p = strstr(cr, "\"session_id\":\"");
+		char args[128];
+		snprintf(args, sizeof(args), "{\"name\":\"session_close\",\"arguments\":{\"session_id\":\"%.12s\"}}",
+			 p ? p + 14 : "");
+		free(cr);
+		free(server_call(&s, 21000 + i, "tools/call", args));
+
+		t0 = now_us();
+		char id[65];
+		json_t *body = json_pack("{s:s, s:[s, s, s], s:{s:s, s:b}}", "Image", "sandbox-mcp-python:latest",
+					 "Entrypoint", "/bin/sh", "-c", "while sleep 3600; do :; done", "HostConfig",
+					 "NetworkMode", "none", "Init", 1);
+		if (engine_container_create(e, NULL, body, id, NULL, &err) < 0 ||
+		    engine_container_start(e, NULL, id, &err) < 0) {
+			fprintf(stderr, "bench: raw create: %s\n", err.msg);
+			return 1;
+		}
+		a[i] = (double)(now_us() - t0) / 1000.0;
+		json_decref(body);
+		engine_container_remove(e, NULL, id, &err);
+	}
+	row("session_create to ready (median)", median(v, n5), "ms", "raw API create+start (median)", median(a, n5));
+
+	/* 5. RSS with 10 sessions (the default one counts) */
+	for (int i = 0; i < 9; i++)
+		free(server_call(&s, 30000 + i, "tools/call", "{\"name\":\"session_create\",\"arguments\":{}}"));
+	row("server RSS with 10 sessions", (double)rss_kb(s.pid, "VmRSS:") / 1024.0, "MiB", NULL, 0);
+	row("server peak RSS (VmHWM) so far", (double)rss_kb(s.pid, "VmHWM:") / 1024.0, "MiB", NULL, 0);
+	server_stop(&s);
+	engine_destroy(e);
+	free(v);
+	free(a);
+	(void)sid;
+	return 0;
+}
