@@ -238,7 +238,7 @@ int dispatch_submit(struct dispatch *d, struct call *c)
 		wa->q = q;
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		int r = pthread_create(&t, &attr, worker_main, wa);
+		int r = thread_create_nosig(&t, &attr, worker_main, wa);
 		pthread_attr_destroy(&attr);
 		if (r != 0) {
 			free(wa);

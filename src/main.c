@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "buildconf.h"
@@ -141,6 +142,26 @@ static int doctor(const struct config *cfg)
 		return 1;
 	}
 	printf("ok    endpoint %s\n", engine_endpoint(engine)->display);
+	const struct endpoint *ep = engine_endpoint(engine);
+	if (ep->kind == TRANSPORT_UNIX) {
+		struct stat st;
+		if (stat(ep->path, &st) < 0) {
+			printf("FAIL  socket %s: %s\n      start Docker (`systemctl start docker` or `dockerd &`), or set "
+			       "DOCKER_HOST to the engine's socket\n",
+			       ep->path, strerror(errno));
+			engine_destroy(engine);
+			return 1;
+		}
+		if (access(ep->path, R_OK | W_OK) < 0) {
+			printf("FAIL  socket %s: no permission (owner uid %u, gid %u, mode %o)\n      add yourself to "
+			       "the socket's group (`sudo usermod -aG docker $USER`, then log in again) or use a "
+			       "socket you own (rootless Docker, Podman) via DOCKER_HOST\n",
+			       ep->path, (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777));
+			engine_destroy(engine);
+			return 1;
+		}
+		printf("ok    socket %s is readable and writable by you\n", ep->path);
+	}
 	if (engine_version(engine, NULL, &ev, &err) < 0) {
 		printf("FAIL  engine: %s\n", err.msg);
 		engine_destroy(engine);

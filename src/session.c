@@ -163,7 +163,7 @@ static void *starter_main(void *arg);
 void session_mgr_start(struct session_mgr *m)
 {
 	/* off the read loop: the first reply must not wait for the engine */
-	if (pthread_create(&m->starter, NULL, starter_main, m) == 0) {
+	if (thread_create_nosig(&m->starter, NULL, starter_main, m) == 0) {
 		m->starter_started = true;
 		return;
 	}
@@ -257,7 +257,7 @@ static void *starter_main(void *arg)
 	pthread_mutex_lock(&m->lock);
 	m->ready = true;
 	pthread_cond_broadcast(&m->wake);
-	if (!m->stopping && m->cfg->idle_ttl_s > 0 && pthread_create(&m->reaper, NULL, reaper_main, m) == 0)
+	if (!m->stopping && m->cfg->idle_ttl_s > 0 && thread_create_nosig(&m->reaper, NULL, reaper_main, m) == 0)
 		m->reaper_started = true;
 	pthread_mutex_unlock(&m->lock);
 	return NULL;

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -224,4 +225,15 @@ json_t *json_string_lossy(const char *p, size_t n)
 	s = json_stringn(b.data ? b.data : "", b.len);
 	buf_finish(&b);
 	return s ? s : json_string("");
+}
+
+int thread_create_nosig(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int r = pthread_create(t, attr, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
 }

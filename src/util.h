@@ -65,6 +65,14 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 /* Parses a whole decimal (fractional allowed) into [min, max]. 0 or -EINVAL/-ERANGE. */
 int parse_double(const char *s, double min, double max, double *ret);
 
+/*
+ * pthread_create with every signal blocked in the new thread, so SIGTERM and
+ * SIGINT always reach the main thread (whose blocking read they must break).
+ * 0 or a positive error number, as pthread_create.
+ */
+#include <pthread.h>
+int thread_create_nosig(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+
 /* Monotonic clock in milliseconds / microseconds. */
 int64_t now_ms(void);
 int64_t now_us(void);
