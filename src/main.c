@@ -184,9 +184,11 @@ static int doctor(const struct config *cfg)
 		json_decref(img);
 	} else {
 		printf("FAIL  image %s: %s\n", cfg->image, err.msg);
-		if (err.code == ERRCODE_IMAGE_NOT_FOUND)
+		if (err.code == ERRCODE_IMAGE_NOT_FOUND && strcmp(cfg->image, SANDBOX_DEFAULT_IMAGE) == 0)
 			printf("      build it: docker build -t %s image/   (from the sandbox-mcp source tree)\n",
 			       cfg->image);
+		else if (err.code == ERRCODE_IMAGE_NOT_FOUND)
+			printf("      get it: docker pull %s   (or build it)\n", cfg->image);
 		problems++;
 	}
 	engine_destroy(engine);
