@@ -59,7 +59,7 @@ static void spill_start(struct run_ctx *rc, int stream)
 	snprintf(sp->path, sizeof(sp->path), "%s/" RUN_OUTPUT_DIR "/run-%lld-%lu.%s.log", cfg->workspace,
 		 (long long)(now_us() / 1000), __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED),
 		 stream == 1 ? "stdout" : "stderr");
-	json_t *body = json_pack("{s:b, s:b, s:b, s:b, s:s, s:[s, s, s, s]}", "AttachStdin", 1, "AttachStdout", 1,
+	json_t *body = json_pack("{s:b, s:b, s:b, s:b, s:s, s:[s, s, s, s, s]}", "AttachStdin", 1, "AttachStdout", 1,
 				 "AttachStderr", 1, "Tty", 0, "User", rc->s->user, "Cmd", "/bin/sh", "-c",
 				 "mkdir -p \"${1%/*}\" && exec cat > \"$1\"", "sandbox-mcp-save", sp->path);
 	int r = engine_exec_create(e, NULL, rc->s->container, body, sp->exec_id, &err);
