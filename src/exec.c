@@ -128,9 +128,8 @@ static int kill_group(struct engine *e, const char *container_id, const struct e
 			engine_stream_destroy(s);
 		}
 		if (r == 0) {
-			bool running = true;
 			int code = -1;
-			r = engine_exec_inspect(e, NULL, exec_id, &running, &code, &err);
+			r = exec_wait_exit(e, exec_id, EXEC_KILL_GRACE_MS, &code, &err);
 			if (r == 0 && code != 0)
 				r = -EIO;
 		}
@@ -291,18 +290,11 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 		call_disarm(call);
 	call = NULL;
 
-	/* the exit code is set a moment after the stream closes */
-	for (int i = 0; i < 200; i++) {
-		bool running = false;
-		int code = -1;
+	{
 		struct err ierr;
-		if (engine_exec_inspect(e, NULL, exec_id, &running, &code, &ierr) < 0)
-			break;
-		if (!running) {
+		int code = -1;
+		if (exec_wait_exit(e, exec_id, 2000, &code, &ierr) == 0)
 			res->exit_code = code;
-			break;
-		}
-		poll(NULL, 0, i < 10 ? 1 : 10);
 	}
 
 out:
@@ -320,4 +312,24 @@ void exec_result_finish(struct exec_result *res)
 {
 	capture_finish(&res->out);
 	capture_finish(&res->err);
+}
+
+int exec_wait_exit(struct engine *e, const char *exec_id, int timeout_ms, int *ret_code, struct err *err)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+
+	for (int i = 0;; i++) {
+		bool running = false;
+		int code = -1;
+		int r = engine_exec_inspect(e, NULL, exec_id, &running, &code, err);
+		if (r < 0)
+			return r;
+		if (!running) {
+			*ret_code = code;
+			return 0;
+		}
+		if (now_ms() >= deadline)
+			return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the exec did not report its exit code");
+		poll(NULL, 0, i < 10 ? 1 : 10);
+	}
 }

@@ -67,4 +67,11 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 	     struct exec_result *res, struct err *err);
 void exec_result_finish(struct exec_result *res);
 
+/*
+ * Waits for an exec whose stream has ended to report its exit code (the
+ * engine sets it a moment after the stream closes). 0 with *ret_code, or
+ * -ETIMEDOUT / -errno.
+ */
+int exec_wait_exit(struct engine *e, const char *exec_id, int timeout_ms, int *ret_code, struct err *err);
+
 #endif

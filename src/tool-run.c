@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec.h"
 #include "log.h"
@@ -56,8 +57,10 @@ static void spill_start(struct run_ctx *rc, int stream)
 	static unsigned long seq;
 
 	sp->started = true;
-	snprintf(sp->path, sizeof(sp->path), "%s/" RUN_OUTPUT_DIR "/run-%lld-%lu.%s.log", cfg->workspace,
-		 (long long)(now_us() / 1000), __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED),
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(sp->path, sizeof(sp->path), "%s/" RUN_OUTPUT_DIR "/run-%lld%03ld-%lu.%s.log", cfg->workspace,
+		 (long long)ts.tv_sec, ts.tv_nsec / 1000000, __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED),
 		 stream == 1 ? "stdout" : "stderr");
 	json_t *body = json_pack("{s:b, s:b, s:b, s:b, s:s, s:[s, s, s, s, s]}", "AttachStdin", 1, "AttachStdout", 1,
 				 "AttachStderr", 1, "Tty", 0, "User", rc->s->user, "Cmd", "/bin/sh", "-c",
@@ -95,11 +98,12 @@ static void spill_finish(struct run_ctx *rc, struct spill *sp)
 	}
 	engine_stream_destroy(sp->stream);
 	sp->stream = NULL;
-	bool running = false;
 	int code = -1;
 	struct err err;
-	if (engine_exec_inspect(rc->ctx->svc->engine, NULL, sp->exec_id, &running, &code, &err) < 0 || code != 0)
+	if (exec_wait_exit(rc->ctx->svc->engine, sp->exec_id, 10000, &code, &err) < 0 || code != 0) {
+		log_warnf("saving the full output to %s failed (exit %d)", sp->path, code);
 		sp->failed = true;
+	}
 }
 
 static int on_data(void *arg, int stream, const char *p, size_t n)
