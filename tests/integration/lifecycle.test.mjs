@@ -1,0 +1,103 @@
+// Several servers against one engine: a server that starts removes what a
+// dead instance left behind, never what a live instance or a persistent
+// session owns; a persistent session is adopted by the next server; a server
+// whose stdin ends removes its own non-persistent containers before it exits.
+//
+// The servers use the machine's normal lock directory (XDG_RUNTIME_DIR or
+// /tmp/sandbox-mcp-<uid>): with a private one, server C would take every
+// other live instance on this engine for dead.
+
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  Server, suite, requireEngine, cleanup, inspectContainer, containerExists, containersOfInstance,
+} from './lib/harness.mjs';
+
+const ENV = { SANDBOX_TIMEOUT_S: 30, SANDBOX_IDLE_TTL_S: 0 };
+
+describe('instances, dead-instance cleanup and persistent sessions', suite({ timeout: 180000 }), () => {
+  let A;
+  let B;
+  let C;
+  let a; // A's non-persistent session
+  let b; // B's non-persistent session
+  let p; // A's persistent session
+
+  before(async () => {
+    requireEngine();
+    [A, B] = await Promise.all([Server.start('A', ENV), Server.start('B', ENV)]);
+    assert.notEqual(A.instance, B.instance, 'each server has its own instance id');
+    [a, b] = await Promise.all([A.createSession({ name: 'a' }), B.createSession({ name: 'b' })]);
+    p = await A.createSession({ persistent: true });
+    assert.equal(p.persistent, true);
+    await A.sh('echo from-A > /workspace/mark', { session_id: p.session_id });
+  });
+
+  after(async () => {
+    // close P through a live server if a test failed before doing it; cleanup() removes leftovers
+    if (C?.alive && p && await containerExists(p.container_id)) {
+      await C.call('session_close', { session_id: p.session_id }).catch(() => {});
+    }
+    await cleanup();
+  });
+
+  test('labels: instance, session and persistent on every container', async () => {
+    for (const [srv, s, persistent] of [[A, a, 'false'], [B, b, 'false'], [A, p, 'true']]) {
+      const labels = (await inspectContainer(s.container_id)).Config.Labels;
+      assert.equal(labels['io.sandbox-mcp.instance'], srv.instance);
+      assert.equal(labels['io.sandbox-mcp.session'], s.session_id);
+      assert.equal(labels['io.sandbox-mcp.persistent'], persistent);
+    }
+    assert.deepEqual((await containersOfInstance(A.instance)).sort(), [a.container_id, p.container_id].sort());
+    assert.deepEqual(await containersOfInstance(B.instance), [b.container_id]);
+  });
+
+  test('SIGKILL A, start C: A\'s non-persistent container goes, B\'s stays, P is adopted', async () => {
+    await A.kill('SIGKILL');
+    assert.equal(A.exit.signal, 'SIGKILL');
+    assert.ok(await containerExists(a.container_id), 'a killed server cannot clean up: its container is still there');
+
+    C = await Server.start('C', ENV);
+    // C scans the engine off its read loop; session tools wait for that scan, so once
+    // session_list answered, the clean-up and the adoption are done
+    const { sessions } = await C.ok('session_list');
+    assert.equal(await containerExists(a.container_id), false,
+      `C removed dead A's non-persistent container ${a.container_id.slice(0, 12)}; C stderr: ${C.stderrTail}`);
+    assert.ok(await containerExists(b.container_id), 'C left live B\'s container alone');
+    const pInfo = await inspectContainer(p.container_id);
+    assert.ok(pInfo, 'C left the persistent session\'s container alone');
+    assert.equal(pInfo.State.Running, true, 'P is running');
+
+    const adopted = sessions.find((s) => s.session_id === p.session_id);
+    assert.ok(adopted, `C's session_list shows P ${p.session_id}: ${JSON.stringify(sessions)}`);
+    assert.equal(adopted.persistent, true);
+    assert.equal(adopted.container_id, p.container_id);
+    assert.equal(adopted.state, 'running');
+    assert.ok(!sessions.some((s) => s.session_id === b.session_id), 'C does not adopt B\'s session');
+    assert.ok(!sessions.some((s) => s.session_id === a.session_id), 'C does not list A\'s removed session');
+
+    const st = await C.sh('echo hello-from-C; cat /workspace/mark', { session_id: p.session_id });
+    assert.equal(st.stdout, 'hello-from-C\nfrom-A\n', 'P runs commands through C and kept its files');
+  });
+
+  test('B still works, and on stdin EOF removes its containers before it exits', async () => {
+    const st = await B.sh('echo alive', { session_id: b.session_id });
+    assert.equal(st.stdout, 'alive\n');
+    const exit = await B.endStdin(30000);
+    assert.equal(exit.code, 0, `B exits 0 after EOF: ${JSON.stringify(exit)}; stderr: ${B.stderrTail}`);
+    // checked right after the exit: nothing may be left to a later clean-up
+    assert.equal(await containerExists(b.container_id), false,
+      `B removed its container before exiting; stderr: ${B.stderrTail}`);
+    assert.deepEqual(await containersOfInstance(B.instance), [], 'nothing labelled with B\'s instance is left');
+    assert.ok(await containerExists(p.container_id), 'B did not touch P');
+  });
+
+  test('closing P through C removes it', async () => {
+    const st = await C.ok('session_close', { session_id: p.session_id });
+    assert.equal(st.closed, true);
+    assert.equal(await containerExists(p.container_id), false, 'P\'s container is gone');
+    const { sessions } = await C.ok('session_list');
+    assert.ok(!sessions.some((s) => s.session_id === p.session_id), 'C no longer lists P');
+    assert.deepEqual(await containersOfInstance(A.instance), [], 'nothing labelled with A\'s instance is left');
+  });
+});
