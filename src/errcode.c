@@ -22,6 +22,7 @@ static const char *const errcode_names[ERRCODE_MAX] = {
 	[ERRCODE_ENGINE_ERROR] = "engine_error",
 	[ERRCODE_CANCELLED] = "cancelled",
 	[ERRCODE_OUT_OF_MEMORY] = "out_of_memory",
+	[ERRCODE_TOO_MANY_PROCESSES] = "too_many_processes",
 	[ERRCODE_INTERNAL] = "internal",
 };
 

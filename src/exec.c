@@ -33,8 +33,6 @@ struct run_state {
 
 static void wake_hook(void *arg);
 static int deliver(struct run_state *st, int stream, const char *p, size_t n);
-static int kill_group(struct engine *e, const char *container_id, const struct exec_spec *spec, long pid,
-		      struct exec_result *res);
 static int drain_simple(struct engine_stream *s, int timeout_ms);
 
 static void wake_hook(void *arg)
@@ -104,8 +102,8 @@ static int drain_simple(struct engine_stream *s, int timeout_ms)
 	}
 }
 
-static int kill_group(struct engine *e, const char *container_id, const struct exec_spec *spec, long pid,
-		      struct exec_result *res)
+int exec_kill_group(struct engine *e, const char *container_id, const struct exec_spec *spec, long pid,
+		    struct exec_result *res)
 {
 	char exec_id[ENGINE_ID_LEN + 1], pidarg[24];
 	struct engine_stream *s = NULL;
@@ -238,7 +236,7 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 			if (!res->cancelled && !res->stopped)
 				res->timed_out = true;
 			killing = true;
-			kill_group(e, container_id, spec, st.pid, res);
+			exec_kill_group(e, container_id, spec, st.pid, res);
 			deadline = now_ms() + EXEC_KILL_GRACE_MS;
 		} else if (killing && now_ms() >= deadline) {
 			break; /* the stream did not end after the kill: give up on it */
@@ -304,6 +302,7 @@ out:
 	engine_stream_destroy(s);
 	close(wake[0]);
 	close(wake[1]);
+	res->pid = st.pid;
 	res->duration_ms = now_ms() - t0;
 	return r;
 }

@@ -53,6 +53,7 @@ struct exec_result {
 	bool cancelled;
 	bool restarted; /* the container had to be restarted to stop the process */
 	bool stopped;	/* on_data asked to stop */
+	long pid;	/* the process (and group) id in the container; 0 if the wrapper never ran */
 	struct capture out, err;
 	int64_t duration_ms;
 };
@@ -66,6 +67,14 @@ struct exec_result {
 int exec_run(struct engine *e, struct call *call, const char *container_id, const struct exec_spec *spec,
 	     struct exec_result *res, struct err *err);
 void exec_result_finish(struct exec_result *res);
+
+/*
+ * Kills process group pid in the container (a second exec as spec->user); if
+ * that exec cannot run, restarts the container and sets res->restarted.
+ * 0 or -errno.
+ */
+int exec_kill_group(struct engine *e, const char *container_id, const struct exec_spec *spec, long pid,
+		    struct exec_result *res);
 
 /*
  * Waits for an exec whose stream has ended to report its exit code (the

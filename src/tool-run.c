@@ -252,6 +252,25 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	buf_init(&errb, SIZE_MAX);
 	capture_render(&xr.out, &out);
 	capture_render(&xr.err, &errb);
+
+	/*
+	 * The pids limit, seen two ways. A command that hit it (a fork bomb) may
+	 * end at once while its children go on forking: the shell says so on
+	 * stderr, and the group is killed now. A container already full cannot
+	 * start our wrapper at all (no pid line, the runtime's error as output):
+	 * only a restart frees it.
+	 */
+	bool fork_failed = !xr.timed_out && xr.pid > 1 && errb.data &&
+			   (strstr(errb.data, "fork: retry: Resource temporarily unavailable") ||
+			    strstr(errb.data, "fork: Resource temporarily unavailable") ||
+			    strstr(errb.data, "Cannot fork"));
+	bool no_start = xr.pid == 0 && xr.exit_code != 0 && !xr.cancelled &&
+			((out.data && strstr(out.data, "OCI runtime exec failed")) ||
+			 (errb.data && strstr(errb.data, "OCI runtime exec failed")));
+	if (fork_failed)
+		exec_kill_group(ctx->svc->engine, s->container, &spec, xr.pid, &xr);
+	else if (no_start && engine_container_restart(ctx->svc->engine, NULL, s->container, &e) == 0)
+		xr.restarted = true;
 	bool truncated = capture_truncated(&xr.out) || capture_truncated(&xr.err);
 
 	json_t *st = json_pack("{s:s, s:i, s:o, s:o, s:I, s:b, s:b, s:I, s:I, s:b}", "session_id", s->id, "exit_code",
@@ -271,7 +290,21 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 
 	const char *err_code = NULL;
 	char err_msg[ERR_MSG_MAX] = "";
-	if (xr.timed_out) {
+	if (fork_failed || (no_start && xr.restarted)) {
+		err_code = "too_many_processes";
+		snprintf(err_msg, sizeof(err_msg),
+			 "the command hit the session's limit of %llu processes (a fork bomb or runaway background "
+			 "jobs)%s. Start fewer processes, or session_create a new session.",
+			 (unsigned long long)s->pids,
+			 xr.restarted ? "; the session's container was restarted to free it: running processes and "
+					"/tmp were lost, workspace files were kept"
+				      : "; its processes were killed and the session is usable");
+	} else if (no_start) {
+		err_code = "engine_error";
+		snprintf(err_msg, sizeof(err_msg),
+			 "the session could not start the command (does image %s have /bin/sh?): %.200s", s->image,
+			 out.data ? out.data : "");
+	} else if (xr.timed_out) {
 		err_code = "timeout";
 		snprintf(err_msg, sizeof(err_msg),
 			 "the command ran past its %d s limit and was killed with its child processes%s; the output "
