@@ -1,0 +1,59 @@
+#!/bin/sh
+# run.sh [SECONDS] [TARGET...] - run the libFuzzer targets for SECONDS each
+# (default 20), all of them unless targets are named (chunked, http_parse,
+# rpc, schema, stream).
+#
+# Builds build-fuzz (clang, ASan+UBSan, -Dfuzzing=true) at the top of the
+# source tree if it is not there; FUZZ_BUILDDIR picks another directory.
+# Each target starts from a copy of tests/fuzz/corpus/<target>, so nothing
+# is written to the source tree: the grown corpus, the log and any crash
+# input stay in $FUZZ_BUILDDIR/fuzz-run/<target>/.  Exits 1 if any target
+# crashed, leaked, timed out or failed a check.
+set -eu
+
+secs=${1:-20}
+[ $# -gt 0 ] && shift
+case $secs in
+'' | *[!0-9]*)
+	echo "usage: $0 [SECONDS] [TARGET...]" >&2
+	exit 2
+	;;
+esac
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+builddir=${FUZZ_BUILDDIR:-$src/build-fuzz}
+targets=${*:-chunked http_parse rpc schema stream}
+
+if [ ! -f "$builddir/build.ninja" ]; then
+	CC=clang meson setup "$builddir" "$src" -Dfuzzing=true -Db_sanitize=address,undefined \
+		-Db_lundef=false -De2e_tests=disabled
+fi
+ninja -C "$builddir" $(for t in $targets; do printf 'tests/fuzz/fuzz-%s ' "$t"; done)
+
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+failed=
+for t in $targets; do
+	work=$builddir/fuzz-run/$t
+	rm -rf "$work"
+	mkdir -p "$work/corpus" "$work/artifacts"
+	cp "$here/corpus/$t"/* "$work/corpus/"
+	echo "== fuzz-$t: $secs s (log: $work/log)"
+	if "$builddir/tests/fuzz/fuzz-$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
+		-dict="$here/fuzz-$t.dict" -artifact_prefix="$work/artifacts/" -print_final_stats=1 \
+		"$work/corpus" >"$work/log" 2>&1; then
+		grep -E '^#[0-9]+[[:space:]]+DONE' "$work/log" | tail -n 1 || true
+		grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' "$work/log" || true
+	else
+		tail -n 40 "$work/log"
+		echo "!! fuzz-$t FAILED; reproduce with: $builddir/tests/fuzz/fuzz-$t $work/artifacts/<file>"
+		ls -1 "$work/artifacts"
+		failed="$failed $t"
+	fi
+done
+
+if [ -n "$failed" ]; then
+	echo "failed:$failed"
+	exit 1
+fi
+echo "all targets ran $secs s without a failure"
