@@ -673,6 +673,8 @@ void session_key(struct session_mgr *m, const char *ref, char *out, size_t outsz
 
 unsigned session_count(struct session_mgr *m)
 {
+	if (!m)
+		return 0;
 	pthread_mutex_lock(&m->lock);
 	unsigned n = (unsigned)m->len;
 	pthread_mutex_unlock(&m->lock);
