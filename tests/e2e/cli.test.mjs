@@ -1,0 +1,86 @@
+// The command line around the server: --help, --version, bad flags and
+// settings, client configuration printing, and doctor's verdicts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { realpathSync } from 'node:fs';
+
+const bin = process.env.SANDBOX_MCP_BIN;
+if (!bin) throw new Error('SANDBOX_MCP_BIN must name the built sandbox-mcp binary');
+
+function run(args, env = {}) {
+  const r = spawnSync(bin, args, { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 20000, input: '' });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+test('--help prints usage, every setting, and exits 0', () => {
+  const r = run(['--help']);
+  assert.equal(r.code, 0);
+  assert.match(r.out, /^Usage: sandbox-mcp/);
+  for (const v of ['DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_MEMORY_MB', 'SANDBOX_TIMEOUT_S', 'SANDBOX_TOOLS'])
+    assert.ok(r.out.includes(v), `--help lists ${v}`);
+  assert.equal(r.err, '');
+});
+
+test('--version prints the version and exits 0', () => {
+  const r = run(['--version']);
+  assert.equal(r.code, 0);
+  assert.match(r.out, /^sandbox-mcp \d+\.\d+\.\d+\n$/);
+});
+
+test('an unknown flag exits 2 with one line on stderr and nothing on stdout', () => {
+  const r = run(['--bogus']);
+  assert.equal(r.code, 2);
+  assert.equal(r.out, '');
+  assert.equal(r.err.trim().split('\n').length, 1, r.err);
+  assert.match(r.err, /unknown option '--bogus'/);
+});
+
+test('an unknown command exits 2', () => {
+  const r = run(['frobnicate']);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /unknown command 'frobnicate'/);
+});
+
+test('bad setting values exit 2 naming the setting and the range', () => {
+  let r = run(['--memory-mb', '5']);
+  assert.equal(r.code, 2);
+  assert.match(r.err, /--memory-mb.*from 16/);
+  r = run([], { SANDBOX_TIMEOUT_S: 'soon' });
+  assert.equal(r.code, 2);
+  assert.match(r.err, /SANDBOX_TIMEOUT_S: 'soon' is not a whole number/);
+  r = run([], { SANDBOX_TOOLS: 'run,nope' });
+  assert.equal(r.code, 2);
+  assert.match(r.err, /unknown group 'nope'/);
+  r = run([], { DOCKER_HOST: 'ssh://somewhere' });
+  assert.equal(r.code, 1);
+  assert.match(r.err, /DOCKER_HOST 'ssh:\/\/somewhere' is not supported/);
+});
+
+test('config claude-desktop prints an mcpServers entry with this binary\'s absolute path', () => {
+  const r = run(['config', 'claude-desktop']);
+  assert.equal(r.code, 0);
+  const j = JSON.parse(r.out);
+  assert.equal(j.mcpServers.sandbox.command, realpathSync(bin));
+  assert.deepEqual(j.mcpServers.sandbox.args, []);
+});
+
+test('config claude-code prints the claude mcp add line', () => {
+  const r = run(['config', 'claude-code']);
+  assert.equal(r.code, 0);
+  assert.equal(r.out, `claude mcp add sandbox -- ${realpathSync(bin)}\n`);
+  assert.equal(run(['config', 'vim']).code, 2);
+});
+
+test('doctor without an engine exits 1 and says how to fix it', () => {
+  const r = run(['doctor'], { DOCKER_HOST: 'unix:///nonexistent/sandbox-mcp-doctor.sock' });
+  assert.equal(r.code, 1);
+  assert.match(r.out, /FAIL {2}socket \/nonexistent\/sandbox-mcp-doctor\.sock/);
+  assert.match(r.out, /DOCKER_HOST/);
+});
+
+test('doctor against a socket that never answers exits 1 within its timeout', () => {
+  const r = run(['doctor'], { DOCKER_HOST: 'tcp://127.0.0.1:9', SANDBOX_ENGINE_TIMEOUT_S: '2' });
+  assert.equal(r.code, 1);
+  assert.match(r.out, /FAIL {2}engine: cannot connect/);
+});
