@@ -186,9 +186,7 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	const char *key;
 	json_t *v;
 	json_object_foreach (jenv, key, v) {
-		bool ok = key[0] && !(key[0] >= '0' && key[0] <= '9') && json_is_string(v);
-		for (const char *p = key; *p && ok; p++)
-			ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_';
+		bool ok = tool_env_name_valid(key) && json_is_string(v);
 		if (!ok || nenv == RUN_ENV_MAX) {
 			for (size_t i = 0; i < nenv; i++)
 				free(envbuf[i]);

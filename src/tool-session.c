@@ -35,10 +35,7 @@ static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	json_t *v;
 
 	json_object_foreach (o.env, key, v) {
-		bool ok = key[0] && !(key[0] >= '0' && key[0] <= '9');
-		for (const char *p = key; *p && ok; p++)
-			ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_';
-		if (!ok) {
+		if (!tool_env_name_valid(key)) {
 			err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 				"env name '%.60s' must be letters, digits and '_', not starting with a digit", key);
 			return tool_fail(res, &e);

@@ -201,3 +201,13 @@ int tool_session(struct tool_ctx *ctx, json_t *args, struct session **ret, struc
 	}
 	return 0;
 }
+
+bool tool_env_name_valid(const char *name)
+{
+	if (!name[0] || (name[0] >= '0' && name[0] <= '9'))
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
+			return false;
+	return true;
+}

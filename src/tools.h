@@ -86,6 +86,8 @@ int tool_fail(struct tool_result *res, const struct err *e);
  * on first use). On failure fills res with the error and returns -ENOENT.
  */
 int tool_session(struct tool_ctx *ctx, json_t *args, struct session **ret, struct tool_result *res);
+/* True for an environment variable name: letters, digits and '_', not starting with a digit. */
+bool tool_env_name_valid(const char *name);
 /* Sends notifications/progress when the client asked for it (progress only grows). */
 void tool_progress(struct tool_ctx *ctx, double progress, double total, const char *message);
 
