@@ -70,3 +70,41 @@ bool path_within(const char *dir, const char *path)
 		return path[0] == '/';
 	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
+
+int path_relative(const char *name, char *out, size_t outsz)
+{
+	size_t nl = strlen(name), o = 0;
+
+	if (nl == 0 || outsz < 1)
+		return -EINVAL;
+	if (nl > PATHSAFE_MAX)
+		return -ENAMETOOLONG;
+	if (name[0] == '/')
+		return -EXDEV;
+	for (size_t i = 0; i < nl; i++)
+		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+			return -EINVAL;
+	out[0] = '\0';
+	for (const char *p = name; *p;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		const char *c = p;
+		while (*p && *p != '/')
+			p++;
+		size_t n = (size_t)(p - c);
+		if (n == 1 && c[0] == '.')
+			continue;
+		if (n == 2 && c[0] == '.' && c[1] == '.')
+			return -EXDEV;
+		if (o + (o > 0) + n + 1 > outsz)
+			return -ENAMETOOLONG;
+		if (o > 0)
+			out[o++] = '/';
+		memcpy(out + o, c, n);
+		o += n;
+		out[o] = '\0';
+	}
+	return 0;
+}

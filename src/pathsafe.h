@@ -25,4 +25,13 @@ int path_resolve(const char *base, const char *path, char *out, size_t outsz);
 /* True when normalised path is dir itself or below it. */
 bool path_within(const char *dir, const char *path);
 
+/*
+ * Normalises a name taken from an untrusted archive into a relative path:
+ * "./" prefixes, "." and empty components and a trailing '/' go; "" (the
+ * archive's top directory) is allowed. Never climbs: 0, -EXDEV for an
+ * absolute name or a ".." component, -EINVAL for control bytes (or an empty
+ * name), -ENAMETOOLONG past outsz or PATHSAFE_MAX.
+ */
+int path_relative(const char *name, char *out, size_t outsz);
+
 #endif
