@@ -199,9 +199,13 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 	stream_demux_init(&demux);
 	buf_init(&pending, EXEC_READ_CHUNK + STREAM_HEADER_LEN);
 	(void)engine_stream_take_buffered(s, &pending);
-	size_t stdin_off = 0;
+	/* stdin: spec's bytes, or chunks pulled from on_stdin into `pulled` */
+	const char *in_p = spec->stdin_data;
+	size_t in_len = spec->stdin_len, in_off = 0;
+	bool in_end = !spec->on_stdin;
+	char *pulled = spec->on_stdin ? xmalloc(EXEC_READ_CHUNK) : NULL;
 	bool stdin_open = spec->attach_stdin;
-	if (stdin_open && spec->stdin_len == 0) {
+	if (stdin_open && in_end && spec->stdin_len == 0) {
 		engine_stream_close_write(s);
 		stdin_open = false;
 	}
@@ -261,10 +265,19 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 			res->cancelled = true;
 		}
 		if (stdin_open && (pfd[0].revents & POLLOUT)) {
-			ssize_t w = send(fd, spec->stdin_data + stdin_off, spec->stdin_len - stdin_off, MSG_NOSIGNAL);
+			if (!in_end && in_off == in_len) {
+				ssize_t k = spec->on_stdin(spec->arg, pulled, EXEC_READ_CHUNK);
+				if (k < 0)
+					res->stopped = true;
+				in_end = k <= 0;
+				in_p = pulled;
+				in_len = k > 0 ? (size_t)k : 0;
+				in_off = 0;
+			}
+			ssize_t w = in_off < in_len ? send(fd, in_p + in_off, in_len - in_off, MSG_NOSIGNAL) : 0;
 			if (w > 0)
-				stdin_off += (size_t)w;
-			if ((w < 0 && errno != EAGAIN && errno != EINTR) || stdin_off == spec->stdin_len) {
+				in_off += (size_t)w;
+			if ((w < 0 && errno != EAGAIN && errno != EINTR) || (in_end && in_off == in_len)) {
 				engine_stream_close_write(s);
 				stdin_open = false;
 			}
@@ -298,6 +311,7 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 out:
 	if (call)
 		call_disarm(call);
+	free(pulled);
 	buf_finish(&pending);
 	engine_stream_destroy(s);
 	close(wake[0]);

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "capture.h"
 #include "dispatch.h"
@@ -40,6 +41,12 @@ struct exec_spec {
 	const char *stdin_data;
 	size_t stdin_len;
 	bool attach_stdin;
+	/*
+	 * Or stdin pulled as it can be sent (attach_stdin set, stdin_data NULL):
+	 * fills p with up to n bytes and returns the count, 0 at the end, or < 0
+	 * to stop the exec (as on_data's nonzero return does).
+	 */
+	ssize_t (*on_stdin)(void *arg, char *p, size_t n);
 	int timeout_ms; /* 0: no deadline */
 	size_t cap;	/* bytes of each stream kept in the result */
 	exec_data_fn on_data; /* called before the chunk is added to the capture */
