@@ -34,6 +34,8 @@ struct run_state {
 static void wake_hook(void *arg);
 static int deliver(struct run_state *st, int stream, const char *p, size_t n);
 static int drain_simple(struct engine_stream *s, int timeout_ms);
+static int create_wrapped(struct engine *e, struct call *call, const char *container_id,
+			  const struct exec_spec *spec, char exec_id[ENGINE_ID_LEN + 1], struct err *err);
 
 static void wake_hook(void *arg)
 {
@@ -144,23 +146,10 @@ int exec_kill_group(struct engine *e, const char *container_id, const struct exe
 	return r;
 }
 
-int exec_run(struct engine *e, struct call *call, const char *container_id, const struct exec_spec *spec,
-	     struct exec_result *res, struct err *err)
+/* Creates the exec of spec behind the pid-reporting wrapper. 0 or -errno with err. */
+static int create_wrapped(struct engine *e, struct call *call, const char *container_id,
+			  const struct exec_spec *spec, char exec_id[ENGINE_ID_LEN + 1], struct err *err)
 {
-	char exec_id[ENGINE_ID_LEN + 1];
-	struct engine_stream *s = NULL;
-	struct run_state st = { .spec = spec, .res = res };
-	struct stream_demux demux;
-	struct buf pending;
-	int wake[2] = { -1, -1 };
-	int r;
-
-	memset(res, 0, sizeof(*res));
-	res->exit_code = -1;
-	capture_init(&res->out, spec->cap);
-	capture_init(&res->err, spec->cap);
-	int64_t t0 = now_ms();
-
 	json_t *cmd = json_pack("[s, s, s, s]", "/bin/sh", "-c", spec->shell_command ? exec_wrapper_sh : exec_wrapper,
 				"sandbox-mcp");
 	if (spec->shell_command)
@@ -179,9 +168,43 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 		json_object_set_new(cfg, "WorkingDir", json_string(spec->workdir));
 	if (spec->user)
 		json_object_set_new(cfg, "User", json_string(spec->user));
-	r = engine_exec_create(e, call, container_id, cfg, exec_id, err);
+	int r = engine_exec_create(e, call, container_id, cfg, exec_id, err);
 	json_decref(cfg);
-	if (r < 0)
+	return r;
+}
+
+int exec_start(struct engine *e, struct call *call, const char *container_id, const struct exec_spec *spec,
+	       char ret_exec_id[ENGINE_ID_LEN + 1], struct engine_stream **ret, struct err *err)
+{
+	char exec_id[ENGINE_ID_LEN + 1];
+	int r;
+
+	if ((r = create_wrapped(e, call, container_id, spec, exec_id, err)) < 0)
+		return r;
+	if ((r = engine_exec_start(e, call, exec_id, ret, err)) < 0)
+		return r;
+	memcpy(ret_exec_id, exec_id, sizeof(exec_id));
+	return 0;
+}
+
+int exec_run(struct engine *e, struct call *call, const char *container_id, const struct exec_spec *spec,
+	     struct exec_result *res, struct err *err)
+{
+	char exec_id[ENGINE_ID_LEN + 1];
+	struct engine_stream *s = NULL;
+	struct run_state st = { .spec = spec, .res = res };
+	struct stream_demux demux;
+	struct buf pending;
+	int wake[2] = { -1, -1 };
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	capture_init(&res->out, spec->cap);
+	capture_init(&res->err, spec->cap);
+	int64_t t0 = now_ms();
+
+	if ((r = create_wrapped(e, call, container_id, spec, exec_id, err)) < 0)
 		return r;
 	if ((r = engine_exec_start(e, call, exec_id, &s, err)) < 0)
 		return r;

@@ -76,6 +76,16 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 void exec_result_finish(struct exec_result *res);
 
 /*
+ * Starts spec behind the same pid-reporting wrapper and hands the stream
+ * over instead of running it: the first line on stderr is the process (and
+ * group) id, then the process's own output follows. Only argv/shell_command,
+ * env, workdir, user and attach_stdin are used. 0 with *ret (destroy it with
+ * engine_stream_destroy) and ret_exec_id, or -errno with err.
+ */
+int exec_start(struct engine *e, struct call *call, const char *container_id, const struct exec_spec *spec,
+	       char ret_exec_id[ENGINE_ID_LEN + 1], struct engine_stream **ret, struct err *err);
+
+/*
  * Kills process group pid in the container (a second exec as spec->user); if
  * that exec cannot run, restarts the container and sets res->restarted.
  * 0 or -errno.

@@ -6,7 +6,7 @@
  *
  *	[type, 1 byte][size, 4 bytes big-endian]  payload (size bytes)
  *
- * server -> driver: 'c' a cell to run (JSON {cell, code, workspace}),
+ * server -> driver: 'c' a cell to run (JSON {cell, code, workspace, cap}),
  *                   'i' interrupt cell N (its number in ASCII).
  * driver -> server: 'h' ready (JSON {python, pid}), 'o' / 'e' a chunk of the
  *                   cell's stdout / stderr, 'f' a PNG figure, 'r' the cell's

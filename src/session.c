@@ -21,6 +21,7 @@
 
 #include "buildconf.h"
 #include "log.h"
+#include "pyrepl.h"
 #include "session.h"
 #include "tar.h"
 
@@ -268,6 +269,7 @@ static void session_free(struct session *s)
 	if (!s)
 		return;
 	json_decref(s->warnings);
+	pyrepl_destroy(s->repl);
 	free(s);
 }
 

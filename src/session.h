@@ -27,6 +27,7 @@
 /* Label prefix on everything the server creates. */
 #define SESSION_LABEL "io.sandbox-mcp"
 
+struct pyrepl;
 struct session_mgr;
 
 struct session {
@@ -50,6 +51,8 @@ struct session {
 	bool closed;
 	bool adopted;	   /* found at start (persistent), not created by us */
 	json_t *warnings;  /* engine warnings at create */
+	/* run_python's interpreter (pyrepl.h), started on first use; used only by calls on this session */
+	struct pyrepl *repl;
 };
 
 struct session_opts {

@@ -96,6 +96,7 @@ extern const struct tool_entry tool_session_create_entry;
 extern const struct tool_entry tool_session_list_entry;
 extern const struct tool_entry tool_session_close_entry;
 extern const struct tool_entry tool_run_command_entry;
+extern const struct tool_entry tool_run_python_entry;
 extern const struct tool_entry tool_env_info_entry;
 
 #endif

@@ -1,0 +1,373 @@
+/*
+ * tool-python.c - run_python: Python in the session's long-lived interpreter
+ * (pyrepl.h), so variables, imports and functions survive between calls.
+ *
+ * The result is content only, never structuredContent (and the tool declares
+ * no outputSchema): figures come back as image blocks, and Claude Code drops
+ * images from results that carry structuredContent.  Failures of the tool
+ * itself (no python3 in the image, a timeout, a cancelled call) are isError
+ * results; an exception raised by the code is a normal result showing its
+ * traceback, as a non-zero exit code is for run_command.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base64.h"
+#include "log.h"
+#include "pyrepl.h"
+#include "tools.h"
+
+/* Progress notifications: at most this often while output flows, and this often when quiet. */
+#define PY_PROGRESS_MIN_MS 250
+#define PY_PROGRESS_EVERY_MS 2000
+/* Changed files listed in the text. */
+#define PY_FILES_SHOWN 50
+
+struct py_ctx {
+	struct tool_ctx *ctx;
+	int64_t started_ms, last_progress_ms;
+	char last_line[160];
+};
+
+static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+static void on_output(void *arg, int stream, const char *p, size_t n);
+static void on_tick(void *arg);
+static int start(struct tool_ctx *ctx, struct session *s, struct pyrepl **ret, struct tool_result *res);
+static void add_output(struct tool_result *res, const char *label, const struct capture *c);
+static void add_image(struct tool_result *res, const struct buf *png);
+static void add_files(struct tool_result *res, json_t *files, bool incomplete);
+static void add_outcome(struct tool_result *res, const struct session *s, const struct pyrepl_result *pr,
+			int timeout_s);
+
+static void on_output(void *arg, int stream, const char *p, size_t n)
+{
+	struct py_ctx *pc = arg;
+
+	if (!pc->ctx->progress_token)
+		return;
+	const char *end = p + n;
+	while (end > p && (end[-1] == '\n' || end[-1] == '\r'))
+		end--;
+	const char *begin = end;
+	while (begin > p && begin[-1] != '\n')
+		begin--;
+	if (end > begin)
+		snprintf(pc->last_line, sizeof(pc->last_line), "%.*s", (int)(end - begin), begin);
+	on_tick(pc);
+}
+
+static void on_tick(void *arg)
+{
+	struct py_ctx *pc = arg;
+	int64_t now = now_ms();
+
+	if (!pc->ctx->progress_token ||
+	    now - pc->last_progress_ms < (pc->last_line[0] ? PY_PROGRESS_MIN_MS : PY_PROGRESS_EVERY_MS))
+		return;
+	pc->last_progress_ms = now;
+	char msg[200];
+	double secs = (double)(now - pc->started_ms) / 1000.0;
+	snprintf(msg, sizeof(msg), "%.1f s%s%s", secs, pc->last_line[0] ? ": " : "", pc->last_line);
+	pc->last_line[0] = '\0';
+	tool_progress(pc->ctx, secs, 0, msg);
+}
+
+/* Starts an interpreter for s; on failure fills res and returns -errno. */
+static int start(struct tool_ctx *ctx, struct session *s, struct pyrepl **ret, struct tool_result *res)
+{
+	struct pyrepl_opts o = { .container_id = s->container, .user = s->user, .workdir = ctx->svc->cfg->workspace };
+	struct err e;
+	int r;
+
+	err_clear(&e);
+	if ((r = pyrepl_start(ctx->svc->engine, ctx->call, &o, ret, &e)) == 0)
+		return 0;
+	if (e.code == ERRCODE_PYTHON_NOT_FOUND) {
+		char why[ERR_MSG_MAX];
+		snprintf(why, sizeof(why), "%s", e.msg);
+		err_set(&e, ERRCODE_PYTHON_NOT_FOUND, r,
+			"session %s runs image %s: %.200s. run_python needs python3 in the image: session_create a "
+			"session from %s (or another image with Python, e.g. python:3.12-slim) and pass its "
+			"session_id. run_command works in any image.",
+			s->id, s->image, why, ctx->svc->cfg->image);
+	} else if (e.code == ERRCODE_SESSION_NOT_FOUND) {
+		session_forget(ctx->svc->sessions, s);
+		err_set(&e, ERRCODE_SESSION_NOT_FOUND, r,
+			"the container of session %s is gone (removed or stopped outside sandbox-mcp); the session "
+			"was dropped: run again without session_id, or session_create a new one",
+			s->id);
+	}
+	tool_fail(res, &e);
+	return r;
+}
+
+/* A text block of label and the kept output, NUL bytes and all (tool_text would stop at one). */
+static void add_output(struct tool_result *res, const char *label, const struct capture *c)
+{
+	struct buf t;
+
+	if (c->total == 0)
+		return;
+	buf_init(&t, SIZE_MAX);
+	(void)buf_append_str(&t, label);
+	capture_render(c, &t);
+	json_array_append_new(res->content, json_pack("{s:s, s:o}", "type", "text", "text", json_string_lossy(t.data, t.len)));
+	buf_finish(&t);
+}
+
+static void add_image(struct tool_result *res, const struct buf *png)
+{
+	if (png->len < 8 || memcmp(png->data, "\x89PNG\r\n\x1a\n", 8) != 0)
+		return;
+	size_t n = base64_encoded_len(png->len);
+	char *b64 = xmalloc(n + 1);
+	base64_encode(png->data, png->len, b64);
+	json_array_append_new(res->content,
+			      json_pack("{s:s, s:s%, s:s}", "type", "image", "data", b64, n, "mimeType", "image/png"));
+	free(b64);
+}
+
+static void add_files(struct tool_result *res, json_t *files, bool incomplete)
+{
+	struct buf t;
+	size_t i;
+	json_t *f;
+
+	if (!json_array_size(files))
+		return;
+	buf_init(&t, SIZE_MAX);
+	buf_printf(&t, "Files changed in the workspace:");
+	json_array_foreach (files, i, f) {
+		if (i == PY_FILES_SHOWN) {
+			buf_printf(&t, "\n  ... and %zu more", json_array_size(files) - i);
+			break;
+		}
+		const char *change = json_string_value(json_object_get(f, "change"));
+		const char *path = json_string_value(json_object_get(f, "path"));
+		json_t *size = json_object_get(f, "size");
+		buf_printf(&t, "\n  %s %s", change ? change : "?", path ? path : "?");
+		if (json_is_integer(size))
+			buf_printf(&t, " (%lld bytes)", (long long)json_integer_value(size));
+	}
+	if (incomplete)
+		buf_printf(&t, "\n  (the workspace is large: the list may be incomplete)");
+	tool_text(res, "%s", t.data);
+	buf_finish(&t);
+}
+
+/* The error notice for a cell that did not end normally (none when it did). */
+static void add_outcome(struct tool_result *res, const struct session *s, const struct pyrepl_result *pr,
+			int timeout_s)
+{
+	const char *etype = json_string_value(json_object_get(json_object_get(pr->result, "error"), "type"));
+	bool kbi = etype && strcmp(etype, "KeyboardInterrupt") == 0;
+	const char *why = pr->cancelled ? "the call was cancelled" : NULL;
+	char limit[96];
+	enum errcode code = pr->cancelled ? ERRCODE_CANCELLED : ERRCODE_TIMEOUT;
+	char msg[ERR_MSG_MAX];
+
+	snprintf(limit, sizeof(limit), "the code ran past its %d s limit", timeout_s);
+	if (!why)
+		why = limit;
+	if (pr->killed) {
+		snprintf(msg, sizeof(msg),
+			 "%s and did not stop on an interrupt (SIGINT) within %d s, so the interpreter was killed%s: "
+			 "its state was lost (variables, imports, functions). The next run_python call starts a fresh "
+			 "interpreter; the session and its files are fine.%s",
+			 why, PYREPL_INTERRUPT_GRACE_MS / 1000,
+			 pr->restarted ? " (the session's container had to be restarted: running processes and /tmp "
+					 "were lost too)"
+				       : "",
+			 pr->cancelled ? "" : " Pass a larger timeout_s for long jobs.");
+	} else if (pr->lost && pr->exit_code == 137) {
+		code = ERRCODE_OUT_OF_MEMORY;
+		snprintf(msg, sizeof(msg),
+			 "the interpreter was killed (SIGKILL, exit 137), almost certainly by the kernel for using "
+			 "more than the session's %llu MB memory limit: its state was lost. Use less memory, or "
+			 "session_create with a larger memory_mb; the next run_python call starts a fresh interpreter.",
+			 (unsigned long long)s->memory_mb);
+	} else if (pr->lost) {
+		/* it ended on its own (os._exit, a crash): say so, but the code asked for it */
+		char status[32] = "";
+		if (pr->exit_code >= 0)
+			snprintf(status, sizeof(status), " with exit code %d", pr->exit_code);
+		tool_text(res,
+			  "The interpreter exited%s while running this code (os._exit, a crash?): its state was lost. "
+			  "The next run_python call starts a fresh one.%s%.600s",
+			  status, pr->diag[0] ? "\n" : "", pr->diag);
+		return;
+	} else if (pr->interrupted && (kbi || !pr->result)) {
+		snprintf(msg, sizeof(msg),
+			 "%s and was interrupted (KeyboardInterrupt); the interpreter's state was kept: variables "
+			 "defined before are still there.%s",
+			 why, pr->cancelled ? "" : " Pass a larger timeout_s for long jobs.");
+	} else {
+		return;
+	}
+	res->is_error = true;
+	tool_text(res, "Error (%s): %s", errcode_name(code), msg);
+	tool_structured(res, json_pack("{s:{s:s, s:s}}", "error", "code", errcode_name(code), "message", msg));
+}
+
+static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	const struct config *cfg = ctx->svc->cfg;
+	json_t *jcode = json_object_get(args, "code");
+	json_int_t timeout_s = json_integer_value(json_object_get(args, "timeout_s"));
+	bool fresh = json_is_true(json_object_get(args, "fresh"));
+	struct session *s;
+	struct pyrepl *p = NULL;
+	struct err e;
+	bool started = false, replaced = false;
+	int r;
+
+	err_clear(&e);
+	if (json_string_length(jcode) > cfg->max_code_bytes) {
+		err_set(&e, ERRCODE_TOO_LARGE, -E2BIG,
+			"code is %zu bytes, over the %llu-byte limit (SANDBOX_MAX_CODE_BYTES): write it to a .py file "
+			"with file_write and run it with exec(open(path).read()) or import it",
+			json_string_length(jcode), (unsigned long long)cfg->max_code_bytes);
+		return tool_fail(res, &e);
+	}
+	if (tool_session(ctx, args, &s, res) < 0)
+		return 0;
+
+	if (!fresh && s->repl && !pyrepl_alive(s->repl)) {
+		/* died between calls (the container was restarted, a background thread exited it) */
+		pyrepl_destroy(s->repl);
+		s->repl = NULL;
+		replaced = true;
+	}
+	p = fresh ? NULL : s->repl;
+	if (!p) {
+		if (start(ctx, s, &p, res) < 0) {
+			session_put(ctx->svc->sessions, s);
+			return 0;
+		}
+		started = true;
+		if (!fresh)
+			s->repl = p;
+	}
+
+	struct py_ctx pc = { .ctx = ctx, .started_ms = now_ms() };
+	pc.last_progress_ms = pc.started_ms;
+	int tmo = (int)(timeout_s > 0 ? (uint64_t)timeout_s : cfg->timeout_s);
+	struct pyrepl_request req = {
+		.code = json_string_value(jcode),
+		.code_len = json_string_length(jcode),
+		.timeout_ms = tmo * 1000,
+		.cap = cfg->output_bytes,
+		.on_output = on_output,
+		.on_tick = on_tick,
+		.arg = &pc,
+	};
+	struct pyrepl_result pr;
+	r = pyrepl_run(p, ctx->call, &req, &pr, &e);
+	if (r == -EPIPE && !started && !fresh) {
+		/* it was gone before the cell reached it: nothing ran, so run it in a new one */
+		pyrepl_result_finish(&pr);
+		pyrepl_destroy(p);
+		s->repl = p = NULL;
+		replaced = true;
+		if (start(ctx, s, &p, res) < 0) {
+			session_put(ctx->svc->sessions, s);
+			return 0;
+		}
+		started = true;
+		s->repl = p;
+		r = pyrepl_run(p, ctx->call, &req, &pr, &e);
+	}
+	int64_t start_ms = pyrepl_start_ms(p);
+	char python[32];
+	snprintf(python, sizeof(python), "%s", pyrepl_python_version(p));
+	if (fresh || pr.lost || r < 0) {
+		if (fresh && !pr.lost)
+			pyrepl_destroy(p); /* EOF ends the driver */
+		else
+			pyrepl_kill(p);
+		if (!fresh)
+			s->repl = NULL;
+	}
+	if (r < 0) {
+		pyrepl_result_finish(&pr);
+		session_put(ctx->svc->sessions, s);
+		return tool_fail(res, &e);
+	}
+
+	add_outcome(res, s, &pr, tmo);
+	if (replaced)
+		tool_text(res, "Note: this session's previous Python interpreter had exited (e.g. its container was "
+			       "restarted), so the code ran in a new one: variables from earlier calls are gone.");
+	add_output(res, "stdout:\n", &pr.out);
+	add_output(res, "stderr:\n", &pr.err);
+
+	json_t *jerr = json_object_get(pr.result, "error");
+	const char *tb = json_string_value(json_object_get(jerr, "traceback"));
+	const char *etype = json_string_value(json_object_get(jerr, "type"));
+	if (jerr)
+		tool_text(res, "%s", tb && tb[0] ? tb : etype ? etype : "error");
+	const char *value = json_string_value(json_object_get(pr.result, "value"));
+	if (value)
+		tool_text(res, "Out[%u]: %s", pr.cell, value);
+	for (size_t i = 0; i < pr.nfigures; i++)
+		add_image(res, &pr.figures[i]);
+	size_t dropped = pr.figures_dropped + (size_t)json_integer_value(json_object_get(pr.result, "figures_dropped"));
+	if (dropped)
+		tool_text(res, "%zu more figure%s not returned (at most %d per call, %u MB each): save them with "
+			       "savefig and read the files instead.",
+			  dropped, dropped == 1 ? " was" : "s were", PYREPL_FIGURES_MAX, PYREPL_FIGURE_MAX >> 20);
+	json_t *saved = json_object_get(pr.result, "output_files");
+	const char *skey;
+	json_t *spath;
+	json_object_foreach (saved, skey, spath)
+		if (json_is_string(spath))
+			tool_text(res, "The full %s (%llu bytes) is saved at %s", skey,
+				  (unsigned long long)(strcmp(skey, "stdout") == 0 ? pr.out.total : pr.err.total),
+				  json_string_value(spath));
+	add_files(res, json_object_get(pr.result, "files"),
+		  json_is_true(json_object_get(pr.result, "files_incomplete")));
+
+	char started_note[64] = "";
+	if (started)
+		snprintf(started_note, sizeof(started_note), ", new interpreter started in %lld ms",
+			 (long long)start_ms);
+	tool_text(res, "[session %s, %scell %u, python %s, %lld ms%s%s%s]", s->id, fresh ? "fresh interpreter, " : "",
+		  pr.cell, python, (long long)pr.duration_ms, started_note, pr.timed_out ? ", timed out" : "",
+		  pr.result || pr.lost ? "" : ", no result");
+	pyrepl_result_finish(&pr);
+	session_put(ctx->svc->sessions, s);
+	return 0;
+}
+
+const struct tool_entry tool_run_python_entry = {
+	.name = "run_python",
+	.title = "Run Python",
+	.description =
+		"Run Python code in the session's persistent interpreter (like a Jupyter kernel): variables, "
+		"imports and functions survive between calls. Returns stdout, stderr, the value of the last "
+		"expression (Out[n]), the traceback if the code raised, open matplotlib figures as PNG images "
+		"(call plt.show() or just leave them open), and the workspace files the code created or changed. "
+		"The working directory is /workspace. numpy, pandas and matplotlib are in the default image; "
+		"pip_install or run_command 'pip install' adds more. Past timeout_s the code gets a "
+		"KeyboardInterrupt (state kept); if it does not stop, the interpreter is restarted (state lost). "
+		"fresh: true runs the code in a new, throw-away interpreter instead.",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"code\"],\"properties\":{"
+		"\"code\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Python source (several statements; "
+		"the value of a final expression is returned)\"},"
+		"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name "
+		"(default: the default session)\"},"
+		"\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"Interrupt the "
+		"code after this many seconds (default 60)\"},"
+		"\"fresh\":{\"type\":\"boolean\",\"description\":\"Run in a new one-off interpreter, leaving the "
+		"session's persistent one untouched\"}}}",
+	.output_schema = NULL,
+	.group = TOOL_GROUP_RUN,
+	.read_only = false,
+	.destructive = true,
+	.idempotent = false,
+	.open_world = false,
+	.per_session = true,
+	.handler = run_python,
+};
