@@ -75,6 +75,7 @@ static int process(struct pyrepl *p, struct pyrepl_result *res);
 static int frames(struct pyrepl *p, struct slice data, struct pyrepl_result *res);
 static int piece(struct pyrepl *p, const struct repl_piece *pc, struct pyrepl_result *res);
 static void stderr_data(struct pyrepl *p, struct slice data);
+static void diag_add(struct pyrepl *p, const char *c, size_t n);
 static int finish_frame(struct pyrepl *p, int type, struct pyrepl_result *res);
 static bool kill_group(struct pyrepl *p);
 static void copy_diag(const struct pyrepl *p, char *out, size_t outsz);
@@ -127,6 +128,11 @@ static void stderr_data(struct pyrepl *p, struct slice data)
 			p->pid_done = true;
 		}
 	}
+	diag_add(p, c, n);
+}
+
+static void diag_add(struct pyrepl *p, const char *c, size_t n)
+{
 	size_t room = sizeof(p->diag) - 1 - p->diag_len;
 	if (n > room)
 		n = room;
@@ -188,8 +194,10 @@ static int piece(struct pyrepl *p, const struct repl_piece *pc, struct pyrepl_re
 	case REPL_FIGURE:
 		if (pc->first) {
 			p->fig_slot = -1;
-			if (res && res->nfigures < PYREPL_FIGURES_MAX && pc->size <= PYREPL_FIGURE_MAX) {
+			if (res && res->nfigures < PYREPL_FIGURES_MAX && pc->size <= PYREPL_FIGURE_MAX &&
+			    res->figures_bytes + pc->size <= PYREPL_FIGURES_TOTAL_MAX) {
 				p->fig_slot = (int)res->nfigures;
+				res->figures_bytes += pc->size;
 				buf_init(&res->figures[p->fig_slot], PYREPL_FIGURE_MAX);
 			} else if (res) {
 				res->figures_dropped++;
@@ -223,8 +231,10 @@ static int frames(struct pyrepl *p, struct slice data, struct pyrepl_result *res
 		size_t used = 0;
 		struct repl_piece pc;
 		int r = repl_frame_feed(&p->frame, data.p + off, data.n - off, &used, &pc);
-		if (r == -1)
+		if (r == -1) {
+			diag_add(p, data.p + off, data.n - off);
 			return -EPROTO;
+		}
 		off += used;
 		if (r == -2)
 			break;
@@ -363,17 +373,24 @@ int pyrepl_start(struct engine *e, struct call *call, const struct pyrepl_opts *
 	for (;;) {
 		if (process(p, NULL) < 0) {
 			kill_group(p);
-			r = err_set(err, ERRCODE_PYTHON_NOT_FOUND, -EPROTO,
-				    "python3 in this image printed something else than the driver's frames before it "
-				    "was ready (a sitecustomize writing to stdout?): %.200s",
-				    p->diag);
+			if (strstr(p->diag, "OCI runtime"))
+				r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "the session could not start python3: %.300s",
+					    p->diag);
+			else
+				r = err_set(err, ERRCODE_PYTHON_NOT_FOUND, -EPROTO,
+					    "python3 in this image printed something else than the driver's frames "
+					    "before it was ready (a sitecustomize writing to stdout?): %.200s",
+					    p->diag);
 			break;
 		}
 		if (p->ready)
 			break;
 		if (p->eof) {
 			int code = wait_exit(p);
-			if (code == 127 || code == 126 || strstr(p->diag, "not found"))
+			if (strstr(p->diag, "OCI runtime"))
+				r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "the session could not start python3: %.300s",
+					    p->diag);
+			else if (code == 127 || code == 126 || strstr(p->diag, "not found"))
 				r = err_set(err, ERRCODE_PYTHON_NOT_FOUND, -ENOENT, "this session's image has no python3");
 			else
 				r = err_set(err, ERRCODE_PYTHON_NOT_FOUND, -ENOEXEC,

@@ -34,9 +34,10 @@
 #define PYREPL_INTERRUPT_GRACE_MS 2000
 /* Largest result frame accepted (the driver caps what it puts in). */
 #define PYREPL_RESULT_MAX (4u << 20)
-/* Largest figure kept, and figures kept per cell. */
-#define PYREPL_FIGURE_MAX (8u << 20)
+/* Largest figure kept, figures kept per cell, and their bytes together. */
+#define PYREPL_FIGURE_MAX (4u << 20)
 #define PYREPL_FIGURES_MAX 8
+#define PYREPL_FIGURES_TOTAL_MAX (12u << 20)
 /* The driver's own stderr kept for error messages. */
 #define PYREPL_DIAG_MAX 2048
 /* Socket bytes read per call, and at most buffered while idle. */
@@ -70,7 +71,8 @@ struct pyrepl_result {
 	json_t *result; /* the driver's result object; NULL when the cell never finished */
 	struct buf figures[PYREPL_FIGURES_MAX]; /* PNG bytes */
 	size_t nfigures;
-	size_t figures_dropped; /* past the count or size cap */
+	size_t figures_dropped; /* past the count or size caps */
+	size_t figures_bytes;
 	bool timed_out;
 	bool cancelled;
 	bool interrupted; /* the interrupt was sent */

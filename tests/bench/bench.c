@@ -7,6 +7,8 @@
  *   run_command `true`, warm       vs  raw Engine API exec floor (create +
  *                                      hijacked start + inspect, keep-alive)
  *                                  vs  `docker exec <ctr> true` (the CLI)
+ *   run_python interpreter start   vs  raw API exec floor
+ *   run_python `1+1`, warm         vs  `docker exec <ctr> python3 -c 1+1` (the CLI)
  *   session_create to ready        vs  raw API create + start of that image
  *   server RSS with 10 sessions
  *
@@ -14,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,6 +254,39 @@ int main(int argc, char **argv)
 	double cli_ms = median(v, cli_rounds);
 	row("run_command true, warm (median)", run_true, "ms", "raw API exec floor (median)", floor_ms);
 	row("run_command true, warm (median)", run_true, "ms", "docker exec CLI (median)", cli_ms);
+
+	/* 3b. run_python: interpreter start (a fresh one each time), then 1+1 warm */
+	int n10 = rounds < 10 ? rounds : 10;
+	int got = 0;
+	for (int i = 0; i < n10; i++) {
+		/* apart, as a first use is: back to back, the last one's exit competes for the CPU */
+		poll(NULL, 0, 300);
+		char *pr = server_call(&s, 40000 + i, "tools/call",
+				       "{\"name\":\"run_python\",\"arguments\":{\"code\":\"1+1\",\"fresh\":true}}");
+		char *m = strstr(pr, "new interpreter started in ");
+		if (m)
+			v[got++] = atof(m + strlen("new interpreter started in "));
+		free(pr);
+	}
+	if (got)
+		row("run_python interpreter start (median)", median(v, got), "ms", "raw API exec floor (median)",
+		    floor_ms);
+	else
+		printf("run_python: not available in this build\n");
+	free(server_call(&s, 41000, "tools/call", "{\"name\":\"run_python\",\"arguments\":{\"code\":\"1+1\"}}"));
+	for (int i = 0; got && i < rounds; i++) {
+		int64_t t0 = now_us();
+		free(server_call(&s, 42000 + i, "tools/call",
+				 "{\"name\":\"run_python\",\"arguments\":{\"code\":\"1+1\"}}"));
+		v[i] = (double)(now_us() - t0) / 1000.0;
+	}
+	for (int i = 0; got && i < cli_rounds; i++) {
+		char *dv[] = { "docker", "exec", container, "python3", "-c", "1+1", NULL };
+		a[i] = run_cli(dv);
+	}
+	if (got)
+		row("run_python 1+1, warm (median)", median(v, rounds), "ms", "docker exec python3 -c 1+1 (median)",
+		    median(a, cli_rounds));
 
 	/* 4. session_create vs raw create + start */
 	int n5 = rounds < 5 ? rounds : 5;
