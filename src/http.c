@@ -24,7 +24,9 @@ enum body_mode {
 struct http_conn {
 	int fd;
 	int timeout_ms;
-	struct buf rbuf; /* unread bytes from the socket */
+	int64_t deadline; /* now_ms() by which the response must be in; 0: none */
+	bool answering;	  /* some of the response came */
+	struct buf rbuf;  /* unread bytes from the socket */
 	bool dead;	 /* framing error, reset or close: do not reuse */
 	bool keep_alive; /* the response allowed reuse */
 	enum body_mode mode;
@@ -109,6 +111,8 @@ int http_request_send(struct http_conn *c, const char *method, const char *targe
 		if (n < 0 || (size_t)n >= sizeof(head))
 			return err_set(err, ERRCODE_INTERNAL, -E2BIG, "request head too long");
 	}
+	c->deadline = now_ms() + c->timeout_ms;
+	c->answering = false;
 	int r = write_full(c->fd, head, (size_t)n);
 	if (r == 0 && body_len)
 		r = write_full(c->fd, body, body_len);
@@ -130,15 +134,23 @@ static int fill(struct http_conn *c, struct err *err)
 		return err_set(err, ERRCODE_ENGINE_ERROR, -EMSGSIZE, "the Docker engine sent an oversized response head");
 	}
 	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-	do
-		r = poll(&pfd, 1, c->timeout_ms);
-	while (r < 0 && errno == EINTR);
+	int64_t left;
+	do {
+		/* a peer that trickles bytes still has to finish by the deadline */
+		left = c->deadline ? c->deadline - now_ms() : c->timeout_ms;
+		if (left > c->timeout_ms)
+			left = c->timeout_ms;
+		r = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+	} while (r < 0 && errno == EINTR);
 	if (r < 0) {
 		c->dead = true;
 		return err_set(err, ERRCODE_ENGINE_ERROR, -errno, "poll: %s", strerror(errno));
 	}
 	if (r == 0) {
 		c->dead = true;
+		if (c->answering) /* bytes came, too slowly */
+			return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT,
+				       "the Docker engine did not finish its answer within %d ms", c->timeout_ms);
 		return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT,
 			       "the Docker engine did not answer within %d ms", c->timeout_ms);
 	}
@@ -156,6 +168,7 @@ static int fill(struct http_conn *c, struct err *err)
 		return -EPIPE;
 	}
 	buf_commit(&c->rbuf, (size_t)got);
+	c->answering = true;
 	return 0;
 }
 

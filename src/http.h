@@ -4,7 +4,9 @@
  * One request at a time per connection.  Bodies are streamed: the caller
  * reads them with http_body_read (or collects them, capped, with
  * http_body_read_all), whatever the framing (Content-Length, chunked, or to
- * EOF).  Every read waits at most timeout_ms; a cancel hook may shutdown()
+ * EOF).  Every read waits at most timeout_ms, and the whole response (head
+ * and body) must arrive within timeout_ms of its request, so a peer that
+ * trickles bytes cannot hold a call forever; a cancel hook may shutdown()
  * the socket from another thread to abort a blocked call at once.
  */
 #ifndef HTTP_H
