@@ -31,6 +31,7 @@ struct engine_stream {
 };
 
 static void abort_conn(void *arg);
+static int engine_hint(struct err *err, int r);
 static void engine_error_message(int status, const json_t *j, struct err *err);
 static int conn_get(struct engine *e, struct http_conn **ret, bool *ret_reused, struct err *err);
 static void conn_put(struct engine *e, struct http_conn *c);
@@ -78,6 +79,33 @@ const char *engine_api_version(struct engine *e)
 static void abort_conn(void *arg)
 {
 	http_conn_abort(arg);
+}
+
+/*
+ * Appends what to do to an engine failure whose message does not say it yet
+ * (a reset, a malformed or oversized answer, a stall, an error status).
+ * Returns r.
+ */
+static int engine_hint(struct err *err, int r)
+{
+	const char *hint;
+
+	if (!err || strstr(err->msg, "docker info") || strstr(err->msg, "doctor") || strstr(err->msg, "DOCKER_HOST"))
+		return r;
+	switch (err->code) {
+	case ERRCODE_TIMEOUT:
+		hint = "the engine may be overloaded or hung: check it with `docker info`, then try again";
+		break;
+	case ERRCODE_DOCKER_UNAVAILABLE:
+	case ERRCODE_ENGINE_ERROR:
+		hint = "try again; if it keeps failing, check the engine with `docker info` (or `sandbox-mcp doctor`)";
+		break;
+	default:
+		return r;
+	}
+	size_t n = strlen(err->msg);
+	snprintf(err->msg + n, sizeof(err->msg) - n, "; %s", hint);
+	return r;
 }
 
 static void engine_error_message(int status, const json_t *j, struct err *err)
@@ -171,7 +199,10 @@ static int roundtrip(struct engine *e, struct call *call, const char *method, co
 	}
 	if (r < 0) {
 		buf_finish(&out);
-		return r;
+		/* the cap on what is kept is the engine's fault here, not the caller's input */
+		if (r == -EMSGSIZE && err && err->code == ERRCODE_TOO_LARGE)
+			err->code = ERRCODE_ENGINE_ERROR;
+		return engine_hint(err, r);
 	}
 
 	json_t *j = NULL;
@@ -180,8 +211,8 @@ static int roundtrip(struct engine *e, struct call *call, const char *method, co
 		j = json_loadb(out.data, out.len, JSON_DECODE_ANY, &jerr);
 		if (!j && resp.status < 400) {
 			buf_finish(&out);
-			return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
-				       "the Docker engine sent invalid JSON for %s %s", method, target);
+			return engine_hint(err, err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
+							"the Docker engine sent invalid JSON for %s %s", method, target));
 		}
 	}
 	if (ret_status)
@@ -189,13 +220,16 @@ static int roundtrip(struct engine *e, struct call *call, const char *method, co
 	if (resp.status >= 400) {
 		if (!j && out.len > 0) {
 			/* non-JSON error bodies: quote the start of the text */
-			json_t *m = json_stringn(out.data, out.len > 300 ? 300 : out.len);
+			size_t n = out.len > 300 ? 300 : out.len;
+			while (n > 0 && (out.data[n - 1] == '\n' || out.data[n - 1] == '\r' || out.data[n - 1] == ' '))
+				n--;
+			json_t *m = json_stringn(out.data, n);
 			j = json_pack("{s:o}", "message", m ? m : json_string("(an unreadable error body)"));
 		}
 		engine_error_message(resp.status, j, err);
 		buf_finish(&out);
 		json_decref(j);
-		return -EIO;
+		return engine_hint(err, -EIO);
 	}
 	buf_finish(&out);
 	if (ret_json)
@@ -307,7 +341,8 @@ int engine_version(struct engine *e, struct call *call, struct engine_version *r
 		return r;
 	if (!json_is_object(j)) {
 		json_decref(j);
-		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "GET /version did not return a JSON object");
+		return engine_hint(err, err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
+						"GET /version did not return a JSON object"));
 	}
 	memset(ret, 0, sizeof(*ret));
 	const char *s;
@@ -355,7 +390,8 @@ int engine_container_create(struct engine *e, struct call *call, json_t *body, c
 	const char *id = json_string_value(json_object_get(j, "Id"));
 	if (!engine_id_valid(id)) {
 		json_decref(j);
-		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "container create returned no valid id");
+		return engine_hint(err, err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
+						"container create returned no valid id"));
 	}
 	memcpy(ret_id, id, ENGINE_ID_LEN + 1);
 	if (ret_warnings) {
@@ -433,7 +469,7 @@ int engine_container_list(struct engine *e, struct call *call, const char *label
 		return r;
 	if (!json_is_array(j)) {
 		json_decref(j);
-		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "container list is not an array");
+		return engine_hint(err, err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "container list is not an array"));
 	}
 	*ret_json = j;
 	return 0;
@@ -468,7 +504,7 @@ int engine_exec_create(struct engine *e, struct call *call, const char *containe
 	const char *id = json_string_value(json_object_get(j, "Id"));
 	if (!engine_id_valid(id)) {
 		json_decref(j);
-		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "exec create returned no valid id");
+		return engine_hint(err, err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "exec create returned no valid id"));
 	}
 	memcpy(ret_id, id, ENGINE_ID_LEN + 1);
 	json_decref(j);
@@ -503,7 +539,7 @@ int engine_exec_start(struct engine *e, struct call *call, const char *exec_id, 
 		call_disarm(call);
 	if (r < 0) {
 		http_conn_destroy(conn);
-		return r;
+		return engine_hint(err, r);
 	}
 	if (resp.status != 101 && resp.status != 200) {
 		struct buf out;
@@ -517,7 +553,7 @@ int engine_exec_start(struct engine *e, struct call *call, const char *exec_id, 
 		json_decref(j);
 		buf_finish(&out);
 		http_conn_destroy(conn);
-		return -EIO;
+		return engine_hint(err, -EIO);
 	}
 	struct engine_stream *s = xcalloc(1, sizeof(*s));
 	s->conn = conn;
