@@ -382,11 +382,8 @@ int engine_container_create(struct engine *e, struct call *call, json_t *body, c
 	json_t *j = NULL;
 	int status = 0;
 	int r = engine_request(e, call, "POST", "/containers/create", body, &status, &j, err);
-	if (r < 0) {
-		if (status == 404)
-			err->code = ERRCODE_IMAGE_NOT_FOUND;
-		return r;
-	}
+	if (r < 0)
+		return r; /* a 404 is a missing image or network: engine_error_message tells which */
 	const char *id = json_string_value(json_object_get(j, "Id"));
 	if (!engine_id_valid(id)) {
 		json_decref(j);
@@ -497,7 +494,8 @@ int engine_exec_create(struct engine *e, struct call *call, const char *containe
 	snprintf(path, sizeof(path), "/containers/%s/exec", container_id);
 	int r = engine_request(e, call, "POST", path, body, &status, &j, err);
 	if (r < 0) {
-		if (status == 404)
+		/* 404: the container is gone; 409: it is not running (killed or stopped from outside) */
+		if (status == 404 || status == 409)
 			err->code = ERRCODE_SESSION_NOT_FOUND;
 		return r;
 	}
