@@ -245,7 +245,10 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 			int dr = stream_demux_feed(&demux, pending.data + off, pending.len - off, &used, &stream, &data);
 			if (dr == -1) {
 				r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
-					    "the Docker engine sent a malformed output stream");
+					    "the Docker engine sent a malformed output stream (not its multiplexed "
+					    "format), so the command's output and exit code are lost and it may still "
+					    "be running; check that DOCKER_HOST is a Docker engine (`docker info`), "
+					    "then try again");
 				goto out;
 			}
 			off += used;
@@ -329,6 +332,8 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 		int code = -1;
 		if (exec_wait_exit(e, exec_id, 2000, &code, &ierr) == 0)
 			res->exit_code = code;
+		else
+			log_warnf("exec %.12s: no exit code: %s", exec_id, ierr.msg);
 	}
 
 out:

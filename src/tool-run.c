@@ -322,6 +322,12 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 			 "than the session's %llu MB memory limit. Use less memory, or session_create with a larger "
 			 "memory_mb.",
 			 (unsigned long long)s->memory_mb);
+	} else if (xr.exit_code < 0 && !xr.cancelled) {
+		err_code = "engine_error";
+		snprintf(err_msg, sizeof(err_msg),
+			 "the command's output ended but the Docker engine did not report its exit code (the command "
+			 "may still be running, or the engine failed); the output so far is below. Run it again if the "
+			 "exit status matters; if this keeps happening, check the engine with `docker info`.");
 	}
 	if (err_code) {
 		json_object_set_new(st, "error", json_pack("{s:s, s:s}", "code", err_code, "message", err_msg));
