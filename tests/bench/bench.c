@@ -7,7 +7,7 @@
  *   run_command `true`, warm       vs  raw Engine API exec floor (create +
  *                                      hijacked start + inspect, keep-alive)
  *                                  vs  `docker exec <ctr> true` (the CLI)
- *   run_python interpreter start   vs  raw API exec floor
+ *   run_python interpreter start   vs  raw API exec floor (same exec, no python)
  *   run_python `1+1`, warm         vs  `docker exec <ctr> python3 -c 1+1` (the CLI)
  *   session_create to ready        vs  raw API create + start of that image
  *   server RSS with 10 sessions
@@ -269,7 +269,7 @@ int main(int argc, char **argv)
 		free(pr);
 	}
 	if (got)
-		row("run_python interpreter start (median)", median(v, got), "ms", "raw API exec floor (median)",
+		row("run_python start (median)", median(v, got), "ms", "raw API exec floor (median)",
 		    floor_ms);
 	else
 		printf("run_python: not available in this build\n");
@@ -285,7 +285,7 @@ int main(int argc, char **argv)
 		a[i] = run_cli(dv);
 	}
 	if (got)
-		row("run_python 1+1, warm (median)", median(v, rounds), "ms", "docker exec python3 -c 1+1 (median)",
+		row("run_python 1+1, warm (median)", median(v, rounds), "ms", "docker exec python3 -c 1+1 (CLI)",
 		    median(a, cli_rounds));
 
 	/* 4. session_create vs raw create + start */
