@@ -8,6 +8,7 @@
  * cost nothing extra and a 50 MB output never sits in the server's memory.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -270,6 +271,24 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	else if (no_start && engine_container_restart(ctx->svc->engine, NULL, s->container, &e) == 0)
 		xr.restarted = true;
 	bool truncated = capture_truncated(&xr.out) || capture_truncated(&xr.err);
+	/*
+	 * A SIGKILL exit is the OOM killer's, unless the whole container stopped
+	 * (killed from outside): the engine notices that a moment after the exec's
+	 * stream ended, so look for up to a second.
+	 */
+	bool container_gone = false;
+	for (int i = 0; xr.exit_code == 137 && !xr.timed_out && !xr.restarted && !container_gone && i < 10; i++) {
+		json_t *ins = NULL;
+		struct err ie;
+		if (i > 0)
+			poll(NULL, 0, 100);
+		int ir = engine_container_inspect(ctx->svc->engine, NULL, s->container, &ins, &ie);
+		container_gone = (ir < 0 && ie.code == ERRCODE_SESSION_NOT_FOUND) ||
+				 (ir == 0 && !json_is_true(json_object_get(json_object_get(ins, "State"), "Running")));
+		json_decref(ins);
+		if (ir < 0 && !container_gone)
+			break;
+	}
 
 	json_t *st = json_pack("{s:s, s:i, s:o, s:o, s:I, s:b, s:b, s:I, s:I, s:b}", "session_id", s->id, "exit_code",
 			       xr.exit_code, "stdout", json_string_lossy(out.data ? out.data : "", out.len), "stderr",
@@ -315,6 +334,13 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	} else if (xr.restarted) {
 		err_code = "timeout";
 		snprintf(err_msg, sizeof(err_msg), "the session's container was restarted to stop the command");
+	} else if (container_gone) {
+		err_code = "session_not_found";
+		snprintf(err_msg, sizeof(err_msg),
+			 "the container of session %s stopped while the command ran (killed, stopped or removed outside "
+			 "sandbox-mcp); the session was dropped and the output so far is below: run again without "
+			 "session_id, or session_create a new one",
+			 s->id);
 	} else if (xr.exit_code == 137) {
 		err_code = "out_of_memory";
 		snprintf(err_msg, sizeof(err_msg),
@@ -352,6 +378,8 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	buf_finish(&out);
 	buf_finish(&errb);
 	exec_result_finish(&xr);
+	if (container_gone)
+		session_forget(ctx->svc->sessions, s);
 	session_put(ctx->svc->sessions, s);
 	return 0;
 }
