@@ -594,6 +594,9 @@ void session_forget(struct session_mgr *m, struct session *s)
 	unlink_locked(m, s);
 	bool last = listed && --s->refs == 0;
 	pthread_mutex_unlock(&m->lock);
+	/* a container stopped from outside is still there; a persistent one waits to be adopted again */
+	if (listed && !s->persistent)
+		remove_container(m, s);
 	if (last)
 		session_free(s);
 }
@@ -611,10 +614,21 @@ int session_close(struct session_mgr *m, struct call *call, const char *ref, str
 			       "no session '%.80s' to close (session_list shows the open sessions)",
 			       ref ? ref : "default");
 	int r = engine_container_remove(m->engine, call, s->container, err);
-	log_infof("session %s closed", s->id);
 	pthread_mutex_lock(&m->lock);
+	if (r < 0 && !m->stopping) {
+		/* the container is still there: keep the session, so that a retry or the exit removes it */
+		if (m->len == m->cap) {
+			m->cap = m->cap ? m->cap * 2 : 8;
+			m->list = xreallocarray(m->list, m->cap, sizeof(*m->list));
+		}
+		s->closed = false;
+		m->list[m->len++] = s;
+		pthread_mutex_unlock(&m->lock);
+		return r;
+	}
 	bool last = --s->refs == 0;
 	pthread_mutex_unlock(&m->lock);
+	log_infof("session %s closed", s->id);
 	if (last)
 		session_free(s);
 	return r;
