@@ -14,13 +14,11 @@
 # thread; a reader thread takes frames off stdin, queues cells and turns 'i'
 # into SIGINT for the main thread (KeyboardInterrupt, state kept).  EOF on
 # stdin ends the process.  Plain Python 3.6+, standard library only.
-import ast
+import _ast
 import builtins
 import io
 import json
-import linecache
 import os
-import queue
 import select
 import signal
 import struct
@@ -120,7 +118,7 @@ class _Tee:
             self.total += len(d)
             if self.file:
                 self._write(d)
-            elif self.ws and not self.failed and self.total > self.cap:
+            elif self.ws and self.cap and not self.failed and self.total > self.cap:
                 try:
                     folder = os.path.join(self.ws, ".sandbox-mcp", "output")
                     os.makedirs(folder, exist_ok=True)
@@ -183,6 +181,24 @@ def _pump():
             _synced.set()
 
 
+class _Cells:
+    """The cells waiting to run (queue.Queue without its imports)."""
+
+    def __init__(self):
+        self.items, self.cond = [], threading.Condition()
+
+    def put(self, item):
+        with self.cond:
+            self.items.append(item)
+            self.cond.notify()
+
+    def get(self):
+        with self.cond:
+            while not self.items:
+                self.cond.wait()
+            return self.items.pop(0)
+
+
 def _reader(cells):
     global _stop
     _quiet_thread()
@@ -237,7 +253,23 @@ def _cut(s, n):
     return s[:n // 2] + "\n... [%d characters left out] ...\n" % (len(s) - n) + s[-(n // 2):]
 
 
+def _remember(fname, src):
+    """Keeps a cell's source for tracebacks and inspect; linecache is imported only when needed."""
+    _sources[fname] = src
+    lc = sys.modules.get("linecache")
+    if lc is not None:
+        _to_linecache(lc)
+
+
+def _to_linecache(lc):
+    for name, text in _sources.items():
+        if name not in lc.cache:
+            lc.cache[name] = (len(text), None, text.splitlines(True), name)
+
+
 def _error(e):
+    import linecache
+    _to_linecache(linecache)
     tb = e.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename == HERE:
         tb = tb.tb_next
@@ -319,7 +351,8 @@ def _changes(before, after):
     return out
 
 
-_TLA = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+_TLA = getattr(_ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+_sources = {}        # every cell's source, by its file name "<cell-N>"
 
 
 def _run(code, ns):
@@ -336,7 +369,7 @@ def run_cell(req, ns):
     src = req["code"]
     ws = req.get("workspace")
     fname = "<cell-%d>" % cell
-    linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
+    _remember(fname, src)
     res = {"cell": cell}
     _figs = 0
     tag = "%d-%d" % (int(time.time() * 1000), cell)
@@ -347,12 +380,12 @@ def run_cell(req, ns):
     if plt is not None:
         plt.show = _show
     try:
-        tree = compile(src, fname, "exec", ast.PyCF_ONLY_AST | _TLA, True)
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        tree = compile(src, fname, "exec", _ast.PyCF_ONLY_AST | _TLA, True)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], _ast.Expr) else None
         body = compile(tree, fname, "exec", _TLA, True)
         expr = None
         if last is not None:
-            expr = compile(ast.fix_missing_locations(ast.Expression(last.value)), fname, "eval", _TLA, True)
+            expr = compile(_ast.Expression(last.value), fname, "eval", _TLA, True)
         try:
             with _busy_lock:
                 _busy = cell
@@ -401,7 +434,7 @@ def main():
     sys.stderr = sys.__stderr__ = _text(2, "w")
     sys.argv = [""]
     warnings.filterwarnings("ignore", message=".*(non-interactive|non-GUI backend).*")
-    cells = queue.Queue()
+    cells = _Cells()
     signal.signal(signal.SIGINT, _on_sigint)
     threading.Thread(target=_pump, name="sandbox-mcp-pump", daemon=True).start()
     threading.Thread(target=_reader, args=(cells,), name="sandbox-mcp-reader", daemon=True).start()

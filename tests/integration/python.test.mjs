@@ -93,6 +93,11 @@ describe('run_python', suite({ timeout: 300000 }), () => {
     assert.match(t, /ZeroDivisionError: division by zero/, t);
     assert.doesNotMatch(t, /File "<string>"/, `no driver frames in the traceback: ${t}`);
     assert.equal(outValue(await py('z')), '7', 'lines before the exception ran');
+    const later = text(await py('boom()'));
+    assert.match(later, /File "<cell-\d+>", line 3, in boom\n +return 1 \/ 0/,
+      `a function from an earlier cell shows its own source line: ${later}`);
+    const src = await py('import inspect\ninspect.getsource(double)');
+    assert.match(outValue(src), /return v \* 2/, `inspect finds the source of an earlier cell: ${show(src)}`);
     const syn = text(await py('x = (\n'));
     assert.match(syn, /SyntaxError/, syn);
   });
