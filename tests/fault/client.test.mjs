@@ -1,0 +1,161 @@
+// The client side misbehaving, against the fake engine (fake-engine.c):
+// stdin closed in the middle of a call, stdout closed by the client, and a
+// flood of 10,000 requests written faster than they are answered. The server
+// must exit cleanly (code 0, no signal) and remove its containers, or answer
+// every request exactly once.
+
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { RawPipe, isResponse, sleep } from '../e2e/lib/rawpipe.mjs';
+import { FakeEngine, ENGINE_TIMEOUT_S, memKiB } from './lib/fake.mjs';
+import { serverIsSanitized } from '../integration/lib/harness.mjs';
+
+const SANITIZED = serverIsSanitized();
+
+function pipe(t, fake, label) {
+  const p = new RawPipe({
+    label,
+    env: {
+      DOCKER_HOST: fake.dockerHost,
+      SANDBOX_ENGINE_TIMEOUT_S: ENGINE_TIMEOUT_S,
+      SANDBOX_IDLE_TTL_S: 0,
+      SANDBOX_LOG_LEVEL: 'info',
+    },
+  });
+  t.after(() => p.kill());
+  return p;
+}
+
+function callMsg(id, name, args = {}) {
+  return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } };
+}
+
+/** Every container the fake engine created was removed. */
+async function assertNoLeak(fake) {
+  await fake.sync();
+  const { created, leaked } = fake.containers();
+  assert.ok(created.length > 0, 'the scenario created a container');
+  assert.deepEqual(leaked, [], `containers removed on the way out; log tail: ${fake.lines.slice(-8).join(' | ')}`);
+}
+
+describe('stdin closed in the middle of a call', { timeout: 120000 }, () => {
+  test('a call that finishes within the grace period is answered, then the server exits and cleans up', async (t) => {
+    const fake = await FakeEngine.start('none');
+    t.after(() => fake.stop());
+    const p = pipe(t, fake, 'eof-answered');
+    await p.initialize();
+    await p.send(callMsg(7, 'run_command', { command: 'echo hello' }));
+    p.closeStdin();
+    const ex = await p.waitExit(15000);
+    assert.deepEqual([ex.code, ex.signal], [0, null], `clean exit; stderr: ${p.stderr.slice(-1500)}`);
+    const res = p.responses().filter((m) => m.id === 7);
+    assert.equal(res.length, 1, 'the call asked before EOF was answered once');
+    assert.equal(res[0].result?.structuredContent?.stdout, 'hello\n', JSON.stringify(res[0]));
+    await assertNoLeak(fake);
+  });
+
+  // Under ASan, LeakSanitizer reports the dispatcher that dispatch_destroy leaves allocated for a
+  // worker that is still running at exit (mcp_destroy gives up on it after 500 ms); the shutdown
+  // path is being reworked (issue 6). Until then this case is a TODO in sanitizer builds only.
+  const hangOpts = SANITIZED ? { todo: 'LSan: the dispatcher left for a still-running call leaks at exit' } : {};
+  test('a call that hangs: the server exits within a few seconds and removes its container', hangOpts, async (t) => {
+    // the first exec's stream never ends (the kill exec that follows is healthy)
+    const fake = await FakeEngine.start('exec-hang', 'POST /exec/*/start', { count: 1 });
+    t.after(() => fake.stop());
+    const p = pipe(t, fake, 'eof-hang');
+    await p.initialize();
+    await p.send(callMsg(8, 'run_command', { command: 'sleep 1000' }));
+    await fake.waitLine((l) => l.startsWith('FAULT exec-hang'), 10000, 'the hanging exec');
+    const t0 = Date.now();
+    p.closeStdin();
+    const ex = await p.waitExit(20000);
+    const ms = Date.now() - t0;
+    console.log(`stdin EOF with a hanging call: exit ${ex.code} after ${ms} ms`);
+    assert.deepEqual([ex.code, ex.signal], [0, null], `clean exit; stderr: ${p.stderr.slice(-1500)}`);
+    assert.ok(ms < 15000, `exited ${ms} ms after EOF`);
+    assert.ok(p.responses().filter((m) => m.id === 8).length <= 1, 'at most one answer');
+    await assertNoLeak(fake);
+  });
+});
+
+describe('stdout closed by the client', { timeout: 120000 }, () => {
+  test('idle server: the next write fails, and it exits with 0 (no SIGPIPE death, no loop)', async (t) => {
+    const fake = await FakeEngine.start('none');
+    t.after(() => fake.stop());
+    const p = pipe(t, fake, 'stdout-closed');
+    await p.initialize();
+    p.child.stdout.destroy();
+    const t0 = Date.now();
+    for (let i = 0; i < 3; i++) await p.send({ jsonrpc: '2.0', id: 100 + i, method: 'ping' });
+    const ex = await p.waitExit(10000);
+    console.log(`stdout closed: exit ${ex.code} ${ex.signal ?? ''} after ${Date.now() - t0} ms`);
+    assert.deepEqual([ex.code, ex.signal], [0, null], `clean exit; stderr: ${p.stderr.slice(-1500)}`);
+    assert.ok(p.stderr.split('\n').length < 100, `a few log lines, not a loop: ${p.stderr.slice(-1500)}`);
+  });
+
+  test('with a call in flight: exits with 0 and removes its container', async (t) => {
+    const fake = await FakeEngine.start('exec-hang', 'POST /exec/*/start', { count: 1 });
+    t.after(() => fake.stop());
+    const p = pipe(t, fake, 'stdout-closed-busy');
+    await p.initialize();
+    await p.send(callMsg(9, 'run_command', { command: 'sleep 1000' }));
+    await fake.waitLine((l) => l.startsWith('FAULT exec-hang'), 10000, 'the hanging exec');
+    p.child.stdout.destroy();
+    await p.send({ jsonrpc: '2.0', id: 110, method: 'ping' });
+    const ex = await p.waitExit(20000);
+    assert.deepEqual([ex.code, ex.signal], [0, null], `clean exit; stderr: ${p.stderr.slice(-1500)}`);
+    await assertNoLeak(fake);
+  });
+});
+
+describe('a flood of 10,000 requests', { timeout: 180000 }, () => {
+  test('written in one go, faster than answered: every one answered exactly once', async (t) => {
+    const fake = await FakeEngine.start('none');
+    t.after(() => fake.stop());
+    const p = pipe(t, fake, 'flood');
+    await p.initialize();
+    const N = 10000;
+    const lines = [];
+    const kinds = new Map();
+    for (let i = 0; i < N; i++) {
+      const id = i % 2 ? `s-${i}` : i; // string and integer ids
+      let msg;
+      if (i % 10 === 3) msg = callMsg(id, 'env_info');
+      else if (i % 10 === 7) msg = callMsg(id, 'session_list');
+      else if (i % 5 === 1) msg = { jsonrpc: '2.0', id, method: 'tools/list' };
+      else msg = { jsonrpc: '2.0', id, method: 'ping' };
+      kinds.set(JSON.stringify(id), msg.method === 'tools/call' ? msg.params.name : msg.method);
+      lines.push(JSON.stringify(msg));
+    }
+    const before = p.messages.length;
+    const t0 = Date.now();
+    const written = p.writeRaw(lines.join('\n') + '\n');
+    // count, not p.waitFor: that rescans every message on every chunk
+    const deadline = Date.now() + 150000;
+    while (p.messages.length - before < N && p.alive && Date.now() < deadline) await sleep(50);
+    const ms = Date.now() - t0;
+    assert.equal(p.messages.length - before, N, `${N} messages within 150 s (server exit: ${JSON.stringify(p.exit)})`);
+    assert.equal(await written, true, 'the whole flood was written');
+    const seen = new Map();
+    for (const m of p.messages.slice(before)) {
+      if (!isResponse(m)) continue;
+      const k = JSON.stringify(m.id);
+      seen.set(k, (seen.get(k) ?? 0) + 1);
+      assert.ok(kinds.has(k), `a response to a request that was sent: ${JSON.stringify(m).slice(0, 300)}`);
+      assert.ok(m.result, `${kinds.get(k)} ${k} succeeded: ${JSON.stringify(m).slice(0, 500)}`);
+      if (kinds.get(k) === 'env_info') assert.equal(m.result.structuredContent.engine.reachable, true);
+    }
+    const missing = [...kinds.keys()].filter((k) => !seen.has(k));
+    const twice = [...seen.entries()].filter(([, n]) => n !== 1);
+    assert.deepEqual(missing, [], 'every request answered');
+    assert.deepEqual(twice, [], 'no request answered twice');
+    assert.deepEqual(p.badLines, [], 'every stdout line is JSON');
+    const { hwm } = memKiB(p.child.pid);
+    console.log(`flood: ${N} requests (${N / 10} env_info, ${N / 10} session_list, ${N / 5} tools/list) ` +
+      `answered in ${ms} ms; server VmHWM ${(hwm / 1024).toFixed(1)} MiB`);
+    assert.ok(hwm < (SANITIZED ? 512 : 128) * 1024, `peak RSS ${hwm} KiB`);
+    p.closeStdin();
+    const ex = await p.waitExit(15000);
+    assert.deepEqual([ex.code, ex.signal], [0, null]);
+  });
+});

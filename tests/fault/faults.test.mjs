@@ -1,0 +1,179 @@
+// Engine faults: the real server against the faulty fake engine
+// (fake-engine.c), one fault per test. For each: the tool call that meets the
+// fault returns a clear tool error (a stable structuredContent.error.code and
+// a message that says what to do) within the engine timeout plus a few
+// seconds, the server stays up (ping answers), its peak RSS stays bounded even
+// when the engine streams 1 GB, and once the fault is healed the next call
+// works. Every container the fake engine created is removed by the time the
+// server has exited. A table of what happened is printed at the end.
+
+import { test, describe, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeEngine, startServer, memKiB, ENGINE_TIMEOUT_S } from './lib/fake.mjs';
+import { serverIsSanitized, show, withTimeout } from '../integration/lib/harness.mjs';
+
+const SANITIZED = serverIsSanitized();
+/** Peak RSS allowed to the server (KiB); ASan's shadow memory and quarantine need more. */
+const RSS_CAP_KIB = (SANITIZED ? 256 : 64) * 1024;
+/** What a message must mention so that the model (or its user) knows what to do next. */
+const ACTIONABLE = /docker info|doctor|start docker|dockerd|DOCKER_HOST|try again|run it again|retry|docker pull|docker build|session_create|session_list|without session_id|timeout_s|upgrade/i;
+
+const rows = [];
+
+// fault, pattern (fnmatch over "METHOD /path"), tool, allowed error codes, extra
+const CASES = [
+  { fault: 'refused', tool: 'env_info', codes: ['docker_unavailable'] },
+  { fault: 'refused', tool: 'run_command', codes: ['docker_unavailable'] },
+  { fault: 'nosocket', tool: 'run_command', codes: ['docker_unavailable'] },
+  { fault: 'close', pattern: 'GET /version', tool: 'env_info', codes: ['docker_unavailable'] },
+  { fault: 'close', pattern: 'POST /containers/*/start', tool: 'run_command', codes: ['docker_unavailable'] },
+  { fault: 'reset-head', pattern: 'GET /version', tool: 'env_info', codes: ['docker_unavailable'] },
+  { fault: 'reset-head', pattern: 'POST /containers/create', tool: 'run_command', codes: ['docker_unavailable'] },
+  { fault: 'reset-body', pattern: 'POST /containers/create', tool: 'run_command', codes: ['docker_unavailable'] },
+  { fault: 'reset-body', pattern: 'GET /version', tool: 'env_info', codes: ['docker_unavailable'] },
+  { fault: 'truncated-chunked', pattern: 'GET /version', tool: 'env_info', codes: ['engine_error'] },
+  { fault: 'truncated-chunked', pattern: 'GET /images/*/json', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'bad-chunk', pattern: 'GET /images/*/json', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'long-chunk-size', pattern: 'GET /containers/*/json', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'big-header', pattern: 'GET /version', tool: 'env_info', codes: ['engine_error'] },
+  { fault: 'big-header', pattern: 'POST /containers/create', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'many-headers', pattern: 'GET /version', tool: 'env_info', codes: ['engine_error'] },
+  { fault: 'endless', pattern: 'GET /version', tool: 'env_info', codes: ['engine_error'] },
+  { fault: 'endless', pattern: 'GET /images/*/json', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'trickle', pattern: 'GET /version', tool: 'env_info', codes: ['timeout'] },
+  { fault: 'trickle', pattern: 'POST /containers/create', tool: 'run_command', codes: ['timeout'] },
+  { fault: 'stall', pattern: 'GET /version', tool: 'env_info', codes: ['timeout'] },
+  { fault: 'stall', pattern: 'POST /containers/*/start', tool: 'run_command', codes: ['timeout'] },
+  { fault: 'stall-head', pattern: 'POST /containers/*/exec', tool: 'run_command', codes: ['timeout'] },
+  { fault: 'garbage', pattern: 'GET /version', tool: 'env_info', codes: ['engine_error'] },
+  { fault: 'not-json', pattern: 'GET /version', tool: 'env_info', codes: ['engine_error'] },
+  { fault: 'not-json', pattern: 'POST /containers/create', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'wrong-json', pattern: 'GET /version', tool: 'env_info', codes: ['engine_error'] },
+  { fault: 'wrong-json', pattern: 'POST /containers/create', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'empty-json', pattern: 'POST /containers/*/exec', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'http-500-json', pattern: 'POST /containers/*/start', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'http-500-text', pattern: 'GET /version', tool: 'env_info', codes: ['engine_error'] },
+  { fault: 'http-500-empty', pattern: 'POST /containers/create', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'http-500-json', pattern: 'GET /exec/*/json', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'http-404-json', pattern: 'POST /containers/*/exec', tool: 'run_command', codes: ['session_not_found'] },
+  { fault: 'http-404-empty', pattern: 'GET /images/*/json', tool: 'run_command', codes: ['image_not_found'] },
+  // a 404 from create is a missing image only when the engine says so (it may be a missing network)
+  { fault: 'http-404-text', pattern: 'POST /containers/create', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'http-409-json', pattern: 'POST /exec/*/start', tool: 'run_command', codes: ['session_not_found'] },
+  { fault: 'http-409-empty', pattern: 'POST /containers/create', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'http-409-json', pattern: 'POST /containers/*/exec', tool: 'run_command', codes: ['session_not_found'] },
+  { fault: 'exec-4g', pattern: 'POST /exec/*/start', tool: 'run_command', codes: ['engine_error'] },
+  { fault: 'exec-raw', pattern: 'POST /exec/*/start', tool: 'run_command', codes: ['engine_error'] },
+  // the command's own deadline, then the kill, then the grace for a stream that does not end
+  { fault: 'exec-hang', pattern: 'POST /exec/*/start', count: 1, tool: 'run_command', args: { timeout_s: 2 },
+    codes: ['timeout'], limitMs: 12000 },
+];
+
+/** Calls `tool` and returns { ms, code, message } of the error it reports. */
+async function meetFault(srv, c) {
+  const args = { ...(c.tool === 'run_command' ? { command: 'echo hello' } : {}), ...(c.args ?? {}) };
+  const t0 = Date.now();
+  const res = await srv.call(c.tool, args, { timeoutMs: 60000 });
+  const ms = Date.now() - t0;
+  if (c.tool === 'env_info') {
+    // an unreachable engine is what env_info reports, not a failure of the tool
+    assert.ok(!res.isError, `env_info itself succeeds: ${show(res)}`);
+    const eng = res.structuredContent?.engine;
+    assert.equal(eng?.reachable, false, `engine.reachable is false: ${show(res)}`);
+    return { ms, code: eng.error_code, message: eng.error };
+  }
+  assert.equal(res.isError, true, `${c.tool} fails: ${show(res)}`);
+  const err = res.structuredContent?.error;
+  assert.ok(err, `structuredContent.error: ${show(res)}`);
+  assert.equal(typeof err.message, 'string');
+  assert.match(res.content?.[0]?.text ?? '', new RegExp(`Error \\(${err.code}\\)`), 'the text says the code too');
+  return { ms, code: err.code, message: err.message };
+}
+
+async function works(srv, tool) {
+  if (tool === 'env_info') {
+    const st = await srv.ok('env_info', {}, { timeoutMs: 30000 });
+    assert.equal(st.engine.reachable, true, `after healing, env_info reaches the engine: ${JSON.stringify(st.engine)}`);
+    return;
+  }
+  const st = await srv.ok('run_command', { command: 'echo hello' }, { timeoutMs: 30000 });
+  assert.equal(st.exit_code, 0, JSON.stringify(st));
+  assert.equal(st.stdout, 'hello\n');
+}
+
+describe('session_close when the engine fails to remove the container', { timeout: 60000 }, () => {
+  test('http-500-json on DELETE /containers/*: engine_error, the session stays listed, a retry removes it', async () => {
+    const fake = await FakeEngine.start('none');
+    let srv;
+    try {
+      srv = await startServer('close-fails', fake);
+      const s = await srv.createSession({ name: 'sticky' });
+      await fake.setFault('http-500-json', 'DELETE /containers/*');
+      const st = await srv.fails('session_close', { session_id: 'sticky' }, 'engine_error');
+      assert.match(st.error.message, ACTIONABLE, st.error.message);
+      const { sessions } = await srv.ok('session_list');
+      assert.ok(sessions.some((x) => x.session_id === s.session_id), 'still listed: its container is still there');
+      await fake.heal();
+      await srv.ok('session_close', { session_id: 'sticky' });
+      await fake.sync();
+      assert.deepEqual(fake.containers().leaked, [], 'the retry removed the container');
+      assert.deepEqual((await srv.ok('session_list')).sessions, []);
+    } finally {
+      await srv?.close();
+      await fake.stop();
+    }
+  });
+});
+
+describe('engine faults', { concurrency: 4, timeout: 240000 }, () => {
+  after(() => {
+    const w = (s, n) => String(s).padEnd(n);
+    const lines = [
+      `fault results (engine timeout ${ENGINE_TIMEOUT_S} s${SANITIZED ? ', sanitizer build' : ''}):`,
+      `${w('fault', 18)}${w('endpoint', 26)}${w('tool', 12)}${w('code', 19)}${w('ms', 7)}${w('VmHWM', 10)}message`,
+    ];
+    for (const r of rows) {
+      lines.push(`${w(r.fault, 18)}${w(r.pattern, 26)}${w(r.tool, 12)}${w(r.code, 19)}${w(r.ms, 7)}` +
+        `${w(`${(r.hwm / 1024).toFixed(1)}M`, 10)}${r.message.slice(0, 140)}`);
+    }
+    console.log(lines.join('\n'));
+  });
+
+  for (const c of CASES) {
+    const label = `${c.fault}${c.pattern ? ` on ${c.pattern}` : ''} via ${c.tool}`;
+    test(label, async () => {
+      const fake = await FakeEngine.start(c.fault, c.pattern, { count: c.count });
+      let srv;
+      try {
+        srv = await startServer(c.fault, fake);
+        const got = await meetFault(srv, c);
+        await fake.sync();
+        assert.ok(fake.faults().length > 0 || c.fault === 'refused' || c.fault === 'nosocket',
+          `the fault was injected: ${fake.requests().slice(-5).join(' | ')}`);
+        const { hwm } = memKiB(srv.pid);
+        rows.push({ fault: c.fault, pattern: c.pattern ?? '(socket)', tool: c.tool, ...got, hwm });
+
+        assert.ok(c.codes.includes(got.code), `error code ${got.code} is one of ${c.codes}: ${got.message}`);
+        assert.match(got.message, ACTIONABLE, `the message says what to do: ${got.message}`);
+        const limit = c.limitMs ?? (2 * ENGINE_TIMEOUT_S * 1000 + 4000);
+        assert.ok(got.ms < limit, `answered in ${got.ms} ms (limit ${limit})`);
+        assert.ok(srv.alive, `the server is still up: ${JSON.stringify(srv.exit)}`);
+        await srv.client.ping({ timeout: 5000 });
+        assert.ok(hwm < RSS_CAP_KIB, `peak RSS ${hwm} KiB < ${RSS_CAP_KIB} KiB`);
+
+        await fake.heal();
+        await works(srv, c.tool);
+        await works(srv, c.tool); // and again, on what is left in the connection pool
+
+        await withTimeout(srv.endStdin(), 20000, 'server exit');
+        assert.equal(srv.exit.code, 0, `clean exit: ${JSON.stringify(srv.exit)}; stderr: ${srv.stderrTail.slice(-1000)}`);
+        await fake.sync();
+        const { leaked } = fake.containers();
+        assert.deepEqual(leaked, [], 'every container the server created was removed');
+      } finally {
+        await srv?.close();
+        await fake.stop();
+      }
+    });
+  }
+});
