@@ -606,7 +606,8 @@ void pyrepl_kill(struct pyrepl *p)
 {
 	if (!p)
 		return;
-	if (!p->eof && !p->broken)
+	/* after an exit of its own too: processes it started may still hold the group */
+	if (!p->broken)
 		kill_group(p);
 	pyrepl_destroy(p);
 }
