@@ -330,10 +330,10 @@ bool dispatch_drain(struct dispatch *d, int wait_ms)
 	return done;
 }
 
-void dispatch_destroy(struct dispatch *d, int wait_ms)
+bool dispatch_destroy(struct dispatch *d, int wait_ms)
 {
 	if (!d)
-		return;
+		return true;
 	pthread_mutex_lock(&d->lock);
 	d->shutting_down = true;
 	for (struct queue *q = d->queues; q; q = q->next) {
@@ -357,9 +357,10 @@ void dispatch_destroy(struct dispatch *d, int wait_ms)
 	if (left > 0) {
 		/* a worker still references d: leave it allocated, the process is exiting */
 		log_warnf("%u call(s) still running at shutdown; not waiting for them", left);
-		return;
+		return false;
 	}
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->idle);
 	free(d);
+	return true;
 }

@@ -43,9 +43,10 @@ struct dispatch *dispatch_create(unsigned max_workers);
 /*
  * Cancels everything queued or running and waits up to wait_ms for running
  * calls to return. Threads still running after that are left detached; their
- * calls' results are dropped.
+ * calls' results are dropped. Returns true when every call ended (false: the
+ * callers' state must outlive the process, as those threads still use it).
  */
-void dispatch_destroy(struct dispatch *d, int wait_ms);
+bool dispatch_destroy(struct dispatch *d, int wait_ms);
 /* Waits up to wait_ms for every queued and running call to finish. True if all did. */
 bool dispatch_drain(struct dispatch *d, int wait_ms);
 /* Queues c (ownership passes to the dispatcher). 0 or -ESHUTDOWN. */

@@ -119,12 +119,21 @@ static int serve(const struct config *cfg)
 	else if (!out_closed(out))
 		mcp_drain(m, MAIN_EOF_GRACE_MS); /* answer what was asked before EOF */
 
-	mcp_destroy(m);
+	bool idle = mcp_destroy(m);
+	if (!idle) {
+		/* calls that ignored cancellation still use the services: keep them */
+		log_warnf("exiting with calls still running");
+	}
 	/* after the workers: removes this instance's non-persistent containers */
-	session_mgr_destroy(sessions);
+	if (idle)
+		session_mgr_destroy(sessions);
+	else
+		session_mgr_cleanup(sessions);
 	rpc_reader_finish(&reader);
-	out_destroy(out);
-	engine_destroy(engine);
+	if (idle) {
+		out_destroy(out);
+		engine_destroy(engine);
+	}
 	tools_finish();
 	return 0;
 }

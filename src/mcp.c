@@ -37,6 +37,7 @@ struct mcp {
 	char version[16];		/* negotiated legacy version */
 	atomic_int legacy_log_level;	/* -1: logging/setLevel never called */
 	atomic_ullong seq;		/* for keys of calls that run alone */
+	char *instructions;		/* built once from the tools offered */
 };
 
 /* One request being handled, on the read loop. */
@@ -115,16 +116,40 @@ static void log_bridge(enum log_level level, const char *msg, void *data);
 static void call_run(struct call *c, void *data);
 static void call_data_free(void *data);
 
-static const char instructions[] =
-	"sandbox-mcp runs code in Docker containers on this machine. "
-	"Call env_info to see the server's limits and whether the Docker engine answers; "
-	"its engine.error says how to fix an unreachable engine. "
-	"Tool failures come back as results with isError and a stable error code in "
-	"structuredContent.error.code.";
+/* Server instructions: a few lines, each kept only when its tool is offered. */
+static const struct {
+	const char *tool; /* NULL: always */
+	const char *text;
+} instruction_lines[] = {
+	{ NULL, "sandbox-mcp runs code in Docker containers (sessions) on this machine: no network, a "
+		"non-root user, memory/CPU/process limits. Files live in /workspace." },
+	{ "run_command", "Tools create a default session on first use; pass session_id only to use another "
+			 "one (session_create makes it, e.g. with network or another image)." },
+	{ "run_python", "run_python keeps variables, imports and functions between calls, like a notebook; "
+			"open matplotlib figures come back as images." },
+	{ "run_command", "run_command runs shell commands; a command past timeout_s is killed with its child "
+			 "processes and the session stays usable." },
+	{ "file_write", "Move files with file_write/file_read (and file_upload/file_download for host "
+			"folders the user allowed)." },
+	{ "env_info", "env_info tells the limits and whether Docker answers; failures carry a stable "
+		      "structuredContent.error.code and say what to do next." },
+};
 
-const char *mcp_instructions(void)
+static void instructions_build(struct mcp *m)
 {
-	return instructions;
+	struct buf b;
+	buf_init(&b, 4096);
+	for (size_t i = 0; i < ARRAY_SIZE(instruction_lines); i++) {
+		if (instruction_lines[i].tool && !tools_find(instruction_lines[i].tool, m->svc->cfg->tool_groups))
+			continue;
+		(void)buf_printf(&b, "%s%s", b.len ? " " : "", instruction_lines[i].text);
+	}
+	m->instructions = buf_steal(&b, NULL);
+}
+
+const char *mcp_instructions(const struct mcp *m)
+{
+	return m->instructions;
 }
 
 struct mcp *mcp_create(const struct tool_services *svc)
@@ -136,6 +161,7 @@ struct mcp *mcp_create(const struct tool_services *svc)
 	atomic_init(&m->legacy_log_level, -1);
 	atomic_init(&m->seq, 0);
 	snprintf(m->version, sizeof(m->version), "%s", MCP_VERSION_LEGACY_NEWEST);
+	instructions_build(m);
 	log_set_hook(log_bridge, m);
 	return m;
 }
@@ -146,14 +172,17 @@ void mcp_drain(struct mcp *m, int wait_ms)
 		log_warnf("calls still running %d ms after stdin closed; cancelling them", wait_ms);
 }
 
-void mcp_destroy(struct mcp *m)
+bool mcp_destroy(struct mcp *m)
 {
 	if (!m)
-		return;
+		return true;
 	log_set_hook(NULL, NULL);
-	dispatch_destroy(m->dispatch, 500);
+	if (!dispatch_destroy(m->dispatch, 500))
+		return false; /* workers still hold m: the process is about to exit */
 	pthread_mutex_destroy(&m->lock);
+	free(m->instructions);
 	free(m);
+	return true;
 }
 
 static int fail_set(struct fail *f, int code, const char *fmt, ...)
@@ -218,7 +247,7 @@ static int m_initialize(struct mcp *m, struct req *rq, json_t **ret, struct fail
 	pthread_mutex_unlock(&m->lock);
 
 	*ret = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", chosen, "capabilities", capabilities(),
-			 "serverInfo", server_info(), "instructions", instructions);
+			 "serverInfo", server_info(), "instructions", m->instructions);
 	return 0;
 }
 
@@ -235,7 +264,7 @@ static int m_discover(struct mcp *m, struct req *rq, json_t **ret, struct fail *
 	for (size_t i = 0; i < ARRAY_SIZE(legacy_versions); i++)
 		json_array_append_new(versions, json_string(legacy_versions[i]));
 	*ret = json_pack("{s:o, s:o, s:s}", "supportedVersions", versions, "capabilities", capabilities(),
-			 "instructions", instructions);
+			 "instructions", m->instructions);
 	/* a discover result is modern-shaped whichever era asked */
 	struct req modern = *rq;
 	modern.modern = true;

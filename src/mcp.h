@@ -26,13 +26,17 @@ struct mcp;
 struct mcp *mcp_create(const struct tool_services *svc);
 /* Lets calls in flight finish, up to wait_ms (stdin reached EOF). */
 void mcp_drain(struct mcp *m, int wait_ms);
-/* Cancels running calls and waits briefly for them (see dispatch_destroy). */
-void mcp_destroy(struct mcp *m);
+/*
+ * Cancels running calls and waits briefly for them (see dispatch_destroy).
+ * Returns false when some are still running: then m and what the calls use
+ * (the services) are left allocated for them.
+ */
+bool mcp_destroy(struct mcp *m);
 /* Handles one input line (without its newline). Protocol errors become replies. */
 void mcp_handle_line(struct mcp *m, const char *line, size_t len);
 /* Replies to a line that was longer than the configured cap. */
 void mcp_handle_oversized(struct mcp *m);
-/* The server's instructions text for clients. */
-const char *mcp_instructions(void);
+/* The server's instructions text for clients (borrowed). */
+const char *mcp_instructions(const struct mcp *m);
 
 #endif

@@ -280,34 +280,53 @@ static void remove_container(struct session_mgr *m, struct session *s)
 		log_warnf("removing the container of session %s: %s", s->id, err.msg);
 }
 
-void session_mgr_destroy(struct session_mgr *m)
+void session_mgr_cleanup(struct session_mgr *m)
 {
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->lock);
+	bool first = !m->stopping;
 	m->stopping = true;
 	pthread_cond_broadcast(&m->wake);
 	pthread_mutex_unlock(&m->lock);
+	if (!first)
+		return;
 	if (m->starter_started)
 		pthread_join(m->starter, NULL);
 	if (m->reaper_started)
 		pthread_join(m->reaper, NULL);
 
-	for (size_t i = 0; i < m->len; i++) {
-		struct session *s = m->list[i];
-		if (!s->persistent)
-			remove_container(m, s);
-		/* a call still holding s (detached at shutdown) keeps it alive */
-		if (--s->refs == 0)
-			session_free(s);
-	}
-	free(m->list);
+	/* stopping is set: session_create adds nothing any more */
+	pthread_mutex_lock(&m->lock);
+	size_t n = m->len;
+	struct session **all = xcalloc(n ? n : 1, sizeof(*all));
+	memcpy(all, m->list, n * sizeof(*all));
+	pthread_mutex_unlock(&m->lock);
+	for (size_t i = 0; i < n; i++)
+		if (!all[i]->persistent)
+			remove_container(m, all[i]);
+	free(all);
 	if (m->lock_fd >= 0) {
 		char path[PATH_MAX + 32];
 		snprintf(path, sizeof(path), "%s/%s.lock", m->lock_dir, m->instance);
 		unlink(path);
-		close(m->lock_fd);
 	}
+}
+
+void session_mgr_destroy(struct session_mgr *m)
+{
+	if (!m)
+		return;
+	session_mgr_cleanup(m);
+	for (size_t i = 0; i < m->len; i++) {
+		struct session *s = m->list[i];
+		/* a call still holding s keeps it alive */
+		if (--s->refs == 0)
+			session_free(s);
+	}
+	free(m->list);
+	if (m->lock_fd >= 0)
+		close(m->lock_fd);
 	pthread_cond_destroy(&m->wake);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -535,6 +554,13 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 	}
 
 	pthread_mutex_lock(&m->lock);
+	if (m->stopping) {
+		/* the server is exiting and has already swept its sessions */
+		pthread_mutex_unlock(&m->lock);
+		remove_container(m, s);
+		session_free(s);
+		return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "the server is shutting down");
+	}
 	if (m->len == m->cap) {
 		m->cap = m->cap ? m->cap * 2 : 8;
 		m->list = xreallocarray(m->list, m->cap, sizeof(*m->list));

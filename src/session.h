@@ -70,7 +70,9 @@ struct session_opts {
 int session_mgr_create(const struct config *cfg, struct engine *e, struct session_mgr **ret, struct err *err);
 /* Removes what dead instances left and adopts persistent sessions. Errors are logged, not fatal. */
 void session_mgr_start(struct session_mgr *m);
-/* Stops the reaper and removes this instance's non-persistent containers. */
+/* Stops the reaper and removes this instance's non-persistent containers (idempotent). */
+void session_mgr_cleanup(struct session_mgr *m);
+/* session_mgr_cleanup, then frees everything. */
 void session_mgr_destroy(struct session_mgr *m);
 const char *session_mgr_instance(const struct session_mgr *m);
 
