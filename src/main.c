@@ -125,10 +125,18 @@ static int serve(const struct config *cfg)
 		log_warnf("exiting with calls still running");
 	}
 	/* after the workers: removes this instance's non-persistent containers */
-	if (idle)
+	if (idle) {
 		session_mgr_destroy(sessions);
-	else
+	} else {
 		session_mgr_cleanup(sessions);
+		/*
+		 * The running calls hold the services, and svc lives in this frame:
+		 * end the process here instead of returning (which would leave them a
+		 * dead stack frame) and without exit handlers (LeakSanitizer's would
+		 * report what they hold). stdout and stderr are unbuffered writes.
+		 */
+		_exit(0);
+	}
 	rpc_reader_finish(&reader);
 	if (idle) {
 		out_destroy(out);
