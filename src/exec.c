@@ -19,6 +19,8 @@
 static const char exec_wrapper[] = "echo $$ >&2; exec \"$@\"";
 /* The same for a shell command, which the wrapper shell runs itself. */
 static const char exec_wrapper_sh[] = "echo $$ >&2; eval \"$1\"";
+/* What the kill exec prints once its kill ran. */
+#define EXEC_KILL_MARKER "sandbox-mcp-killed"
 /* Longest pid line accepted from the wrapper. */
 #define EXEC_PID_LINE_MAX 16
 
@@ -33,7 +35,7 @@ struct run_state {
 
 static void wake_hook(void *arg);
 static int deliver(struct run_state *st, int stream, const char *p, size_t n);
-static int drain_simple(struct engine_stream *s, int timeout_ms);
+static int drain_simple(struct engine_stream *s, const char *marker, int timeout_ms);
 static int create_wrapped(struct engine *e, struct call *call, const char *container_id,
 			  const struct exec_spec *spec, char exec_id[ENGINE_ID_LEN + 1], struct err *err);
 
@@ -79,10 +81,16 @@ static int deliver(struct run_state *st, int stream, const char *p, size_t n)
 	return 0;
 }
 
-/* Reads a small exec's stream to EOF, discarding it. 0, or -ETIMEDOUT / -errno. */
-static int drain_simple(struct engine_stream *s, int timeout_ms)
+/*
+ * Reads a small exec's stream to EOF, discarding it, or until marker appears
+ * in it (the engine may hold an exec's stream open after it exited, until the
+ * output of another exec in the container is drained). 1 for the marker, 0
+ * for EOF, or -ETIMEDOUT / -errno.
+ */
+static int drain_simple(struct engine_stream *s, const char *marker, int timeout_ms)
 {
-	char tmp[4096];
+	char tmp[4096 + 64];
+	size_t keep = 0, mlen = marker ? strlen(marker) : 0;
 	int fd = engine_stream_fd(s);
 	int64_t deadline = now_ms() + timeout_ms;
 
@@ -96,11 +104,19 @@ static int drain_simple(struct engine_stream *s, int timeout_ms)
 			continue;
 		if (r <= 0)
 			return r < 0 ? -errno : -ETIMEDOUT;
-		ssize_t n = read(fd, tmp, sizeof(tmp));
+		ssize_t n = read(fd, tmp + keep, sizeof(tmp) - 64);
 		if (n == 0)
 			return 0;
 		if (n < 0 && errno != EINTR && errno != EAGAIN)
 			return -errno;
+		if (n <= 0 || !mlen)
+			continue;
+		size_t have = keep + (size_t)n;
+		if (memmem(tmp, have, marker, mlen))
+			return 1;
+		/* the marker may straddle two reads */
+		keep = have < mlen - 1 ? have : mlen - 1;
+		memmove(tmp, tmp + have - keep, keep);
 	}
 }
 
@@ -116,18 +132,22 @@ int exec_kill_group(struct engine *e, const char *container_id, const struct exe
 		snprintf(pidarg, sizeof(pidarg), "%ld", pid);
 		json_t *cfg = json_pack("{s:b, s:b, s:b, s:b, s:[s, s, s, s, s]}", "AttachStdin", 0, "AttachStdout", 1,
 					"AttachStderr", 1, "Tty", 0, "Cmd", "/bin/sh", "-c",
-					"kill -9 -$1 2>/dev/null || kill -9 $1 2>/dev/null; exit 0", "sandbox-mcp-kill", pidarg);
+					"kill -9 -$1 2>/dev/null || kill -9 $1 2>/dev/null; echo " EXEC_KILL_MARKER,
+					"sandbox-mcp-kill", pidarg);
 		if (spec->user)
 			json_object_set_new(cfg, "User", json_string(spec->user));
 		r = engine_exec_create(e, NULL, container_id, cfg, exec_id, &err);
 		json_decref(cfg);
 		if (r == 0)
 			r = engine_exec_start(e, NULL, exec_id, &s, &err);
+		bool marked = false;
 		if (r == 0) {
-			r = drain_simple(s, EXEC_KILL_GRACE_MS);
+			r = drain_simple(s, EXEC_KILL_MARKER, EXEC_KILL_GRACE_MS);
+			marked = r == 1;
+			r = r < 0 ? r : 0;
 			engine_stream_destroy(s);
 		}
-		if (r == 0) {
+		if (r == 0 && !marked) {
 			int code = -1;
 			r = exec_wait_exit(e, exec_id, EXEC_KILL_GRACE_MS, &code, &err);
 			if (r == 0 && code != 0)
@@ -238,7 +258,8 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 	while (!eof) {
 		/* hand over what is buffered */
 		size_t off = 0;
-		while (off < pending.len && !res->stopped) {
+		/* once on_data stopped the exec, what is left is demuxed and dropped */
+		while (off < pending.len) {
 			size_t used = 0;
 			int stream;
 			struct slice data;
@@ -252,8 +273,8 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 				goto out;
 			}
 			off += used;
-			if (dr == 1 && deliver(&st, stream, data.p, data.n) != 0)
-				break;
+			if (dr == 1 && !res->stopped)
+				(void)deliver(&st, stream, data.p, data.n);
 			if (dr == -2)
 				break;
 		}
