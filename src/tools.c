@@ -23,6 +23,10 @@ static const struct tool_entry *const tool_table[] = {
 	&tool_run_command_entry,
 	&tool_run_python_entry,
 	&tool_env_info_entry,
+	&tool_file_read_entry,
+	&tool_file_write_entry,
+	&tool_file_patch_entry,
+	&tool_file_delete_entry,
 };
 
 struct parsed_schemas {

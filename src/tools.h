@@ -98,5 +98,9 @@ extern const struct tool_entry tool_session_close_entry;
 extern const struct tool_entry tool_run_command_entry;
 extern const struct tool_entry tool_run_python_entry;
 extern const struct tool_entry tool_env_info_entry;
+extern const struct tool_entry tool_file_read_entry;
+extern const struct tool_entry tool_file_write_entry;
+extern const struct tool_entry tool_file_patch_entry;
+extern const struct tool_entry tool_file_delete_entry;
 
 #endif

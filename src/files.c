@@ -1,0 +1,320 @@
+/*
+ * files.c - helpers shared by the file tools (see files.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base64.h"
+#include "exec.h"
+#include "files.h"
+#include "log.h"
+#include "pathsafe.h"
+
+/* Whether tool results carry resource_link content (resources/read serves them). */
+#ifndef FILES_LINKS
+#define FILES_LINKS 0
+#endif
+
+struct collect {
+	struct buf *out;
+};
+
+static const struct {
+	const char *ext;
+	const char *mime;
+} mime_by_ext[] = {
+	{ "txt", "text/plain" },	 { "md", "text/markdown" },	   { "csv", "text/csv" },
+	{ "tsv", "text/tab-separated-values" }, { "json", "application/json" }, { "py", "text/x-python" },
+	{ "html", "text/html" },	 { "htm", "text/html" },	   { "css", "text/css" },
+	{ "js", "text/javascript" },	 { "xml", "application/xml" },	   { "yaml", "application/yaml" },
+	{ "yml", "application/yaml" },	 { "sh", "text/x-shellscript" },   { "c", "text/x-c" },
+	{ "h", "text/x-c" },		 { "svg", "image/svg+xml" },	   { "pdf", "application/pdf" },
+	{ "zip", "application/zip" },	 { "gz", "application/gzip" },	   { "tar", "application/x-tar" },
+	{ "xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" },
+	{ "parquet", "application/vnd.apache.parquet" }, { "npy", "application/octet-stream" },
+};
+
+static int collect_data(void *arg, int stream, const char *p, size_t n);
+static bool utf8_text(const char *p, size_t n, bool cut_tail);
+
+uint64_t files_max_bytes(const struct config *cfg)
+{
+	return cfg->max_upload_mb << 20;
+}
+
+int files_resolve(const struct config *cfg, const char *path, bool allow_root, char *out, size_t outsz,
+		  struct err *err)
+{
+	int r = path ? path_resolve(cfg->workspace, path, out, outsz) : -EINVAL;
+	if (r == -ENAMETOOLONG)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, r, "path is longer than %d bytes", PATHSAFE_MAX);
+	if (r < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, r,
+			       "path '%.200s' is empty or holds control characters", path ? path : "");
+	if (!allow_root && strcmp(out, "/") == 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "path must name a file, not /");
+	return 0;
+}
+
+int files_exec_failed(struct tool_ctx *ctx, struct session *s, int r, struct err *err)
+{
+	if (err->code == ERRCODE_SESSION_NOT_FOUND) {
+		session_forget(ctx->svc->sessions, s);
+		return err_set(err, ERRCODE_SESSION_NOT_FOUND, r,
+			       "the container of session %s is gone (removed or stopped outside sandbox-mcp); the "
+			       "session was dropped: run again without session_id, or session_create a new one",
+			       s->id);
+	}
+	return r;
+}
+
+int files_code_failed(int code, const char *stderr_text, const char *path, const char *verb, struct err *err)
+{
+	const char *detail = stderr_text && *stderr_text ? stderr_text : "no message";
+
+	switch (code) {
+	case 0:
+		return 0;
+	case XFER_EXIT_NOT_FOUND:
+		return err_set(err, ERRCODE_FILE_NOT_FOUND, -ENOENT,
+			       "%s does not exist in the sandbox (relative paths start in the workspace; file_list "
+			       "shows what is there)",
+			       path);
+	case XFER_EXIT_IS_DIR:
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EISDIR,
+			       "%s is a directory: file_list shows its contents, file_download copies it out", path);
+	case XFER_EXIT_NOT_REGULAR:
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "%s is not a regular file (a fifo, socket or device)", path);
+	case XFER_EXIT_EXISTS:
+		return err_set(err, ERRCODE_FILE_EXISTS, -EEXIST,
+			       "%s already exists: pass overwrite: true to replace it", path);
+	case XFER_EXIT_NO_DIR:
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENOTDIR, "cannot create the directory for %s: %.300s",
+			       path, detail);
+	case XFER_EXIT_NOT_DIR:
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENOTDIR, "%s is not a directory", path);
+	case XFER_EXIT_DENIED:
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EACCES,
+			       "permission denied: the sandbox user cannot %s %s", verb, path);
+	case XFER_EXIT_NO_TAR:
+		return err_set(err, ERRCODE_ENGINE_ERROR, -ENOENT,
+			       "the session's image has no tar (or no /bin/sh), which the file tools need: %.200s",
+			       detail);
+	default:
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "could not %s %s (exit code %d): %.300s", verb, path,
+			       code, detail);
+	}
+}
+
+int files_script_failed(const struct xfer_result *xr, const char *path, const char *verb, struct err *err)
+{
+	if (xr->cancelled)
+		return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+	if (xr->timed_out)
+		return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "copying %s took longer than %d s and was stopped", path,
+			       XFER_TIMEOUT_MS / 1000);
+	return files_code_failed(xr->exit_code < 0 ? 137 : xr->exit_code, xr->stderr_text, path, verb, err);
+}
+
+static int collect_data(void *arg, int stream, const char *p, size_t n)
+{
+	struct collect *c = arg;
+	if (stream != 1)
+		return 0;
+	return buf_append(c->out, p, n) < 0;
+}
+
+int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const char *const *args,
+	      struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err)
+{
+	const char *argv[16];
+	size_t n = 0;
+	struct collect c = { out };
+	struct exec_result xr;
+
+	argv[n++] = "/bin/sh";
+	argv[n++] = "-c";
+	argv[n++] = script;
+	argv[n++] = "sandbox-mcp-files";
+	for (; args && *args && n < ARRAY_SIZE(argv) - 1; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	struct exec_spec spec = {
+		.argv = argv,
+		.user = s->user,
+		.timeout_ms = (int)(ctx->svc->cfg->timeout_s * 1000),
+		.cap = XFER_STDERR_MAX,
+		.on_data = collect_data,
+		.arg = &c,
+	};
+	int r = exec_run(ctx->svc->engine, ctx->call, s->container, &spec, &xr, err);
+	if (r < 0) {
+		exec_result_finish(&xr);
+		return files_exec_failed(ctx, s, r, err);
+	}
+	if (errtext && errsz) {
+		struct buf t;
+		buf_init(&t, SIZE_MAX);
+		capture_render(&xr.err, &t);
+		size_t k = t.len;
+		while (k > 0 && (t.data[k - 1] == '\n' || t.data[k - 1] == ' '))
+			k--;
+		snprintf(errtext, errsz, "%.*s", (int)k, t.data ? t.data : "");
+		buf_finish(&t);
+	}
+	if (xr.cancelled)
+		r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+	else if (xr.timed_out)
+		r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the command took longer than %llu s (SANDBOX_TIMEOUT_S)",
+			    (unsigned long long)ctx->svc->cfg->timeout_s);
+	*ret_code = xr.stopped ? 0 : xr.exit_code;
+	exec_result_finish(&xr);
+	return r;
+}
+
+/* Valid UTF-8 with no NUL; a sequence cut by the end of a range is allowed when cut_tail. */
+static bool utf8_text(const char *s, size_t n, bool cut_tail)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+	while (i < n) {
+		unsigned c = p[i];
+		size_t len;
+		unsigned min;
+		if (c == 0)
+			return false;
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			len = 2, min = 0x80;
+		else if (c >= 0xe0 && c <= 0xef)
+			len = 3, min = 0x800;
+		else if (c >= 0xf0 && c <= 0xf4)
+			len = 4, min = 0x10000;
+		else
+			return false;
+		if (i + len > n)
+			return cut_tail && n - i < 4;
+		unsigned cp = c & (0x3f >> (len - 1));
+		for (size_t k = 1; k < len; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i + k] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+const char *files_mime(const char *path, const char *data, size_t n, bool *ret_text, bool *ret_image)
+{
+	const unsigned char *d = (const unsigned char *)data;
+	*ret_image = true;
+	*ret_text = false;
+	if (n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0)
+		return "image/png";
+	if (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff)
+		return "image/jpeg";
+	if (n >= 6 && (memcmp(d, "GIF87a", 6) == 0 || memcmp(d, "GIF89a", 6) == 0))
+		return "image/gif";
+	if (n >= 12 && memcmp(d, "RIFF", 4) == 0 && memcmp(d + 8, "WEBP", 4) == 0)
+		return "image/webp";
+	*ret_image = false;
+	*ret_text = utf8_text(data, n, true);
+	const char *dot = strrchr(path, '.');
+	const char *slash = strrchr(path, '/');
+	if (dot && (!slash || dot > slash))
+		for (size_t i = 0; i < ARRAY_SIZE(mime_by_ext); i++)
+			if (strcasecmp(dot + 1, mime_by_ext[i].ext) == 0)
+				return mime_by_ext[i].mime;
+	return *ret_text ? "text/plain" : "application/octet-stream";
+}
+
+int files_uri(const struct session *s, const char *path, char *out, size_t outsz)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = (size_t)snprintf(out, outsz, "sandbox://%s/", s->id);
+	if (o >= outsz)
+		return -ENAMETOOLONG;
+	for (const unsigned char *p = (const unsigned char *)path + 1; *p; p++) {
+		bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+			     strchr("/-._~", *p);
+		if (o + (plain ? 1 : 3) + 1 > outsz)
+			return -ENAMETOOLONG;
+		if (plain) {
+			out[o++] = (char)*p;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
+		}
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+void files_link(struct tool_ctx *ctx, struct tool_result *res, const struct session *s, const char *path,
+		const char *mime)
+{
+	char uri[FILES_URI_MAX];
+	if (!FILES_LINKS || strcmp(ctx->protocol_version, "2025-06-18") < 0 || files_uri(s, path, uri, sizeof(uri)) < 0)
+		return;
+	const char *name = strrchr(path, '/') + 1;
+	json_t *link = json_pack("{s:s, s:s, s:s}", "type", "resource_link", "uri", uri, "name", name);
+	if (mime)
+		json_object_set_new(link, "mimeType", json_string(mime));
+	json_array_append_new(res->content, link);
+}
+
+void files_render_content(struct tool_ctx *ctx, struct tool_result *res, const struct session *s,
+			  const char *path, const char *data, size_t n, uint64_t size, uint64_t offset, bool ranged)
+{
+	bool text, image;
+	const char *mime = files_mime(path, data, n, &text, &image);
+	char range[96] = "";
+
+	if (ranged)
+		snprintf(range, sizeof(range), ", bytes %llu-%llu shown", (unsigned long long)offset,
+			 (unsigned long long)(offset + n));
+	/* text whose JSON escapes would pass the message cap goes as base64 */
+	if (text) {
+		size_t esc = n;
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)data[i] < 0x20 || data[i] == '"' || data[i] == '\\')
+				esc += 5;
+		text = esc <= base64_encoded_len(FILES_READ_MAX);
+	}
+	if (text) {
+		tool_text(res, "%s: %llu bytes, %s%s", path, (unsigned long long)size, mime, range);
+		json_array_append_new(res->content,
+				      json_pack("{s:s, s:o}", "type", "text", "text", json_string_lossy(data, n)));
+		files_link(ctx, res, s, path, mime);
+		return;
+	}
+	image = image && !ranged;
+	tool_text(res, "%s: %llu bytes, %s%s%s", path, (unsigned long long)size, mime, range,
+		  image ? "" : "; base64 in the embedded resource");
+	char *b64 = xmalloc(base64_encoded_len(n) + 1);
+	base64_encode(data, n, b64);
+	json_t *jb64 = json_stringn_nocheck(b64, base64_encoded_len(n));
+	free(b64);
+	if (image) {
+		json_array_append_new(res->content,
+				      json_pack("{s:s, s:o, s:s}", "type", "image", "data", jb64, "mimeType", mime));
+	} else {
+		char uri[FILES_URI_MAX];
+		if (files_uri(s, path, uri, sizeof(uri)) < 0)
+			snprintf(uri, sizeof(uri), "sandbox://%s/", s->id);
+		json_array_append_new(res->content,
+				      json_pack("{s:s, s:{s:s, s:s, s:o}}", "type", "resource", "resource", "uri", uri,
+						"mimeType", mime, "blob", jb64));
+	}
+	files_link(ctx, res, s, path, mime);
+}

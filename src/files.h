@@ -1,0 +1,80 @@
+/*
+ * files.h - what the file tools share: path resolution, limits, turning a
+ * script's exit code into the error a model reads, plain execs whose output
+ * is collected, and rendering a file's bytes as MCP content.
+ */
+#ifndef FILES_H
+#define FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "config.h"
+#include "errcode.h"
+#include "pathsafe.h"
+#include "session.h"
+#include "tools.h"
+#include "xfer.h"
+
+/* Entries in one transfer (a folder up or down), skipped ones included. */
+#define FILES_ENTRIES_MAX 100000
+/*
+ * Most bytes one file_read result carries: their base64 (8 MiB) stays under
+ * the 10 MiB line cap of the official SDKs' stdio transports, whose clients
+ * otherwise drop the connection. Larger files are read in parts.
+ */
+#define FILES_READ_MAX (6u << 20)
+/* Longest URI in a resource link. */
+#define FILES_URI_MAX (3 * PATHSAFE_MAX + 64)
+
+/* The byte limit on one file and on one transfer: SANDBOX_MAX_UPLOAD_MB, in MiB. */
+uint64_t files_max_bytes(const struct config *cfg);
+
+/*
+ * Resolves a tool's sandbox path against the workspace into out (absolute,
+ * normalised). allow_root: "/" is acceptable. 0 or -EINVAL with err.
+ */
+int files_resolve(const struct config *cfg, const char *path, bool allow_root, char *out, size_t outsz,
+		  struct err *err);
+
+/* An exec that could not run: forgets the session if its container is gone; returns r with err set. */
+int files_exec_failed(struct tool_ctx *ctx, struct session *s, int r, struct err *err);
+
+/*
+ * The error for a script's non-zero exit code (enum xfer_exit, or tar's own
+ * failure with its stderr); 0 for exit code 0. verb says what was tried
+ * ("read", "write").
+ */
+int files_code_failed(int code, const char *stderr_text, const char *path, const char *verb, struct err *err);
+/* files_code_failed for a transfer's result (killed and timed-out included). */
+int files_script_failed(const struct xfer_result *xr, const char *path, const char *verb, struct err *err);
+
+/*
+ * Runs `sh -c script` with args in s as its user; stdout collected into out
+ * (up to its max: more stops the script), stderr into errtext. 0 with
+ * *ret_code, or -errno with err (the session forgotten when gone).
+ */
+int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const char *const *args,
+	      struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err);
+
+/* The mime type for a file's name and first bytes. */
+const char *files_mime(const char *path, const char *data, size_t n, bool *ret_text, bool *ret_image);
+
+/*
+ * Adds a file's bytes to res: a line describing it, then the text, an image,
+ * or base64 in an embedded resource. size is the whole file's, offset where
+ * data starts.
+ */
+void files_render_content(struct tool_ctx *ctx, struct tool_result *res, const struct session *s,
+			  const char *path, const char *data, size_t n, uint64_t size, uint64_t offset, bool ranged);
+
+/* The sandbox:// URI of path in s. 0 or -ENAMETOOLONG. */
+int files_uri(const struct session *s, const char *path, char *out, size_t outsz);
+
+/* Adds a resource_link to path when the client's protocol knows them (2025-06-18 on). */
+void files_link(struct tool_ctx *ctx, struct tool_result *res, const struct session *s, const char *path,
+		const char *mime);
+
+#endif
