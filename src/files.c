@@ -124,7 +124,10 @@ static int collect_data(void *arg, int stream, const char *p, size_t n)
 	struct collect *c = arg;
 	if (stream != 1)
 		return 0;
-	return buf_append(c->out, p, n) < 0;
+	size_t room = c->out->max - c->out->len;
+	/* what fits is kept, so a full buffer (len == max) says the output was cut */
+	(void)buf_append(c->out, p, n < room ? n : room);
+	return n > room;
 }
 
 int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const char *const *args,

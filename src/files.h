@@ -53,7 +53,8 @@ int files_script_failed(const struct xfer_result *xr, const char *path, const ch
 
 /*
  * Runs `sh -c script` with args in s as its user; stdout collected into out
- * (up to its max: more stops the script), stderr into errtext. 0 with
+ * (up to its max: more stops the script, and out->len == out->max says so),
+ * stderr into errtext. 0 with
  * *ret_code, or -errno with err (the session forgotten when gone).
  */
 int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const char *const *args,

@@ -27,6 +27,8 @@ static const struct tool_entry *const tool_table[] = {
 	&tool_file_write_entry,
 	&tool_file_patch_entry,
 	&tool_file_delete_entry,
+	&tool_file_list_entry,
+	&tool_file_search_entry,
 };
 
 struct parsed_schemas {

@@ -102,5 +102,7 @@ extern const struct tool_entry tool_file_read_entry;
 extern const struct tool_entry tool_file_write_entry;
 extern const struct tool_entry tool_file_patch_entry;
 extern const struct tool_entry tool_file_delete_entry;
+extern const struct tool_entry tool_file_list_entry;
+extern const struct tool_entry tool_file_search_entry;
 
 #endif

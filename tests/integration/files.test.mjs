@@ -170,4 +170,60 @@ describe('file tools inside a sandbox', suite({ timeout: 300000 }), () => {
     await srv.fails('file_delete', { path: 'del', session_id: sid }, 'file_not_found');
     await srv.fails('file_delete', { path: '.', session_id: sid }, 'invalid_argument');
   });
+
+  test('file_list: types, sizes, modes, depth, hidden entries, links shown as links', async () => {
+    await srv.sh('mkdir -p ls/sub/deep && printf 12345 > ls/five && : > ls/.hidden && ln -s /etc ls/etc-link && ' +
+      'mkfifo ls/fifo && printf x > "ls/sub/new\nline" && chmod 600 ls/five', { session_id: sid });
+    const one = await srv.ok('file_list', { path: 'ls', session_id: sid });
+    assert.equal(one.path, '/workspace/ls');
+    const byPath = Object.fromEntries(one.entries.map((e) => [e.path, e]));
+    assert.deepEqual(Object.keys(byPath), ['etc-link', 'fifo', 'five', 'sub'], 'sorted, hidden left out, depth 1');
+    assert.equal(byPath.five.type, 'file');
+    assert.equal(byPath.five.size, 5);
+    assert.equal(byPath.five.mode, '0600');
+    assert.match(byPath.five.mtime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.equal(byPath.sub.type, 'directory');
+    assert.equal(byPath['etc-link'].type, 'symlink');
+    assert.equal(byPath['etc-link'].target, '/etc');
+    assert.equal(byPath.fifo.type, 'fifo');
+    const all = await srv.ok('file_list', { path: 'ls', depth: 3, hidden: true, session_id: sid });
+    assert.deepEqual(all.entries.map((e) => e.path),
+      ['.hidden', 'etc-link', 'fifo', 'five', 'sub', 'sub/deep', 'sub/new\nline']);
+    const dflt = await srv.ok('file_list', { session_id: sid });
+    assert.equal(dflt.path, '/workspace');
+    assert.ok(dflt.entries.some((e) => e.path === 'ls' && e.type === 'directory'));
+    await srv.fails('file_list', { path: 'no/such/dir', session_id: sid }, 'file_not_found');
+  });
+
+  test('file_search: regex, glob, ignore_case, max_results, path/line/text', async () => {
+    await srv.ok('file_write', { path: 'src/a.py', content: 'def alpha():\n    return 1\n# TODO: beta\n', session_id: sid });
+    await srv.ok('file_write', { path: 'src/b.txt', content: 'todo later\nalpha: x\n', session_id: sid });
+    await srv.ok('file_write', { path: 'src/c d.py', content: 'x = "alpha"\n', session_id: sid });
+    const all = await srv.ok('file_search', { pattern: 'alpha', path: 'src', session_id: sid });
+    assert.equal(all.engine, 'rg', 'the image has ripgrep');
+    const got = all.matches.map((m) => `${m.path}:${m.line}:${m.text}`).sort();
+    assert.deepEqual(got, ['/workspace/src/a.py:1:def alpha():', '/workspace/src/b.txt:2:alpha: x',
+      '/workspace/src/c d.py:1:x = "alpha"']);
+    const py = await srv.ok('file_search', { pattern: 'al+pha', path: 'src', glob: '*.py', session_id: sid });
+    assert.equal(py.matches.length, 2);
+    const ic = await srv.ok('file_search', { pattern: 'todo', path: 'src', ignore_case: true, session_id: sid });
+    assert.equal(ic.matches.length, 2);
+    const one = await srv.ok('file_search', { pattern: 'a', path: 'src', max_results: 1, session_id: sid });
+    assert.equal(one.matches.length, 1);
+    assert.equal(one.truncated, true);
+    const none = await srv.ok('file_search', { pattern: 'zzz_nothing', path: 'src', session_id: sid });
+    assert.deepEqual(none.matches, []);
+    await srv.fails('file_search', { pattern: '(unclosed', path: 'src', session_id: sid }, 'invalid_argument');
+    await srv.fails('file_search', { pattern: 'x', path: 'nowhere', session_id: sid }, 'file_not_found');
+  });
+
+  test('file_search falls back to grep when the image has no ripgrep', async () => {
+    const deb = (await srv.createSession({ image: 'debian:bookworm-slim' })).session_id;
+    await srv.ok('file_write', { path: 'g/one.txt', content: 'needle here\nnothing\n', session_id: deb });
+    const r = await srv.ok('file_search', { pattern: 'need+le', path: 'g', session_id: deb });
+    assert.equal(r.engine, 'grep');
+    assert.deepEqual(r.matches, [{ path: '/workspace/g/one.txt', line: 1, text: 'needle here' }]);
+    const l = await srv.ok('file_list', { path: 'g', session_id: deb });
+    assert.deepEqual(l.entries.map((e) => e.path), ['one.txt']);
+  });
 });
