@@ -300,7 +300,8 @@ void session_mgr_cleanup(struct session_mgr *m)
 	pthread_mutex_lock(&m->lock);
 	size_t n = m->len;
 	struct session **all = xcalloc(n ? n : 1, sizeof(*all));
-	memcpy(all, m->list, n * sizeof(*all));
+	if (n) /* m->list is NULL until the first session */
+		memcpy(all, m->list, n * sizeof(*all));
 	pthread_mutex_unlock(&m->lock);
 	for (size_t i = 0; i < n; i++)
 		if (!all[i]->persistent)
