@@ -78,8 +78,16 @@ static int serve(const struct config *cfg)
 		log_errorf("%s", err.msg);
 		return 1;
 	}
+	/* the allowed host directories, canonicalised and opened once, now */
+	struct hostfs *hostfs = NULL;
+	if ((r = hostfs_create(cfg->host_dirs, &hostfs, &err)) < 0) {
+		log_errorf("%s", err.msg);
+		tools_finish();
+		return 1;
+	}
 	if ((r = engine_create(cfg->docker_host, (int)cfg->engine_timeout_s * 1000, &engine, &err)) < 0) {
 		log_errorf("%s", err.msg);
+		hostfs_destroy(hostfs);
 		tools_finish();
 		return 1;
 	}
@@ -87,12 +95,13 @@ static int serve(const struct config *cfg)
 	if ((r = session_mgr_create(cfg, engine, &sessions, &err)) < 0) {
 		log_errorf("%s", err.msg);
 		engine_destroy(engine);
+		hostfs_destroy(hostfs);
 		tools_finish();
 		return 1;
 	}
 	session_mgr_start(sessions);
 	struct out *out = out_create(STDOUT_FILENO);
-	struct tool_services svc = { .cfg = cfg, .engine = engine, .out = out, .sessions = sessions };
+	struct tool_services svc = { .cfg = cfg, .engine = engine, .out = out, .sessions = sessions, .hostfs = hostfs };
 	struct mcp *m = mcp_create(&svc);
 	struct rpc_reader reader;
 	rpc_reader_init(&reader, STDIN_FILENO, cfg->max_line_bytes);
@@ -141,6 +150,7 @@ static int serve(const struct config *cfg)
 	if (idle) {
 		out_destroy(out);
 		engine_destroy(engine);
+		hostfs_destroy(hostfs);
 	}
 	tools_finish();
 	return 0;

@@ -29,6 +29,8 @@ static const struct tool_entry *const tool_table[] = {
 	&tool_file_delete_entry,
 	&tool_file_list_entry,
 	&tool_file_search_entry,
+	&tool_file_upload_entry,
+	&tool_file_download_entry,
 };
 
 struct parsed_schemas {

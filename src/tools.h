@@ -19,6 +19,7 @@
 #include "dispatch.h"
 #include "engine.h"
 #include "errcode.h"
+#include "hostfs.h"
 #include "out.h"
 #include "session.h"
 
@@ -28,6 +29,7 @@ struct tool_services {
 	struct engine *engine;
 	struct out *out;
 	struct session_mgr *sessions;
+	struct hostfs *hostfs; /* the allowed host directories (SANDBOX_HOST_DIRS) */
 };
 
 /* One running tools/call. */
@@ -104,5 +106,7 @@ extern const struct tool_entry tool_file_patch_entry;
 extern const struct tool_entry tool_file_delete_entry;
 extern const struct tool_entry tool_file_list_entry;
 extern const struct tool_entry tool_file_search_entry;
+extern const struct tool_entry tool_file_upload_entry;
+extern const struct tool_entry tool_file_download_entry;
 
 #endif

@@ -7,13 +7,22 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import {
+  mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, lstatSync, statSync, symlinkSync, rmSync,
+  existsSync, chmodSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
   Server, suite, requireEngine, cleanup, show, docker, serverIsSanitized,
 } from './lib/harness.mjs';
 
 const sha256 = (b) => createHash('sha256').update(b).digest('hex');
 const MiB = 1 << 20;
-// server peak RSS bound while 20 MiB of base64 pass through (3x the file, DESIGN's bar)
+// server peak RSS bound while 20 MiB of base64 pass through
+// (the JSON line holds the base64 three times while jansson parses it: line buffer, token, string)
 const B64_RSS_CAP_KIB = (serverIsSanitized() ? 10 : 5) * 20 * 1024;
+// host upload and download stream: 16 MiB whatever the size (DESIGN's bar)
+const HOST_RSS_CAP_KIB = (serverIsSanitized() ? 64 : 16) * 1024;
 
 /** The text blocks of a result, joined. */
 function texts(res) {
@@ -225,5 +234,261 @@ describe('file tools inside a sandbox', suite({ timeout: 300000 }), () => {
     assert.deepEqual(r.matches, [{ path: '/workspace/g/one.txt', line: 1, text: 'needle here' }]);
     const l = await srv.ok('file_list', { path: 'g', session_id: deb });
     assert.deepEqual(l.entries.map((e) => e.path), ['one.txt']);
+  });
+});
+
+/** Every path below dir (relative), with lstat type and mode, sorted. */
+function tree(dir) {
+  const out = [];
+  const walk = (rel) => {
+    for (const name of readdirSync(join(dir, rel)).sort()) {
+      const r = rel ? `${rel}/${name}` : name;
+      const st = lstatSync(join(dir, r));
+      const type = st.isSymbolicLink() ? 'link' : st.isDirectory() ? 'dir' : st.isFile() ? 'file' : 'other';
+      out.push({ path: r, type, mode: st.mode & 0o7777, size: st.isFile() ? st.size : 0 });
+      if (type === 'dir') walk(r);
+    }
+  };
+  walk('');
+  return out;
+}
+
+// A fake `tar` the sandbox user plants first in PATH (/opt/venv/bin is theirs): `tar -c` sends a
+// hand-made hostile stream, anything else runs the real tar.
+const LYING_TAR = String.raw`#!/usr/bin/python3
+import sys, os, io, tarfile
+if '-c' not in sys.argv[1:2] and not any(a.startswith('-c') for a in sys.argv[1:3]):
+    os.execv('/usr/bin/tar', ['tar'] + sys.argv[1:])
+mode = open('/workspace/.lying-mode').read().strip()
+b = io.BytesIO()
+t = tarfile.open(fileobj=b, mode='w', format=tarfile.GNU_FORMAT)
+def f(name, data=b'x', **kw):
+    i = tarfile.TarInfo(name); i.size = len(data); i.mode = 0o755
+    for k, v in kw.items(): setattr(i, k, v)
+    t.addfile(i, io.BytesIO(data) if i.isreg() else None)
+if mode == 'big':
+    i = tarfile.TarInfo('./huge'); i.size = 100 << 30
+    b.write(i.tobuf(tarfile.GNU_FORMAT)); sys.stdout.buffer.write(b.getvalue()); sys.stdout.flush()
+    sys.stdout.buffer.write(b'\0' * (1 << 20) * 64); sys.exit(0)
+f('./', type=tarfile.DIRTYPE)
+f('./ok.txt', b'fine\n')
+f('../../escape', b'escaped')
+f('./../../escape2', b'escaped')
+f('/tmp/abs-escape', b'escaped')
+f('./evil', type=tarfile.SYMTYPE, linkname='/etc/passwd')
+f('./evil', b'through the link?')
+f('./d', type=tarfile.SYMTYPE, linkname='/')
+f('./d/tmp/pwned', b'pwned')
+f('./shadow', type=tarfile.LNKTYPE, linkname='/etc/shadow')
+f('./fifo', type=tarfile.FIFOTYPE)
+f('./null', type=tarfile.CHRTYPE, devmajor=1, devminor=3)
+f('./sub/x/../../../escape3', b'escaped')
+f('./sub/deep.txt', b'deep')
+t.close()
+sys.stdout.buffer.write(b.getvalue())
+`;
+
+describe('host transfers: file_upload and file_download', suite({ timeout: 300000 }), () => {
+  let srv;
+  let sid;
+  let cid;
+  let base; // a private host folder for this run
+  let allowed; // SANDBOX_HOST_DIRS
+  let outside; // next to it, not allowed
+
+  before(async () => {
+    requireEngine();
+    base = mkdtempSync(join(tmpdir(), 'sandbox-mcp-files-'));
+    allowed = join(base, 'allowed');
+    outside = join(base, 'outside');
+    mkdirSync(allowed);
+    mkdirSync(outside);
+    mkdirSync(`${allowed}X`.replace(base, base)); // a sibling whose name starts like the allowed one
+    writeFileSync(join(outside, 'secret.txt'), 'host secret\n');
+    writeFileSync(join(`${allowed}X`, 'secret.txt'), 'host secret\n');
+    srv = await Server.start('host-files', { SANDBOX_TIMEOUT_S: 60, SANDBOX_HOST_DIRS: allowed });
+    const st = await srv.createSession({ name: 'host-files' });
+    sid = st.session_id;
+    cid = st.container_id;
+  });
+
+  after(async () => {
+    await cleanup();
+    if (base) rmSync(base, { recursive: true, force: true });
+  });
+
+  test('20 MiB of random bytes: file_upload -> file_download is byte-identical, server RSS bounded', async () => {
+    const data = randomBytes(20 * MiB);
+    writeFileSync(join(allowed, 'random.bin'), data);
+    const up = await srv.ok('file_upload', { host_path: join(allowed, 'random.bin'), path: 'up/random.bin', session_id: sid },
+      { timeoutMs: 120000 });
+    assert.equal(up.path, '/workspace/up/random.bin');
+    assert.equal(up.bytes, data.length);
+    const inside = await srv.sh('sha256sum up/random.bin', { session_id: sid });
+    assert.equal(inside.stdout.split(/\s+/)[0], sha256(data));
+    mkdirSync(join(allowed, 'back'));
+    const down = await srv.ok('file_download', { path: 'up/random.bin', host_dir: join(allowed, 'back'), session_id: sid },
+      { timeoutMs: 120000 });
+    assert.equal(down.host_path, join(allowed, 'back', 'random.bin'));
+    assert.equal(down.bytes, data.length);
+    assert.equal(sha256(readFileSync(join(allowed, 'back', 'random.bin'))), sha256(data), 'byte-identical');
+    assert.deepEqual(readdirSync(join(allowed, 'back')), ['random.bin'], 'no temporary folder left behind');
+    const rss = srv.peakRssKiB();
+    console.log(`# 20 MiB up and down: server VmHWM ${rss} KiB (cap ${HOST_RSS_CAP_KIB})`);
+    assert.ok(rss < HOST_RSS_CAP_KIB, `streamed: peak RSS ${rss} KiB is under ${HOST_RSS_CAP_KIB} KiB`);
+  });
+
+  test('a tree: non-ASCII names, spaces, an empty file, empty folders and modes survive both ways', async () => {
+    const src = join(allowed, 'tree');
+    mkdirSync(join(src, 'empty/deeper/deepest'), { recursive: true });
+    mkdirSync(join(src, 'dir with spaces'));
+    writeFileSync(join(src, 'ünïcödé naïve.txt'), 'unicode\n');
+    writeFileSync(join(src, 'dir with spaces', 'file with spaces.txt'), 'spaces\n');
+    writeFileSync(join(src, 'empty.txt'), '');
+    writeFileSync(join(src, 'run.sh'), '#!/bin/sh\necho ran\n');
+    chmodSync(join(src, 'run.sh'), 0o755);
+    symlinkSync('/etc/passwd', join(src, 'link-out'));
+    const up = await srv.ok('file_upload', { host_path: src, session_id: sid });
+    assert.equal(up.path, '/workspace/tree');
+    assert.equal(up.files, 4);
+    assert.deepEqual(up.skipped.map((x) => x.name), ['link-out'], 'the symlink is not followed, and said so');
+    const l = await srv.ok('file_list', { path: 'tree', depth: 5, session_id: sid });
+    const got = l.entries.map((e) => `${e.path} ${e.type} ${e.mode} ${e.type === 'file' ? e.size : ''}`);
+    assert.deepEqual(got, [
+      'dir with spaces directory 0755 ', 'dir with spaces/file with spaces.txt file 0644 7',
+      'empty directory 0755 ', 'empty.txt file 0644 0', 'empty/deeper directory 0755 ',
+      'empty/deeper/deepest directory 0755 ', 'run.sh file 0755 19', 'ünïcödé naïve.txt file 0644 8',
+    ].sort());
+    assert.equal((await srv.sh('./tree/run.sh', { session_id: sid })).stdout, 'ran\n', 'the 0755 script runs');
+
+    mkdirSync(join(allowed, 'tree-back'));
+    const down = await srv.ok('file_download', { path: 'tree', host_dir: join(allowed, 'tree-back'), session_id: sid });
+    assert.deepEqual(down.skipped, []);
+    const back = tree(join(allowed, 'tree-back', 'tree'));
+    const want = tree(src).filter((e) => e.type !== 'link');
+    assert.deepEqual(back.map((e) => [e.path, e.type, e.size]), want.map((e) => [e.path, e.type, e.size]));
+    for (const e of back.filter((x) => x.type === 'file')) {
+      assert.equal(e.mode & 0o111, 0, `${e.path}: no exec bits on the host (mode ${e.mode.toString(8)})`);
+      assert.deepEqual(readFileSync(join(allowed, 'tree-back', 'tree', e.path)), readFileSync(join(src, e.path)));
+    }
+  });
+
+  test('downloads refuse to replace a host file unless overwrite, and then replace it', async () => {
+    await srv.ok('file_write', { path: 'once.txt', content: 'new', session_id: sid });
+    writeFileSync(join(allowed, 'once.txt'), 'old');
+    await srv.fails('file_download', { path: 'once.txt', host_dir: allowed, session_id: sid }, 'file_exists');
+    assert.equal(readFileSync(join(allowed, 'once.txt'), 'utf8'), 'old');
+    await srv.ok('file_download', { path: 'once.txt', host_dir: allowed, overwrite: true, session_id: sid });
+    assert.equal(readFileSync(join(allowed, 'once.txt'), 'utf8'), 'new');
+    // a folder over a folder
+    await srv.ok('file_write', { path: 'dirx/a.txt', content: 'a', session_id: sid });
+    mkdirSync(join(allowed, 'dirx'));
+    writeFileSync(join(allowed, 'dirx', 'old.txt'), 'old');
+    await srv.fails('file_download', { path: 'dirx', host_dir: allowed, session_id: sid }, 'file_exists');
+    await srv.ok('file_download', { path: 'dirx', host_dir: allowed, overwrite: true, session_id: sid });
+    assert.deepEqual(readdirSync(join(allowed, 'dirx')), ['a.txt']);
+    assert.ok(!readdirSync(allowed).some((n) => n.startsWith('.sandbox-mcp')), 'no temporary folder left');
+  });
+
+  test('host paths outside the allowed folders, symlinks out and .. tricks are host_path_not_allowed', async () => {
+    symlinkSync(join(outside, 'secret.txt'), join(allowed, 'link-to-secret'));
+    symlinkSync(outside, join(allowed, 'link-to-outside'));
+    const refused = [
+      join(outside, 'secret.txt'),
+      join(allowed, 'link-to-secret'),
+      join(allowed, 'link-to-outside'),
+      join(allowed, 'link-to-outside', 'secret.txt'),
+      `${allowed}/../outside/secret.txt`,
+      `${allowed}/./../outside`,
+      join(`${allowed}X`, 'secret.txt'),
+      'relative/path.txt',
+      '/etc/passwd',
+      '/',
+    ];
+    for (const host_path of refused) {
+      const f = await srv.fails('file_upload', { host_path, session_id: sid }, 'host_path_not_allowed');
+      assert.match(f.error.message, /SANDBOX_HOST_DIRS|absolute/, `${host_path}: the message names the setting`);
+    }
+    for (const host_dir of [outside, join(allowed, 'link-to-outside'), `${allowed}/..`, '/tmp']) {
+      await srv.fails('file_download', { path: 'once.txt', host_dir, session_id: sid }, 'host_path_not_allowed');
+    }
+    assert.deepEqual(readdirSync(outside), ['secret.txt'], 'nothing written outside');
+    const l = await srv.ok('file_list', { session_id: sid });
+    assert.ok(!l.entries.some((e) => e.path === 'secret.txt'), 'nothing uploaded');
+  });
+
+  test('a hostile sandbox: links, a fifo, hard links and unreadable files are skipped, nothing lands outside', async () => {
+    await srv.sh('mkdir -p evil/sub && echo fine > evil/ok.txt && ln -s /etc/passwd evil/passwd-link && ' +
+      'ln -s / evil/root && ln -s ../../../../../tmp evil/sub/up && mkfifo evil/fifo && echo h > evil/h1 && ' +
+      'ln evil/h1 evil/h2 && chmod 777 evil', { session_id: sid });
+    // root (with no capabilities) leaves a file the sandbox user cannot read
+    const root = await docker(['exec', '-u', '0', cid, 'sh', '-c',
+      'echo topsecret > /workspace/evil/secret && chmod 600 /workspace/evil/secret']);
+    assert.equal(root.code, 0, root.stderr);
+    const before = readdirSync(base).sort();
+    const passwd = statSync('/etc/passwd').mtimeMs;
+    mkdirSync(join(allowed, 'evil-out'));
+    const down = await srv.ok('file_download', { path: 'evil', host_dir: join(allowed, 'evil-out'), session_id: sid });
+    const got = tree(join(allowed, 'evil-out', 'evil'));
+    // of two hard-linked names tar sends one as the file and the other as a link to it (skipped)
+    const h = got.find((e) => /^h[12]$/.test(e.path))?.path;
+    assert.deepEqual(got.map((e) => `${e.path} ${e.type}`), [`${h} file`, 'ok.txt file', 'sub dir'],
+      `only plain files and folders: ${JSON.stringify(got)}`);
+    const skipped = Object.fromEntries(down.skipped.map((x) => [x.name, x.reason]));
+    assert.match(skipped['./passwd-link'], /symbolic link/);
+    assert.match(skipped['./root'], /symbolic link/);
+    assert.match(skipped['./sub/up'], /symbolic link/);
+    assert.match(skipped['./fifo'], /fifo/);
+    assert.match(skipped[h === 'h1' ? './h2' : './h1'], /hard link/);
+    assert.match(down.warnings ?? '', /secret.*Permission denied/, 'the unreadable file is reported');
+    assert.deepEqual(readdirSync(base).sort(), before, 'nothing new next to the allowed folder');
+    assert.equal(statSync('/etc/passwd').mtimeMs, passwd);
+  });
+
+  test('a lying tar in the sandbox: escapes, absolute names and writes through links go nowhere', async () => {
+    await srv.ok('file_write', { path: '/opt/venv/bin/tar', content: LYING_TAR, mode: '755', session_id: sid });
+    try {
+      await srv.ok('file_write', { path: '.lying-mode', content: 'lies', session_id: sid });
+      const before = readdirSync(base).sort();
+      mkdirSync(join(allowed, 'lies'));
+      const down = await srv.ok('file_download', { path: 'whatever', host_dir: join(allowed, 'lies'), session_id: sid })
+        .catch(async () => srv.ok('file_download', { path: '.', host_dir: join(allowed, 'lies'), session_id: sid }));
+      const top = readdirSync(join(allowed, 'lies'));
+      assert.equal(top.length, 1, `one entry in the target: ${top}`);
+      const got = tree(join(allowed, 'lies', top[0]));
+      assert.ok(got.every((e) => e.type === 'file' || e.type === 'dir'), `no links or special files: ${JSON.stringify(got)}`);
+      const files = got.filter((e) => e.type === 'file').map((e) => e.path).sort();
+      assert.deepEqual(files, ['d/tmp/pwned', 'evil', 'ok.txt', 'sub/deep.txt'],
+        'only names that stay inside, written as plain files inside the target');
+      const reasons = down.skipped.map((x) => `${x.name}: ${x.reason}`).join('\n');
+      for (const n of ['../../escape', './../../escape2', '/tmp/abs-escape', './sub/x/../../../escape3']) {
+        assert.ok(down.skipped.some((x) => x.name === n), `${n} is reported: ${reasons}`);
+      }
+      assert.match(reasons, /shadow: hard link to \/etc\/shadow/);
+      assert.match(reasons, /fifo: fifo/);
+      assert.match(reasons, /null: device/);
+      assert.deepEqual(readdirSync(base).sort(), before, 'nothing new next to the allowed folder');
+      assert.ok(!existsSync('/tmp/abs-escape') && !existsSync('/tmp/pwned'), 'nothing written outside');
+      for (const e of got.filter((x) => x.type === 'file')) assert.equal(e.mode & 0o111, 0, `${e.path}: no exec bits`);
+
+      // a stream claiming a 100 GiB file stops at its header: too_large, nothing left behind
+      await srv.ok('file_write', { path: '.lying-mode', content: 'big', session_id: sid });
+      mkdirSync(join(allowed, 'big'));
+      const t0 = Date.now();
+      const f = await srv.fails('file_download', { path: '.', host_dir: join(allowed, 'big'), session_id: sid }, 'too_large');
+      assert.ok(Date.now() - t0 < 20000, `refused quickly (${Date.now() - t0} ms)`);
+      assert.match(f.error.message, /huge/);
+      assert.deepEqual(readdirSync(join(allowed, 'big')), [], 'nothing written, no temporary folder left');
+      assert.equal((await srv.sh('echo alive', { session_id: sid })).stdout, 'alive\n', 'the session still works');
+    } finally {
+      await srv.call('file_delete', { path: '/opt/venv/bin/tar', session_id: sid });
+    }
+  });
+
+  test('without SANDBOX_HOST_DIRS every host path is refused, naming the setting', async () => {
+    const bare = await Server.start('no-host-dirs', { SANDBOX_HOST_DIRS: undefined });
+    const f = await bare.fails('file_upload', { host_path: join(allowed, 'random.bin') }, 'host_path_not_allowed');
+    assert.match(f.error.message, /SANDBOX_HOST_DIRS/);
+    await bare.close();
   });
 });
