@@ -364,9 +364,9 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	tool_text(res, "exit code %d (%.2f s)%s", xr.exit_code, (double)xr.duration_ms / 1000.0,
 		  xr.cancelled ? ", cancelled" : "");
 	if (out.len)
-		tool_text(res, "stdout:\n%s", out.data);
+		tool_text_bytes(res, "stdout:\n", out.data, out.len);
 	if (errb.len)
-		tool_text(res, "stderr:\n%s", errb.data);
+		tool_text_bytes(res, "stderr:\n", errb.data, errb.len);
 	const char *key2;
 	json_t *path;
 	json_object_foreach (files, key2, path)

@@ -220,3 +220,14 @@ bool tool_env_name_valid(const char *name)
 			return false;
 	return true;
 }
+
+void tool_text_bytes(struct tool_result *res, const char *label, const char *p, size_t n)
+{
+	struct buf b;
+	buf_init(&b, SIZE_MAX);
+	(void)buf_append_str(&b, label);
+	(void)buf_append(&b, p, n);
+	json_array_append_new(res->content,
+			      json_pack("{s:s, s:o}", "type", "text", "text", json_string_lossy(b.data, b.len)));
+	buf_finish(&b);
+}

@@ -79,6 +79,8 @@ void tool_result_init(struct tool_result *res);
 void tool_result_finish(struct tool_result *res);
 /* Appends a text content block. */
 void tool_text(struct tool_result *res, const char *fmt, ...) PRINTF_LIKE(2, 3);
+/* Appends a text block of `label` followed by n bytes of p (any bytes: NUL and bad UTF-8 kept/replaced). */
+void tool_text_bytes(struct tool_result *res, const char *label, const char *p, size_t n);
 /* Sets structuredContent (steals obj). */
 void tool_structured(struct tool_result *res, json_t *obj);
 /* Turns res into a failed result carrying e's code and message; returns 0. */
