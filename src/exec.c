@@ -246,7 +246,7 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 	const char *in_p = spec->stdin_data;
 	size_t in_len = spec->stdin_len, in_off = 0;
 	bool in_end = !spec->on_stdin;
-	char *pulled = spec->on_stdin ? xmalloc(EXEC_READ_CHUNK) : NULL;
+	char *pulled = spec->on_stdin ? xmalloc(EXEC_STDIN_CHUNK) : NULL;
 	bool stdin_open = spec->attach_stdin;
 	if (stdin_open && in_end && spec->stdin_len == 0) {
 		engine_stream_close_write(s);
@@ -313,7 +313,7 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 		}
 		if (stdin_open && (pfd[0].revents & POLLOUT)) {
 			if (!in_end && in_off == in_len) {
-				ssize_t k = spec->on_stdin(spec->arg, pulled, EXEC_READ_CHUNK);
+				ssize_t k = spec->on_stdin(spec->arg, pulled, EXEC_STDIN_CHUNK);
 				if (k < 0)
 					res->stopped = true;
 				in_end = k <= 0;

@@ -28,6 +28,8 @@
 #define EXEC_KILL_GRACE_MS 5000
 /* Bytes read from the stream at a time. */
 #define EXEC_READ_CHUNK (64 * 1024)
+/* Bytes of pulled stdin (on_stdin) sent at a time. */
+#define EXEC_STDIN_CHUNK (1024 * 1024)
 
 /* Receives every chunk of output (stream 1 stdout, 2 stderr); nonzero return stops the exec. */
 typedef int (*exec_data_fn)(void *arg, int stream, const char *p, size_t n);

@@ -25,7 +25,7 @@
 #include "errcode.h"
 
 /* Bytes pulled from a source and handed to a sink at a time. */
-#define TAR_CHUNK (64 * 1024)
+#define TAR_CHUNK (256 * 1024)
 /* Ceiling on entries in one stream, whatever the limits say. */
 #define TAR_ENTRIES_MAX 1000000
 /* Header bytes allowed per entry on top of the data (headers, long names, padding). */

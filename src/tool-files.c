@@ -32,6 +32,7 @@
 #define WRITE_B64_CHUNK (TAR_CHUNK / 3 * 4)
 
 static const char write_script[] =
+	FILES_TAR_ENV
 	"d=$1 b=$2\n"
 	"if [ ! -d \"$d\" ]; then mkdir -p -- \"$d\" || exit 69; fi\n"
 	"cd -- \"$d\" || exit 69\n"
@@ -46,6 +47,7 @@ static const char write_script[] =
 	"[ -z \"$m\" ] || chmod -- \"$m\" \"$b\"\n";
 
 static const char read_script[] =
+	FILES_TAR_ENV
 	"p=$1\n"
 	"[ -e \"$p\" ] || exit 66\n"
 	"[ -d \"$p\" ] && exit 67\n"
@@ -94,7 +96,7 @@ static int file_write(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 static int file_patch(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 static int file_delete(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 static size_t b64_slice(const char *p, size_t len, size_t pos, size_t sig_max);
-static long long b64_size(const char *p, size_t len, char *scratch);
+static long long b64_size(const char *p, size_t len);
 static int write_produce(void *arg, struct tar_writer *w, struct err *err);
 static int push_file(struct tool_ctx *ctx, struct session *s, const char *path, struct write_src *src,
 		     bool overwrite, bool keep_mode, struct err *err);
@@ -117,30 +119,31 @@ static size_t b64_slice(const char *p, size_t len, size_t pos, size_t sig_max)
 }
 
 /*
- * Decoded size of base64 text p, checked in full before anything is sent:
- * -1 when it is not base64. Padding may only end the text: a slice that is
- * not the last must decode to whole groups.
+ * Decoded size of base64 text p, checked in full before anything is sent (so
+ * a bad character never leaves half a file): -1 unless it is the standard
+ * alphabet with spaces anywhere and '=' padding only at the very end.
  */
-static long long b64_size(const char *p, size_t len, char *scratch)
+static long long b64_size(const char *p, size_t len)
 {
-	long long total = 0;
-	for (size_t pos = 0; pos < len;) {
-		size_t end = b64_slice(p, len, pos, WRITE_B64_CHUNK);
-		long long n = base64_decode(p + pos, end - pos, scratch);
-		if (n < 0)
-			return -1;
-		if (end < len && b64_slice(p, len, end, 1) != len && n != WRITE_B64_CHUNK / 4 * 3) {
-			/* short slice in the middle: padding inside, or only spaces left */
-			size_t rest = end;
-			while (rest < len && (p[rest] == ' ' || p[rest] == '\t' || p[rest] == '\r' || p[rest] == '\n'))
-				rest++;
-			if (rest < len)
+	size_t sig = 0, pads = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/') {
+			if (pads)
 				return -1;
+			sig++;
+		} else if (c == '=') {
+			if (++pads > 2)
+				return -1;
+		} else if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+			return -1;
 		}
-		total += n;
-		pos = end;
 	}
-	return total;
+	size_t rem = sig % 4;
+	if (rem == 1 || (pads && pads != 4 - rem) || (pads && rem == 0))
+		return -1;
+	return (long long)(sig / 4 * 3 + (rem ? rem - 1 : 0));
 }
 
 static int write_produce(void *arg, struct tar_writer *w, struct err *err)
@@ -302,7 +305,7 @@ static int file_write(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	uint64_t cap = files_max_bytes(cfg);
 	if (b64) {
 		src.chunk = xmalloc(TAR_CHUNK);
-		long long n = b64_size(src.data, src.len, src.chunk);
+		long long n = b64_size(src.data, src.len);
 		if (n < 0) {
 			free(src.chunk);
 			err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL,

@@ -22,6 +22,7 @@
 #include "xfer.h"
 
 static const char upload_script[] =
+	FILES_TAR_ENV
 	"d=$1 b=$2\n"
 	"if [ ! -d \"$d\" ]; then mkdir -p -- \"$d\" || exit 69; fi\n"
 	"cd -- \"$d\" || exit 69\n"
@@ -30,6 +31,7 @@ static const char upload_script[] =
 	"exec tar -x -p -f -\n";
 
 static const char download_script[] =
+	FILES_TAR_ENV
 	"p=$1\n"
 	"[ -e \"$p\" ] || exit 66\n"
 	"if [ -d \"$p\" ]; then cd -- \"$p\" || exit 77; exec tar -c -f - .; fi\n"

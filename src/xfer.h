@@ -7,9 +7,9 @@
  * symlinks the sandbox planted and ignore the read-only root, while a tar
  * running as the sandbox user gets exactly that user's rights from the
  * kernel.  Both directions stream: a push produces the tar piece by piece
- * as the exec's stdin takes it, a pull reads the exec's stdout on a reader
- * thread through a socketpair, so memory stays at a few chunks whatever the
- * size.  Whatever the container sends back is treated as hostile (tar.h).
+ * as the exec's stdin takes it, a pull hands the exec's stdout to tar_read
+ * as it asks for it, so memory stays at a few chunks whatever the size.
+ * Whatever the container sends back is treated as hostile (tar.h).
  */
 #ifndef XFER_H
 #define XFER_H
@@ -64,7 +64,7 @@ int xfer_push(struct engine *e, struct call *call, const struct session *s, cons
 
 /*
  * Runs the script in s and reads its stdout as a tar stream with tar_read
- * (lim, sink; sink callbacks run on a reader thread). 0 when the script ran
+ * (lim, sink; on the caller's thread). 0 when the script ran
  * and its stream was read whole (or a sink stopped it: ret_stats->stopped);
  * else -errno with err: the reader's error, or the exec's. ret is filled in
  * both cases, so callers look at ret->exit_code first: a script that refused

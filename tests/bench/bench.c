@@ -11,8 +11,11 @@
  *   run_python `1+1`, warm         vs  `docker exec <ctr> python3 -c 1+1` (the CLI)
  *   session_create to ready        vs  raw API create + start of that image
  *   server RSS with 10 sessions
+ *   file_upload / file_download of 50 MiB  vs  `docker cp` both ways,
+ *                                      with the server's peak RSS
+ *   file_write (base64) of 32 MiB      with the server's peak RSS
  *
- * Usage: bench SANDBOX_MCP_BIN [rounds]
+ * Usage: bench SANDBOX_MCP_BIN [rounds] [files]   ("files": only the file rows)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,9 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base64.h"
 #include "buf.h"
 #include "engine.h"
 #include "exec.h"
@@ -157,10 +162,131 @@ static double run_cli(char *const argv[])
 	return (double)(now_us() - t0) / 1000.0;
 }
 
+/* A tools/call whose reply must not be an error; returns the reply (caller frees). */
+static char *call_ok(struct server *s, int id, const char *args)
+{
+	char *r = server_call(s, id, "tools/call", args);
+	if (strstr(r, "\"isError\":true")) {
+		fprintf(stderr, "bench: %.60s failed: %.400s\n", args, r);
+		exit(1);
+	}
+	return r;
+}
+
+/*
+ * 50 MiB through file_upload and file_download against `docker cp` both
+ * ways, on a fresh server so its peak RSS is the transfers'; then 32 MiB of
+ * base64 through file_write (a 50 MiB one passes the default line cap).
+ */
+static void bench_files(int n)
+{
+	char dir[] = "/tmp/sandbox-mcp-bench-XXXXXX";
+	if (!mkdtemp(dir)) {
+		perror("bench: mkdtemp");
+		exit(1);
+	}
+	char *src = xasprintf("%s/fifty.bin", dir), *back = xasprintf("%s/back", dir);
+	mkdir(back, 0755);
+	size_t size = 50u << 20;
+	char *data = xmalloc(size);
+	int rnd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	int fd = open(src, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (rnd < 0 || fd < 0 || read_full(rnd, data, size) < 0 || write_full(fd, data, size) < 0) {
+		perror("bench: test file");
+		exit(1);
+	}
+	close(fd);
+	close(rnd);
+
+	setenv("SANDBOX_HOST_DIRS", dir, 1);
+	setenv("SANDBOX_MAX_UPLOAD_MB", "64", 1);
+	struct server s;
+	server_start(&s);
+	unsetenv("SANDBOX_HOST_DIRS");
+	free(server_call(&s, 1, "initialize", init_params));
+	char *cr = call_ok(&s, 2, "{\"name\":\"session_create\",\"arguments\":{}}");
+	char container[65] = "", sid[16] = "";
+	char *c = strstr(cr, "\"container_id\":\"");
+	char *p = strstr(cr, "\"session_id\":\"");
+	if (c)
+		snprintf(container, sizeof(container), "%.64s", c + 16);
+	if (p)
+		snprintf(sid, sizeof(sid), "%.12s", p + 14);
+	free(cr);
+	double *up = calloc((size_t)n, sizeof(double)), *cpin = calloc((size_t)n, sizeof(double));
+	double *down = calloc((size_t)n, sizeof(double)), *cpout = calloc((size_t)n, sizeof(double));
+	char *target = xasprintf("%s:/workspace/cp.bin", container);
+	char *from = xasprintf("%s:/workspace/fifty.bin", container);
+	char *upargs = xasprintf("{\"name\":\"file_upload\",\"arguments\":{\"host_path\":\"%s\",\"session_id\":\"%s\"}}",
+				 src, sid);
+	char *downargs = xasprintf("{\"name\":\"file_download\",\"arguments\":{\"path\":\"fifty.bin\",\"host_dir\":"
+				   "\"%s\",\"overwrite\":true,\"session_id\":\"%s\"}}",
+				   back, sid);
+	/* interleaved, so both sides see the same machine state */
+	for (int i = 0; i < n; i++) {
+		int64_t t0 = now_us();
+		free(call_ok(&s, 100 + i, upargs));
+		up[i] = (double)(now_us() - t0) / 1000.0;
+		char *cv[] = { "docker", "cp", src, target, NULL };
+		cpin[i] = run_cli(cv);
+		t0 = now_us();
+		free(call_ok(&s, 200 + i, downargs));
+		down[i] = (double)(now_us() - t0) / 1000.0;
+		char *dv[] = { "docker", "cp", from, back, NULL };
+		cpout[i] = run_cli(dv);
+	}
+	row("file_upload 50 MiB (median)", median(up, n), "ms", "docker cp host -> container", median(cpin, n));
+	row("file_download 50 MiB (median)", median(down, n), "ms", "docker cp container -> host", median(cpout, n));
+	row("server peak RSS, 50 MiB up/down", (double)rss_kb(s.pid, "VmHWM:") / 1024.0, "MiB", NULL, 0);
+	server_stop(&s);
+
+	/* base64 content through the JSON request, on another fresh server */
+	size_t bsize = 32u << 20;
+	char *b64 = xmalloc(base64_encoded_len(bsize) + 1);
+	base64_encode(data, bsize, b64);
+	setenv("SANDBOX_MAX_UPLOAD_MB", "64", 1);
+	server_start(&s);
+	unsetenv("SANDBOX_MAX_UPLOAD_MB");
+	free(server_call(&s, 1, "initialize", init_params));
+	free(call_ok(&s, 2, "{\"name\":\"run_command\",\"arguments\":{\"command\":\"true\"}}"));
+	long before = rss_kb(s.pid, "VmHWM:");
+	char *wargs = xasprintf("{\"name\":\"file_write\",\"arguments\":{\"path\":\"b64.bin\",\"encoding\":\"base64\","
+				"\"content\":\"%s\"}}",
+				b64);
+	free(b64);
+	int64_t t0 = now_us();
+	free(call_ok(&s, 3, wargs));
+	double tw = (double)(now_us() - t0) / 1000.0;
+	free(wargs);
+	long peak = rss_kb(s.pid, "VmHWM:");
+	row("file_write base64 32 MiB", tw, "ms", NULL, 0);
+	printf("%-34s %10.2f MiB | %.2fx the file (%.1f MiB before the call)\n", "server peak RSS, base64 write",
+	       (double)peak / 1024.0, (double)peak * 1024.0 / (double)bsize, (double)before / 1024.0);
+	server_stop(&s);
+
+	unlink(src);
+	char *bk = xasprintf("%s/fifty.bin", back);
+	unlink(bk);
+	rmdir(back);
+	rmdir(dir);
+	free(bk);
+	free(data);
+	free(src);
+	free(back);
+	free(target);
+	free(from);
+	free(upargs);
+	free(downargs);
+	free(up);
+	free(cpin);
+	free(down);
+	free(cpout);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds]\n");
+		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files]\n");
 		return 2;
 	}
 	bin = argv[1];
@@ -170,6 +296,10 @@ int main(int argc, char **argv)
 	(void)env_extra;
 	util_json_init();
 	signal(SIGPIPE, SIG_IGN);
+	if (argc > 3 && strcmp(argv[3], "files") == 0) {
+		bench_files(rounds < 5 ? rounds : 5);
+		return 0;
+	}
 	double *v = calloc((size_t)rounds, sizeof(double)), *a = calloc((size_t)rounds, sizeof(double));
 
 	/* 1. spawn -> initialize */
@@ -324,6 +454,8 @@ int main(int argc, char **argv)
 	row("server peak RSS (VmHWM) so far", (double)rss_kb(s.pid, "VmHWM:") / 1024.0, "MiB", NULL, 0);
 	server_stop(&s);
 	engine_destroy(e);
+
+	bench_files(rounds < 5 ? rounds : 5);
 	free(v);
 	free(a);
 	(void)sid;
