@@ -12,14 +12,31 @@
 #include "log.h"
 #include "pathsafe.h"
 
-/* Whether tool results carry resource_link content (resources/read serves them). */
-#ifndef FILES_LINKS
-#define FILES_LINKS 0
-#endif
 
 struct collect {
 	struct buf *out;
 };
+
+static const char read_script[] =
+	FILES_TAR_ENV
+	"p=$1\n"
+	"[ -e \"$p\" ] || exit 66\n"
+	"[ -d \"$p\" ] && exit 67\n"
+	"[ -f \"$p\" ] || exit 65\n"
+	"[ -r \"$p\" ] || exit 77\n"
+	"d=${p%/*} b=${p##*/}\n"
+	"cd -- \"${d:-/}\" || exit 77\n"
+	"exec tar -c -h -f - -- \"$b\"\n";
+
+/* What a read keeps: bytes [offset, offset + length) of one file. */
+struct read_sink {
+	uint64_t offset, length, cap;
+	struct buf data;
+	uint64_t size, pos;
+	unsigned mode;
+	bool got;
+};
+
 
 static const struct {
 	const char *ext;
@@ -37,6 +54,8 @@ static const struct {
 };
 
 static int collect_data(void *arg, int stream, const char *p, size_t n);
+static int read_entry(void *arg, const struct tar_entry *e, struct err *err);
+static int read_data(void *arg, const char *p, size_t n, struct err *err);
 static bool utf8_text(const char *p, size_t n, bool cut_tail);
 
 uint64_t files_max_bytes(const struct config *cfg)
@@ -267,7 +286,7 @@ void files_link(struct tool_ctx *ctx, struct tool_result *res, const struct sess
 		const char *mime)
 {
 	char uri[FILES_URI_MAX];
-	if (!FILES_LINKS || strcmp(ctx->protocol_version, "2025-06-18") < 0 || files_uri(s, path, uri, sizeof(uri)) < 0)
+	if (strcmp(ctx->protocol_version, "2025-06-18") < 0 || files_uri(s, path, uri, sizeof(uri)) < 0)
 		return;
 	const char *name = strrchr(path, '/') + 1;
 	json_t *link = json_pack("{s:s, s:s, s:s}", "type", "resource_link", "uri", uri, "name", name);
@@ -321,3 +340,67 @@ void files_render_content(struct tool_ctx *ctx, struct tool_result *res, const s
 	}
 	files_link(ctx, res, s, path, mime);
 }
+
+static int read_entry(void *arg, const struct tar_entry *e, struct err *err)
+{
+	struct read_sink *rs = arg;
+
+	if (rs->got || e->type != TAR_TYPE_FILE)
+		return TAR_STOP;
+	rs->got = true;
+	rs->size = e->size;
+	rs->mode = e->mode;
+	uint64_t want = rs->offset >= e->size ? 0 : e->size - rs->offset;
+	if (want > rs->length)
+		want = rs->length;
+	if (want > rs->cap)
+		return err_set(err, ERRCODE_TOO_LARGE, -EFBIG,
+			       "the file is %llu bytes, more than the %llu bytes one file_read returns: read it in parts "
+			       "with offset and length, or copy it out with file_download",
+			       (unsigned long long)e->size, (unsigned long long)rs->cap);
+	rs->length = want;
+	buf_init(&rs->data, (size_t)want);
+	return want ? TAR_OK : TAR_STOP;
+}
+
+static int read_data(void *arg, const char *p, size_t n, struct err *err)
+{
+	struct read_sink *rs = arg;
+	uint64_t start = rs->pos, end = rs->pos + n;
+
+	rs->pos = end;
+	uint64_t lo = start > rs->offset ? start : rs->offset;
+	uint64_t hi = end < rs->offset + rs->length ? end : rs->offset + rs->length;
+	if (hi > lo && buf_append(&rs->data, p + (lo - start), (size_t)(hi - lo)) < 0)
+		return err_set(err, ERRCODE_TOO_LARGE, -EFBIG, "read past its cap");
+	return rs->data.len >= rs->length ? TAR_STOP : TAR_OK;
+}
+
+int files_pull_file(struct tool_ctx *ctx, struct session *s, const char *path, uint64_t offset, uint64_t length,
+		    uint64_t cap, struct buf *ret_data, uint64_t *ret_size, unsigned *ret_mode, struct err *err)
+{
+	struct read_sink rs0 = { .offset = offset, .length = length, .cap = cap };
+	struct read_sink *rs = &rs0;
+	struct tar_limits lim = { .entries = 4, .entry_size = UINT64_MAX / 4, .total_size = UINT64_MAX / 4 };
+	struct tar_sink sink = { .entry = read_entry, .data = read_data, .arg = rs };
+	struct xfer_result xr;
+	struct tar_stats st;
+	const char *args[] = { path, NULL };
+
+	int r = xfer_pull(ctx->svc->engine, ctx->call, s, read_script, args, &lim, &sink, &st, &xr, err);
+	if (xr.exit_code > 0 && xr.exit_code != 2 && !xr.stopped)
+		r = files_script_failed(&xr, path, "read", err);
+	else if (r < 0)
+		r = files_exec_failed(ctx, s, r, err);
+	if (r == 0 && !rs->got && (r = files_script_failed(&xr, path, "read", err)) == 0)
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "tar sent no file for '%.300s'", path);
+	if (r < 0) {
+		buf_finish(&rs->data);
+		return r;
+	}
+	*ret_data = rs->data;
+	*ret_size = rs->size;
+	*ret_mode = rs->mode;
+	return 0;
+}
+

@@ -66,6 +66,15 @@ int files_script_failed(const struct xfer_result *xr, const char *path, const ch
 int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const char *const *args,
 	      struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err);
 
+/*
+ * Reads bytes [offset, offset + length) (length UINT64_MAX: to the end) of
+ * path (absolute, normalised) in s through tar, at most cap of them (more is
+ * ERRCODE_TOO_LARGE). 0 with *ret_data (release it with buf_finish), the
+ * whole file's size and mode, or -errno with err.
+ */
+int files_pull_file(struct tool_ctx *ctx, struct session *s, const char *path, uint64_t offset, uint64_t length,
+		    uint64_t cap, struct buf *ret_data, uint64_t *ret_size, unsigned *ret_mode, struct err *err);
+
 /* The mime type for a file's name and first bytes. */
 const char *files_mime(const char *path, const char *data, size_t n, bool *ret_text, bool *ret_image);
 

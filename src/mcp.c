@@ -21,6 +21,7 @@
 #include "buildconf.h"
 #include "log.h"
 #include "mcp.h"
+#include "resources.h"
 #include "rpc.h"
 #include "schema.h"
 
@@ -75,9 +76,18 @@ struct method {
 	unsigned flags;
 };
 
-/* Everything a worker needs to run one tools/call and reply. */
+/* What a worker runs: a tools/call, or a resources method that waits on Docker. */
+enum call_kind {
+	CALL_TOOL,
+	CALL_RESOURCES_LIST,
+	CALL_RESOURCES_READ,
+};
+
+/* Everything a worker needs to run one deferred request and reply. */
 struct call_data {
 	struct mcp *m;
+	enum call_kind kind;
+	json_t *params; /* resources methods */
 	const struct tool_entry *tool;
 	json_t *id;
 	json_t *args;
@@ -95,6 +105,9 @@ static int m_discover(struct mcp *m, struct req *rq, json_t **ret, struct fail *
 static int m_set_level(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
 static int m_tools_list(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
 static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_resources_list(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_resources_templates(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_resources_read(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
 
 static const struct method mcp_method_table[] = {
 	{ "initialize", m_initialize, METHOD_BEFORE_INIT | METHOD_LEGACY_ONLY },
@@ -103,6 +116,9 @@ static const struct method mcp_method_table[] = {
 	{ "logging/setLevel", m_set_level, METHOD_LEGACY_ONLY },
 	{ "tools/list", m_tools_list, METHOD_LIST },
 	{ "tools/call", m_tools_call, 0 },
+	{ "resources/list", m_resources_list, METHOD_LIST },
+	{ "resources/templates/list", m_resources_templates, METHOD_LIST },
+	{ "resources/read", m_resources_read, METHOD_LIST },
 };
 
 static int fail_set(struct fail *f, int code, const char *fmt, ...) PRINTF_LIKE(3, 4);
@@ -115,6 +131,8 @@ static void handle_notification(struct mcp *m, const struct rpc_msg *rm);
 static void log_bridge(enum log_level level, const char *msg, void *data);
 static void call_run(struct call *c, void *data);
 static void call_data_free(void *data);
+static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char *key, struct fail *f);
+static void resources_run(struct call *c, struct call_data *cd);
 
 /* Server instructions: a few lines, each kept only when its tool is offered. */
 static const struct {
@@ -209,7 +227,8 @@ static json_t *server_info(void)
 
 static json_t *capabilities(void)
 {
-	return json_pack("{s:{s:b}, s:{}}", "tools", "listChanged", 0, "logging");
+	return json_pack("{s:{s:b}, s:{s:b}, s:{}}", "tools", "listChanged", 0, "resources", "listChanged", 0,
+			 "logging");
 }
 
 /* Adds what the modern era requires of every result. */
@@ -334,11 +353,89 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
 	return REPLY_DEFERRED;
 }
 
+static int m_resources_templates(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	*ret = json_pack("{s:o}", "resourceTemplates", resources_templates_json());
+	return 0;
+}
+
+static int m_resources_list(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	char key[32];
+	snprintf(key, sizeof(key), "c:%llu", (unsigned long long)atomic_fetch_add(&m->seq, 1));
+	*ret = NULL;
+	return defer(m, rq, CALL_RESOURCES_LIST, key, f);
+}
+
+static int m_resources_read(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	char sid[SESSION_ID_LEN + 1], key[DISPATCH_KEY_MAX + 8];
+
+	if (!json_is_string(json_object_get(rq->params, "uri")))
+		return fail_set(f, RPC_INVALID_PARAMS, "resources/read: params.uri must be a string");
+	/* a read queues behind the calls of its session; an unknown one fails on its own */
+	if (resources_uri_session(rq->params, sid, sizeof(sid)))
+		session_key(m->svc->sessions, sid, key, DISPATCH_KEY_MAX);
+	else
+		snprintf(key, sizeof(key), "c:%llu", (unsigned long long)atomic_fetch_add(&m->seq, 1));
+	*ret = NULL;
+	return defer(m, rq, CALL_RESOURCES_READ, key, f);
+}
+
+/* Queues rq on a worker under key; the worker replies. */
+static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char *key, struct fail *f)
+{
+	struct call_data *cd = xcalloc(1, sizeof(*cd));
+	cd->m = m;
+	cd->kind = kind;
+	cd->params = json_incref(rq->params);
+	cd->id = json_incref(rq->id);
+	snprintf(cd->version, sizeof(cd->version), "%s", rq->version);
+	cd->modern = rq->modern;
+	cd->log_level = rq->log_level;
+	struct call *c = call_create(rq->id, key, call_run, call_data_free, cd);
+	int r = dispatch_submit(m->dispatch, c);
+	if (r < 0) {
+		call_destroy(c);
+		return fail_set(f, RPC_INTERNAL_ERROR, "cannot start a worker for this request: %s", strerror(-r));
+	}
+	return REPLY_DEFERRED;
+}
+
+/* Runs a resources method on a worker and replies. */
+static void resources_run(struct call *c, struct call_data *cd)
+{
+	struct mcp *m = cd->m;
+	json_t *result = NULL;
+	int code = RPC_INTERNAL_ERROR;
+	struct err e;
+	int r;
+
+	err_clear(&e);
+	if (cd->kind == CALL_RESOURCES_LIST)
+		r = resources_list(m->svc, c, cd->params, &result, &code, &e);
+	else
+		r = resources_read(m->svc, c, cd->params, cd->modern ? RPC_INVALID_PARAMS : RPC_RESOURCE_NOT_FOUND,
+				   &result, &code, &e);
+	if (call_cancelled(c)) {
+		json_decref(result);
+		return;
+	}
+	if (r < 0) {
+		reply_error(m, cd->id, code, e.msg, NULL);
+		return;
+	}
+	struct req rq = { .modern = cd->modern };
+	finish_result(&rq, METHOD_LIST, result);
+	(void)out_send_new(m->svc->out, rpc_result(cd->id, result));
+}
+
 static void call_data_free(void *data)
 {
 	struct call_data *cd = data;
 	if (!cd)
 		return;
+	json_decref(cd->params);
 	json_decref(cd->id);
 	json_decref(cd->args);
 	json_decref(cd->progress_token);
@@ -360,6 +457,12 @@ static void call_run(struct call *c, void *data)
 	struct tool_result res;
 	struct err e;
 
+	if (cd->kind != CALL_TOOL) {
+		current_call = cd;
+		resources_run(c, cd);
+		current_call = NULL;
+		return;
+	}
 	current_call = cd;
 	tool_result_init(&res);
 	err_clear(&e);

@@ -46,17 +46,6 @@ static const char write_script[] =
 	"tar -x -p -f - || exit $?\n"
 	"[ -z \"$m\" ] || chmod -- \"$m\" \"$b\"\n";
 
-static const char read_script[] =
-	FILES_TAR_ENV
-	"p=$1\n"
-	"[ -e \"$p\" ] || exit 66\n"
-	"[ -d \"$p\" ] && exit 67\n"
-	"[ -f \"$p\" ] || exit 65\n"
-	"[ -r \"$p\" ] || exit 77\n"
-	"d=${p%/*} b=${p##*/}\n"
-	"cd -- \"${d:-/}\" || exit 77\n"
-	"exec tar -c -h -f - -- \"$b\"\n";
-
 static const char delete_script[] =
 	"p=$1\n"
 	"[ -e \"$p\" ] || [ -L \"$p\" ] || exit 66\n"
@@ -81,16 +70,6 @@ struct write_src {
 	char *chunk; /* TAR_CHUNK bytes */
 };
 
-/* What a read keeps: bytes [offset, offset + length) of one file. */
-struct read_sink {
-	uint64_t offset, length, cap;
-	bool ranged;
-	struct buf data;
-	uint64_t size, pos;
-	unsigned mode;
-	bool got;
-};
-
 static int file_read(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 static int file_write(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 static int file_patch(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
@@ -100,10 +79,6 @@ static long long b64_size(const char *p, size_t len);
 static int write_produce(void *arg, struct tar_writer *w, struct err *err);
 static int push_file(struct tool_ctx *ctx, struct session *s, const char *path, struct write_src *src,
 		     bool overwrite, bool keep_mode, struct err *err);
-static int read_entry(void *arg, const struct tar_entry *e, struct err *err);
-static int read_data(void *arg, const char *p, size_t n, struct err *err);
-static int pull_file(struct tool_ctx *ctx, struct session *s, const char *path, struct read_sink *rs,
-		     struct err *err);
 static int parse_mode(json_t *j, unsigned *ret, struct err *err);
 
 /* The end of the slice of p starting at pos holding sig_max base64 characters (spaces not counted). */
@@ -198,63 +173,6 @@ static int push_file(struct tool_ctx *ctx, struct session *s, const char *path, 
 	if (r < 0)
 		return files_exec_failed(ctx, s, r, err);
 	return files_script_failed(&xr, path, "write", err);
-}
-
-static int read_entry(void *arg, const struct tar_entry *e, struct err *err)
-{
-	struct read_sink *rs = arg;
-
-	if (rs->got || e->type != TAR_TYPE_FILE)
-		return TAR_STOP;
-	rs->got = true;
-	rs->size = e->size;
-	rs->mode = e->mode;
-	uint64_t want = rs->offset >= e->size ? 0 : e->size - rs->offset;
-	if (want > rs->length)
-		want = rs->length;
-	if (want > rs->cap)
-		return err_set(err, ERRCODE_TOO_LARGE, -EFBIG,
-			       "the file is %llu bytes, more than the %llu bytes one file_read returns: read it in parts "
-			       "with offset and length, or copy it out with file_download",
-			       (unsigned long long)e->size, (unsigned long long)rs->cap);
-	rs->length = want;
-	buf_init(&rs->data, (size_t)want);
-	return want ? TAR_OK : TAR_STOP;
-}
-
-static int read_data(void *arg, const char *p, size_t n, struct err *err)
-{
-	struct read_sink *rs = arg;
-	uint64_t start = rs->pos, end = rs->pos + n;
-
-	rs->pos = end;
-	uint64_t lo = start > rs->offset ? start : rs->offset;
-	uint64_t hi = end < rs->offset + rs->length ? end : rs->offset + rs->length;
-	if (hi > lo && buf_append(&rs->data, p + (lo - start), (size_t)(hi - lo)) < 0)
-		return err_set(err, ERRCODE_TOO_LARGE, -EFBIG, "read past its cap");
-	return rs->data.len >= rs->length ? TAR_STOP : TAR_OK;
-}
-
-/* Reads path (absolute, normalised) from s into rs. 0 or -errno with err. */
-static int pull_file(struct tool_ctx *ctx, struct session *s, const char *path, struct read_sink *rs,
-		     struct err *err)
-{
-	struct tar_limits lim = { .entries = 4, .entry_size = UINT64_MAX / 4, .total_size = UINT64_MAX / 4 };
-	struct tar_sink sink = { .entry = read_entry, .data = read_data, .arg = rs };
-	struct xfer_result xr;
-	struct tar_stats st;
-	const char *args[] = { path, NULL };
-
-	int r = xfer_pull(ctx->svc->engine, ctx->call, s, read_script, args, &lim, &sink, &st, &xr, err);
-	if (xr.exit_code > 0 && xr.exit_code != 2 && !xr.stopped)
-		return files_script_failed(&xr, path, "read", err);
-	if (r < 0)
-		return files_exec_failed(ctx, s, r, err);
-	if (!rs->got)
-		return files_script_failed(&xr, path, "read", err) < 0
-			       ? -EIO
-			       : err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "tar sent no file for '%.300s'", path);
-	return 0;
 }
 
 /* A mode given as an octal string ("644", "0755"). */
@@ -358,24 +276,19 @@ static int file_read(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 	err_clear(&e);
 	if (files_resolve(cfg, json_string_value(json_object_get(args, "path")), false, path, sizeof(path), &e) < 0)
 		return tool_fail(res, &e);
-	uint64_t cap = files_max_bytes(cfg);
-	struct read_sink rs = {
-		.offset = joff ? (uint64_t)json_integer_value(joff) : 0,
-		.length = jlen ? (uint64_t)json_integer_value(jlen) : UINT64_MAX,
-		.cap = cap < FILES_READ_MAX ? cap : FILES_READ_MAX,
-		.ranged = joff || jlen,
-	};
+	uint64_t cap = files_max_bytes(cfg), size = 0, offset = joff ? (uint64_t)json_integer_value(joff) : 0;
+	struct buf data;
+	unsigned mode;
 	if (tool_session(ctx, args, &s, res) < 0)
 		return 0;
-	int r = pull_file(ctx, s, path, &rs, &e);
+	int r = files_pull_file(ctx, s, path, offset, jlen ? (uint64_t)json_integer_value(jlen) : UINT64_MAX,
+				cap < FILES_READ_MAX ? cap : FILES_READ_MAX, &data, &size, &mode, &e);
 	if (r < 0) {
-		buf_finish(&rs.data);
 		session_put(ctx->svc->sessions, s);
 		return tool_fail(res, &e);
 	}
-	files_render_content(ctx, res, s, path, rs.data.data ? rs.data.data : "", rs.data.len, rs.size, rs.offset,
-			     rs.ranged);
-	buf_finish(&rs.data);
+	files_render_content(ctx, res, s, path, data.data ? data.data : "", data.len, size, offset, joff || jlen);
+	buf_finish(&data);
 	session_put(ctx->svc->sessions, s);
 	return 0;
 }
@@ -403,22 +316,19 @@ static int file_patch(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 			return tool_fail(res, &e);
 		}
 	}
-	struct read_sink rs = { .length = UINT64_MAX, .cap = files_max_bytes(cfg) };
+	uint64_t cap = files_max_bytes(cfg), size = 0;
+	unsigned mode = 0644;
+	struct buf cur, next;
 	if (tool_session(ctx, args, &s, res) < 0)
 		return 0;
-	if (pull_file(ctx, s, path, &rs, &e) < 0) {
-		buf_finish(&rs.data);
+	if (files_pull_file(ctx, s, path, 0, UINT64_MAX, cap, &cur, &size, &mode, &e) < 0) {
 		session_put(ctx->svc->sessions, s);
 		return tool_fail(res, &e);
 	}
 
 	/* every patch applied to a copy first: all or nothing */
-	struct buf cur, next;
-	buf_init(&cur, rs.cap);
-	buf_init(&next, rs.cap);
-	if (rs.data.len)
-		buf_append(&cur, rs.data.data, rs.data.len);
-	buf_finish(&rs.data);
+	cur.max = (size_t)cap;
+	buf_init(&next, (size_t)cap);
 	json_t *applied = json_array();
 	int r = 0;
 	for (size_t i = 0; i < np && r == 0; i++) {
@@ -458,7 +368,7 @@ static int file_patch(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 		}
 		if (buf_append(&next, at, cur.len - (size_t)(at - hay)) < 0)
 			r = err_set(&e, ERRCODE_TOO_LARGE, -EFBIG, "patch %zu of %zu makes the file larger than %llu bytes",
-				    i + 1, np, (unsigned long long)rs.cap);
+				    i + 1, np, (unsigned long long)cap);
 		struct buf t = cur;
 		cur = next;
 		next = t;
@@ -471,7 +381,7 @@ static int file_patch(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 			.data = cur.data ? cur.data : "",
 			.len = cur.len,
 			.size = cur.len,
-			.entry = { .type = TAR_TYPE_FILE, .size = cur.len, .mode = rs.mode, .mtime = (int64_t)time(NULL) },
+			.entry = { .type = TAR_TYPE_FILE, .size = cur.len, .mode = mode, .mtime = (int64_t)time(NULL) },
 		};
 		r = push_file(ctx, s, path, &src, true, false, &e);
 	}
@@ -482,7 +392,7 @@ static int file_patch(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 		return tool_fail(res, &e);
 	}
 	tool_text(res, "Applied %zu patch%s to %s (%llu -> %zu bytes)", np, np == 1 ? "" : "es", path,
-		  (unsigned long long)rs.size, cur.len);
+		  (unsigned long long)size, cur.len);
 	files_link(ctx, res, s, path, NULL);
 	tool_structured(res, json_pack("{s:s, s:s, s:o, s:I}", "session_id", s->id, "path", path, "patches", applied,
 				       "bytes", (json_int_t)cur.len));

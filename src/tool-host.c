@@ -131,7 +131,8 @@ static int file_upload(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	tool_text(res, "Uploaded %s to %s: %llu file%s, %llu folder%s, %llu bytes", real, dest, (unsigned long long)files,
 		  files == 1 ? "" : "s", (unsigned long long)dirs, dirs == 1 ? "" : "s", (unsigned long long)bytes);
 	describe_skipped(res, skipped, "only regular files and folders are copied, links are not followed");
-	files_link(ctx, res, s, dest, NULL);
+	if (dirs == 0)
+		files_link(ctx, res, s, dest, NULL);
 	tool_structured(res, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "session_id", s->id, "host_path", real,
 				       "path", dest, "files", (json_int_t)files, "dirs", (json_int_t)dirs, "bytes",
 				       (json_int_t)bytes, "skipped", skipped));

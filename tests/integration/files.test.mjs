@@ -180,6 +180,48 @@ describe('file tools inside a sandbox', suite({ timeout: 300000 }), () => {
     await srv.fails('file_delete', { path: '.', session_id: sid }, 'invalid_argument');
   });
 
+  test('resources: the template, the workspace files of live sessions (paged), reads, links in tool results', async () => {
+    const tpl = await srv.client.listResourceTemplates();
+    assert.deepEqual(tpl.resourceTemplates.map((t) => t.uriTemplate), ['sandbox://{session_id}/{path}']);
+    const w = await srv.call('file_write', { path: 'res/notes.md', content: '# notes\n', session_id: sid });
+    const link = w.content.find((c) => c.type === 'resource_link');
+    assert.equal(link?.uri, `sandbox://${sid}/workspace/res/notes.md`, `a resource_link: ${show(w)}`);
+    assert.equal(link.name, 'notes.md');
+    for (let i = 0; i < 120; i++) {
+      if (i % 40 === 0) await srv.sh(`for j in $(seq ${i} ${i + 39}); do echo $j > res/many-$j.txt; done`, { session_id: sid });
+    }
+    const seen = [];
+    let cursor;
+    let pages = 0;
+    do {
+      const page = await srv.client.listResources(cursor ? { cursor } : {});
+      seen.push(...page.resources);
+      cursor = page.nextCursor;
+      pages++;
+    } while (cursor && pages < 20);
+    assert.ok(pages >= 2, `paged (${pages} pages)`);
+    const uris = seen.map((r) => r.uri);
+    assert.equal(new Set(uris).size, uris.length, 'no resource twice');
+    const notes = seen.find((r) => r.uri === link.uri);
+    assert.ok(notes, 'the written file is listed');
+    assert.equal(notes.mimeType, 'text/markdown');
+    assert.ok(uris.includes(`sandbox://${sid}/workspace/res/many-119.txt`));
+    assert.ok(!uris.some((u) => u.includes('/.')), 'hidden files are not listed');
+
+    const text = await srv.client.readResource({ uri: link.uri });
+    assert.deepEqual(text.contents, [{ uri: link.uri, mimeType: 'text/markdown', text: '# notes\n' }]);
+    const png = await srv.client.readResource({ uri: `sandbox://${sid}/workspace/dot.png` });
+    assert.equal(png.contents[0].mimeType, 'image/png');
+    assert.match(png.contents[0].blob, /^iVBORw0KGgo/);
+    const spaced = await srv.client.readResource({ uri: `sandbox://${sid}/workspace/names/with%20%20spaces%20.txt` });
+    assert.equal(spaced.contents[0].text, 'content of with  spaces .txt');
+    for (const uri of [`sandbox://${sid}/workspace/res/missing.txt`, 'sandbox://000000000000/workspace/x',
+      'file:///etc/passwd', `sandbox://${sid}/`]) {
+      await assert.rejects(srv.client.readResource({ uri }), (e) => e.code === -32002, `${uri}: resource not found`);
+    }
+    await srv.sh('rm -rf res', { session_id: sid });
+  });
+
   test('file_list: types, sizes, modes, depth, hidden entries, links shown as links', async () => {
     await srv.sh('mkdir -p ls/sub/deep && printf 12345 > ls/five && : > ls/.hidden && ln -s /etc ls/etc-link && ' +
       'mkfifo ls/fifo && printf x > "ls/sub/new\nline" && chmod 600 ls/five', { session_id: sid });
