@@ -1,0 +1,401 @@
+/*
+ * test-hostfs.c - the host side of transfers on a real temporary directory:
+ * which host paths open, what a hostile tar stream can (not) write, and what
+ * an upload walk sends.  Built twice: as is, and with HOSTFS_NO_OPENAT2 so
+ * the component-by-component O_NOFOLLOW fallback is exercised too.
+ */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hostfs.h"
+#include "tar.h"
+
+static char base[64], allowed[128], outside[128];
+
+static void put_file(const char *path, const char *content, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	assert_true(fd >= 0);
+	assert_int_equal(write_full(fd, content, strlen(content)), 0);
+	close(fd);
+	chmod(path, mode);
+}
+
+static int setup(void **state)
+{
+	char p[256];
+	snprintf(base, sizeof(base), "/tmp/test-hostfs-XXXXXX");
+	assert_non_null(mkdtemp(base));
+	snprintf(allowed, sizeof(allowed), "%s/allowed", base);
+	snprintf(outside, sizeof(outside), "%s/outside", base);
+	assert_int_equal(mkdir(allowed, 0755), 0);
+	assert_int_equal(mkdir(outside, 0755), 0);
+	snprintf(p, sizeof(p), "%sX", allowed);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/secret", outside);
+	put_file(p, "secret\n", 0644);
+	snprintf(p, sizeof(p), "%s/in.txt", allowed);
+	put_file(p, "inside\n", 0644);
+	snprintf(p, sizeof(p), "%s/sub", allowed);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/sub/link-out", allowed);
+	char target[256];
+	snprintf(target, sizeof(target), "%s/secret", outside);
+	assert_int_equal(symlink(target, p), 0);
+	snprintf(p, sizeof(p), "%s/dir-out", allowed);
+	assert_int_equal(symlink(outside, p), 0);
+	snprintf(p, sizeof(p), "%s/link-in", allowed);
+	assert_int_equal(symlink("in.txt", p), 0);
+	return 0;
+}
+
+static void rm_rf(int dfd, const char *name)
+{
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	if (S_ISDIR(st.st_mode)) {
+		int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+		DIR *d = fdopendir(fd);
+		struct dirent *de;
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				rm_rf(dirfd(d), de->d_name);
+		closedir(d);
+		unlinkat(dfd, name, AT_REMOVEDIR);
+	} else {
+		unlinkat(dfd, name, 0);
+	}
+}
+
+static int teardown(void **state)
+{
+	rm_rf(AT_FDCWD, base);
+	return 0;
+}
+
+static void test_open(void **state)
+{
+	struct hostfs *h;
+	struct err err;
+	char p[512], real[4096];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s:relative:/nonexistent-dir-xyz", allowed);
+	assert_int_equal(hostfs_create(p, &h, &err), 0);
+	assert_string_equal(hostfs_dirs(h), allowed);
+
+	snprintf(p, sizeof(p), "%s/in.txt", allowed);
+	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, real, sizeof(real), &err), 0);
+	assert_string_equal(real, p);
+	close(fd);
+	/* a link that stays inside is resolved once and opens */
+	snprintf(p, sizeof(p), "%s/link-in", allowed);
+	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, real, sizeof(real), &err), 0);
+	close(fd);
+	/* the allowed dir itself */
+	assert_int_equal(hostfs_open(h, allowed, O_RDONLY | O_DIRECTORY, &fd, NULL, 0, &err), 0);
+	close(fd);
+
+	const char *refused[] = { "%s/sub/link-out", "%s/dir-out", "%s/dir-out/secret", "%s/../outside/secret",
+				  "%sX", "%s/./../outside" };
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		snprintf(p, sizeof(p), refused[i], allowed);
+		err_clear(&err);
+		assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+		assert_int_equal(err.code, ERRCODE_HOST_PATH_NOT_ALLOWED);
+		assert_non_null(strstr(err.msg, "SANDBOX_HOST_DIRS"));
+	}
+	assert_int_equal(hostfs_open(h, "relative/in.txt", O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+	assert_int_equal(hostfs_open(h, "/etc/passwd", O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+	snprintf(p, sizeof(p), "%s/missing", allowed);
+	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -ENOENT);
+	assert_int_equal(err.code, ERRCODE_FILE_NOT_FOUND);
+	snprintf(p, sizeof(p), "%s/missing", outside);
+	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+	hostfs_destroy(h);
+
+	assert_int_equal(hostfs_create("", &h, &err), 0);
+	snprintf(p, sizeof(p), "%s/in.txt", allowed);
+	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+	assert_non_null(strstr(err.msg, "SANDBOX_HOST_DIRS"));
+	hostfs_destroy(h);
+}
+
+/* One ustar header block (as in test-tar.c). */
+static void header(struct buf *b, const char *name, char type, unsigned long long size, const char *link,
+		   unsigned mode)
+{
+	unsigned char hd[512] = { 0 };
+	snprintf((char *)hd, 100, "%s", name);
+	snprintf((char *)hd + 100, 8, "%07o", mode);
+	snprintf((char *)hd + 108, 8, "%07o", 0);
+	snprintf((char *)hd + 116, 8, "%07o", 0);
+	snprintf((char *)hd + 124, 12, "%011llo", size);
+	snprintf((char *)hd + 136, 12, "%011o", 0);
+	hd[156] = (unsigned char)type;
+	if (link)
+		snprintf((char *)hd + 157, 100, "%s", link);
+	memcpy(hd + 257, "ustar", 6);
+	memcpy(hd + 263, "00", 2);
+	memset(hd + 148, ' ', 8);
+	unsigned sum = 0;
+	for (int i = 0; i < 512; i++)
+		sum += hd[i];
+	snprintf((char *)hd + 148, 8, "%06o", sum);
+	hd[155] = ' ';
+	buf_append(b, hd, 512);
+}
+
+static void body(struct buf *b, const char *data)
+{
+	static const char zeros[512];
+	size_t n = strlen(data);
+	buf_append(b, data, n);
+	if (n % 512)
+		buf_append(b, zeros, 512 - n % 512);
+}
+
+/* Lists dir (relative names, "name type mode" lines) into out. */
+static void listing(int dfd, const char *prefix, struct buf *out)
+{
+	DIR *d = fdopendir(dup(dfd));
+	struct dirent *de;
+	char names[64][256];
+	int n = 0;
+	while ((de = readdir(d)) && n < 64)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			snprintf(names[n++], sizeof(names[0]), "%s", de->d_name);
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(names[0]), (int (*)(const void *, const void *))strcmp);
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		assert_int_equal(fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW), 0);
+		char t = S_ISDIR(st.st_mode) ? 'd' : S_ISREG(st.st_mode) ? 'f' : S_ISLNK(st.st_mode) ? 'l' : '?';
+		buf_printf(out, "%s%s %c %o|", prefix, names[i], t, (unsigned)(st.st_mode & 0777));
+		if (t == 'd') {
+			char sub[512];
+			snprintf(sub, sizeof(sub), "%s%s/", prefix, names[i]);
+			int fd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+			listing(fd, sub, out);
+			close(fd);
+		}
+	}
+}
+
+static void test_extract_hostile(void **state)
+{
+	struct buf t, out;
+	struct err err;
+	struct hostfs_extract *x;
+	char p[512];
+
+	buf_init(&t, 1u << 20);
+	header(&t, "./", '5', 0, NULL, 0777);
+	header(&t, "./ok.txt", '0', 3, NULL, 04755);
+	body(&t, "ok\n");
+	header(&t, "../escape", '0', 3, NULL, 0644);
+	body(&t, "bad");
+	header(&t, "/tmp/abs", '0', 3, NULL, 0644);
+	body(&t, "bad");
+	header(&t, "./evil", '2', 0, "/etc/passwd", 0777);
+	header(&t, "./evil", '0', 3, NULL, 0644); /* not through a link: a plain file */
+	body(&t, "new");
+	header(&t, "./d", '2', 0, "/", 0777);
+	header(&t, "./d/x", '0', 3, NULL, 0644);
+	body(&t, "dx!");
+	header(&t, "./sh", '1', 0, "/etc/shadow", 0644);
+	header(&t, "./ff", '6', 0, NULL, 0644);
+	header(&t, "./ok.txt", '0', 3, NULL, 0644); /* a second entry of that name */
+	body(&t, "two");
+	header(&t, "./ok.txt/inner", '0', 3, NULL, 0644); /* below a file */
+	body(&t, "abc");
+	header(&t, "./sub/deep/f", '0', 3, NULL, 0600);
+	body(&t, "f!\n");
+	buf_append(&t, (char[1024]){ 0 }, 1024);
+
+	int dfd = open(allowed, O_RDONLY | O_DIRECTORY);
+	assert_int_equal(hostfs_extract_begin(dfd, "out", false, &x, &err), 0);
+	struct tar_limits lim = { .entries = 100, .entry_size = 1 << 20, .total_size = 1 << 20 };
+	assert_int_equal(tar_read_memory(t.data, t.len, &lim, hostfs_extract_sink(x), NULL, &err), 0);
+	assert_int_equal(hostfs_extract_commit(x, &err), 0);
+	uint64_t files, dirs, bytes;
+	json_t *skipped;
+	hostfs_extract_stats(x, &files, &dirs, &bytes, &skipped);
+	hostfs_extract_destroy(x);
+
+	buf_init(&out, 1u << 20);
+	int ofd = openat(dfd, "out", O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	assert_true(ofd >= 0);
+	listing(ofd, "", &out);
+	/* root 0777 -> 0755; files lose exec, setuid and group/other write */
+	assert_string_equal(out.data, "d d 755|d/x f 644|evil f 644|ok.txt f 644|sub d 755|sub/deep d 755|"
+				      "sub/deep/f f 600|");
+	struct stat st;
+	assert_int_equal(fstat(ofd, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0755);
+	close(ofd);
+	snprintf(p, sizeof(p), "%s/escape", base);
+	assert_int_equal(access(p, F_OK), -1);
+	assert_int_equal(access("/tmp/abs", F_OK), -1);
+	assert_int_equal(json_array_size(skipped), 8);
+	json_decref(skipped);
+
+	/* nothing but "out" was added next to it: no temporary folder left */
+	buf_reset(&out);
+	listing(dfd, "", &out);
+	assert_null(strstr(out.data, ".sandbox-mcp"));
+
+	/* again without overwrite: refused up front; with it: replaced */
+	assert_int_equal(hostfs_extract_begin(dfd, "out", false, &x, &err), -EEXIST);
+	assert_int_equal(err.code, ERRCODE_FILE_EXISTS);
+	buf_reset(&t);
+	header(&t, "./", '5', 0, NULL, 0755);
+	header(&t, "./only", '0', 3, NULL, 0644);
+	body(&t, "one");
+	buf_append(&t, (char[1024]){ 0 }, 1024);
+	assert_int_equal(hostfs_extract_begin(dfd, "out", true, &x, &err), 0);
+	assert_int_equal(tar_read_memory(t.data, t.len, &lim, hostfs_extract_sink(x), NULL, &err), 0);
+	assert_int_equal(hostfs_extract_commit(x, &err), 0);
+	hostfs_extract_destroy(x);
+	buf_reset(&out);
+	ofd = openat(dfd, "out", O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	listing(ofd, "", &out);
+	close(ofd);
+	assert_string_equal(out.data, "only f 644|");
+
+	/* a stream that fails half way leaves nothing */
+	buf_reset(&t);
+	header(&t, "./", '5', 0, NULL, 0755);
+	header(&t, "./a", '0', 3, NULL, 0644);
+	body(&t, "aaa");
+	header(&t, "./b", '0', 5000, NULL, 0644);
+	body(&t, "b");
+	assert_int_equal(hostfs_extract_begin(dfd, "partial", false, &x, &err), 0);
+	assert_true(tar_read_memory(t.data, t.len, &lim, hostfs_extract_sink(x), NULL, &err) < 0);
+	hostfs_extract_destroy(x);
+	buf_reset(&out);
+	listing(dfd, "", &out);
+	assert_null(strstr(out.data, "partial"));
+	assert_null(strstr(out.data, ".sandbox-mcp"));
+
+	/* a one-file download is the stream's one file under the name asked for */
+	buf_reset(&t);
+	header(&t, "whatever.bin", '0', 4, NULL, 0755);
+	body(&t, "data");
+	header(&t, "second", '0', 4, NULL, 0644);
+	body(&t, "more");
+	buf_append(&t, (char[1024]){ 0 }, 1024);
+	assert_int_equal(hostfs_extract_begin(dfd, "single.bin", false, &x, &err), 0);
+	assert_int_equal(tar_read_memory(t.data, t.len, &lim, hostfs_extract_sink(x), NULL, &err), 0);
+	assert_int_equal(hostfs_extract_commit(x, &err), 0);
+	hostfs_extract_destroy(x);
+	assert_int_equal(fstatat(dfd, "single.bin", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(st.st_size, 4);
+
+	assert_int_equal(hostfs_extract_begin(dfd, "../up", false, &x, &err), -EINVAL);
+	assert_int_equal(hostfs_extract_begin(dfd, "..", false, &x, &err), -EINVAL);
+	close(dfd);
+	buf_finish(&out);
+	buf_finish(&t);
+}
+
+/* Reads a produced stream back: "name type size|" for each entry. */
+static int log_entry(void *arg, const struct tar_entry *e, struct err *err)
+{
+	buf_printf(arg, "%s %c %llu %o|", e->path, e->type == TAR_TYPE_DIR ? 'd' : 'f', (unsigned long long)e->size,
+		   e->mode);
+	return TAR_OK;
+}
+
+static int log_data(void *arg, const char *p, size_t n, struct err *err)
+{
+	return TAR_OK;
+}
+
+static void test_walk(void **state)
+{
+	struct hostfs *h;
+	struct hostfs_walk *wk;
+	struct err err;
+	char p[512];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/tree", allowed);
+	assert_int_equal(mkdir(p, 0750), 0);
+	snprintf(p, sizeof(p), "%s/tree/run.sh", allowed);
+	put_file(p, "#!/bin/sh\n", 0755);
+	snprintf(p, sizeof(p), "%s/tree/empty", allowed);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/tree/out", allowed);
+	assert_int_equal(symlink(outside, p), 0);
+	snprintf(p, sizeof(p), "%s/tree/fifo", allowed);
+	assert_int_equal(mkfifo(p, 0644), 0);
+
+	assert_int_equal(hostfs_create(allowed, &h, &err), 0);
+	snprintf(p, sizeof(p), "%s/tree", allowed);
+	assert_int_equal(hostfs_open(h, p, O_RDONLY | O_NONBLOCK, &fd, NULL, 0, &err), 0);
+	struct tar_limits lim = { .entries = 100, .entry_size = 1 << 20, .total_size = 1 << 20 };
+	assert_int_equal(hostfs_walk_create(fd, "dest", &lim, &wk, &err), 0);
+	struct buf tarb, seen;
+	struct tar_writer *w;
+	buf_init(&tarb, 1u << 20);
+	assert_int_equal(tar_writer_create(&tarb, &w, &err), 0);
+	int r;
+	while ((r = hostfs_walk_produce(wk, w, &err)) == 0)
+		;
+	assert_int_equal(r, 1);
+	uint64_t files, dirs, bytes;
+	json_t *skipped;
+	hostfs_walk_stats(wk, &files, &dirs, &bytes, &skipped);
+	assert_int_equal(files, 1);
+	assert_int_equal(dirs, 2);
+	assert_int_equal(bytes, 10);
+	assert_int_equal(json_array_size(skipped), 2);
+	json_decref(skipped);
+	hostfs_walk_destroy(wk);
+	tar_writer_destroy(w);
+
+	buf_init(&seen, 1u << 20);
+	struct tar_sink sink = { log_entry, log_data, NULL, NULL, &seen };
+	assert_int_equal(tar_read_memory(tarb.data, tarb.len, &lim, &sink, NULL, &err), 0);
+	/* readdir order: compare as a set */
+	assert_non_null(strstr(seen.data, "dest d 0 750|"));
+	assert_non_null(strstr(seen.data, "dest/run.sh f 10 755|"));
+	assert_non_null(strstr(seen.data, "dest/empty d 0 755|"));
+	assert_null(strstr(seen.data, "out"));
+	assert_null(strstr(seen.data, "fifo"));
+
+	/* caps: a file over the limit stops the walk */
+	assert_int_equal(hostfs_open(h, p, O_RDONLY | O_NONBLOCK, &fd, NULL, 0, &err), 0);
+	lim.entry_size = 5;
+	assert_int_equal(hostfs_walk_create(fd, "dest", &lim, &wk, &err), 0);
+	buf_reset(&tarb);
+	assert_int_equal(tar_writer_create(&tarb, &w, &err), 0);
+	while ((r = hostfs_walk_produce(wk, w, &err)) == 0)
+		;
+	assert_int_equal(r, -EFBIG);
+	assert_int_equal(err.code, ERRCODE_TOO_LARGE);
+	hostfs_walk_destroy(wk);
+	tar_writer_destroy(w);
+	buf_finish(&seen);
+	buf_finish(&tarb);
+	hostfs_destroy(h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_open),
+		cmocka_unit_test(test_extract_hostile),
+		cmocka_unit_test(test_walk),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
