@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "base64.h"
 #include "engine.h"
 #include "http.h"
 #include "log.h"
@@ -30,6 +31,13 @@ struct engine_stream {
 	struct http_conn *conn;
 };
 
+struct engine_body {
+	struct engine *e;
+	struct http_conn *conn;
+	struct call *call;
+	bool done;
+};
+
 static void abort_conn(void *arg);
 static int engine_hint(struct err *err, int r);
 static void engine_error_message(int status, const json_t *j, struct err *err);
@@ -38,6 +46,10 @@ static void conn_put(struct engine *e, struct http_conn *c);
 static int negotiate(struct engine *e, struct call *call, struct err *err);
 static int versioned(struct engine *e, struct call *call, const char *path, char *out, size_t outsz,
 		     struct err *err);
+static int open_response(struct engine *e, struct call *call, const char *method, const char *target,
+			 struct http_conn **ret_conn, struct http_response *resp, struct err *err);
+static int response_failed(struct engine *e, struct call *call, struct http_conn *conn, int status,
+			   const char *what, struct err *err);
 static int roundtrip(struct engine *e, struct call *call, const char *method, const char *target,
 		     const char *content_type, const void *body, size_t len, int *ret_status, json_t **ret_json,
 		     struct err *err);
@@ -620,4 +632,164 @@ void engine_stream_destroy(struct engine_stream *s)
 		return;
 	http_conn_destroy(s->conn);
 	free(s);
+}
+
+int engine_container_pause(struct engine *e, struct call *call, const char *id, struct err *err)
+{
+	char path[128];
+	CHECK_ID(id);
+	snprintf(path, sizeof(path), "/containers/%s/pause", id);
+	return engine_request(e, call, "POST", path, NULL, NULL, NULL, err);
+}
+
+int engine_container_unpause(struct engine *e, struct call *call, const char *id, struct err *err)
+{
+	char path[128];
+	CHECK_ID(id);
+	snprintf(path, sizeof(path), "/containers/%s/unpause", id);
+	return engine_request(e, call, "POST", path, NULL, NULL, NULL, err);
+}
+
+/* Sends method target on a pooled connection and reads the head; 0 with *ret_conn (armed on call) or -errno. */
+static int open_response(struct engine *e, struct call *call, const char *method, const char *target,
+			 struct http_conn **ret_conn, struct http_response *resp, struct err *err)
+{
+	char full[1400];
+	int r = versioned(e, call, target, full, sizeof(full), err);
+	if (r < 0)
+		return r;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		struct http_conn *conn;
+		bool reused;
+		if ((r = conn_get(e, &conn, &reused, err)) < 0)
+			return engine_hint(err, r);
+		if (call && call_arm(call, abort_conn, conn) < 0) {
+			http_conn_destroy(conn);
+			return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+		}
+		r = http_request_send(conn, method, full, NULL, NULL, 0, err);
+		bool sent = r == 0;
+		if (r == 0)
+			r = http_response_recv(conn, strcmp(method, "HEAD") == 0, resp, err);
+		if (r == 0) {
+			*ret_conn = conn;
+			return 0;
+		}
+		if (call) {
+			call_disarm(call);
+			if (call_cancelled(call))
+				r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+		}
+		http_conn_destroy(conn);
+		if (!(reused && (!sent || r == -EPIPE || r == -ECONNRESET)) || r == -ECANCELED)
+			break;
+	}
+	return engine_hint(err, r);
+}
+
+/* The error of a >= 400 response (its JSON body read, capped), closing conn. */
+static int response_failed(struct engine *e, struct call *call, struct http_conn *conn, int status,
+			   const char *what, struct err *err)
+{
+	struct buf out;
+	json_t *j = NULL;
+	buf_init(&out, 64 * 1024);
+	if (http_body_read_all(conn, &out, err) == 0 && out.len)
+		j = json_loadb(out.data, out.len, 0, NULL);
+	if (call)
+		call_disarm(call);
+	http_conn_destroy(conn);
+	buf_finish(&out);
+	if (status == 404) {
+		json_decref(j);
+		return err_set(err, ERRCODE_FILE_NOT_FOUND, -ENOENT, "%s: no such file or container", what);
+	}
+	engine_error_message(status, j, err);
+	json_decref(j);
+	return engine_hint(err, -EIO);
+}
+
+int engine_archive_stat(struct engine *e, struct call *call, const char *id, const char *path,
+			struct engine_path_stat *ret, struct err *err)
+{
+	char esc[1024], target[1200];
+	struct http_conn *conn;
+	struct http_response resp;
+	CHECK_ID(id);
+	if (engine_url_escape(path, esc, sizeof(esc)) < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "path too long");
+	snprintf(target, sizeof(target), "/containers/%s/archive?path=%s", id, esc);
+	int r = open_response(e, call, "HEAD", target, &conn, &resp, err);
+	if (r < 0)
+		return r;
+	if (resp.status >= 400)
+		return response_failed(e, call, conn, resp.status, path, err);
+	if (call)
+		call_disarm(call);
+	conn_put(e, conn);
+
+	/* base64 of {"name","size","mode","mtime","linkTarget"} */
+	size_t n = strlen(resp.path_stat);
+	char dec[512];
+	long long k = n && base64_decoded_max(n) < sizeof(dec) ? base64_decode(resp.path_stat, n, dec) : -1;
+	json_t *j = k > 0 ? json_loadb(dec, (size_t)k, 0, NULL) : NULL;
+	json_t *mode = json_object_get(j, "mode"), *size = json_object_get(j, "size");
+	if (!json_is_integer(mode) || !json_is_integer(size)) {
+		json_decref(j);
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "the Docker engine sent no stat for %.200s", path);
+	}
+	ret->mode = (uint32_t)json_integer_value(mode);
+	ret->size = (uint64_t)json_integer_value(size);
+	const char *lt = json_string_value(json_object_get(j, "linkTarget"));
+	snprintf(ret->link_target, sizeof(ret->link_target), "%s", lt ? lt : "");
+	json_decref(j);
+	return 0;
+}
+
+int engine_archive_get(struct engine *e, struct call *call, const char *id, const char *path,
+		       struct engine_body **ret, struct err *err)
+{
+	char esc[1024], target[1200];
+	struct http_conn *conn;
+	struct http_response resp;
+	CHECK_ID(id);
+	if (engine_url_escape(path, esc, sizeof(esc)) < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "path too long");
+	snprintf(target, sizeof(target), "/containers/%s/archive?path=%s", id, esc);
+	int r = open_response(e, call, "GET", target, &conn, &resp, err);
+	if (r < 0)
+		return r;
+	if (resp.status >= 400)
+		return response_failed(e, call, conn, resp.status, path, err);
+	struct engine_body *b = xcalloc(1, sizeof(*b));
+	b->e = e;
+	b->conn = conn;
+	b->call = call;
+	*ret = b;
+	return 0;
+}
+
+ssize_t engine_body_read(struct engine_body *b, void *p, size_t n, struct err *err)
+{
+	if (b->done)
+		return 0;
+	ssize_t k = http_body_read(b->conn, p, n, err);
+	if (k < 0 && b->call && call_cancelled(b->call))
+		return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+	if (k == 0)
+		b->done = true;
+	return k;
+}
+
+void engine_body_destroy(struct engine_body *b)
+{
+	if (!b)
+		return;
+	if (b->call)
+		call_disarm(b->call);
+	if (b->done)
+		conn_put(b->e, b->conn);
+	else
+		http_conn_destroy(b->conn);
+	free(b);
 }

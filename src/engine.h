@@ -16,6 +16,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -95,6 +97,37 @@ int engine_container_list(struct engine *e, struct call *call, const char *label
 /* PUT /containers/{id}/archive?path=... with an uncompressed tar (owners as in the headers). */
 int engine_archive_put(struct engine *e, struct call *call, const char *id, const char *path, const void *tar,
 		       size_t len, struct err *err);
+
+/* POST /containers/{id}/pause and /unpause (the cgroup freezer: nothing in it runs meanwhile). */
+int engine_container_pause(struct engine *e, struct call *call, const char *id, struct err *err);
+int engine_container_unpause(struct engine *e, struct call *call, const char *id, struct err *err);
+
+/* What HEAD /containers/{id}/archive says of a path (lstat of it, its parent resolved). */
+struct engine_path_stat {
+	uint64_t size;
+	uint32_t mode; /* Go's os.FileMode: permission bits, ENGINE_MODE_* type bits */
+	char link_target[256];
+};
+#define ENGINE_MODE_DIR (1u << 31)
+#define ENGINE_MODE_SYMLINK (1u << 27)
+/* Every type bit of os.FileMode (dir, append, exclusive, temporary, symlink, device, pipe, socket, ...). */
+#define ENGINE_MODE_TYPE 0xfff80000u
+
+/* HEAD /containers/{id}/archive?path=. ERRCODE_FILE_NOT_FOUND (-ENOENT) when absent. */
+int engine_archive_stat(struct engine *e, struct call *call, const char *id, const char *path,
+			struct engine_path_stat *ret, struct err *err);
+
+struct engine_body;
+/*
+ * GET /containers/{id}/archive?path= (an uncompressed tar): 0 with *ret, whose
+ * body is read with engine_body_read; -ENOENT (ERRCODE_FILE_NOT_FOUND) or
+ * -errno with err. call, if given, can abort the reads until engine_body_destroy.
+ */
+int engine_archive_get(struct engine *e, struct call *call, const char *id, const char *path,
+		       struct engine_body **ret, struct err *err);
+/* Reads up to n body bytes: the count, 0 at the end, or -errno with err. */
+ssize_t engine_body_read(struct engine_body *b, void *p, size_t n, struct err *err);
+void engine_body_destroy(struct engine_body *b);
 
 /* POST /containers/{id}/exec; body is the ExecConfig. ret_id receives the exec id. */
 int engine_exec_create(struct engine *e, struct call *call, const char *container_id, json_t *body,

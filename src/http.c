@@ -201,6 +201,9 @@ int http_response_recv(struct http_conn *c, bool head_only, struct http_response
 		snprintf(ret->content_type, sizeof(ret->content_type), "%.*s", (int)v->n, v->p);
 	if ((v = http_head_get(&h, "Api-Version")))
 		snprintf(ret->api_version, sizeof(ret->api_version), "%.*s", (int)v->n, v->p);
+	ret->path_stat[0] = '\0';
+	if ((v = http_head_get(&h, "X-Docker-Container-Path-Stat")) && v->n < sizeof(ret->path_stat))
+		snprintf(ret->path_stat, sizeof(ret->path_stat), "%.*s", (int)v->n, v->p);
 
 	c->keep_alive = h.minor_version >= 1;
 	if ((v = http_head_get(&h, "Connection")) && slice_case_eq(*v, "close"))

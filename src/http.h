@@ -31,6 +31,7 @@ struct http_response {
 	int status;
 	char content_type[128];
 	char api_version[32];	/* Api-Version header, if any */
+	char path_stat[512];	/* X-Docker-Container-Path-Stat (archive endpoints), if any */
 	bool upgraded;		/* 101 Switching Protocols: the socket is now raw */
 };
 

@@ -279,6 +279,12 @@ describe('file tools inside a sandbox', suite({ timeout: 300000 }), () => {
   });
 });
 
+/** Whether the container is paused. */
+async function inspectPaused(id) {
+  const r = await docker(['inspect', '-f', '{{.State.Paused}}', id]);
+  return r.stdout.trim() === 'true';
+}
+
 /** Every path below dir (relative), with lstat type and mode, sorted. */
 function tree(dir) {
   const out = [];
@@ -457,6 +463,23 @@ describe('host transfers: file_upload and file_download', suite({ timeout: 30000
     assert.deepEqual(readdirSync(outside), ['secret.txt'], 'nothing written outside');
     const l = await srv.ok('file_list', { session_id: sid });
     assert.ok(!l.entries.some((e) => e.path === 'secret.txt'), 'nothing uploaded');
+  });
+
+  test('a planted link to /etc cannot make a download read what the sandbox user cannot', async () => {
+    // the archive endpoint (used for plain readable files) acts as root: a symlink component or an
+    // unreadable file must send the download through a tar run as the sandbox user instead
+    await srv.sh('ln -sfn /etc e && cp /etc/hostname own-0600 && chmod 600 own-0600', { session_id: sid });
+    mkdirSync(join(allowed, 'etc-out'));
+    const f = await srv.fails('file_download', { path: 'e/shadow', host_dir: join(allowed, 'etc-out'), session_id: sid },
+      'invalid_argument');
+    assert.match(f.error.message, /permission denied/);
+    assert.deepEqual(readdirSync(join(allowed, 'etc-out')), [], 'nothing written');
+    const ok = await srv.ok('file_download', { path: 'e/passwd', host_dir: join(allowed, 'etc-out'), session_id: sid });
+    assert.equal(ok.files, 1, 'a file the sandbox user can read comes through the link');
+    await srv.ok('file_download', { path: 'own-0600', host_dir: join(allowed, 'etc-out'), session_id: sid });
+    assert.equal(statSync(join(allowed, 'etc-out', 'own-0600')).mode & 0o777, 0o600);
+    const st = await inspectPaused(cid);
+    assert.equal(st, false, 'the container is not left paused');
   });
 
   test('a hostile sandbox: links, a fifo, hard links and unreadable files are skipped, nothing lands outside', async () => {
