@@ -269,6 +269,7 @@ static void session_free(struct session *s)
 	if (!s)
 		return;
 	json_decref(s->warnings);
+	json_decref(s->history);
 	pyrepl_destroy(s->repl);
 	free(s);
 }
@@ -766,4 +767,16 @@ static void *reaper_main(void *arg)
 	}
 	pthread_mutex_unlock(&m->lock);
 	return NULL;
+}
+
+void session_record(struct session *s, const char *kind, json_t *entry)
+{
+	if (!entry)
+		return;
+	if (!s->history)
+		s->history = json_array();
+	if (!s->history || json_object_set_new(entry, "kind", json_string(kind)) < 0 ||
+	    json_array_append(s->history, entry) < 0)
+		log_warnf("session %s: could not record a %s for session_export", s->id, kind);
+	json_decref(entry);
 }

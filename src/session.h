@@ -53,6 +53,12 @@ struct session {
 	json_t *warnings;  /* engine warnings at create */
 	/* run_python's interpreter (pyrepl.h), started on first use; used only by calls on this session */
 	struct pyrepl *repl;
+	/*
+	 * What the session did that session_export replays, oldest first: an
+	 * array of objects {"kind": "pip_install" | "git_clone" | ..., ...}.
+	 * Appended by tools on this session's FIFO (session_record); owned here.
+	 */
+	json_t *history;
 };
 
 struct session_opts {
@@ -97,5 +103,10 @@ json_t *session_json(const struct session *s);
 void session_key(struct session_mgr *m, const char *ref, char *out, size_t outsz);
 /* Live sessions. */
 unsigned session_count(struct session_mgr *m);
+/*
+ * Appends entry (stolen; an object) to s->history with "kind" set to kind.
+ * Only for calls running on s's FIFO, which is what orders them.
+ */
+void session_record(struct session *s, const char *kind, json_t *entry);
 
 #endif
