@@ -32,7 +32,15 @@ void mcp_drain(struct mcp *m, int wait_ms);
  * (the services) are left allocated for them.
  */
 bool mcp_destroy(struct mcp *m);
-/* Handles one input line (without its newline). Protocol errors become replies. */
+/* Lines this long are parsed as they are read, handing their memory back (see mcp_handle_line). */
+#define MCP_BIG_LINE (4u << 20)
+
+/*
+ * Handles one input line (without its newline). Protocol errors become
+ * replies. A line of MCP_BIG_LINE bytes or more is parsed as a stream and the
+ * pages wholly inside its parsed part are handed back to the kernel
+ * (madvise MADV_DONTNEED): the caller must not read those bytes afterwards.
+ */
 void mcp_handle_line(struct mcp *m, const char *line, size_t len);
 /* Replies to a line that was longer than the configured cap. */
 void mcp_handle_oversized(struct mcp *m);

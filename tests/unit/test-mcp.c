@@ -202,6 +202,52 @@ static void test_one_reply_per_request(void **state)
 	assert_int_equal(lines, expect);
 }
 
+/*
+ * Lines of MCP_BIG_LINE bytes or more are parsed as a stream while their
+ * parsed part is handed back to the kernel: the message must come out the
+ * same, and an error late in such a line must still be found where it is.
+ */
+static void test_big_lines(void **state)
+{
+	(void)state;
+	size_t pad = MCP_BIG_LINE + (3u << 20) + 123;
+	struct buf in;
+	buf_init(&in, SIZE_MAX);
+	/* a ping whose _meta carries a big string: one reply, id kept */
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"ping\",\"params\":{\"_meta\":{\"x\":\""), 0);
+	for (size_t i = 0; i < pad; i++)
+		assert_int_equal(buf_append(&in, &"abcdefgh"[i % 8], 1), 0);
+	assert_int_equal(buf_printf(&in, "\"}}}\n"), 0);
+	/* the same, broken three bytes before its end */
+	size_t second = in.len;
+	char *copy = xmalloc(second - 1);
+	memcpy(copy, in.data, second - 1);
+	assert_int_equal(buf_append(&in, copy, second - 1), 0);
+	free(copy);
+	in.data[in.len - 3] = '#';
+	assert_int_equal(buf_printf(&in, "\n{\"jsonrpc\":\"2.0\",\"id\":78,\"method\":\"ping\"}\n"), 0);
+
+	_cleanup_free_ char *got = run_lines(in.data, in.len);
+	buf_finish(&in);
+	const char *l1 = got, *l2 = strchr(l1, '\n');
+	assert_non_null(l2);
+	l2++;
+	const char *l3 = strchr(l2, '\n');
+	assert_non_null(l3);
+	l3++;
+	assert_non_null(strstr(l1, "\"id\":77"));
+	assert_non_null(strstr(l1, "\"result\""));
+	assert_true(strstr(l1, "\"result\"") < l2);
+	/* the parse error names a position near the end of the 7 MiB line */
+	assert_true(strstr(l2, "-32700") != NULL && strstr(l2, "-32700") < l3);
+	const char *pos = strstr(l2, "at byte ");
+	assert_non_null(pos);
+	assert_true(pos < l3);
+	long long byte = strtoll(pos + 8, NULL, 10);
+	assert_true(byte >= (long long)(second - 1 - 8) && byte <= (long long)(second - 1));
+	assert_non_null(strstr(l3, "\"id\":78"));
+}
+
 int main(void)
 {
 	util_json_init();
@@ -209,6 +255,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden),
 		cmocka_unit_test(test_one_reply_per_request),
+		cmocka_unit_test(test_big_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
