@@ -447,9 +447,6 @@ static int file_delete(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	return 0;
 }
 
-#define SESSION_ARG                                                                                                 \
-	"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name (default: the "   \
-	"default session)\"}"
 #define PATH_ARG(what)                                                                                              \
 	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"" what                    \
 	" (relative to /workspace, or absolute)\"}"
@@ -465,7 +462,7 @@ const struct tool_entry tool_file_read_entry = {
 			PATH_ARG("File to read") ","
 			"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"First byte to return (default 0)\"},"
 			"\"length\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Bytes to return (default: to the "
-			"end)\"}," SESSION_ARG "}}",
+			"end)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = NULL, /* may return images */
 	.group = TOOL_GROUP_FILES,
 	.read_only = true,
@@ -492,7 +489,7 @@ const struct tool_entry tool_file_write_entry = {
 			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace an existing file (default "
 			"true)\"},"
 			"\"mode\":{\"type\":\"string\",\"minLength\":3,\"maxLength\":4,\"description\":\"Permissions in "
-			"octal, e.g. \\\"755\\\"\"}," SESSION_ARG "}}",
+			"octal, e.g. \\\"755\\\"\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},\"mode\":{\"type\":\"string\"}}}",
 	.group = TOOL_GROUP_FILES,
@@ -520,7 +517,7 @@ const struct tool_entry tool_file_patch_entry = {
 		"\"old\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Exact text to find\"},"
 		"\"new\":{\"type\":\"string\",\"description\":\"Text to put in its place\"},"
 		"\"count\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"How many times old must occur "
-		"(all are replaced; default 1)\"}}}}," SESSION_ARG "}}",
+		"(all are replaced; default 1)\"}}}}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},"
 			 "\"patches\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
@@ -542,7 +539,7 @@ const struct tool_entry tool_file_delete_entry = {
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
 			PATH_ARG("File or directory to delete") ","
 			"\"recursive\":{\"type\":\"boolean\",\"description\":\"Delete a directory with its contents "
-			"(default false)\"}," SESSION_ARG "}}",
+			"(default false)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"}}}",
 	.group = TOOL_GROUP_FILES,

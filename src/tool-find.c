@@ -284,9 +284,6 @@ static int file_search(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	return 0;
 }
 
-#define SESSION_ARG                                                                                                 \
-	"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name (default: the "   \
-	"default session)\"}"
 
 const struct tool_entry tool_file_list_entry = {
 	.name = "file_list",
@@ -300,7 +297,7 @@ const struct tool_entry tool_file_list_entry = {
 			"\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":20,\"description\":\"Levels to descend "
 			"(default 1)\"},"
 			"\"hidden\":{\"type\":\"boolean\",\"description\":\"Include hidden entries (default false)\"},"
-			SESSION_ARG "}}",
+			TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"},"
 			 "\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
@@ -330,7 +327,7 @@ const struct tool_entry tool_file_search_entry = {
 			"e.g. \\\"*.py\\\"\"},"
 			"\"ignore_case\":{\"type\":\"boolean\",\"description\":\"Case-insensitive (default false)\"},"
 			"\"max_results\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":\"Most "
-			"matches returned (default 100)\"}," SESSION_ARG "}}",
+			"matches returned (default 100)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"engine\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"},"
 			 "\"matches\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"

@@ -285,9 +285,6 @@ static int file_download(struct tool_ctx *ctx, json_t *args, struct tool_result 
 	return 0;
 }
 
-#define SESSION_ARG                                                                                                 \
-	"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name (default: the "   \
-	"default session)\"}"
 #define SKIPPED_SCHEMA                                                                                              \
 	"\"skipped\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"  \
 	"\"reason\":{\"type\":\"string\"}}}}"
@@ -305,7 +302,7 @@ const struct tool_entry tool_file_upload_entry = {
 			"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Destination in "
 			"the sandbox (relative to /workspace, or absolute)\"},"
 			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace what is at path (default true)\"},"
-			SESSION_ARG "}}",
+			TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"host_path\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},"
 			 "\"dirs\":{\"type\":\"integer\"},\"bytes\":{\"type\":\"integer\"}," SKIPPED_SCHEMA "}}",
@@ -332,7 +329,7 @@ const struct tool_entry tool_file_download_entry = {
 			"\"host_dir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
 			"path of an existing host folder to copy into\"},"
 			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace an existing host file or folder of "
-			"that name (default false)\"}," SESSION_ARG "}}",
+			"that name (default false)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"host_path\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},"
 			 "\"dirs\":{\"type\":\"integer\"},\"bytes\":{\"type\":\"integer\"},\"warnings\":{\"type\":\"string\"},"

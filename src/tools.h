@@ -95,6 +95,11 @@ bool tool_env_name_valid(const char *name);
 /* Sends notifications/progress when the client asked for it (progress only grows). */
 void tool_progress(struct tool_ctx *ctx, double progress, double total, const char *message);
 
+/* The session_id property of a tool's input schema (JSON text). */
+#define TOOL_SESSION_ARG                                                                                            \
+	"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name (default: the " \
+	"default session)\"}"
+
 /* The tools, one entry each (tool-*.c). */
 extern const struct tool_entry tool_session_create_entry;
 extern const struct tool_entry tool_session_list_entry;
