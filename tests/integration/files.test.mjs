@@ -511,6 +511,22 @@ describe('host transfers: file_upload and file_download', suite({ timeout: 30000
     assert.equal(statSync('/etc/passwd').mtimeMs, passwd);
   });
 
+  test('a real 100 GiB sparse file is refused at once, by file_read and by file_download', async () => {
+    await srv.sh('mkdir -p sparse && truncate -s 100G sparse/huge.bin', { session_id: sid });
+    try {
+      let t0 = Date.now();
+      await srv.fails('file_read', { path: 'sparse/huge.bin', session_id: sid }, 'too_large');
+      assert.ok(Date.now() - t0 < 10000, `file_read refused quickly (${Date.now() - t0} ms)`);
+      mkdirSync(join(allowed, 'sparse'));
+      t0 = Date.now();
+      await srv.fails('file_download', { path: 'sparse', host_dir: join(allowed, 'sparse'), session_id: sid }, 'too_large');
+      assert.ok(Date.now() - t0 < 20000, `file_download refused quickly (${Date.now() - t0} ms)`);
+      assert.deepEqual(readdirSync(join(allowed, 'sparse')), [], 'nothing written, no temporary folder left');
+    } finally {
+      await srv.sh('rm -rf sparse', { session_id: sid });
+    }
+  });
+
   test('a lying tar in the sandbox: escapes, absolute names and writes through links go nowhere', async () => {
     await srv.ok('file_write', { path: '/opt/venv/bin/tar', content: LYING_TAR, mode: '755', session_id: sid });
     try {
