@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base64.h"
+#include "files.h"
 #include "log.h"
 #include "pyrepl.h"
 #include "tools.h"
@@ -36,7 +37,8 @@ static void on_tick(void *arg);
 static int start(struct tool_ctx *ctx, struct session *s, struct pyrepl **ret, struct tool_result *res);
 static void add_output(struct tool_result *res, const char *label, const struct capture *c);
 static void add_image(struct tool_result *res, const struct buf *png);
-static void add_files(struct tool_result *res, json_t *files, bool incomplete);
+static void add_files(struct tool_ctx *ctx, struct tool_result *res, const struct session *s, json_t *files,
+		      bool incomplete);
 static void add_outcome(struct tool_result *res, const struct session *s, const struct pyrepl_result *pr,
 			int timeout_s);
 
@@ -128,7 +130,14 @@ static void add_image(struct tool_result *res, const struct buf *png)
 	free(b64);
 }
 
-static void add_files(struct tool_result *res, json_t *files, bool incomplete)
+/*
+ * Lists the workspace files the code changed, and links the ones that exist
+ * (created or modified) with resource_link content, so a client can open them.
+ * The paths come from the driver, inside the sandbox: they are only text here
+ * and in a percent-encoded URI.
+ */
+static void add_files(struct tool_ctx *ctx, struct tool_result *res, const struct session *s, json_t *files,
+		      bool incomplete)
 {
 	struct buf t;
 	size_t i;
@@ -154,6 +163,18 @@ static void add_files(struct tool_result *res, json_t *files, bool incomplete)
 		buf_printf(&t, "\n  (the workspace is large: the list may be incomplete)");
 	tool_text(res, "%s", t.data);
 	buf_finish(&t);
+
+	json_array_foreach (files, i, f) {
+		if (i == PY_FILES_SHOWN)
+			break;
+		const char *change = json_string_value(json_object_get(f, "change"));
+		const char *path = json_string_value(json_object_get(f, "path"));
+		if (!path || !path[0] || path[0] == '/' || !change || strcmp(change, "deleted") == 0)
+			continue;
+		char *abs = xasprintf("%s/%s", ctx->svc->cfg->workspace, path);
+		files_link(ctx, res, s, abs, NULL);
+		free(abs);
+	}
 }
 
 /* The error notice for a cell that did not end normally (none when it did). */
@@ -325,7 +346,7 @@ static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 			tool_text(res, "The full %s (%llu bytes) is saved at %s", skey,
 				  (unsigned long long)(strcmp(skey, "stdout") == 0 ? pr.out.total : pr.err.total),
 				  json_string_value(spath));
-	add_files(res, json_object_get(pr.result, "files"),
+	add_files(ctx, res, s, json_object_get(pr.result, "files"),
 		  json_is_true(json_object_get(pr.result, "files_incomplete")));
 
 	char started_note[64] = "";

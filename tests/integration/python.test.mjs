@@ -156,6 +156,11 @@ describe('run_python', suite({ timeout: 300000 }), () => {
     const t = text(res);
     assert.match(t, /created made\.txt \(5 bytes\)/, t);
     assert.match(t, /modified sales\.csv/, t);
+    const links = res.content.filter((c) => c.type === 'resource_link').map((c) => c.uri).sort();
+    assert.deepEqual(links, [`sandbox://${sid}/workspace/made.txt`, `sandbox://${sid}/workspace/sales.csv`],
+      'created and modified files are linked as resources');
+    const back = await srv.client.readResource({ uri: links[0] });
+    assert.equal(back.contents[0].text, 'hello', 'the link reads back the file');
   });
 
   test('`while True: pass` with timeout_s 2 is interrupted in < 4 s and the state is kept', async () => {
