@@ -50,6 +50,8 @@ struct hostfs {
 	char *dir[HOSTFS_DIRS_MAX]; /* canonical */
 	int fd[HOSTFS_DIRS_MAX];    /* O_PATH, opened once */
 	char *joined;
+	int outbox_fd;		    /* -1: no outbox */
+	char *outbox;		    /* canonical, or NULL */
 };
 
 struct skips {
@@ -207,6 +209,7 @@ static int open_dir_beneath(int rootfd, const char *rel, bool create)
 int hostfs_create(const char *dirs, struct hostfs **ret, struct err *err)
 {
 	struct hostfs *h = xcalloc(1, sizeof(*h));
+	h->outbox_fd = -1;
 	struct buf joined;
 	_cleanup_free_ char *copy = xstrdup(dirs ? dirs : "");
 
@@ -246,8 +249,66 @@ void hostfs_destroy(struct hostfs *h)
 		free(h->dir[i]);
 		close(h->fd[i]);
 	}
+	if (h->outbox_fd >= 0)
+		close(h->outbox_fd);
+	free(h->outbox);
 	free(h->joined);
 	free(h);
+}
+
+int hostfs_outbox_open(struct hostfs *h, const char *path, struct err *err)
+{
+	char real[PATHSAFE_MAX + 1];
+	int fd;
+	int r = hostfs_open(h, path, O_RDONLY | O_DIRECTORY, &fd, real, sizeof(real), err);
+	if (r < 0)
+		return r;
+	if (h->outbox_fd >= 0)
+		close(h->outbox_fd);
+	free(h->outbox);
+	h->outbox_fd = fd;
+	h->outbox = xstrdup(real);
+	return 0;
+}
+
+const char *hostfs_outbox(const struct hostfs *h)
+{
+	return h ? h->outbox : NULL;
+}
+
+int hostfs_outbox_put(const struct hostfs *h, const char *name, const void *data, size_t n, char *ret_path,
+		      size_t pathsz, struct err *err)
+{
+	if (!h || h->outbox_fd < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENOENT, "no outbox is set (SANDBOX_OUTBOX)");
+	if (!single_name(name))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "outbox file name %.100s is not one name", name);
+	/* a new file only, never through a link, never executable */
+	int fd = openat(h->outbox_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -errno, "cannot create %s/%s: %s", h->outbox, name,
+			       strerror(errno));
+	const char *p = data;
+	int r = 0;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			r = w < 0 ? -errno : -EIO;
+			break;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r < 0) {
+		(void)unlinkat(h->outbox_fd, name, 0);
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, r, "writing %s/%s: %s", h->outbox, name, strerror(-r));
+	}
+	snprintf(ret_path, pathsz, "%s/%s", h->outbox, name);
+	return 0;
 }
 
 const char *hostfs_dirs(const struct hostfs *h)

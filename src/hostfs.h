@@ -50,6 +50,22 @@ void hostfs_destroy(struct hostfs *h);
 const char *hostfs_dirs(const struct hostfs *h);
 
 /*
+ * The outbox (SANDBOX_OUTBOX): a folder inside an allowed directory where new
+ * artifacts (run_python's figures) are also written, so a client that cannot
+ * show images can still open them. hostfs_outbox_open opens it once, checked
+ * like any host path; 0 or -errno with err.
+ */
+int hostfs_outbox_open(struct hostfs *h, const char *path, struct err *err);
+/* The outbox's canonical path, or NULL when there is none. */
+const char *hostfs_outbox(const struct hostfs *h);
+/*
+ * Writes a new file name (one component; never replaces anything) of n bytes
+ * in the outbox, mode 0644; its host path goes to ret_path. 0 or -errno with err.
+ */
+int hostfs_outbox_put(const struct hostfs *h, const char *name, const void *data, size_t n, char *ret_path,
+		      size_t pathsz, struct err *err);
+
+/*
  * Opens host path (absolute) if it lies in an allowed directory, with flags
  * (O_NOFOLLOW and O_CLOEXEC are added) and confined as described above;
  * ret_real (may be NULL) receives its canonical path. 0 with *ret_fd, or

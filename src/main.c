@@ -85,6 +85,9 @@ static int serve(const struct config *cfg)
 		tools_finish();
 		return 1;
 	}
+	/* a misplaced outbox is not fatal: the tools work, artifacts are just not copied */
+	if (cfg->outbox && cfg->outbox[0] && hostfs_outbox_open(hostfs, cfg->outbox, &err) < 0)
+		log_warnf("SANDBOX_OUTBOX: %s; new artifacts are not copied to the host", err.msg);
 	if ((r = engine_create(cfg->docker_host, (int)cfg->engine_timeout_s * 1000, &engine, &err)) < 0) {
 		log_errorf("%s", err.msg);
 		hostfs_destroy(hostfs);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "base64.h"
 #include "files.h"
@@ -37,6 +38,8 @@ static void on_tick(void *arg);
 static int start(struct tool_ctx *ctx, struct session *s, struct pyrepl **ret, struct tool_result *res);
 static void add_output(struct tool_result *res, const char *label, const struct capture *c);
 static void add_image(struct tool_result *res, const struct buf *png);
+static void outbox_figure(struct tool_ctx *ctx, struct tool_result *res, const struct session *s, unsigned cell,
+			  size_t i, const struct buf *png);
 static void add_files(struct tool_ctx *ctx, struct tool_result *res, const struct session *s, json_t *files,
 		      bool incomplete);
 static void add_outcome(struct tool_result *res, const struct session *s, const struct pyrepl_result *pr,
@@ -128,6 +131,30 @@ static void add_image(struct tool_result *res, const struct buf *png)
 	json_array_append_new(res->content,
 			      json_pack("{s:s, s:s%, s:s}", "type", "image", "data", b64, n, "mimeType", "image/png"));
 	free(b64);
+}
+
+/*
+ * With SANDBOX_OUTBOX set, also writes the figure there and names its host
+ * path: a client that drops image content can still open it. Names carry the
+ * time, so figures of persistent sessions across restarts do not collide.
+ */
+static void outbox_figure(struct tool_ctx *ctx, struct tool_result *res, const struct session *s, unsigned cell,
+			  size_t i, const struct buf *png)
+{
+	const struct hostfs *h = ctx->svc->hostfs;
+	char name[128], path[PATHSAFE_MAX + 1];
+	struct err err;
+
+	if (!hostfs_outbox(h))
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(name, sizeof(name), "%s-cell%u-fig%zu-%lld%03ld.png", s->id, cell, i + 1, (long long)ts.tv_sec,
+		 ts.tv_nsec / 1000000);
+	if (hostfs_outbox_put(h, name, png->data, png->len, path, sizeof(path), &err) < 0)
+		tool_text(res, "Figure %zu could not be saved in the outbox: %s", i + 1, err.msg);
+	else
+		tool_text(res, "Figure %zu is also saved on the host: %s", i + 1, path);
 }
 
 /*
@@ -331,8 +358,10 @@ static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	const char *value = json_string_value(json_object_get(pr.result, "value"));
 	if (value)
 		tool_text(res, "Out[%u]: %s", pr.cell, value);
-	for (size_t i = 0; i < pr.nfigures; i++)
+	for (size_t i = 0; i < pr.nfigures; i++) {
 		add_image(res, &pr.figures[i]);
+		outbox_figure(ctx, res, s, pr.cell, i, &pr.figures[i]);
+	}
 	size_t dropped = pr.figures_dropped + (size_t)json_integer_value(json_object_get(pr.result, "figures_dropped"));
 	if (dropped)
 		tool_text(res, "%zu more figure%s not returned (at most %d per call, %u MB each): save them with "

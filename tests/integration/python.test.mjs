@@ -6,6 +6,9 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { Server, suite, requireEngine, cleanup, docker, show, sleep } from './lib/harness.mjs';
 
 /** The text blocks of a result, joined. */
@@ -310,5 +313,49 @@ describe('run_python', suite({ timeout: 300000 }), () => {
     const sh = await srv.sh('echo ok', { session_id: bare });
     assert.equal(sh.stdout, 'ok\n');
     await srv.ok('session_close', { session_id: bare });
+  });
+});
+
+describe('run_python with SANDBOX_OUTBOX', suite({ timeout: 120000 }), () => {
+  let base;
+  before(() => {
+    requireEngine();
+    base = mkdtempSync(join(tmpdir(), 'sandbox-mcp-outbox-'));
+    mkdirSync(join(base, 'allowed', 'outbox'), { recursive: true });
+  });
+  after(async () => {
+    await cleanup();
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  const plot = 'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()';
+
+  test('figures are also written to the outbox, named in the text, without exec bits', async () => {
+    const allowed = join(base, 'allowed');
+    const srv = await Server.start('outbox', { SANDBOX_HOST_DIRS: allowed, SANDBOX_OUTBOX: join(allowed, 'outbox') });
+    const res = await srv.call('run_python', { code: plot });
+    assert.ok(!res.isError, show(res));
+    const t = text(res);
+    const m = /Figure 1 is also saved on the host: (\S+\.png)/.exec(t);
+    assert.ok(m, `the text names the host file: ${t}`);
+    assert.equal(dirname(m[1]), realpathSync(join(allowed, 'outbox')));
+    const png = readFileSync(m[1]);
+    const img = res.content.find((c) => c.type === 'image');
+    assert.ok(img && Buffer.from(img.data, 'base64').equals(png), 'the same PNG as the image block');
+    assert.equal(statSync(m[1]).mode & 0o111, 0, 'no exec bits');
+    await srv.close();
+  });
+
+  test('an outbox outside SANDBOX_HOST_DIRS is not used, and says so on stderr', async () => {
+    const srv = await Server.start('outbox-outside', {
+      SANDBOX_HOST_DIRS: join(base, 'allowed'), SANDBOX_OUTBOX: base,
+    });
+    const res = await srv.call('run_python', { code: plot });
+    assert.ok(!res.isError, show(res));
+    assert.doesNotMatch(text(res), /saved on the host/);
+    assert.equal(res.content.filter((c) => c.type === 'image').length, 1, 'the figure still comes back');
+    assert.deepEqual(readdirSync(base).sort(), ['allowed'], 'nothing written outside the allowed folder');
+    assert.match(srv.stderrTail, /SANDBOX_OUTBOX: .*outside the allowed host directories/);
+    await srv.close();
   });
 });

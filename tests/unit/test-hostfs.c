@@ -188,6 +188,46 @@ static void listing(int dfd, const char *prefix, struct buf *out)
 	}
 }
 
+/* The outbox: opened like any host path; new files only, one name, no link followed, no exec bit. */
+static void test_outbox(void **state)
+{
+	struct hostfs *h;
+	struct err err;
+	char p[512], got[4096];
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(hostfs_create(allowed, &h, &err), 0);
+	assert_null(hostfs_outbox(h));
+	assert_int_equal(hostfs_outbox_put(h, "a.png", "x", 1, got, sizeof(got), &err), -ENOENT);
+	/* outside the allowed dirs, or through a link out: refused */
+	assert_int_equal(hostfs_outbox_open(h, outside, &err), -EACCES);
+	snprintf(p, sizeof(p), "%s/dir-out", allowed);
+	assert_int_equal(hostfs_outbox_open(h, p, &err), -EACCES);
+	assert_null(hostfs_outbox(h));
+
+	snprintf(p, sizeof(p), "%s/sub", allowed);
+	assert_int_equal(hostfs_outbox_open(h, p, &err), 0);
+	assert_string_equal(hostfs_outbox(h), p);
+	assert_int_equal(hostfs_outbox_put(h, "fig.png", "\x89PNG", 4, got, sizeof(got), &err), 0);
+	snprintf(p, sizeof(p), "%s/sub/fig.png", allowed);
+	assert_string_equal(got, p);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, 4);
+	assert_int_equal(st.st_mode & 0111, 0);
+	/* never replaces, never follows the link already there, never leaves the folder */
+	assert_true(hostfs_outbox_put(h, "fig.png", "y", 1, got, sizeof(got), &err) < 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, 4);
+	assert_true(hostfs_outbox_put(h, "link-out", "y", 1, got, sizeof(got), &err) < 0);
+	snprintf(p, sizeof(p), "%s/secret", outside);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, 7);
+	assert_int_equal(hostfs_outbox_put(h, "../x.png", "y", 1, got, sizeof(got), &err), -EINVAL);
+	assert_int_equal(hostfs_outbox_put(h, "..", "y", 1, got, sizeof(got), &err), -EINVAL);
+	hostfs_destroy(h);
+}
+
 static void test_extract_hostile(void **state)
 {
 	struct buf t, out;
@@ -394,6 +434,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open),
+		cmocka_unit_test(test_outbox),
 		cmocka_unit_test(test_extract_hostile),
 		cmocka_unit_test(test_walk),
 	};
