@@ -465,7 +465,9 @@ static void call_run(struct call *c, void *data)
 		.protocol_version = cd->version,
 		.progress_token = cd->progress_token,
 		.last_progress = 0,
+		.started_ms = now_ms(),
 	};
+	ctx.progress_ms = ctx.started_ms;
 	struct tool_result res;
 	struct err e;
 

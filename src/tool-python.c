@@ -20,17 +20,8 @@
 #include "pyrepl.h"
 #include "tools.h"
 
-/* Progress notifications: at most this often while output flows, and this often when quiet. */
-#define PY_PROGRESS_MIN_MS 250
-#define PY_PROGRESS_EVERY_MS 2000
 /* Changed files listed in the text. */
 #define PY_FILES_SHOWN 50
-
-struct py_ctx {
-	struct tool_ctx *ctx;
-	int64_t started_ms, last_progress_ms;
-	char last_line[160];
-};
 
 static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 static void on_output(void *arg, int stream, const char *p, size_t n);
@@ -47,35 +38,13 @@ static void add_outcome(struct tool_result *res, const struct session *s, const 
 
 static void on_output(void *arg, int stream, const char *p, size_t n)
 {
-	struct py_ctx *pc = arg;
-
-	if (!pc->ctx->progress_token)
-		return;
-	const char *end = p + n;
-	while (end > p && (end[-1] == '\n' || end[-1] == '\r'))
-		end--;
-	const char *begin = end;
-	while (begin > p && begin[-1] != '\n')
-		begin--;
-	if (end > begin)
-		snprintf(pc->last_line, sizeof(pc->last_line), "%.*s", (int)(end - begin), begin);
-	on_tick(pc);
+	(void)stream;
+	tool_progress_output(arg, p, n);
 }
 
 static void on_tick(void *arg)
 {
-	struct py_ctx *pc = arg;
-	int64_t now = now_ms();
-
-	if (!pc->ctx->progress_token ||
-	    now - pc->last_progress_ms < (pc->last_line[0] ? PY_PROGRESS_MIN_MS : PY_PROGRESS_EVERY_MS))
-		return;
-	pc->last_progress_ms = now;
-	char msg[200];
-	double secs = (double)(now - pc->started_ms) / 1000.0;
-	snprintf(msg, sizeof(msg), "%.1f s%s%s", secs, pc->last_line[0] ? ": " : "", pc->last_line);
-	pc->last_line[0] = '\0';
-	tool_progress(pc->ctx, secs, 0, msg);
+	tool_progress_tick(arg);
 }
 
 /* Starts an interpreter for s; on failure fills res and returns -errno. */
@@ -298,8 +267,6 @@ static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 			s->repl = p;
 	}
 
-	struct py_ctx pc = { .ctx = ctx, .started_ms = now_ms() };
-	pc.last_progress_ms = pc.started_ms;
 	int tmo = (int)(timeout_s > 0 ? (uint64_t)timeout_s : cfg->timeout_s);
 	struct pyrepl_request req = {
 		.code = json_string_value(jcode),
@@ -308,7 +275,7 @@ static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 		.cap = cfg->output_bytes,
 		.on_output = on_output,
 		.on_tick = on_tick,
-		.arg = &pc,
+		.arg = ctx,
 	};
 	struct pyrepl_result pr;
 	r = pyrepl_run(p, ctx->call, &req, &pr, &e);

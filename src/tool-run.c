@@ -22,8 +22,6 @@
 #define RUN_STDIN_MAX (1u << 20)
 /* Most env variables per call. */
 #define RUN_ENV_MAX 64
-/* Seconds between progress notifications when nothing is printed. */
-#define RUN_PROGRESS_EVERY_MS 2000
 /* Where cut output is saved, below the workspace. */
 #define RUN_OUTPUT_DIR ".sandbox-mcp/output"
 
@@ -39,8 +37,6 @@ struct run_ctx {
 	struct session *s;
 	struct exec_result *res;
 	struct spill spill[3]; /* by stream number: 1 stdout, 2 stderr */
-	int64_t started_ms, last_progress_ms;
-	char last_line[160];
 };
 
 static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
@@ -118,34 +114,15 @@ static int on_data(void *arg, int stream, const char *p, size_t n)
 	if (sp->stream && !sp->failed && engine_stream_write(sp->stream, p, n) < 0)
 		sp->failed = true;
 
-	if (rc->ctx->progress_token) {
-		/* remember the last complete line for the progress message */
-		const char *end = p + n;
-		while (end > p && (end[-1] == '\n' || end[-1] == '\r'))
-			end--;
-		const char *start = end;
-		while (start > p && start[-1] != '\n')
-			start--;
-		if (end > start)
-			snprintf(rc->last_line, sizeof(rc->last_line), "%.*s", (int)(end - start), start);
-		on_tick(rc);
-	}
+	tool_progress_output(rc->ctx, p, n);
 	return 0;
 }
 
 static void on_tick(void *arg)
 {
 	struct run_ctx *rc = arg;
-	int64_t now = now_ms();
 
-	if (!rc->ctx->progress_token || now - rc->last_progress_ms < (rc->last_line[0] ? 250 : RUN_PROGRESS_EVERY_MS))
-		return;
-	rc->last_progress_ms = now;
-	char msg[200];
-	snprintf(msg, sizeof(msg), "%.1f s%s%s", (double)(now - rc->started_ms) / 1000.0, rc->last_line[0] ? ": " : "",
-		 rc->last_line);
-	rc->last_line[0] = '\0';
-	tool_progress(rc->ctx, (double)(now - rc->started_ms) / 1000.0, 0, msg);
+	tool_progress_tick(rc->ctx);
 }
 
 static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
@@ -212,8 +189,7 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	}
 
 	struct exec_result xr;
-	struct run_ctx rc = { .ctx = ctx, .s = s, .res = &xr, .started_ms = now_ms() };
-	rc.last_progress_ms = rc.started_ms;
+	struct run_ctx rc = { .ctx = ctx, .s = s, .res = &xr };
 	struct exec_spec spec = {
 		.shell_command = command,
 		.env = env,

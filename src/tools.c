@@ -198,6 +198,40 @@ void tool_progress(struct tool_ctx *ctx, double progress, double total, const ch
 	(void)out_send_new(ctx->svc->out, rpc_notification("notifications/progress", p));
 }
 
+/* Progress at most this often while output flows, and this often when it is quiet (ms). */
+#define TOOL_PROGRESS_MIN_MS 250
+#define TOOL_PROGRESS_EVERY_MS 2000
+
+void tool_progress_output(struct tool_ctx *ctx, const char *p, size_t n)
+{
+	if (!ctx->progress_token)
+		return;
+	const char *end = p + n;
+	while (end > p && (end[-1] == '\n' || end[-1] == '\r'))
+		end--;
+	const char *begin = end;
+	while (begin > p && begin[-1] != '\n')
+		begin--;
+	if (end > begin)
+		snprintf(ctx->last_line, sizeof(ctx->last_line), "%.*s", (int)(end - begin), begin);
+	tool_progress_tick(ctx);
+}
+
+void tool_progress_tick(struct tool_ctx *ctx)
+{
+	int64_t now = now_ms();
+
+	if (!ctx->progress_token ||
+	    now - ctx->progress_ms < (ctx->last_line[0] ? TOOL_PROGRESS_MIN_MS : TOOL_PROGRESS_EVERY_MS))
+		return;
+	ctx->progress_ms = now;
+	char msg[200];
+	double secs = (double)(now - ctx->started_ms) / 1000.0;
+	snprintf(msg, sizeof(msg), "%.1f s%s%s", secs, ctx->last_line[0] ? ": " : "", ctx->last_line);
+	ctx->last_line[0] = '\0';
+	tool_progress(ctx, secs, 0, msg);
+}
+
 int tool_session(struct tool_ctx *ctx, json_t *args, struct session **ret, struct tool_result *res)
 {
 	struct err e;

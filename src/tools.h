@@ -39,6 +39,9 @@ struct tool_ctx {
 	const char *protocol_version; /* negotiated for this call */
 	json_t *progress_token;	      /* borrowed; NULL when the client did not ask */
 	double last_progress;
+	/* for tool_progress_output/tick: when the call started, last sent, last output line */
+	int64_t started_ms, progress_ms;
+	char last_line[160];
 };
 
 struct tool_result {
@@ -94,6 +97,15 @@ int tool_session(struct tool_ctx *ctx, json_t *args, struct session **ret, struc
 bool tool_env_name_valid(const char *name);
 /* Sends notifications/progress when the client asked for it (progress only grows). */
 void tool_progress(struct tool_ctx *ctx, double progress, double total, const char *message);
+/*
+ * Progress for calls that stream output (run_command, run_python, pip): the
+ * seconds since the call started and the last line printed ("12.3 s: line"),
+ * at most every 250 ms while output flows and every 2 s when it is quiet, so
+ * a client's request timeout keeps being reset. _output remembers the last
+ * complete line of p and ticks; _tick is for the quiet periods.
+ */
+void tool_progress_output(struct tool_ctx *ctx, const char *p, size_t n);
+void tool_progress_tick(struct tool_ctx *ctx);
 
 /* The session_id property of a tool's input schema (JSON text). */
 #define TOOL_SESSION_ARG                                                                                            \

@@ -140,4 +140,20 @@ describe('run_command input and output', suite({ timeout: 240000 }), () => {
       'not after sleep 30 ended');
     assert.deepEqual(await leftovers(srv, sid, /^sleep 30/), [], 'no sleep 30 is left in the session');
   });
+  test('a call with a progressToken gets progress notifications carrying its output while it runs', async () => {
+    const seen = [];
+    const t0 = Date.now();
+    const res = await srv.client.callTool(
+      { name: 'run_command', arguments: { command: 'for i in 0 1 2 3; do echo "step $i"; sleep 1; done; sleep 3', session_id: sid } },
+      undefined,
+      { timeout: 60000, onprogress: (p) => seen.push({ ...p, at: Date.now() - t0 }) },
+    );
+    assert.ok(!res.isError, show(res));
+    assert.equal(res.structuredContent.stdout, 'step 0\nstep 1\nstep 2\nstep 3\n');
+    assert.ok(seen.length >= 4, `at least 4 progress notifications in 7 s: ${JSON.stringify(seen)}`);
+    assert.ok(seen.some((p) => /^\d+\.\d s: step [0-3]$/.test(p.message ?? '')), `messages carry output lines: ${JSON.stringify(seen)}`);
+    assert.ok(seen.some((p) => /^\d+\.\d s$/.test(p.message ?? '') && p.at > 4500), `quiet periods still tick: ${JSON.stringify(seen)}`);
+    assert.ok(seen[0].at < 2000, `the first came while the command ran (${seen[0].at} ms)`);
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i].progress > seen[i - 1].progress, 'progress grows');
+  });
 });
