@@ -34,6 +34,8 @@ static void on_signal(int sig);
 static void usage(FILE *f);
 static int serve(const struct config *cfg);
 static int doctor(const struct config *cfg);
+static int doctor_host(const struct config *cfg);
+static int doctor_engine(const struct config *cfg);
 static int print_client_config(const char *which);
 
 static void on_signal(int sig)
@@ -159,7 +161,16 @@ static int serve(const struct config *cfg)
 	return 0;
 }
 
+/* Checks what the server needs and prints a fix for each problem; the exit status. */
 static int doctor(const struct config *cfg)
+{
+	int host = doctor_host(cfg);
+	int engine = doctor_engine(cfg);
+	return host || engine ? 1 : 0;
+}
+
+/* The engine: endpoint, socket, API version, the default image. 0, or 1 with problems. */
+static int doctor_engine(const struct config *cfg)
 {
 	struct engine *engine = NULL;
 	struct engine_version ev;
@@ -223,6 +234,39 @@ static int doctor(const struct config *cfg)
 	}
 	engine_destroy(engine);
 	return problems ? 1 : 0;
+}
+
+/* The host side: the allowed folders and the outbox. Returns the problems found. */
+static int doctor_host(const struct config *cfg)
+{
+	struct hostfs *h = NULL;
+	struct err err;
+	int problems = 0;
+
+	err_clear(&err);
+	if (hostfs_create(cfg->host_dirs, &h, &err) < 0) {
+		printf("FAIL  SANDBOX_HOST_DIRS: %s\n", err.msg);
+		return 1;
+	}
+	if (hostfs_dirs(h)[0]) {
+		printf("ok    host folders for file_upload/file_download: %s\n", hostfs_dirs(h));
+	} else if (cfg->host_dirs[0]) {
+		printf("FAIL  SANDBOX_HOST_DIRS=%s names no existing absolute folder\n", cfg->host_dirs);
+		problems++;
+	} else {
+		printf("note  no host folders allowed (SANDBOX_HOST_DIRS): file_upload and file_download refuse "
+		       "every host path\n");
+	}
+	if (cfg->outbox && cfg->outbox[0]) {
+		if (hostfs_outbox_open(h, cfg->outbox, &err) == 0) {
+			printf("ok    outbox %s\n", hostfs_outbox(h));
+		} else {
+			printf("FAIL  SANDBOX_OUTBOX: %s\n", err.msg);
+			problems++;
+		}
+	}
+	hostfs_destroy(h);
+	return problems;
 }
 
 static int print_client_config(const char *which)

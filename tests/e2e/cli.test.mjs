@@ -3,7 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { realpathSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const bin = process.env.SANDBOX_MCP_BIN;
 if (!bin) throw new Error('SANDBOX_MCP_BIN must name the built sandbox-mcp binary');
@@ -83,4 +85,24 @@ test('doctor against a socket that never answers exits 1 within its timeout', ()
   const r = run(['doctor'], { DOCKER_HOST: 'tcp://127.0.0.1:9', SANDBOX_ENGINE_TIMEOUT_S: '2' });
   assert.equal(r.code, 1);
   assert.match(r.out, /FAIL {2}engine: cannot connect/);
+});
+
+test('doctor checks the host folders and the outbox, engine or not', () => {
+  const base = mkdtempSync(join(tmpdir(), 'sandbox-mcp-doctor-'));
+  try {
+    mkdirSync(join(base, 'allowed', 'outbox'), { recursive: true });
+    const noEngine = { DOCKER_HOST: 'unix:///nonexistent/sandbox-mcp-doctor.sock' };
+    let r = run(['doctor'], { ...noEngine, SANDBOX_HOST_DIRS: '' });
+    assert.match(r.out, /^note {2}no host folders allowed \(SANDBOX_HOST_DIRS\)/m);
+    r = run(['doctor'], { ...noEngine, SANDBOX_HOST_DIRS: join(base, 'allowed'), SANDBOX_OUTBOX: join(base, 'allowed', 'outbox') });
+    assert.match(r.out, new RegExp(`^ok {4}host folders for file_upload/file_download: ${realpathSync(join(base, 'allowed'))}$`, 'm'));
+    assert.match(r.out, new RegExp(`^ok {4}outbox ${realpathSync(join(base, 'allowed', 'outbox'))}$`, 'm'));
+    r = run(['doctor'], { ...noEngine, SANDBOX_HOST_DIRS: join(base, 'allowed'), SANDBOX_OUTBOX: base });
+    assert.match(r.out, /^FAIL {2}SANDBOX_OUTBOX: host path .* is outside the allowed host directories/m);
+    r = run(['doctor'], { ...noEngine, SANDBOX_HOST_DIRS: join(base, 'missing') });
+    assert.match(r.out, /^FAIL {2}SANDBOX_HOST_DIRS=.*missing names no existing absolute folder/m);
+    assert.equal(r.code, 1);
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
 });
