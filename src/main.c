@@ -116,7 +116,7 @@ static int serve(const struct config *cfg)
 		struct slice line;
 		r = rpc_reader_next(&reader, &line);
 		if (r == 1)
-			mcp_handle_line(m, line.p, line.n);
+			mcp_handle_line(m, (char *)line.p, line.n); /* the reader's buffer: mcp may consume it */
 		else if (r == -EMSGSIZE)
 			mcp_handle_oversized(m);
 		else if (r == -EINTR || r == -EAGAIN)

@@ -18,9 +18,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "buildconf.h"
+#include "bulk.h"
 #include "log.h"
 #include "mcp.h"
 #include "resources.h"
@@ -41,6 +43,24 @@ struct mcp {
 	atomic_int legacy_log_level;	/* -1: logging/setLevel never called */
 	atomic_ullong seq;		/* for keys of calls that run alone */
 	char *instructions;		/* built once from the tools offered */
+	unsigned long long bulk_nonce;	/* makes this process's bulk markers unguessable */
+};
+
+/*
+ * Big string values lifted out of a big line before it is parsed (see
+ * bulk.h).  The parsed message holds a marker string in their place; each is
+ * put back as a jansson string, except the one a tool takes as its bulk_arg,
+ * which the call owns and the tool reads through tool_arg_string.
+ */
+#define MCP_BULK_MIN (1u << 20)
+#define MCP_BULK_MAX 4
+struct mcp_bulk {
+	int count;
+	struct bulk_span span[MCP_BULK_MAX];
+	char *data[MCP_BULK_MAX];
+	size_t len[MCP_BULK_MAX];
+	json_t *kept; /* the marker left in the arguments for the tool (borrowed) */
+	int kept_index;
 };
 
 /* One request being handled, on the read loop. */
@@ -52,6 +72,7 @@ struct req {
 	const char *version; /* the version this request speaks */
 	int log_level;	     /* modern: requested level, or -1 */
 	json_t *progress_token;
+	struct mcp_bulk *bulk; /* tools/call takes the kept bulk string from here */
 };
 
 /* A protocol error to reply with. */
@@ -66,6 +87,12 @@ struct line_feed {
 	const char *p;
 	size_t n, off;
 	uintptr_t given_back; /* pages below this were handed back */
+	const struct mcp_bulk *bulk; /* lifted spans, fed as their markers */
+	int next;		     /* the next lifted span */
+	char marker[64];
+	size_t marker_len, marker_off;
+	bool in_marker;
+	unsigned long long nonce;
 };
 /* Bytes of a big line handed back at a time. */
 #define MCP_GIVE_BACK_STEP (1u << 20)
@@ -106,6 +133,9 @@ struct call_data {
 	char version[16];
 	bool modern;
 	int log_level;
+	char *bulk; /* the tool's bulk argument, lifted out of the line (owned) */
+	size_t bulk_len;
+	json_t *bulk_json; /* its marker in args (borrowed) */
 };
 
 static _Thread_local struct call_data *current_call;
@@ -137,7 +167,7 @@ static void reply_error(struct mcp *m, json_t *id, int code, const char *message
 static json_t *server_info(void);
 static json_t *capabilities(void);
 static void finish_result(const struct req *rq, unsigned flags, json_t *result);
-static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm);
+static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm, struct mcp_bulk *bulk);
 static void handle_notification(struct mcp *m, const struct rpc_msg *rm);
 static void log_bridge(enum log_level level, const char *msg, void *data);
 static void call_run(struct call *c, void *data);
@@ -191,6 +221,8 @@ struct mcp *mcp_create(const struct tool_services *svc)
 	atomic_init(&m->legacy_log_level, -1);
 	atomic_init(&m->seq, 0);
 	snprintf(m->version, sizeof(m->version), "%s", MCP_VERSION_LEGACY_NEWEST);
+	if (getrandom(&m->bulk_nonce, sizeof(m->bulk_nonce), GRND_NONBLOCK) != sizeof(m->bulk_nonce))
+		m->bulk_nonce = (unsigned long long)now_ms() ^ (unsigned long long)(uintptr_t)m;
 	instructions_build(m);
 	log_set_hook(log_bridge, m);
 	return m;
@@ -354,6 +386,14 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
 	snprintf(cd->version, sizeof(cd->version), "%s", rq->version);
 	cd->modern = rq->modern;
 	cd->log_level = rq->log_level;
+	if (rq->bulk && rq->bulk->kept && json_object_get(cd->args, t->bulk_arg) == rq->bulk->kept) {
+		int i = rq->bulk->kept_index;
+		cd->bulk = rq->bulk->data[i];
+		cd->bulk_len = rq->bulk->len[i];
+		cd->bulk_json = rq->bulk->kept;
+		rq->bulk->data[i] = NULL;
+		rq->bulk->kept = NULL;
+	}
 
 	struct call *c = call_create(rq->id, key, call_run, call_data_free, cd);
 	int r = dispatch_submit(m->dispatch, c);
@@ -451,6 +491,7 @@ static void call_data_free(void *data)
 	json_decref(cd->id);
 	json_decref(cd->args);
 	json_decref(cd->progress_token);
+	free(cd->bulk);
 	free(cd);
 }
 
@@ -466,6 +507,9 @@ static void call_run(struct call *c, void *data)
 		.progress_token = cd->progress_token,
 		.last_progress = 0,
 		.started_ms = now_ms(),
+		.bulk_arg = cd->bulk_json,
+		.bulk = cd->bulk,
+		.bulk_len = cd->bulk_len,
 	};
 	ctx.progress_ms = ctx.started_ms;
 	struct tool_result res;
@@ -540,9 +584,9 @@ static void handle_notification(struct mcp *m, const struct rpc_msg *rm)
 	/* other notifications (progress, roots changes, ...) need nothing from us */
 }
 
-static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm)
+static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm, struct mcp_bulk *bulk)
 {
-	struct req rq = { .id = rm->id, .method = rm->method, .log_level = -1 };
+	struct req rq = { .id = rm->id, .method = rm->method, .log_level = -1, .bulk = bulk };
 	struct fail f = { 0 };
 	json_t *empty = NULL;
 	char legacy_version[16];
@@ -637,37 +681,198 @@ static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm)
 	(void)msg;
 }
 
+/* Hands back the whole pages of [from, to) that are not yet given back. */
+static void give_back(uintptr_t *given_back, uintptr_t from, uintptr_t to, bool force)
+{
+#ifdef MADV_DONTNEED
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	if (from < *given_back)
+		from = *given_back;
+	uintptr_t start = (from + page - 1) & ~(page - 1);
+	uintptr_t end = to & ~(page - 1);
+	if (end > start && (force || end - start >= MCP_GIVE_BACK_STEP)) {
+		(void)madvise((void *)start, end - start, MADV_DONTNEED);
+		*given_back = end;
+	}
+#else
+	(void)given_back, (void)from, (void)to, (void)force;
+#endif
+}
+
+static size_t bulk_marker(unsigned long long nonce, int i, char *out, size_t size)
+{
+	/* U+F8FF (private use) first: no client writes that by accident */
+	int k = snprintf(out, size, "\xEF\xA3\xBFsandbox-mcp-bulk-%016llx-%d", nonce, i);
+	return k > 0 && (size_t)k < size ? (size_t)k : 0;
+}
+
 /*
- * Feeds a big line to jansson a piece at a time and hands the pages of the
- * part already parsed back to the kernel: a file_write of 32 MiB of base64
- * is otherwise held three times at once (the line, jansson's token buffer,
- * the string), which is most of the server's peak memory.
+ * Feeds a big line to jansson a piece at a time, lifted strings as their
+ * markers, and hands the pages of the part already parsed back to the
+ * kernel: the line is otherwise held beside jansson's token buffer and the
+ * strings it makes.
  */
 static size_t feed_line(void *buffer, size_t buflen, void *data)
 {
 	struct line_feed *f = data;
-	size_t k = f->n - f->off < buflen ? f->n - f->off : buflen;
+	char *out = buffer;
+	size_t done = 0;
 
-	memcpy(buffer, f->p + f->off, k);
-	f->off += k;
-#ifdef MADV_DONTNEED
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t start = (f->given_back + page - 1) & ~(page - 1);
-	uintptr_t end = ((uintptr_t)f->p + f->off) & ~(page - 1);
-	if (end > start && end - start >= MCP_GIVE_BACK_STEP) {
-		(void)madvise((void *)start, end - start, MADV_DONTNEED);
-		f->given_back = end;
+	while (done < buflen) {
+		if (f->in_marker) {
+			size_t k = f->marker_len - f->marker_off;
+			if (k > buflen - done)
+				k = buflen - done;
+			memcpy(out + done, f->marker + f->marker_off, k);
+			f->marker_off += k;
+			done += k;
+			if (f->marker_off == f->marker_len) {
+				f->in_marker = false;
+				f->off = f->bulk->span[f->next].start + f->bulk->span[f->next].len;
+				f->next++;
+			}
+			continue;
+		}
+		bool lifted = f->bulk && f->next < f->bulk->count;
+		size_t limit = lifted ? f->bulk->span[f->next].start : f->n;
+		size_t k = limit - f->off < buflen - done ? limit - f->off : buflen - done;
+		memcpy(out + done, f->p + f->off, k);
+		f->off += k;
+		done += k;
+		if (f->off == limit) {
+			if (!lifted)
+				break;
+			f->marker_len = bulk_marker(f->nonce, f->next, f->marker, sizeof(f->marker));
+			f->marker_off = 0;
+			f->in_marker = true;
+		}
 	}
-#endif
-	return k;
+	give_back(&f->given_back, f->given_back, (uintptr_t)f->p + f->off, false);
+	return done;
 }
 
-void mcp_handle_line(struct mcp *m, const char *line, size_t len)
+/*
+ * Lifts the big string values of a big line out of it: each checked, decoded
+ * in place and copied to its own buffer while the line's pages behind the
+ * copy are handed back.  A string the JSON rules refuse stays where it is,
+ * for the parser to report.
+ */
+static void bulk_lift(char *line, size_t n, struct mcp_bulk *b, uintptr_t *given_back)
+{
+	struct bulk_span found[MCP_BULK_MAX];
+	int count = bulk_find(line, n, MCP_BULK_MIN, found, MCP_BULK_MAX);
+
+	for (int i = 0; i < count; i++) {
+		char *p = line + found[i].start;
+		if (bulk_check(p, found[i].len) < 0)
+			continue;
+		size_t len = bulk_decode(p, found[i].len);
+		char *copy = xmalloc(len ? len : 1);
+		for (size_t off = 0; off < len; off += MCP_GIVE_BACK_STEP) {
+			size_t k = len - off < MCP_GIVE_BACK_STEP ? len - off : MCP_GIVE_BACK_STEP;
+			memcpy(copy + off, p + off, k);
+			give_back(given_back, (uintptr_t)p, (uintptr_t)(p + off + k), false);
+		}
+		give_back(given_back, (uintptr_t)p, (uintptr_t)(p + found[i].len), true);
+		b->span[b->count] = found[i];
+		b->data[b->count] = copy;
+		b->len[b->count] = len;
+		b->count++;
+	}
+}
+
+/* The index of the lifted string whose marker j is, or -1. */
+static int bulk_index(const struct mcp *m, const struct mcp_bulk *b, const json_t *j)
+{
+	char marker[64];
+	if (!json_is_string(j))
+		return -1;
+	for (int i = 0; i < b->count; i++) {
+		size_t k = bulk_marker(m->bulk_nonce, i, marker, sizeof(marker));
+		if (b->data[i] && json_string_length(j) == k && memcmp(json_string_value(j), marker, k) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* Puts every lifted string but the kept one back into the message as a jansson string. */
+static void bulk_restore(const struct mcp *m, struct mcp_bulk *b, json_t *j)
+{
+	if (json_is_object(j)) {
+		const char *key;
+		json_t *v;
+		json_object_foreach (j, key, v) {
+			int i = v == b->kept ? -1 : bulk_index(m, b, v);
+			if (i >= 0)
+				json_object_set_new(j, key, json_stringn_nocheck(b->data[i], b->len[i]));
+			else
+				bulk_restore(m, b, v);
+		}
+	} else if (json_is_array(j)) {
+		for (size_t k = 0; k < json_array_size(j); k++) {
+			json_t *v = json_array_get(j, k);
+			int i = bulk_index(m, b, v);
+			if (i >= 0)
+				json_array_set_new(j, k, json_stringn_nocheck(b->data[i], b->len[i]));
+			else
+				bulk_restore(m, b, v);
+		}
+	}
+}
+
+/* Picks the lifted string a tools/call hands its tool as the bulk argument, then restores the rest. */
+static void bulk_settle(const struct mcp *m, struct mcp_bulk *b, json_t *msg)
+{
+	const char *method = json_string_value(json_object_get(msg, "method"));
+	json_t *params = json_object_get(msg, "params");
+	json_t *args = json_object_get(params, "arguments");
+
+	if (method && strcmp(method, "tools/call") == 0 && json_is_object(args)) {
+		const struct tool_entry *t =
+			tools_find(json_string_value(json_object_get(params, "name")), m->svc->cfg->tool_groups);
+		json_t *v = t && t->bulk_arg ? json_object_get(args, t->bulk_arg) : NULL;
+		int i = bulk_index(m, b, v);
+		if (i >= 0) {
+			b->kept = v;
+			b->kept_index = i;
+		}
+	}
+	bulk_restore(m, b, msg);
+	for (int i = 0; i < b->count; i++) {
+		if (b->kept && i == b->kept_index)
+			continue;
+		free(b->data[i]);
+		b->data[i] = NULL;
+	}
+}
+
+/* The byte of the line at position pos of what the parser was fed (markers in place of lifted strings). */
+static size_t bulk_position(const struct mcp *m, const struct mcp_bulk *b, size_t pos)
+{
+	char marker[64];
+	size_t shift = 0;
+	for (int i = 0; i < b->count; i++) {
+		size_t k = bulk_marker(m->bulk_nonce, i, marker, sizeof(marker));
+		if (pos <= b->span[i].start - shift)
+			break;
+		shift += b->span[i].len - k;
+	}
+	return pos + shift;
+}
+
+static void bulk_free(struct mcp_bulk *b)
+{
+	for (int i = 0; i < b->count; i++)
+		free(b->data[i]);
+}
+
+void mcp_handle_line(struct mcp *m, char *line, size_t len)
 {
 	json_error_t jerr;
 	struct rpc_msg rm;
 	struct err e;
 	json_t *id = NULL;
+	struct mcp_bulk bulk = { 0 };
 
 	/* blank lines (and a CR left by a CRLF client) are not messages */
 	size_t n = len;
@@ -678,27 +883,36 @@ void mcp_handle_line(struct mcp *m, const char *line, size_t len)
 
 	json_t *msg;
 	if (n >= MCP_BIG_LINE) {
-		struct line_feed f = { .p = line, .n = n, .given_back = (uintptr_t)line };
+		struct line_feed f = { .p = line, .n = n, .given_back = (uintptr_t)line, .bulk = &bulk,
+				       .nonce = m->bulk_nonce };
+		bulk_lift(line, n, &bulk, &f.given_back);
+		f.given_back = (uintptr_t)line; /* the feed hands back what it passes, lifted parts again */
 		msg = json_load_callback(feed_line, &f, JSON_DECODE_ANY, &jerr);
+		if (msg && bulk.count)
+			bulk_settle(m, &bulk, msg);
 	} else {
 		msg = json_loadb(line, n, JSON_DECODE_ANY, &jerr);
 	}
 	if (!msg) {
 		char text[300];
-		snprintf(text, sizeof(text), "Parse error: %s (at byte %d)", jerr.text, jerr.position);
+		snprintf(text, sizeof(text), "Parse error: %s (at byte %zu)", jerr.text,
+			 bulk_position(m, &bulk, jerr.position < 0 ? 0 : (size_t)jerr.position));
 		reply_error(m, NULL, RPC_PARSE_ERROR, text, NULL);
+		bulk_free(&bulk);
 		return;
 	}
 	if (json_is_array(msg)) {
 		reply_error(m, NULL, RPC_INVALID_REQUEST,
 			    "Invalid Request: JSON-RPC batches are not supported; send one message per line", NULL);
 		json_decref(msg);
+		bulk_free(&bulk);
 		return;
 	}
 	err_clear(&e);
 	if (rpc_envelope(msg, &rm, &id, &e) < 0) {
 		reply_error(m, id, RPC_INVALID_REQUEST, e.msg, NULL);
 		json_decref(msg);
+		bulk_free(&bulk);
 		return;
 	}
 	switch (rm.kind) {
@@ -708,10 +922,11 @@ void mcp_handle_line(struct mcp *m, const char *line, size_t len)
 		handle_notification(m, &rm);
 		break;
 	case RPC_KIND_REQUEST:
-		handle_request(m, msg, &rm);
+		handle_request(m, msg, &rm, &bulk);
 		break;
 	}
 	json_decref(msg);
+	bulk_free(&bulk);
 }
 
 void mcp_handle_oversized(struct mcp *m)

@@ -37,11 +37,12 @@ bool mcp_destroy(struct mcp *m);
 
 /*
  * Handles one input line (without its newline). Protocol errors become
- * replies. A line of MCP_BIG_LINE bytes or more is parsed as a stream and the
- * pages wholly inside its parsed part are handed back to the kernel
+ * replies. A line of MCP_BIG_LINE bytes or more is consumed: its big string
+ * values are decoded in place and lifted out (see bulk.h), the rest parsed
+ * as a stream, and the pages wholly inside it handed back to the kernel
  * (madvise MADV_DONTNEED): the caller must not read those bytes afterwards.
  */
-void mcp_handle_line(struct mcp *m, const char *line, size_t len);
+void mcp_handle_line(struct mcp *m, char *line, size_t len);
 /* Replies to a line that was longer than the configured cap. */
 void mcp_handle_oversized(struct mcp *m);
 /* The server's instructions text for clients (borrowed). */

@@ -198,7 +198,6 @@ bad:
 static int file_write(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
 	const struct config *cfg = ctx->svc->cfg;
-	json_t *jcontent = json_object_get(args, "content");
 	const char *encoding = json_string_value(json_object_get(args, "encoding"));
 	json_t *jover = json_object_get(args, "overwrite");
 	json_t *jmode = json_object_get(args, "mode");
@@ -215,11 +214,10 @@ static int file_write(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 		return tool_fail(res, &e);
 
 	struct write_src src = {
-		.data = json_string_value(jcontent),
-		.len = json_string_length(jcontent),
 		.b64 = b64,
 		.entry = { .type = TAR_TYPE_FILE, .mode = mode, .mtime = (int64_t)time(NULL) },
 	};
+	src.data = tool_arg_string(ctx, args, "content", &src.len);
 	uint64_t cap = files_max_bytes(cfg);
 	if (b64) {
 		src.chunk = xmalloc(TAR_CHUNK);
@@ -499,6 +497,7 @@ const struct tool_entry tool_file_write_entry = {
 	.open_world = false,
 	.per_session = true,
 	.handler = file_write,
+	.bulk_arg = "content",
 };
 
 const struct tool_entry tool_file_patch_entry = {

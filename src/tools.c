@@ -141,6 +141,22 @@ json_t *tools_list_json(unsigned groups, const char *v)
 	return arr;
 }
 
+const char *tool_arg_string(const struct tool_ctx *ctx, json_t *args, const char *key, size_t *len)
+{
+	json_t *j = json_object_get(args, key);
+
+	if (!json_is_string(j)) {
+		*len = 0;
+		return NULL;
+	}
+	if (ctx->bulk && j == ctx->bulk_arg) {
+		*len = ctx->bulk_len;
+		return ctx->bulk;
+	}
+	*len = json_string_length(j);
+	return json_string_value(j);
+}
+
 void tool_result_init(struct tool_result *res)
 {
 	res->content = json_array();

@@ -42,6 +42,10 @@ struct tool_ctx {
 	/* for tool_progress_output/tick: when the call started, last sent, last output line */
 	int64_t started_ms, progress_ms;
 	char last_line[160];
+	/* the entry's bulk_arg when mcp lifted it out of a big line (see tool_arg_string) */
+	const json_t *bulk_arg;
+	const char *bulk;
+	size_t bulk_len;
 };
 
 struct tool_result {
@@ -62,6 +66,8 @@ struct tool_entry {
 	bool read_only, destructive, idempotent, open_world;
 	bool per_session; /* runs on its session's FIFO (else runs alone) */
 	tool_handler_fn handler;
+	/* a string argument that may be megabytes (file_write's content): read it with tool_arg_string */
+	const char *bulk_arg;
 };
 
 /* Parses and checks every schema once; call before serving. 0 or -EINVAL with err. */
@@ -93,6 +99,12 @@ int tool_fail(struct tool_result *res, const struct err *e);
  * on first use). On failure fills res with the error and returns -ENOENT.
  */
 int tool_session(struct tool_ctx *ctx, json_t *args, struct session **ret, struct tool_result *res);
+/*
+ * The string argument key of args and its length, or NULL when absent or not
+ * a string.  For the entry's bulk_arg this may be the copy mcp lifted out of
+ * a big line, held once instead of as a jansson string (see bulk.h).
+ */
+const char *tool_arg_string(const struct tool_ctx *ctx, json_t *args, const char *key, size_t *len);
 /* True for an environment variable name: letters, digits and '_', not starting with a digit. */
 bool tool_env_name_valid(const char *name);
 /* Sends notifications/progress when the client asked for it (progress only grows). */

@@ -58,13 +58,17 @@ static char *run_lines(const char *input, size_t len)
 	struct out *out = out_create(p[1]);
 	struct tool_services svc = { .cfg = &cfg, .engine = engine, .out = out };
 	struct mcp *m = mcp_create(&svc);
-	const char *line = input, *end = input + len;
+	/* mcp consumes big lines in place, as it does the reader's buffer */
+	char *mine = xmalloc(len + 1);
+	memcpy(mine, input, len);
+	char *line = mine, *end = mine + len;
 	while (line < end) {
-		const char *nl = memchr(line, '\n', (size_t)(end - line));
+		char *nl = memchr(line, '\n', (size_t)(end - line));
 		size_t n = nl ? (size_t)(nl - line) : (size_t)(end - line);
 		mcp_handle_line(m, line, n);
 		line += n + 1;
 	}
+	free(mine);
 	mcp_drain(m, 5000);
 	mcp_destroy(m);
 	out_destroy(out);
@@ -248,6 +252,44 @@ static void test_big_lines(void **state)
 	assert_non_null(strstr(l3, "\"id\":78"));
 }
 
+/*
+ * Big string values are lifted out of big lines before parsing and put back
+ * (decoded) wherever no tool takes them as its bulk argument: an unknown
+ * tool's name and a bad resource uri come back in the errors as sent, not as
+ * the markers that stood in for them.
+ */
+static void test_big_strings_restored(void **state)
+{
+	(void)state;
+	size_t pad = MCP_BIG_LINE + 4096;
+	struct buf in;
+	buf_init(&in, SIZE_MAX);
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+					 "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":"
+					 "{\"name\":\"t\",\"version\":\"1\"}}}\n"),
+			 0);
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
+					 "\"arguments\":{},\"name\":\"\\u00e9t\\\"ool"),
+			 0);
+	for (size_t i = 0; i < pad; i++)
+		assert_int_equal(buf_append(&in, "x", 1), 0);
+	assert_int_equal(buf_printf(&in, "\"}}\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\","
+					 "\"params\":{\"uri\":\"no\\/such"),
+			 0);
+	for (size_t i = 0; i < pad; i++)
+		assert_int_equal(buf_append(&in, "y", 1), 0);
+	assert_int_equal(buf_printf(&in, "\",\"a\":[\""), 0);
+	for (size_t i = 0; i < pad; i++)
+		assert_int_equal(buf_append(&in, "z", 1), 0);
+	assert_int_equal(buf_printf(&in, "\"]}}\n"), 0);
+
+	_cleanup_free_ char *got = run_lines(in.data, in.len);
+	buf_finish(&in);
+	assert_non_null(strstr(got, "Unknown tool '\xc3\xa9t\\\"oolxxx"));
+	assert_non_null(strstr(got, "Resource not found: no/suchyyy"));
+	assert_null(strstr(got, "sandbox-mcp-bulk"));
+}
+
 int main(void)
 {
 	util_json_init();
@@ -256,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_golden),
 		cmocka_unit_test(test_one_reply_per_request),
 		cmocka_unit_test(test_big_lines),
+		cmocka_unit_test(test_big_strings_restored),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
