@@ -232,3 +232,32 @@ json_t *image_changes(json_t *config)
 	buf_finish(&b);
 	return out;
 }
+
+int image_target_check(struct engine *e, struct call *call, const char *ref, const struct session *s,
+		       const char *parent_id, struct err *err)
+{
+	json_t *existing = NULL;
+
+	if (image_same_ref(ref, s->image))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EEXIST,
+			       "%s is the image session %s started from, and it is never replaced: pass another tag "
+			       "(or omit tag for a unique one)",
+			       s->image, s->id);
+	int r = engine_image_inspect(e, call, ref, &existing, err);
+	if (r < 0)
+		return err->code == ERRCODE_IMAGE_NOT_FOUND ? 0 : r;
+	const char *eid = json_string_value(json_object_get(existing, "Id"));
+	json_t *labels = json_object_get(json_object_get(existing, "Config"), "Labels");
+	if (eid && strcmp(eid, parent_id) == 0)
+		r = err_set(err, ERRCODE_INVALID_ARGUMENT, -EEXIST,
+			    "%s names the image session %s started from, and it is never replaced: pass another tag (or "
+			    "omit tag for a unique one)",
+			    ref, s->id);
+	else if (!json_object_get(labels, IMAGE_LABEL_SESSION))
+		r = err_set(err, ERRCODE_INVALID_ARGUMENT, -EEXIST,
+			    "%s already exists and was not made by session_commit or session_export, so it is not "
+			    "replaced: pass another repository or tag (or omit tag for a unique one)",
+			    ref);
+	json_decref(existing);
+	return r;
+}

@@ -1,7 +1,8 @@
 /*
  * image.h - what session_commit and session_export share about images:
  * reference grammar checks, default tags, the provenance labels, and image
- * settings written as Dockerfile instructions.  Pure functions, no I/O.
+ * settings written as Dockerfile instructions.  Pure functions, except
+ * image_target_check, which asks the engine what a tag names.
  */
 #ifndef IMAGE_H
 #define IMAGE_H
@@ -11,6 +12,9 @@
 
 #include <jansson.h>
 
+#include "buf.h"
+#include "dispatch.h"
+#include "engine.h"
 #include "errcode.h"
 #include "session.h"
 
@@ -48,5 +52,15 @@ int image_quote(const char *s, struct buf *out);
  * import's changes. Values no line can carry are left out. New reference.
  */
 json_t *image_changes(json_t *config);
+
+/*
+ * Whether a commit or build may tag ref for session s (started from image
+ * parent_id): never s's base tag (nor another tag naming its base image),
+ * and an existing tag only when sandbox-mcp made the image it names (it
+ * carries IMAGE_LABEL_SESSION). 0, or -EEXIST (ERRCODE_INVALID_ARGUMENT)
+ * or an engine failure with err.
+ */
+int image_target_check(struct engine *e, struct call *call, const char *ref, const struct session *s,
+		       const char *parent_id, struct err *err);
 
 #endif

@@ -124,7 +124,7 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	const char *tag = json_string_value(json_object_get(args, "tag"));
 	const char *message = json_string_value(json_object_get(args, "message"));
 	char deftag[IMAGE_TAG_MAX + 1], ref[IMAGE_REF_MAX + IMAGE_TAG_MAX + 2], id[ENGINE_IMAGE_ID_MAX];
-	json_t *container = NULL, *parent = NULL, *existing = NULL, *created = NULL;
+	json_t *container = NULL, *parent = NULL, *created = NULL;
 	struct session *s;
 	struct err e_;
 	int r;
@@ -142,13 +142,6 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	}
 	snprintf(ref, sizeof(ref), "%s:%s", repo, tag);
 
-	if (image_same_ref(ref, s->image)) {
-		err_set(&e_, ERRCODE_INVALID_ARGUMENT, -EEXIST,
-			"%s is the image session %s started from, and a commit never replaces it: pass another tag "
-			"(or omit tag for a unique one)",
-			s->image, s->id);
-		goto fail;
-	}
 	if ((r = engine_container_inspect(e, ctx->call, s->container, &container, &e_)) < 0)
 		goto fail;
 	const char *parent_id = json_string_value(json_object_get(container, "Image"));
@@ -157,27 +150,8 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			err_set(&e_, ERRCODE_ENGINE_ERROR, -EPROTO, "the session's container names no image");
 		goto fail;
 	}
-	r = engine_image_inspect(e, ctx->call, ref, &existing, &e_);
-	if (r < 0 && e_.code != ERRCODE_IMAGE_NOT_FOUND)
+	if ((r = image_target_check(e, ctx->call, ref, s, parent_id, &e_)) < 0)
 		goto fail;
-	if (r == 0) {
-		const char *eid = json_string_value(json_object_get(existing, "Id"));
-		json_t *el = json_object_get(json_object_get(existing, "Config"), "Labels");
-		if (eid && strcmp(eid, parent_id) == 0) {
-			err_set(&e_, ERRCODE_INVALID_ARGUMENT, -EEXIST,
-				"%s names the image session %s started from, and a commit never replaces it: pass another "
-				"tag (or omit tag for a unique one)",
-				ref, s->id);
-			goto fail;
-		}
-		if (!json_object_get(el, IMAGE_LABEL_SESSION)) {
-			err_set(&e_, ERRCODE_INVALID_ARGUMENT, -EEXIST,
-				"%s already exists and was not made by session_commit, so it is not replaced: pass another "
-				"repository or tag (or omit tag for a unique one)",
-				ref);
-			goto fail;
-		}
-	}
 	err_clear(&e_);
 
 	size_t layers = json_array_size(json_object_get(json_object_get(parent, "RootFS"), "Layers"));
@@ -220,14 +194,12 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 				       parent_id));
 	json_decref(container);
 	json_decref(parent);
-	json_decref(existing);
 	json_decref(created);
 	session_put(ctx->svc->sessions, s);
 	return 0;
 fail:
 	json_decref(container);
 	json_decref(parent);
-	json_decref(existing);
 	json_decref(created);
 	session_put(ctx->svc->sessions, s);
 	return tool_fail(res, &e_);

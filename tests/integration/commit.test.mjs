@@ -6,6 +6,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Server, suite, requireEngine, cleanup, show, docker } from './lib/harness.mjs';
+import { writePackage } from './lib/packages.mjs';
 
 const BASE = 'sandbox-mcp-python:latest';
 const SLIM = 'debian:bookworm-slim';
@@ -23,16 +24,6 @@ async function imageInspect(ref) {
 async function imageIds() {
   const r = await docker(['images', '-aq', '--no-trunc', '--filter', 'label=io.sandbox-mcp.commit.session']);
   return [...new Set(r.stdout.split('\n').filter(Boolean))].sort().join(',');
-}
-
-/** Writes a tiny installable package under dir in the session. */
-export async function writePackage(srv, sid, dir, name, version, value) {
-  await srv.ok('file_write', {
-    session_id: sid, path: `${dir}/pyproject.toml`,
-    content: '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n' +
-      `[project]\nname = "${name}"\nversion = "${version}"\n\n[tool.setuptools]\npackages = ["${name}"]\n`,
-  });
-  await srv.ok('file_write', { session_id: sid, path: `${dir}/${name}/__init__.py`, content: `VALUE = ${JSON.stringify(value)}\n` });
 }
 
 describe('session_commit', suite({ timeout: 600000 }), () => {
