@@ -45,6 +45,8 @@ static const struct opt opts[] = {
 	  "Longest JSON-RPC line accepted on stdin, bytes" },
 	{ "engine_timeout_s", NULL, OPT_U64, OFF(engine_timeout_s), 1, 3600,
 	  "Timeout for one Docker Engine API call, s" },
+	{ "max_layers", NULL, OPT_U64, OFF(max_layers), 1, 125,
+	  "Layers a session_commit image may have; past it the commit is flattened to one layer" },
 	{ "workspace", NULL, OPT_STRING, OFF(workspace), 0, 0, "Workspace directory inside sandboxes" },
 	{ "host_dirs", NULL, OPT_STRING, OFF(host_dirs), 0, 0,
 	  "Host directories files may move to and from, ':'-separated (default: none)" },
@@ -83,6 +85,7 @@ void config_init(struct config *c)
 	c->max_code_bytes = 100 * 1000;
 	c->max_line_bytes = 64u << 20;
 	c->engine_timeout_s = 30;
+	c->max_layers = 100;
 	c->workspace = xstrdup("/workspace");
 	c->host_dirs = xstrdup("");
 	c->tools = xstrdup("session,run,files,pip,git,env");

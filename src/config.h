@@ -43,6 +43,7 @@ struct config {
 	uint64_t max_code_bytes;
 	uint64_t max_line_bytes;
 	uint64_t engine_timeout_s;
+	uint64_t max_layers; /* session_commit flattens an image that would have more */
 	char *workspace;
 	char *host_dirs;
 	char *tools;

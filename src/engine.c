@@ -36,6 +36,7 @@ struct engine_body {
 	struct http_conn *conn;
 	struct call *call;
 	bool done;
+	bool own; /* a long call's connection: closed, never pooled */
 };
 
 static void abort_conn(void *arg);
@@ -787,9 +788,299 @@ void engine_body_destroy(struct engine_body *b)
 		return;
 	if (b->call)
 		call_disarm(b->call);
-	if (b->done)
+	if (b->done && !b->own)
 		conn_put(b->e, b->conn);
 	else
 		http_conn_destroy(b->conn);
 	free(b);
+}
+
+/*
+ * Opens a connection of its own with the long read timeout and sends method
+ * path with body[0..len) or, when src is given, with what src yields in
+ * chunks; then reads the response head. 0 with *ret_conn armed on call
+ * (the caller disarms and destroys it), or -errno with err.
+ */
+static int long_open(struct engine *e, struct call *call, const char *method, const char *path,
+		     const char *content_type, const void *body, size_t len, engine_source_fn src, void *src_arg,
+		     struct http_conn **ret_conn, struct http_response *resp, struct err *err)
+{
+	char target[6144], headers[128] = "";
+	int fd, r;
+
+	if ((r = versioned(e, call, path, target, sizeof(target), err)) < 0)
+		return r;
+	if ((r = transport_connect(&e->ep, e->timeout_ms, &fd, err)) < 0)
+		return engine_hint(err, r);
+	struct http_conn *conn = http_conn_create(fd, ENGINE_LONG_TIMEOUT_MS);
+	if (call && call_arm(call, abort_conn, conn) < 0) {
+		http_conn_destroy(conn);
+		return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+	}
+	if (content_type)
+		snprintf(headers, sizeof(headers), "Content-Type: %s\r\n", content_type);
+	if (!src) {
+		r = http_request_send(conn, method, target, content_type ? headers : NULL, body, len, err);
+	} else if ((r = http_request_send_chunked(conn, method, target, content_type ? headers : NULL, err)) == 0) {
+		const size_t chunk = 256 * 1024;
+		_cleanup_free_ char *piece = xmalloc(chunk);
+		struct err werr;
+		for (;;) {
+			ssize_t n = src(src_arg, piece, chunk, err);
+			if (n < 0) {
+				r = (int)n;
+				break;
+			}
+			/* an engine that refuses stops reading: its answer says why */
+			if (http_chunk_write(conn, piece, (size_t)n, &werr) < 0 || n == 0)
+				break;
+		}
+	}
+	if (r == 0)
+		r = http_response_recv(conn, false, resp, err);
+	if (r < 0) {
+		if (call) {
+			call_disarm(call);
+			if (call_cancelled(call))
+				r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+		}
+		http_conn_destroy(conn);
+		return engine_hint(err, r);
+	}
+	*ret_conn = conn;
+	return 0;
+}
+
+/* Ends a long call: disarms call, closes conn, maps a cancelled read. Returns r. */
+static int long_close(struct call *call, struct http_conn *conn, int r, struct err *err)
+{
+	if (call) {
+		call_disarm(call);
+		if (r < 0 && call_cancelled(call))
+			r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+	}
+	http_conn_destroy(conn);
+	return r < 0 ? engine_hint(err, r) : r;
+}
+
+/* Reads a >= 400 answer's message into err (404: what is missing is an image). Returns -EIO or -ENOENT. */
+static int long_failed(struct http_conn *conn, int status, struct err *err)
+{
+	struct buf out;
+	struct err rerr;
+	json_t *j = NULL;
+	buf_init(&out, 64 * 1024);
+	if (http_body_read_all(conn, &out, &rerr) == 0 && out.len) {
+		j = json_loadb(out.data, out.len, 0, NULL);
+		if (!j) {
+			size_t n = out.len > 300 ? 300 : out.len;
+			j = json_pack("{s:o}", "message", json_string_lossy(out.data, n));
+		}
+	}
+	buf_finish(&out);
+	engine_error_message(status, j, err);
+	json_decref(j);
+	return status == 404 && err->code == ERRCODE_IMAGE_NOT_FOUND ? -ENOENT : -EIO;
+}
+
+/*
+ * Reads a progress stream (one JSON object per line) to its end, handing
+ * each to on_msg; an {"error": ...} message ends it as ERRCODE_ENGINE_ERROR.
+ * ret_last (may be NULL) receives the last message that had key `keep`.
+ */
+static int read_messages(struct http_conn *conn, engine_message_fn on_msg, void *arg, const char *keep,
+			 json_t **ret_last, struct err *err)
+{
+	struct buf in;
+	json_t *last = NULL;
+	char failed[sizeof(err->msg)] = "";
+	int r = 0;
+
+	buf_init(&in, ENGINE_STREAM_LINE_MAX + HTTP_READ_CHUNK);
+	for (bool end = false; !end;) {
+		char *tail;
+		if (buf_reserve(&in, HTTP_READ_CHUNK, &tail) < 0) {
+			r = err_set(err, ERRCODE_ENGINE_ERROR, -EMSGSIZE,
+				    "the Docker engine sent a progress line longer than %u bytes", ENGINE_STREAM_LINE_MAX);
+			break;
+		}
+		ssize_t n = http_body_read(conn, tail, HTTP_READ_CHUNK, err);
+		if (n < 0) {
+			r = (int)n;
+			break;
+		}
+		if (n == 0)
+			end = true;
+		buf_commit(&in, (size_t)n);
+		for (;;) {
+			char *nl = in.len ? memchr(in.data, '\n', in.len) : NULL;
+			size_t linelen = nl ? (size_t)(nl - in.data) : (end ? in.len : 0);
+			if (!nl && (!end || in.len == 0))
+				break;
+			json_t *m = linelen ? json_loadb(in.data, linelen, 0, NULL) : NULL;
+			buf_consume(&in, nl ? linelen + 1 : linelen);
+			if (!json_is_object(m)) {
+				json_decref(m);
+				continue;
+			}
+			const char *msg = json_string_value(json_object_get(m, "error"));
+			if (msg && !failed[0])
+				snprintf(failed, sizeof(failed), "%s", msg);
+			if (on_msg)
+				on_msg(arg, m);
+			if (keep && json_object_get(m, keep)) {
+				json_decref(last);
+				last = json_incref(m);
+			}
+			json_decref(m);
+		}
+	}
+	buf_finish(&in);
+	if (r == 0 && failed[0])
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "%s", failed);
+	if (r == 0 && ret_last)
+		*ret_last = last;
+	else
+		json_decref(last);
+	return r;
+}
+
+/* Copies an image id ("sha256:<hex>") from s into ret_id; -EPROTO with err when s is not one. */
+static int image_id_copy(const char *s, char ret_id[ENGINE_IMAGE_ID_MAX], const char *what, struct err *err)
+{
+	if (!s || strncmp(s, "sha256:", 7) != 0 || !engine_id_valid(s + 7))
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "%s returned no valid image id", what);
+	snprintf(ret_id, ENGINE_IMAGE_ID_MAX, "%s", s);
+	return 0;
+}
+
+int engine_commit(struct engine *e, struct call *call, const char *container_id, const char *repo, const char *tag,
+		  const char *comment, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
+{
+	char erepo[1024], etag[512], ecomment[2048], path[4096];
+	struct http_conn *conn;
+	struct http_response resp;
+	CHECK_ID(container_id);
+	if (engine_url_escape(repo, erepo, sizeof(erepo)) < 0 || engine_url_escape(tag, etag, sizeof(etag)) < 0 ||
+	    engine_url_escape(comment ? comment : "", ecomment, sizeof(ecomment)) < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "repository, tag or message too long");
+	snprintf(path, sizeof(path), "/commit?container=%s&repo=%s&tag=%s&comment=%s&pause=1", container_id, erepo,
+		 etag, ecomment);
+	_cleanup_free_ char *body = config ? json_dumps(config, JSON_COMPACT) : NULL;
+	int r = long_open(e, call, "POST", path, body ? "application/json" : NULL, body, body ? strlen(body) : 0, NULL,
+			  NULL, &conn, &resp, err);
+	if (r < 0)
+		return r;
+	if (resp.status >= 400) {
+		r = long_failed(conn, resp.status, err);
+		if (resp.status == 404)
+			err->code = ERRCODE_SESSION_NOT_FOUND;
+		return long_close(call, conn, r, err);
+	}
+	struct buf out;
+	buf_init(&out, 64 * 1024);
+	r = http_body_read_all(conn, &out, err);
+	json_t *j = r == 0 && out.len ? json_loadb(out.data, out.len, 0, NULL) : NULL;
+	buf_finish(&out);
+	if (r == 0)
+		r = image_id_copy(json_string_value(json_object_get(j, "Id")), ret_id, "commit", err);
+	json_decref(j);
+	return long_close(call, conn, r, err);
+}
+
+int engine_image_remove(struct engine *e, struct call *call, const char *name, struct err *err)
+{
+	char esc[1024], path[1100];
+	int status = 0;
+	if (engine_url_escape(name, esc, sizeof(esc)) < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "image name too long");
+	snprintf(path, sizeof(path), "/images/%s", esc);
+	int r = engine_request(e, call, "DELETE", path, NULL, &status, NULL, err);
+	if (r < 0 && status == 404)
+		return 0;
+	return r;
+}
+
+int engine_container_export(struct engine *e, struct call *call, const char *id, struct engine_body **ret,
+			    struct err *err)
+{
+	char path[128];
+	struct http_conn *conn;
+	struct http_response resp;
+	CHECK_ID(id);
+	snprintf(path, sizeof(path), "/containers/%s/export", id);
+	int r = long_open(e, call, "GET", path, NULL, NULL, 0, NULL, NULL, &conn, &resp, err);
+	if (r < 0)
+		return r;
+	if (resp.status >= 400) {
+		r = long_failed(conn, resp.status, err);
+		if (resp.status == 404)
+			err->code = ERRCODE_SESSION_NOT_FOUND;
+		return long_close(call, conn, r, err);
+	}
+	struct engine_body *b = xcalloc(1, sizeof(*b));
+	b->e = e;
+	b->conn = conn; /* never pooled: its timeout is the long one; engine_body_destroy closes it */
+	b->call = call;
+	b->own = true;
+	*ret = b;
+	return 0;
+}
+
+int engine_image_import(struct engine *e, struct call *call, const char *repo, const char *tag, const char *message,
+			const char *const *changes, engine_source_fn src, void *src_arg,
+			char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
+{
+	struct buf path;
+	char esc[2048];
+	struct http_conn *conn;
+	struct http_response resp;
+	json_t *last = NULL;
+	int r;
+
+	buf_init(&path, 6000);
+	buf_append_str(&path, "/images/create?fromSrc=-");
+	if (engine_url_escape(repo, esc, sizeof(esc)) == 0)
+		buf_printf(&path, "&repo=%s", esc);
+	if (engine_url_escape(tag, esc, sizeof(esc)) == 0)
+		buf_printf(&path, "&tag=%s", esc);
+	if (message && engine_url_escape(message, esc, sizeof(esc)) == 0)
+		buf_printf(&path, "&message=%s", esc);
+	for (size_t i = 0; changes && changes[i]; i++) {
+		if (engine_url_escape(changes[i], esc, sizeof(esc)) < 0 || buf_printf(&path, "&changes=%s", esc) < 0) {
+			buf_finish(&path);
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image settings too long to import");
+		}
+	}
+	r = long_open(e, call, "POST", path.data, "application/x-tar", NULL, 0, src, src_arg, &conn, &resp, err);
+	buf_finish(&path);
+	if (r < 0)
+		return r;
+	if (resp.status >= 400)
+		return long_close(call, conn, long_failed(conn, resp.status, err), err);
+	r = read_messages(conn, NULL, NULL, "status", &last, err);
+	if (r == 0)
+		r = image_id_copy(json_string_value(json_object_get(last, "status")), ret_id, "import", err);
+	json_decref(last);
+	return long_close(call, conn, r, err);
+}
+
+int engine_build(struct engine *e, struct call *call, const char *query, const void *tar, size_t len,
+		 engine_message_fn on_msg, void *msg_arg, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
+{
+	struct http_conn *conn;
+	struct http_response resp;
+	json_t *last = NULL;
+	_cleanup_free_ char *path = xasprintf("/build?%s", query);
+	int r = long_open(e, call, "POST", path, "application/x-tar", tar, len, NULL, NULL, &conn, &resp, err);
+	if (r < 0)
+		return r;
+	if (resp.status >= 400)
+		return long_close(call, conn, long_failed(conn, resp.status, err), err);
+	r = read_messages(conn, on_msg, msg_arg, "aux", &last, err);
+	if (r == 0)
+		r = image_id_copy(json_string_value(json_object_get(json_object_get(last, "aux"), "ID")), ret_id,
+				  "build", err);
+	json_decref(last);
+	return long_close(call, conn, r, err);
 }

@@ -154,4 +154,51 @@ void engine_stream_close_write(struct engine_stream *s);
 void engine_stream_abort(struct engine_stream *s);
 void engine_stream_destroy(struct engine_stream *s);
 
+/*
+ * Images: commit, build, import, export, remove (session_commit and
+ * session_export). These may run for minutes, so they get a connection of
+ * their own whose reads wait up to ENGINE_LONG_TIMEOUT_MS; the struct call
+ * still aborts them at once.
+ */
+#define ENGINE_LONG_TIMEOUT_MS (30 * 60 * 1000)
+/* Longest line of a build's or import's progress stream kept whole. */
+#define ENGINE_STREAM_LINE_MAX (1u << 20)
+/* Image ids as the engine prints them: "sha256:" and 64 hex digits. */
+#define ENGINE_IMAGE_ID_MAX 80
+
+/*
+ * POST /commit?container=id&repo=&tag=&comment=&pause=1 with config (the
+ * new image's container config, may be NULL). 0 with ret_id, or -errno.
+ */
+int engine_commit(struct engine *e, struct call *call, const char *container_id, const char *repo, const char *tag,
+		  const char *comment, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
+/* DELETE /images/{name} (no force: an image a container uses stays). An absent image is success. */
+int engine_image_remove(struct engine *e, struct call *call, const char *name, struct err *err);
+/* GET /containers/{id}/export: the container's whole filesystem as a tar, read with engine_body_read. */
+int engine_container_export(struct engine *e, struct call *call, const char *id, struct engine_body **ret,
+			    struct err *err);
+
+/* Gives the next bytes of an upload: the count, 0 at the end, or -errno with err. */
+typedef ssize_t (*engine_source_fn)(void *arg, void *p, size_t n, struct err *err);
+/* Hears each message of a build's or import's progress stream (a JSON object, borrowed). */
+typedef void (*engine_message_fn)(void *arg, json_t *msg);
+
+/*
+ * POST /images/create?fromSrc=-&repo=&tag=&message=&changes=... with the
+ * rootfs tar src gives, sent in chunks (no length needed). changes are
+ * Dockerfile instructions (CMD, ENV, LABEL, ...; NULL-terminated, may be
+ * NULL). 0 with ret_id, or -errno with err.
+ */
+int engine_image_import(struct engine *e, struct call *call, const char *repo, const char *tag, const char *message,
+			const char *const *changes, engine_source_fn src, void *src_arg,
+			char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
+/*
+ * POST /build?<query> (query already escaped: t=, labels=, networkmode=,
+ * ...) with the uncompressed tar context tar[0..len). Each progress message
+ * goes to on_msg. 0 with ret_id, or -errno with err: a failed build is
+ * ERRCODE_ENGINE_ERROR carrying the builder's error line.
+ */
+int engine_build(struct engine *e, struct call *call, const char *query, const void *tar, size_t len,
+		 engine_message_fn on_msg, void *msg_arg, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
+
 #endif

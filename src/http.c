@@ -124,6 +124,56 @@ int http_request_send(struct http_conn *c, const char *method, const char *targe
 	return 0;
 }
 
+int http_request_send_chunked(struct http_conn *c, const char *method, const char *target,
+			      const char *extra_headers, struct err *err)
+{
+	char head[HTTP_REQUEST_HEAD_MAX];
+
+	if (!token_ok(method) || !token_ok(target) || strchr(target, ' ') || strchr(method, ' ') ||
+	    target[0] != '/')
+		return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed request line");
+	if (extra_headers) {
+		if (strstr(extra_headers, "\r\n\r\n") || extra_headers[0] == '\r')
+			return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed header");
+		for (const char *p = extra_headers; *p; p++) {
+			if ((*p == '\r' && p[1] != '\n') || (*p == '\n' && (p == extra_headers || p[-1] != '\r')))
+				return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed header");
+		}
+	}
+	int n = snprintf(head, sizeof(head),
+			 "%s %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: sandbox-mcp\r\n%s"
+			 "Transfer-Encoding: chunked\r\n\r\n",
+			 method, target, extra_headers ? extra_headers : "");
+	if (n < 0 || (size_t)n >= sizeof(head))
+		return err_set(err, ERRCODE_INTERNAL, -E2BIG, "request head too long");
+	c->deadline = now_ms() + c->timeout_ms;
+	c->answering = false;
+	int r = write_full(c->fd, head, (size_t)n);
+	if (r < 0) {
+		c->dead = true;
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "writing to the Docker engine failed: %s",
+			       strerror(-r));
+	}
+	return 0;
+}
+
+int http_chunk_write(struct http_conn *c, const void *p, size_t n, struct err *err)
+{
+	char size[24];
+	int k = snprintf(size, sizeof(size), "%zx\r\n", n);
+	int r = write_full(c->fd, size, (size_t)k);
+	if (r == 0 && n)
+		r = write_full(c->fd, p, n);
+	if (r == 0)
+		r = write_full(c->fd, "\r\n", 2);
+	if (r < 0) {
+		c->dead = true;
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "writing to the Docker engine failed: %s",
+			       strerror(-r));
+	}
+	return 0;
+}
+
 /* Reads more bytes into rbuf. 0, -EPIPE at EOF, -ETIMEDOUT, or -errno. */
 static int fill(struct http_conn *c, struct err *err)
 {

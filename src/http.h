@@ -51,6 +51,14 @@ bool http_conn_reusable(const struct http_conn *c);
  */
 int http_request_send(struct http_conn *c, const char *method, const char *target, const char *extra_headers,
 		      const void *body, size_t body_len, struct err *err);
+/*
+ * Sends a request head whose body follows in chunks of unknown total length
+ * (Transfer-Encoding: chunked): http_chunk_write each piece, then one with
+ * n == 0 to end the body. Same checks and errors as http_request_send.
+ */
+int http_request_send_chunked(struct http_conn *c, const char *method, const char *target,
+			      const char *extra_headers, struct err *err);
+int http_chunk_write(struct http_conn *c, const void *p, size_t n, struct err *err);
 /* Reads the response head. head_only: the request was HEAD (no body follows). */
 int http_response_recv(struct http_conn *c, bool head_only, struct http_response *ret, struct err *err);
 /* Reads up to cap body bytes: >0 bytes, 0 at the end of the body, or -errno with err. */

@@ -191,6 +191,8 @@ static const struct {
 			 "processes and the session stays usable." },
 	{ "file_write", "Move files with file_write/file_read (and file_upload/file_download for host "
 			"folders the user allowed)." },
+	{ "session_commit", "session_commit saves a session as an image and session_export writes a Dockerfile "
+			    "that recreates it; session_create {image} starts from either." },
 	{ "env_info", "env_info tells the limits and whether Docker answers; failures carry a stable "
 		      "structuredContent.error.code and say what to do next." },
 };

@@ -20,6 +20,8 @@ static const struct tool_entry *const tool_table[] = {
 	&tool_session_create_entry,
 	&tool_session_list_entry,
 	&tool_session_close_entry,
+	&tool_session_commit_entry,
+	&tool_session_export_entry,
 	&tool_run_command_entry,
 	&tool_run_python_entry,
 	&tool_env_info_entry,

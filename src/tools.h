@@ -139,5 +139,7 @@ extern const struct tool_entry tool_file_list_entry;
 extern const struct tool_entry tool_file_search_entry;
 extern const struct tool_entry tool_file_upload_entry;
 extern const struct tool_entry tool_file_download_entry;
+extern const struct tool_entry tool_session_commit_entry;
+extern const struct tool_entry tool_session_export_entry;
 
 #endif

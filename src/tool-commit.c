@@ -1,0 +1,233 @@
+/*
+ * tool-commit.c - session_commit: saves a session's container as an image
+ * that a new session can start from (DESIGN §4).
+ *
+ * The image keeps what the session's base image said to run (user, command,
+ * entrypoint, working dir, environment): the engine would otherwise copy the
+ * session container's own keep-alive command and labels into it.  It never
+ * takes the session's base tag, nor an existing tag sandbox-mcp did not make
+ * (an image carrying the commit labels below), and it stays below the
+ * engine's layer limit: past SANDBOX_MAX_LAYERS the container's filesystem is
+ * exported and imported as one layer instead.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "buildconf.h"
+#include "image.h"
+#include "log.h"
+#include "tools.h"
+
+struct export_src {
+	struct engine_body *b;
+};
+
+static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+static json_t *commit_config(json_t *parent, json_t *container, const struct session *s, const char *parent_id);
+static ssize_t export_source(void *arg, void *p, size_t n, struct err *err);
+static int flatten(struct tool_ctx *ctx, const struct session *s, const char *repo, const char *tag,
+		   const char *message, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
+
+/*
+ * The new image's config: the parent image's run settings, its labels plus
+ * provenance, and every session label the container carries reset to the
+ * parent's value (or ""), so the image does not pass for a session's
+ * container (the engine merges the container's labels into a commit).
+ */
+static json_t *commit_config(json_t *parent, json_t *container, const struct session *s, const char *parent_id)
+{
+	json_t *pc = json_object_get(parent, "Config");
+	json_t *cc = json_object_get(container, "Config");
+	json_t *cfg = json_object();
+	const char *user = json_string_value(json_object_get(pc, "User"));
+	const char *wd = json_string_value(json_object_get(pc, "WorkingDir"));
+	json_t *v;
+
+	/* empty values would be filled in from the session's container: say the defaults outright */
+	json_object_set_new(cfg, "User", json_string(user && *user ? user : "root"));
+	json_object_set_new(cfg, "WorkingDir", json_string(wd && *wd ? wd : "/"));
+	v = json_object_get(pc, "Entrypoint");
+	json_object_set_new(cfg, "Entrypoint", json_is_array(v) ? json_deep_copy(v) : json_array());
+	v = json_object_get(pc, "Cmd");
+	json_object_set_new(cfg, "Cmd", json_is_array(v) ? json_deep_copy(v) : json_array());
+	/* the engine adds the container's variables (the session's env) to these */
+	v = json_object_get(pc, "Env");
+	if (json_is_array(v))
+		json_object_set_new(cfg, "Env", json_deep_copy(v));
+
+	json_t *plabels = json_object_get(pc, "Labels");
+	json_t *labels = json_is_object(plabels) ? json_deep_copy(plabels) : json_object();
+	const char *key;
+	json_object_foreach (json_object_get(cc, "Labels"), key, v) {
+		if (strncmp(key, SESSION_LABEL, strlen(SESSION_LABEL)) != 0)
+			continue;
+		const char *pv = json_string_value(json_object_get(plabels, key));
+		json_object_set_new(labels, key, json_string(pv ? pv : ""));
+	}
+	char created[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	json_object_set_new(labels, IMAGE_LABEL_SESSION, json_string(s->id));
+	json_object_set_new(labels, IMAGE_LABEL_PARENT, json_string(parent_id));
+	json_object_set_new(labels, IMAGE_LABEL_BASE, json_string(s->image));
+	json_object_set_new(labels, IMAGE_LABEL_CREATED, json_string(created));
+	json_object_set_new(labels, IMAGE_LABEL_VERSION, json_string(SANDBOX_VERSION));
+	json_object_set_new(cfg, "Labels", labels);
+	return cfg;
+}
+
+static ssize_t export_source(void *arg, void *p, size_t n, struct err *err)
+{
+	struct export_src *src = arg;
+	return engine_body_read(src->b, p, n, err);
+}
+
+/*
+ * Exports the container's filesystem (paused meanwhile, like a commit) and
+ * imports it as a one-layer image with config's settings.
+ */
+static int flatten(struct tool_ctx *ctx, const struct session *s, const char *repo, const char *tag,
+		   const char *message, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
+{
+	struct engine *e = ctx->svc->engine;
+	json_t *changes = image_changes(config);
+	size_t n = json_array_size(changes);
+	const char **argv = xcalloc(n + 1, sizeof(*argv));
+	for (size_t i = 0; i < n; i++)
+		argv[i] = json_string_value(json_array_get(changes, i));
+
+	struct export_src src = { 0 };
+	struct err uerr;
+	int r = engine_container_pause(e, ctx->call, s->container, err);
+	if (r == 0) {
+		r = engine_container_export(e, ctx->call, s->container, &src.b, err);
+		if (r == 0)
+			r = engine_image_import(e, ctx->call, repo, tag, message, argv, export_source, &src, ret_id,
+						err);
+		engine_body_destroy(src.b);
+		if (engine_container_unpause(e, NULL, s->container, &uerr) < 0)
+			log_warnf("session %s: unpausing after the export: %s", s->id, uerr.msg);
+	}
+	free(argv);
+	json_decref(changes);
+	return r;
+}
+
+static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	struct engine *e = ctx->svc->engine;
+	const char *repo = json_string_value(json_object_get(args, "repository"));
+	const char *tag = json_string_value(json_object_get(args, "tag"));
+	const char *message = json_string_value(json_object_get(args, "message"));
+	char deftag[IMAGE_TAG_MAX + 1], ref[IMAGE_REF_MAX + IMAGE_TAG_MAX + 2], id[ENGINE_IMAGE_ID_MAX];
+	json_t *container = NULL, *parent = NULL, *created = NULL;
+	struct session *s;
+	struct err e_;
+	int r;
+
+	err_clear(&e_);
+	if (!repo)
+		repo = IMAGE_COMMIT_REPOSITORY;
+	if (image_repository_check(repo, &e_) < 0 || (tag && image_tag_check(tag, &e_) < 0))
+		return tool_fail(res, &e_);
+	if (tool_session(ctx, args, &s, res) < 0)
+		return 0;
+	if (!tag) {
+		image_default_tag(s, deftag, sizeof(deftag));
+		tag = deftag;
+	}
+	snprintf(ref, sizeof(ref), "%s:%s", repo, tag);
+
+	if ((r = engine_container_inspect(e, ctx->call, s->container, &container, &e_)) < 0)
+		goto fail;
+	const char *parent_id = json_string_value(json_object_get(container, "Image"));
+	if (!parent_id || (r = engine_image_inspect(e, ctx->call, parent_id, &parent, &e_)) < 0) {
+		if (!parent_id)
+			err_set(&e_, ERRCODE_ENGINE_ERROR, -EPROTO, "the session's container names no image");
+		goto fail;
+	}
+	if ((r = image_target_check(e, ctx->call, ref, s, parent_id, &e_)) < 0)
+		goto fail;
+	err_clear(&e_);
+
+	size_t layers = json_array_size(json_object_get(json_object_get(parent, "RootFS"), "Layers"));
+	bool flat = layers + 1 > ctx->svc->cfg->max_layers;
+	json_t *config = commit_config(parent, container, s, parent_id);
+	int64_t t0 = now_ms();
+	tool_progress(ctx, 0, 0, flat ? "exporting the container to flatten it" : "committing the container");
+	if (flat) {
+		/* the import gets the whole environment: it has no container to merge it from */
+		json_t *cenv = json_object_get(json_object_get(container, "Config"), "Env");
+		if (json_is_array(cenv))
+			json_object_set(config, "Env", cenv);
+		r = flatten(ctx, s, repo, tag, message, config, id, &e_);
+	} else {
+		r = engine_commit(e, ctx->call, s->container, repo, tag, message, config, id, &e_);
+	}
+	json_decref(config);
+	if (r < 0) {
+		if (e_.code == ERRCODE_SESSION_NOT_FOUND)
+			session_forget(ctx->svc->sessions, s);
+		goto fail;
+	}
+	int64_t ms = now_ms() - t0;
+	if ((r = engine_image_inspect(e, ctx->call, id, &created, &e_)) < 0)
+		goto fail;
+	size_t new_layers = json_array_size(json_object_get(json_object_get(created, "RootFS"), "Layers"));
+	json_int_t size = json_integer_value(json_object_get(created, "Size"));
+
+	tool_text(res,
+		  "Committed session %s as %s (image %.19s, %zu layer%s, %.1f MB%s, %.1f s). Start a session from it "
+		  "with session_create {image: \"%s\"}.",
+		  s->id, ref, id, new_layers, new_layers == 1 ? "" : "s", (double)size / 1e6,
+		  flat ? ", flattened: its parent had too many layers" : "", (double)ms / 1000.0, ref);
+	if (s->read_only)
+		tool_text(res, "The session has a read-only root: its workspace is a volume, which a commit does not "
+			       "include (session_export carries it).");
+	tool_structured(res, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:b, s:s}", "session_id", s->id, "image_id",
+				       id, "reference", ref, "repository", repo, "tag", tag, "layers",
+				       (json_int_t)new_layers, "size", size, "flattened", flat, "parent_image_id",
+				       parent_id));
+	json_decref(container);
+	json_decref(parent);
+	json_decref(created);
+	session_put(ctx->svc->sessions, s);
+	return 0;
+fail:
+	json_decref(container);
+	json_decref(parent);
+	json_decref(created);
+	session_put(ctx->svc->sessions, s);
+	return tool_fail(res, &e_);
+}
+
+const struct tool_entry tool_session_commit_entry = {
+	.name = "session_commit",
+	.title = "Save a session as a Docker image",
+	.description = "Save the session's container (files, installed packages) as a Docker image that "
+		       "session_create {image} can start from. Tags uniquely unless tag is given; never replaces the "
+		       "image the session started from nor an existing image it did not create.",
+	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+			"\"repository\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Image "
+			"repository, lowercase (default " IMAGE_COMMIT_REPOSITORY ")\"},"
+			"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Image tag "
+			"(default: unique, from the session and the time)\"},"
+			"\"message\":{\"type\":\"string\",\"maxLength\":1000,\"description\":\"Commit message\"},"
+			TOOL_SESSION_ARG "}}",
+	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+			 "\"image_id\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\"},"
+			 "\"repository\":{\"type\":\"string\"},\"tag\":{\"type\":\"string\"},"
+			 "\"layers\":{\"type\":\"integer\"},\"size\":{\"type\":\"integer\"},"
+			 "\"flattened\":{\"type\":\"boolean\"},\"parent_image_id\":{\"type\":\"string\"}}}",
+	.group = TOOL_GROUP_SESSION,
+	.read_only = false,
+	.destructive = false,
+	.idempotent = false,
+	.open_world = false,
+	.per_session = true,
+	.handler = session_commit_tool,
+};

@@ -1,0 +1,876 @@
+/*
+ * tool-export.c - session_export: a Dockerfile and build context that
+ * recreate a session from what it did (DESIGN §4), returned as text, written
+ * to an allowed host folder, and/or built by the engine.
+ *
+ * What "what it did" means here, so that the rebuild is offline and exact:
+ *  - files: the whole workspace, read through a tar run by the sandbox user
+ *    (xfer.h) and carried as `COPY --chown=<user> workspace/ <workspace>/`.
+ *    The context holds files as 0644 and folders as 0755 (a host folder gets
+ *    no exec bits); other modes are restored by `RUN chmod` lines.
+ *  - pip: `pip freeze --all` of the session against that of a fresh
+ *    container of the same base image (a throwaway session). A package
+ *    installed from a local path (`name @ file:///...`) is installed again
+ *    from that path, which the COPY brought along (a file outside the
+ *    workspace is carried in the context and copied to the same path), so
+ *    the rebuilt freeze names the same source; `name==version` finds its
+ *    wheel or sdist among the workspace's files (--no-index --find-links)
+ *    or else needs an index at build time, which the Dockerfile says. All
+ *    with --no-deps: the freeze difference is the full set.
+ *  - env (the container's variables the base image lacks), workdir, user;
+ *    git clones recorded in the session's history as comments (their files,
+ *    .git included, are part of the workspace).
+ * Builds run with network "none", like the sessions.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buildconf.h"
+#include "files.h"
+#include "hostfs.h"
+#include "image.h"
+#include "log.h"
+#include "pathsafe.h"
+#include "tools.h"
+#include "xfer.h"
+
+/* Paths per `RUN chmod` line. */
+#define EXPORT_CHMOD_PER_LINE 40
+/* Bytes of the build's output quoted when it fails. */
+#define EXPORT_BUILD_TAIL 3000
+/* Bytes of a pip freeze read. */
+#define EXPORT_FREEZE_MAX (1u << 20)
+
+static const char workspace_script[] = FILES_TAR_ENV "cd -- \"$1\" || exit 66\n"
+						     "exec tar -c -f - .\n";
+static const char freeze_script[] = "command -v python3 >/dev/null 2>&1 || exit 127\n"
+				    "python3 -m pip --version >/dev/null 2>&1 || exit 126\n"
+				    "exec python3 -m pip freeze --all 2>/dev/null\n";
+
+/* Where the exported context goes: a tar being built, a host folder, or nowhere (listing only). */
+struct ctx_sink {
+	struct tar_writer *w;	    /* the build's context, or NULL */
+	const struct tar_sink *host; /* a host folder's extraction, or NULL */
+	bool host_skip;		    /* the host sink skipped the current entry */
+	json_t *modes;		    /* [[workspace-relative path, mode]] other than 0644 files / 0755 folders */
+	json_t *archives;	    /* workspace-relative paths of *.whl, *.tar.gz, *.zip */
+	json_t *skipped;	    /* [{name, reason}] */
+	uint64_t files, dirs, bytes;
+	char path[PATHSAFE_MAX + 32];
+};
+
+struct build_tail {
+	struct tool_ctx *ctx;
+	struct buf text; /* the last EXPORT_BUILD_TAIL bytes of output */
+	char step[160];	 /* the last "Step n/m : ..." line */
+};
+
+static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+
+static int sink_entry(void *arg, const struct tar_entry *e, struct err *err)
+{
+	struct ctx_sink *c = arg;
+	unsigned want = e->type == TAR_TYPE_DIR ? 0755 : 0644;
+
+	if (e->path[0] && e->mode != want)
+		json_array_append_new(c->modes, json_pack("[s, i]", e->path, (int)e->mode));
+	if (e->type == TAR_TYPE_FILE) {
+		size_t n = strlen(e->path);
+		if ((n > 4 && strcmp(e->path + n - 4, ".whl") == 0) || (n > 7 && strcmp(e->path + n - 7, ".tar.gz") == 0) ||
+		    (n > 4 && strcmp(e->path + n - 4, ".zip") == 0))
+			json_array_append_new(c->archives, json_string(e->path));
+		c->files++;
+		c->bytes += e->size;
+	} else if (e->path[0]) {
+		c->dirs++;
+	}
+	snprintf(c->path, sizeof(c->path), "workspace%s%s", e->path[0] ? "/" : "", e->path);
+	struct tar_entry out = *e;
+	out.path = c->path;
+	out.mode = want;
+	int r;
+	if (c->w && (r = tar_writer_add(c->w, &out, err)) < 0)
+		return r;
+	c->host_skip = false;
+	if (c->host) {
+		r = c->host->entry(c->host->arg, &out, err);
+		if (r < 0 || r == TAR_STOP)
+			return r;
+		c->host_skip = r == TAR_SKIP;
+	}
+	return TAR_OK;
+}
+
+static int sink_data(void *arg, const char *p, size_t n, struct err *err)
+{
+	struct ctx_sink *c = arg;
+	int r;
+	if (c->w && (r = tar_writer_data(c->w, p, n, err)) < 0)
+		return r;
+	if (c->host && !c->host_skip && (r = c->host->data(c->host->arg, p, n, err)) != TAR_OK)
+		return r;
+	return TAR_OK;
+}
+
+static int sink_end(void *arg, struct err *err)
+{
+	struct ctx_sink *c = arg;
+	if (c->host && !c->host_skip && c->host->entry_end)
+		return c->host->entry_end(c->host->arg, err);
+	return 0;
+}
+
+static void sink_skipped(void *arg, const char *name, const char *why)
+{
+	struct ctx_sink *c = arg;
+	if (json_array_size(c->skipped) < HOSTFS_SKIPPED_LISTED)
+		json_array_append_new(c->skipped, json_pack("{s:s%, s:s}", "name", name, strlen(name), "reason", why));
+	if (c->host && c->host->skipped)
+		c->host->skipped(c->host->arg, name, why);
+}
+
+/* Adds one file of the context (outside the workspace: a local pip source) to both targets. */
+static int sink_add(struct ctx_sink *c, const char *path, const char *data, size_t n, struct err *err)
+{
+	struct tar_entry e = { .path = path, .type = TAR_TYPE_FILE, .size = n, .mode = 0644, .mtime = time(NULL) };
+	int r;
+	if (c->w && ((r = tar_writer_add(c->w, &e, err)) < 0 || (r = tar_writer_data(c->w, data, n, err)) < 0))
+		return r;
+	if (c->host) {
+		/* its folders first: the host extraction makes each one it is given */
+		char dir[PATHSAFE_MAX + 1];
+		for (const char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
+			snprintf(dir, sizeof(dir), "%.*s", (int)(s - path), path);
+			struct tar_entry d = { .path = dir, .type = TAR_TYPE_DIR, .mode = 0755, .mtime = e.mtime };
+			if ((r = c->host->entry(c->host->arg, &d, err)) < 0)
+				return r;
+		}
+		r = c->host->entry(c->host->arg, &e, err);
+		if (r < 0)
+			return r;
+		if (r == TAR_OK && ((r = c->host->data(c->host->arg, data, n, err)) < 0 ||
+				    (c->host->entry_end && (r = c->host->entry_end(c->host->arg, err)) < 0)))
+			return r;
+	}
+	return 0;
+}
+
+/* Runs pip freeze in s: 0 with the lines (array of strings; empty when s has no python or pip), or -errno. */
+static int freeze(struct tool_ctx *ctx, struct session *s, json_t **ret, struct err *err)
+{
+	struct buf out;
+	char errtext[512];
+	int code = 0;
+
+	buf_init(&out, EXPORT_FREEZE_MAX);
+	int r = files_run(ctx, s, freeze_script, NULL, &out, errtext, sizeof(errtext), &code, err);
+	if (r < 0) {
+		buf_finish(&out);
+		return r;
+	}
+	json_t *lines = json_array();
+	if (code == 0) {
+		const char *p = out.data ? out.data : "";
+		const char *end = p + out.len;
+		while (p < end) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+			if (n && p[0] != '#')
+				json_array_append_new(lines, json_string_lossy(p, n));
+			p += n + 1;
+		}
+	}
+	buf_finish(&out);
+	*ret = lines;
+	return 0;
+}
+
+/* The freeze of a fresh container of image (a throwaway session). */
+static int base_freeze(struct tool_ctx *ctx, const char *image, json_t **ret, struct err *err)
+{
+	struct session_opts o = { .image = image };
+	struct session *t;
+	char id[SESSION_ID_LEN + 1];
+	struct err cerr;
+
+	int r = session_create(ctx->svc->sessions, ctx->call, &o, &t, err);
+	if (r < 0)
+		return r;
+	snprintf(id, sizeof(id), "%s", t->id);
+	r = freeze(ctx, t, ret, err);
+	session_put(ctx->svc->sessions, t);
+	if (session_close(ctx->svc->sessions, NULL, id, &cerr) < 0)
+		log_warnf("session_export: closing the throwaway session %s: %s", id, cerr.msg);
+	return r;
+}
+
+/* A freeze line's distribution name, normalised (lowercase, runs of -_. as '-'), into out. */
+static void dist_name(const char *line, char *out, size_t outsz)
+{
+	size_t o = 0;
+	bool sep = false;
+	if (line[0] == '-' && line[1] == 'e') {
+		/* "-e git+...#egg=name" or "-e /path": the name is not on the line */
+		snprintf(out, outsz, "%s", line);
+		return;
+	}
+	for (const char *p = line; *p && o + 2 < outsz; p++) {
+		char ch = *p;
+		if (ch == '=' || ch == ' ' || ch == '@' || ch == '<' || ch == '>' || ch == '!' || ch == '~' || ch == '[' ||
+		    ch == ';')
+			break;
+		if (ch == '-' || ch == '_' || ch == '.') {
+			sep = true;
+			continue;
+		}
+		if (sep && o)
+			out[o++] = '-';
+		sep = false;
+		out[o++] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+	}
+	out[o] = '\0';
+}
+
+/* True when archive (a workspace path) is a wheel or sdist of name (normalised) at version. */
+static bool archive_matches(const char *archive, const char *name, const char *version)
+{
+	const char *base = strrchr(archive, '/');
+	base = base ? base + 1 : archive;
+	char stem[NAME_MAX + 1], norm[NAME_MAX + 1];
+	size_t n = strlen(base);
+	if (n > 4 && strcmp(base + n - 4, ".whl") == 0) {
+		/* name-version-...whl: the name never holds '-' in a wheel's file name */
+		const char *d = strchr(base, '-');
+		if (!d)
+			return false;
+		snprintf(stem, sizeof(stem), "%.*s", (int)(d - base), base);
+		dist_name(stem, norm, sizeof(norm));
+		const char *v = d + 1, *d2 = strchr(v, '-');
+		return d2 && strcmp(norm, name) == 0 && strlen(version) == (size_t)(d2 - v) &&
+		       strncmp(v, version, (size_t)(d2 - v)) == 0;
+	}
+	size_t ext = n > 7 && strcmp(base + n - 7, ".tar.gz") == 0 ? 7 : 4;
+	snprintf(stem, sizeof(stem), "%.*s", (int)(n - ext), base);
+	char *d = strrchr(stem, '-');
+	if (!d)
+		return false;
+	*d = '\0';
+	dist_name(stem, norm, sizeof(norm));
+	return strcmp(norm, name) == 0 && strcmp(d + 1, version) == 0;
+}
+
+/* Appends s single-quoted for sh. */
+static void shell_quote(struct buf *b, const char *s)
+{
+	buf_append_str(b, "'");
+	for (; *s; s++) {
+		if (*s == '\'')
+			buf_append_str(b, "'\\''");
+		else
+			buf_append(b, s, 1);
+	}
+	buf_append_str(b, "'");
+}
+
+/* Decodes a file:// URL's path (percent escapes) into out. false when it is not a local absolute path. */
+static bool file_url_path(const char *url, char *out, size_t outsz)
+{
+	if (strncmp(url, "file://", 7) != 0)
+		return false;
+	const char *p = url + 7;
+	if (strncmp(p, "localhost/", 10) == 0)
+		p += 9;
+	if (*p != '/')
+		return false;
+	size_t o = 0;
+	for (; *p && o + 1 < outsz; p++) {
+		unsigned v;
+		if (*p == '%' && sscanf(p + 1, "%2x", &v) == 1 && v > 0) {
+			out[o++] = (char)v;
+			p += 2;
+		} else {
+			out[o++] = *p;
+		}
+	}
+	out[o] = '\0';
+	return *p == '\0' && !strchr(out, '\n');
+}
+
+/* The pieces of the Dockerfile pip needs, from the two freezes. */
+struct pip_plan {
+	json_t *offline;    /* ["name==ver"] with a wheel/sdist in the workspace */
+	json_t *find_links; /* [absolute dirs] holding those */
+	json_t *local;	    /* [absolute paths] installed from (files or folders) */
+	json_t *editable;   /* [absolute paths] */
+	json_t *outside;    /* [absolute paths] of local files outside the workspace (carried in the context) */
+	json_t *online;	    /* [freeze lines] that need an index or a URL */
+	json_t *removed;    /* [names] the base has and the session removed */
+	json_t *installed;  /* [freeze lines] that differ from the base */
+};
+
+static void plan_make(const char *ws, json_t *mine, json_t *base, json_t *archives, struct pip_plan *p)
+{
+	size_t i, j;
+	json_t *v, *w;
+
+	p->offline = json_array();
+	p->find_links = json_array();
+	p->local = json_array();
+	p->editable = json_array();
+	p->outside = json_array();
+	p->online = json_array();
+	p->removed = json_array();
+	p->installed = json_array();
+	json_array_foreach (mine, i, v) {
+		const char *line = json_string_value(v);
+		bool same = false;
+		json_array_foreach (base, j, w)
+			same = same || strcmp(json_string_value(w), line) == 0;
+		if (same)
+			continue;
+		json_array_append(p->installed, v);
+		char path[PATHSAFE_MAX + 1], name[256];
+		const char *at = strstr(line, " @ ");
+		const char *eq = strstr(line, "==");
+		if (strncmp(line, "-e ", 3) == 0) {
+			const char *target = line + 3;
+			if (target[0] == '/' && path_within(ws, target))
+				json_array_append_new(p->editable, json_string(target));
+			else if (file_url_path(target, path, sizeof(path)) && path_within(ws, path))
+				json_array_append_new(p->editable, json_string(path));
+			else
+				json_array_append(p->online, v);
+		} else if (at) {
+			if (file_url_path(at + 3, path, sizeof(path))) {
+				json_array_append_new(p->local, json_string(path));
+				if (!path_within(ws, path))
+					json_array_append_new(p->outside, json_string(path));
+			} else {
+				json_array_append(p->online, v);
+			}
+		} else if (eq) {
+			dist_name(line, name, sizeof(name));
+			const char *version = eq + 2;
+			const char *found = NULL;
+			json_array_foreach (archives, j, w) {
+				if (archive_matches(json_string_value(w), name, version)) {
+					found = json_string_value(w);
+					break;
+				}
+			}
+			if (!found) {
+				json_array_append(p->online, v);
+				continue;
+			}
+			json_array_append(p->offline, v);
+			const char *slash = strrchr(found, '/');
+			char dir[PATHSAFE_MAX + 1];
+			snprintf(dir, sizeof(dir), "%s%s%.*s", ws, slash ? "/" : "", slash ? (int)(slash - found) : 0, found);
+			bool have = false;
+			json_array_foreach (p->find_links, j, w)
+				have = have || strcmp(json_string_value(w), dir) == 0;
+			if (!have)
+				json_array_append_new(p->find_links, json_string(dir));
+		} else {
+			json_array_append(p->online, v);
+		}
+	}
+	json_array_foreach (base, i, v) {
+		char bn[256], mn[256];
+		bool kept = false;
+		dist_name(json_string_value(v), bn, sizeof(bn));
+		json_array_foreach (mine, j, w) {
+			dist_name(json_string_value(w), mn, sizeof(mn));
+			kept = kept || strcmp(bn, mn) == 0;
+		}
+		if (!kept && json_string_value(v)[0] != '-')
+			json_array_append_new(p->removed, json_string(bn));
+	}
+}
+
+static void plan_finish(struct pip_plan *p)
+{
+	json_decref(p->offline);
+	json_decref(p->find_links);
+	json_decref(p->local);
+	json_decref(p->editable);
+	json_decref(p->outside);
+	json_decref(p->online);
+	json_decref(p->removed);
+	json_decref(p->installed);
+}
+
+/* Appends "RUN python3 -m pip install <flags> <each of list>" when list is not empty. */
+static void pip_line(struct buf *b, const char *flags, json_t *list, const char *each_prefix)
+{
+	size_t i;
+	json_t *v;
+	if (json_array_size(list) == 0)
+		return;
+	buf_printf(b, "RUN python3 -m pip install %s", flags);
+	json_array_foreach (list, i, v) {
+		buf_printf(b, " %s", each_prefix);
+		shell_quote(b, json_string_value(v));
+	}
+	buf_append_str(b, "\n");
+}
+
+struct export_info {
+	const struct session *s;
+	const char *ws;
+	const char *base_id;
+	const char *base_ref_id; /* what s->image names now ("" when it is gone) */
+	json_t *env;		 /* ["K=V"] to set */
+	const char *workdir;
+	struct pip_plan *pip;
+	json_t *modes;
+	json_t *history;
+};
+
+static void dockerfile_make(const struct export_info *x, struct buf *b)
+{
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	size_t i;
+	json_t *v;
+
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	buf_printf(b, "# Recreates sandbox-mcp session %s%s%s%s (exported %s by sandbox-mcp %s).\n", x->s->id,
+		   x->s->name[0] ? " (\"" : "", x->s->name, x->s->name[0] ? "\")" : "", stamp, SANDBOX_VERSION);
+	buf_printf(b, "# Build it offline, like the session ran: docker build --network none -t <name> .\n");
+	buf_printf(b, "# Base image %s was %s when the session started", x->s->image, x->base_id);
+	if (!x->base_ref_id[0])
+		buf_printf(b, "; that tag is gone now: tag %s again first", x->base_id);
+	else if (strcmp(x->base_ref_id, x->base_id) != 0)
+		buf_printf(b, "; the tag names %s now: use FROM %s for the exact base", x->base_ref_id, x->base_id);
+	buf_printf(b, ".\nFROM %s\n\n", x->s->image);
+
+	buf_printf(b, "# The workspace (folders 0755, files 0644 in this context; other modes below)\n");
+	buf_printf(b, "COPY --chown=%s workspace/ %s/\n", x->s->user, x->ws);
+	json_array_foreach (x->pip->outside, i, v) {
+		const char *p = json_string_value(v);
+		buf_printf(b, "# a local package source outside the workspace, kept at its path for pip\nCOPY --chown=%s files", x->s->user);
+		buf_printf(b, "%s %s\n", p, p);
+	}
+	buf_printf(b, "USER %s\n", x->s->user);
+	size_t n = 0;
+	json_array_foreach (x->modes, i, v) {
+		const char *p = json_string_value(json_array_get(v, 0));
+		if (strchr(p, '\n'))
+			continue;
+		if (n % EXPORT_CHMOD_PER_LINE == 0)
+			buf_printf(b, "%sRUN cd %s", n ? "\n" : "", x->ws);
+		buf_printf(b, " && chmod %o ", (unsigned)json_integer_value(json_array_get(v, 1)));
+		shell_quote(b, p);
+		n++;
+	}
+	if (n)
+		buf_append_str(b, "\n");
+
+	if (json_array_size(x->env)) {
+		buf_append_str(b, "\n# The session's environment\n");
+		json_array_foreach (x->env, i, v) {
+			const char *kv = json_string_value(v);
+			const char *eq = strchr(kv, '=');
+			if (!eq || eq == kv)
+				continue;
+			struct buf q;
+			buf_init(&q, SIZE_MAX);
+			if (image_quote(eq + 1, &q) == 0)
+				buf_printf(b, "ENV %.*s=%s\n", (int)(eq - kv), kv, q.data);
+			else
+				buf_printf(b, "# ENV %.*s is not set here: its value does not fit on a Dockerfile line\n",
+					   (int)(eq - kv), kv);
+			buf_finish(&q);
+		}
+	}
+
+	struct pip_plan *p = x->pip;
+	if (json_array_size(p->installed) || json_array_size(p->removed)) {
+		buf_printf(b, "\n# pip: what `pip freeze --all` shows beyond the base image's\n");
+		json_array_foreach (p->installed, i, v)
+			buf_printf(b, "#   %s\n", json_string_value(v));
+		if (json_array_size(p->offline)) {
+			struct buf flags;
+			buf_init(&flags, SIZE_MAX);
+			buf_append_str(&flags, "--no-deps --no-index");
+			json_array_foreach (p->find_links, i, v) {
+				buf_append_str(&flags, " --find-links ");
+				shell_quote(&flags, json_string_value(v));
+			}
+			pip_line(b, flags.data, p->offline, "");
+			buf_finish(&flags);
+		}
+		pip_line(b, "--no-deps --no-index --no-build-isolation", p->local, "");
+		pip_line(b, "--no-deps --no-index --no-build-isolation", p->editable, "-e ");
+		if (json_array_size(p->online)) {
+			buf_append_str(b, "# These came from an index or a URL: building them needs network access\n"
+					  "# (docker build --network default), or put their wheels in the workspace.\n");
+			pip_line(b, "--no-deps", p->online, "");
+		}
+		if (json_array_size(p->removed)) {
+			buf_append_str(b, "RUN python3 -m pip uninstall -y");
+			json_array_foreach (p->removed, i, v) {
+				buf_append_str(b, " ");
+				shell_quote(b, json_string_value(v));
+			}
+			buf_append_str(b, "\n");
+		}
+	}
+
+	bool git = false;
+	json_array_foreach (x->history, i, v) {
+		const char *kind = json_string_value(json_object_get(v, "kind"));
+		if (!kind || strcmp(kind, "git_clone") != 0)
+			continue;
+		if (!git)
+			buf_append_str(b, "\n# git clones (their files and .git are in the workspace copied above)\n");
+		git = true;
+		const char *url = json_string_value(json_object_get(v, "url"));
+		const char *commit = json_string_value(json_object_get(v, "commit"));
+		const char *path = json_string_value(json_object_get(v, "path"));
+		if (url && !strchr(url, '\n') && (!path || !strchr(path, '\n')))
+			buf_printf(b, "#   %s at %s into %s%s\n", url, commit ? commit : "?", path ? path : "?",
+				   path && !path_within(x->ws, path) ? " (outside the workspace: not recreated)" : "");
+	}
+	buf_printf(b, "\nWORKDIR %s\n", x->workdir);
+}
+
+static void build_message(void *arg, json_t *msg)
+{
+	struct build_tail *t = arg;
+	const char *s = json_string_value(json_object_get(msg, "stream"));
+	if (!s)
+		s = json_string_value(json_object_get(msg, "error"));
+	if (!s)
+		return;
+	size_t n = strlen(s);
+	if (strncmp(s, "Step ", 5) == 0) {
+		size_t k = strcspn(s, "\n");
+		snprintf(t->step, sizeof(t->step), "%.*s", (int)k, s);
+	}
+	if (t->text.len + n > EXPORT_BUILD_TAIL)
+		buf_consume(&t->text, t->text.len + n > EXPORT_BUILD_TAIL * 2 ? t->text.len : t->text.len / 2);
+	buf_append(&t->text, s, n);
+	tool_progress_output(t->ctx, s, n);
+}
+
+static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	const struct config *cfg = ctx->svc->cfg;
+	struct engine *e = ctx->svc->engine;
+	const char *host_dir = json_string_value(json_object_get(args, "host_dir"));
+	bool build = json_is_true(json_object_get(args, "build"));
+	const char *repo = json_string_value(json_object_get(args, "repository"));
+	const char *tag = json_string_value(json_object_get(args, "tag"));
+	char real[PATH_MAX] = "", folder[NAME_MAX + 1] = "", deftag[IMAGE_TAG_MAX + 1];
+	char ref[IMAGE_REF_MAX + IMAGE_TAG_MAX + 2] = "", image_id[ENGINE_IMAGE_ID_MAX] = "";
+	json_t *container = NULL, *parent = NULL, *baseref = NULL, *mine = NULL, *theirs = NULL, *env = NULL;
+	struct hostfs_extract *x = NULL;
+	struct tar_writer *w = NULL;
+	struct buf tarbuf, df;
+	struct pip_plan plan = { 0 };
+	struct ctx_sink sink = { 0 };
+	struct session *s = NULL;
+	struct err e_;
+	int dfd = -1, r;
+
+	err_clear(&e_);
+	buf_init(&tarbuf, files_max_bytes(cfg) + (16u << 20));
+	buf_init(&df, 4u << 20);
+	sink.modes = json_array();
+	sink.archives = json_array();
+	sink.skipped = json_array();
+	if (!repo)
+		repo = IMAGE_EXPORT_REPOSITORY;
+	if (build && (image_repository_check(repo, &e_) < 0 || (tag && image_tag_check(tag, &e_) < 0)))
+		goto fail;
+	if (host_dir && hostfs_open(ctx->svc->hostfs, host_dir, O_RDONLY | O_DIRECTORY, &dfd, real, sizeof(real), &e_) < 0)
+		goto fail;
+	if (tool_session(ctx, args, &s, res) < 0) {
+		s = NULL;
+		goto out;
+	}
+	if (build) {
+		if (!tag) {
+			image_default_tag(s, deftag, sizeof(deftag));
+			tag = deftag;
+		}
+		snprintf(ref, sizeof(ref), "%s:%s", repo, tag);
+	}
+
+	if ((r = engine_container_inspect(e, ctx->call, s->container, &container, &e_)) < 0) {
+		if (e_.code == ERRCODE_SESSION_NOT_FOUND)
+			session_forget(ctx->svc->sessions, s);
+		goto fail;
+	}
+	const char *base_id = json_string_value(json_object_get(container, "Image"));
+	if (!base_id || engine_image_inspect(e, ctx->call, base_id, &parent, &e_) < 0) {
+		if (!base_id)
+			err_set(&e_, ERRCODE_ENGINE_ERROR, -EPROTO, "the session's container names no image");
+		goto fail;
+	}
+	if (build && image_target_check(e, ctx->call, ref, s, base_id, &e_) < 0)
+		goto fail;
+	const char *base_ref_id = "";
+	if (engine_image_inspect(e, ctx->call, s->image, &baseref, &e_) == 0)
+		base_ref_id = json_string_value(json_object_get(baseref, "Id"));
+	err_clear(&e_);
+
+	/* the container's variables the base image lacks: the session's env */
+	env = json_array();
+	size_t i, j;
+	json_t *v, *u;
+	json_array_foreach (json_object_get(json_object_get(container, "Config"), "Env"), i, v) {
+		bool inherited = false;
+		json_array_foreach (json_object_get(json_object_get(parent, "Config"), "Env"), j, u)
+			inherited = inherited || json_equal(u, v);
+		if (!inherited)
+			json_array_append(env, v);
+	}
+
+	tool_progress(ctx, 1, 0, "reading pip freeze");
+	if ((r = freeze(ctx, s, &mine, &e_)) < 0)
+		goto fail;
+	if (json_array_size(mine)) {
+		tool_progress(ctx, 2, 0, "reading pip freeze of a fresh container of the base image");
+		if ((r = base_freeze(ctx, base_id, &theirs, &e_)) < 0) {
+			snprintf(e_.msg + strlen(e_.msg), sizeof(e_.msg) - strlen(e_.msg),
+				 " (while starting a throwaway container of the base image to compare pip freeze)");
+			goto fail;
+		}
+	} else {
+		theirs = json_array();
+	}
+
+	/* the context: the workspace through the sandbox user's tar, to a tar for the build and/or a host folder */
+	if (build && (r = tar_writer_create(&tarbuf, &w, &e_)) < 0)
+		goto fail;
+	if (host_dir) {
+		snprintf(folder, sizeof(folder), "sandbox-mcp-export-%s-%lld", s->id, (long long)time(NULL));
+		if ((r = hostfs_extract_begin(dfd, folder, false, &x, &e_)) < 0)
+			goto fail;
+		sink.host = hostfs_extract_sink(x);
+		struct tar_entry top = { .path = "", .type = TAR_TYPE_DIR, .mode = 0755, .mtime = time(NULL) };
+		if ((r = sink.host->entry(sink.host->arg, &top, &e_)) < 0)
+			goto fail;
+	}
+	sink.w = w;
+	tool_progress(ctx, 3, 0, "reading the workspace");
+	struct tar_sink ts = { sink_entry, sink_data, sink_end, sink_skipped, &sink };
+	struct tar_limits lim = { .entries = FILES_ENTRIES_MAX,
+				  .entry_size = files_max_bytes(cfg),
+				  .total_size = files_max_bytes(cfg) };
+	struct tar_stats st;
+	struct xfer_result xr;
+	const char *wargv[] = { cfg->workspace, NULL };
+	memset(&xr, 0, sizeof(xr));
+	r = xfer_pull(e, ctx->call, s, workspace_script, wargv, &lim, &ts, &st, &xr, &e_);
+	if (xr.exit_code > 2 && !xr.stopped && !xr.timed_out && !xr.cancelled)
+		r = files_script_failed(&xr, cfg->workspace, "export", &e_);
+	else if (r < 0)
+		r = files_exec_failed(ctx, s, r, &e_);
+	else if (xr.cancelled || xr.timed_out || xr.exit_code < 0)
+		r = files_script_failed(&xr, cfg->workspace, "export", &e_);
+	if (r < 0)
+		goto fail;
+
+	plan_make(cfg->workspace, mine, theirs, sink.archives, &plan);
+	json_array_foreach (plan.outside, i, v) {
+		struct buf data;
+		uint64_t size;
+		unsigned mode;
+		char cpath[PATHSAFE_MAX + 8];
+		if ((r = files_pull_file(ctx, s, json_string_value(v), 0, UINT64_MAX, files_max_bytes(cfg), &data, &size,
+					 &mode, &e_)) < 0) {
+			snprintf(e_.msg + strlen(e_.msg), sizeof(e_.msg) - strlen(e_.msg),
+				 " (a package was installed from it; the export needs it in its context)");
+			goto fail;
+		}
+		snprintf(cpath, sizeof(cpath), "files%s", json_string_value(v));
+		r = sink_add(&sink, cpath, data.data ? data.data : "", data.len, &e_);
+		sink.files++;
+		sink.bytes += data.len;
+		buf_finish(&data);
+		if (r < 0)
+			goto fail;
+	}
+
+	const char *wd = json_string_value(json_object_get(json_object_get(container, "Config"), "WorkingDir"));
+	struct export_info info = {
+		.s = s,
+		.ws = cfg->workspace,
+		.base_id = base_id,
+		.base_ref_id = base_ref_id ? base_ref_id : "",
+		.env = env,
+		.workdir = wd && *wd ? wd : cfg->workspace,
+		.pip = &plan,
+		.modes = sink.modes,
+		.history = s->history,
+	};
+	dockerfile_make(&info, &df);
+	if (df.len == df.max) {
+		err_set(&e_, ERRCODE_TOO_LARGE, -EMSGSIZE, "the Dockerfile would be larger than %zu bytes", df.max);
+		goto fail;
+	}
+	struct tar_entry dfe = { .path = "Dockerfile", .type = TAR_TYPE_FILE, .size = df.len, .mode = 0644,
+				 .mtime = time(NULL) };
+	if (w && ((r = tar_writer_add(w, &dfe, &e_)) < 0 || (r = tar_writer_data(w, df.data, df.len, &e_)) < 0 ||
+		  (r = tar_writer_close(w, &e_)) < 0))
+		goto fail;
+	if (x) {
+		if ((r = sink.host->entry(sink.host->arg, &dfe, &e_)) < 0 ||
+		    (r == TAR_OK && ((r = sink.host->data(sink.host->arg, df.data, df.len, &e_)) < 0 ||
+				     (r = sink.host->entry_end(sink.host->arg, &e_)) < 0)))
+			goto fail;
+		if ((r = hostfs_extract_commit(x, &e_)) < 0)
+			goto fail;
+	}
+
+	uint64_t context_bytes = w ? tarbuf.len : sink.bytes + df.len;
+	int64_t build_ms = 0;
+	if (build) {
+		struct build_tail bt = { .ctx = ctx };
+		buf_init(&bt.text, EXPORT_BUILD_TAIL * 3);
+		json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", IMAGE_LABEL_SESSION, s->id, IMAGE_LABEL_PARENT,
+					   base_id, IMAGE_LABEL_BASE, s->image, IMAGE_LABEL_CREATED, "", IMAGE_LABEL_VERSION,
+					   SANDBOX_VERSION);
+		char created[32];
+		time_t now = time(NULL);
+		struct tm tm;
+		strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+		json_object_set_new(labels, IMAGE_LABEL_CREATED, json_string(created));
+		_cleanup_free_ char *lj = json_dumps(labels, JSON_COMPACT);
+		json_decref(labels);
+		char eref[1024];
+		_cleanup_free_ char *elabels = xmalloc(strlen(lj) * 3 + 1);
+		if (engine_url_escape(ref, eref, sizeof(eref)) < 0 || engine_url_escape(lj, elabels, strlen(lj) * 3 + 1) < 0) {
+			buf_finish(&bt.text);
+			err_set(&e_, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image reference too long");
+			goto fail;
+		}
+		_cleanup_free_ char *query =
+			xasprintf("t=%s&labels=%s&networkmode=none&rm=1&forcerm=1", eref, elabels);
+		tool_progress(ctx, 4, 0, "building the export");
+		int64_t t0 = now_ms();
+		r = engine_build(e, ctx->call, query, tarbuf.data, tarbuf.len, build_message, &bt, image_id, &e_);
+		build_ms = now_ms() - t0;
+		if (r < 0) {
+			char msg[ERR_MSG_MAX];
+			snprintf(msg, sizeof(msg), "%s", e_.msg);
+			err_set(&e_, e_.code == ERRCODE_CANCELLED ? ERRCODE_CANCELLED : ERRCODE_ENGINE_ERROR, r,
+				"the build of the export failed%s%s: %s. The Dockerfile is below; fix the session (or build "
+				"it yourself with network access) and try again",
+				bt.step[0] ? " at " : "", bt.step, msg);
+			tool_fail(res, &e_);
+			tool_text(res, "Build output (last part):\n%.*s", (int)bt.text.len, bt.text.data ? bt.text.data : "");
+			tool_text(res, "%s", df.data);
+			buf_finish(&bt.text);
+			goto out;
+		}
+		buf_finish(&bt.text);
+	}
+
+	tool_text(res, "%s", df.data);
+	tool_text(res,
+		  "Dockerfile for session %s: %llu file%s and %llu folder%s of %s, %zu pip package%s beyond the base "
+		  "image (%zu need an index to rebuild), context %llu bytes.",
+		  s->id, (unsigned long long)sink.files, sink.files == 1 ? "" : "s", (unsigned long long)sink.dirs,
+		  sink.dirs == 1 ? "" : "s", cfg->workspace, json_array_size(plan.installed),
+		  json_array_size(plan.installed) == 1 ? "" : "s", json_array_size(plan.online),
+		  (unsigned long long)context_bytes);
+	if (x)
+		tool_text(res, "Written to %s/%s (Dockerfile and its context): docker build --network none -t <name> %s/%s",
+			  strcmp(real, "/") == 0 ? "" : real, folder, strcmp(real, "/") == 0 ? "" : real, folder);
+	if (build)
+		tool_text(res, "Built %s (image %.19s) in %.1f s. Start a session from it with session_create {image: \"%s\"}.",
+			  ref, image_id, (double)build_ms / 1000.0, ref);
+	if (json_array_size(sink.skipped))
+		tool_text(res, "Not exported (only regular files and folders are): %zu entr%s, e.g. %s",
+			  json_array_size(sink.skipped), json_array_size(sink.skipped) == 1 ? "y" : "ies",
+			  json_string_value(json_object_get(json_array_get(sink.skipped, 0), "name")));
+	if (xr.exit_code > 0 && xr.stderr_text[0])
+		tool_text(res, "tar in the sandbox reported (those files are not in the export):\n%s", xr.stderr_text);
+	json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:O, s:O, s:O}", "session_id", s->id, "dockerfile",
+			      df.data, "files", (json_int_t)sink.files, "dirs", (json_int_t)sink.dirs, "context_bytes",
+			      (json_int_t)context_bytes, "base_image", s->image, "base_image_id", base_id, "pip",
+			      plan.installed, "pip_needs_index", plan.online, "skipped", sink.skipped);
+	if (x) {
+		char where[PATH_MAX + NAME_MAX + 2];
+		snprintf(where, sizeof(where), "%s/%s", strcmp(real, "/") == 0 ? "" : real, folder);
+		json_object_set_new(o, "host_path", json_string(where));
+	}
+	if (build) {
+		json_object_set_new(o, "image_id", json_string(image_id));
+		json_object_set_new(o, "reference", json_string(ref));
+		json_object_set_new(o, "build_ms", json_integer(build_ms));
+	}
+	tool_structured(res, o);
+	goto out;
+fail:
+	tool_fail(res, &e_);
+out:
+	if (x)
+		hostfs_extract_destroy(x);
+	if (dfd >= 0)
+		close(dfd);
+	tar_writer_destroy(w);
+	buf_finish(&tarbuf);
+	buf_finish(&df);
+	plan_finish(&plan);
+	json_decref(sink.modes);
+	json_decref(sink.archives);
+	json_decref(sink.skipped);
+	json_decref(container);
+	json_decref(parent);
+	json_decref(baseref);
+	json_decref(mine);
+	json_decref(theirs);
+	json_decref(env);
+	if (s)
+		session_put(ctx->svc->sessions, s);
+	return 0;
+}
+
+const struct tool_entry tool_session_export_entry = {
+	.name = "session_export",
+	.title = "Export a session as a Dockerfile",
+	.description =
+		"Write a Dockerfile (and its build context) that recreates the session from what it did: its base "
+		"image, the workspace files, pip packages pinned to the installed versions (installed again offline "
+		"from the local files they came from), env and workdir. Returns the Dockerfile; host_dir (a host "
+		"folder the server allows) also writes it and its context there; build: true builds it as an image "
+		"for session_create {image}.",
+	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+			"\"host_dir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
+			"path of a host folder (inside SANDBOX_HOST_DIRS) to write a new export folder into\"},"
+			"\"build\":{\"type\":\"boolean\",\"description\":\"Also build the export as an image (offline, "
+			"default false)\"},"
+			"\"repository\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Repository "
+			"of the built image (default " IMAGE_EXPORT_REPOSITORY ")\"},"
+			"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Tag of the built "
+			"image (default: unique)\"}," TOOL_SESSION_ARG "}}",
+	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+			 "\"dockerfile\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},\"dirs\":{\"type\":\"integer\"},"
+			 "\"context_bytes\":{\"type\":\"integer\"},\"base_image\":{\"type\":\"string\"},"
+			 "\"base_image_id\":{\"type\":\"string\"},"
+			 "\"pip\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+			 "\"pip_needs_index\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+			 "\"skipped\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+			 "\"name\":{\"type\":\"string\"},\"reason\":{\"type\":\"string\"}}}},"
+			 "\"host_path\":{\"type\":\"string\"},\"image_id\":{\"type\":\"string\"},"
+			 "\"reference\":{\"type\":\"string\"},\"build_ms\":{\"type\":\"integer\"}}}",
+	.group = TOOL_GROUP_SESSION,
+	.read_only = false,
+	.destructive = false,
+	.idempotent = false,
+	.open_world = false,
+	.per_session = true,
+	.handler = session_export_tool,
+};

@@ -1,0 +1,152 @@
+// session_commit against the real engine: a session's files and a package
+// installed offline survive into an image a new session starts from; the base
+// tag, foreign tags and bad names are refused with nothing created; a parent
+// past SANDBOX_MAX_LAYERS is flattened to one layer.
+
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Server, suite, requireEngine, cleanup, show, docker } from './lib/harness.mjs';
+import { writePackage } from './lib/packages.mjs';
+
+const BASE = 'sandbox-mcp-python:latest';
+const SLIM = 'debian:bookworm-slim';
+const REPO = 'sandbox-mcp-test/commit';
+const FOREIGN = `sandbox-mcp-test/foreign:${process.pid}`;
+const created = new Set();
+
+async function imageInspect(ref) {
+  const r = await docker(['image', 'inspect', ref]);
+  if (r.code !== 0) return null;
+  return JSON.parse(r.stdout)[0];
+}
+
+/** The images session_commit made (other suites may add images meanwhile; they carry no such label). */
+async function imageIds() {
+  const r = await docker(['images', '-aq', '--no-trunc', '--filter', 'label=io.sandbox-mcp.commit.session']);
+  return [...new Set(r.stdout.split('\n').filter(Boolean))].sort().join(',');
+}
+
+describe('session_commit', suite({ timeout: 600000 }), () => {
+  let srv;
+  let sid;
+  let baseId;
+
+  before(async () => {
+    requireEngine();
+    srv = await Server.start('commit', { SANDBOX_TIMEOUT_S: 120 });
+    sid = (await srv.createSession({ name: 'commit' })).session_id;
+    baseId = (await imageInspect(BASE)).Id;
+  });
+
+  after(async () => {
+    await cleanup();
+    for (const ref of created) await docker(['rmi', ref], { timeoutMs: 120000 });
+    await docker(['rmi', FOREIGN]);
+  });
+
+  test('round trip: files and a package installed offline are in a new session started from the commit', async () => {
+    await srv.ok('file_write', { session_id: sid, path: 'data/hello.txt', content: 'hello from the commit\n' });
+    await writePackage(srv, sid, 'src/commitpkg', 'commitpkg', '0.3.1', 'committed');
+    await srv.sh('python3 -m pip install --no-index --no-build-isolation ./src/commitpkg', { session_id: sid },
+      { timeoutMs: 120000 });
+
+    const t0 = Date.now();
+    const res = await srv.call('session_commit', { session_id: sid, repository: REPO, message: 'integration test' },
+      { timeoutMs: 300000 });
+    assert.ok(!res.isError, show(res));
+    const c = res.structuredContent;
+    created.add(c.reference);
+    console.log(`commit took ${Date.now() - t0} ms: ${c.layers} layers, ${c.size} bytes`);
+    assert.match(c.image_id, /^sha256:[0-9a-f]{64}$/);
+    assert.ok(c.reference.startsWith(`${REPO}:commit-`), c.reference);
+    assert.equal(c.flattened, false);
+    assert.ok(res.content.some((b) => b.type === 'text' && b.text.includes(`session_create {image: "${c.reference}"}`)),
+      show(res));
+
+    const img = await imageInspect(c.reference);
+    assert.equal(img.Id, c.image_id);
+    assert.equal(img.RootFS.Layers.length, c.layers);
+    assert.equal(img.RootFS.Layers.length, (await imageInspect(BASE)).RootFS.Layers.length + 1);
+    const labels = img.Config.Labels;
+    assert.equal(labels['io.sandbox-mcp.commit.session'], sid);
+    assert.equal(labels['io.sandbox-mcp.commit.parent'], baseId);
+    assert.equal(labels['io.sandbox-mcp.commit.base'], BASE);
+    assert.match(labels['io.sandbox-mcp.commit.created'], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.ok(labels['io.sandbox-mcp.commit.version']);
+    // the session container's labels do not make the image pass for a session
+    assert.equal(labels['io.sandbox-mcp.instance'], '');
+    assert.equal(labels['io.sandbox-mcp.persistent'], '');
+    assert.equal(labels['io.sandbox-mcp.image'], 'python', 'the base image labels stay');
+    // the base image's run settings, not the session container's keep-alive command
+    assert.deepEqual(img.Config.Cmd, ['sleep', 'infinity']);
+    assert.equal(img.Config.User, 'sandbox');
+    assert.equal(img.Config.WorkingDir, '/workspace');
+    assert.ok(!(img.Config.Entrypoint ?? []).includes('/bin/sh'), JSON.stringify(img.Config.Entrypoint));
+    assert.equal(img.Comment, 'integration test');
+
+    assert.equal((await imageInspect(BASE)).Id, baseId, 'the base tag still names the same image');
+
+    const s2 = (await srv.createSession({ image: c.reference })).session_id;
+    const cat = await srv.sh('cat data/hello.txt', { session_id: s2 });
+    assert.equal(cat.stdout, 'hello from the commit\n');
+    const imp = await srv.sh('cd / && python3 -c "import commitpkg; print(commitpkg.VALUE)" && python3 -m pip freeze',
+      { session_id: s2 });
+    assert.match(imp.stdout, /^committed\n/);
+    assert.match(imp.stdout, /^commitpkg @ file:\/\/\/workspace\/src\/commitpkg$/m);
+
+    // a tag sandbox-mcp made may be replaced
+    const again = await srv.ok('session_commit', { session_id: sid, repository: REPO, tag: c.reference.split(':')[1] },
+      { timeoutMs: 300000 });
+    assert.equal(again.reference, c.reference);
+    await srv.ok('session_close', { session_id: s2 });
+    if (again.image_id !== c.image_id) created.add(again.image_id);
+  });
+
+  test('refusals: the base tag, a foreign tag and bad names create nothing', async () => {
+    const before = await imageIds();
+    for (const args of [
+      { repository: 'sandbox-mcp-python', tag: 'latest' },
+      { repository: 'docker.io/library/sandbox-mcp-python', tag: 'latest' },
+    ]) {
+      const st = await srv.fails('session_commit', { session_id: sid, ...args }, 'invalid_argument');
+      assert.match(st.error.message, /sandbox-mcp-python(:latest)? is the image session .* started from/);
+      assert.match(st.error.message, /another tag/);
+    }
+    assert.equal((await imageInspect(BASE)).Id, baseId);
+
+    assert.equal((await docker(['tag', SLIM, FOREIGN])).code, 0);
+    const slimId = (await imageInspect(SLIM)).Id;
+    const [frepo, ftag] = FOREIGN.split(':');
+    const st = await srv.fails('session_commit', { session_id: sid, repository: frepo, tag: ftag }, 'invalid_argument');
+    assert.match(st.error.message, /already exists and was not made by session_commit/);
+    assert.equal((await imageInspect(FOREIGN)).Id, slimId, 'the foreign tag is untouched');
+
+    for (const args of [{ repository: 'UpperCase' }, { repository: 'a//b' }, { repository: '-lead' },
+      { repository: 'a/b;rm' }, { repository: 'x', tag: '-t' }, { repository: 'x', tag: 'a b' },
+      { repository: 'x', tag: 'a:b' }]) {
+      const r = await srv.fails('session_commit', { session_id: sid, ...args }, 'invalid_argument');
+      assert.match(r.error.message, /not a valid image (name|tag)/);
+    }
+    assert.equal(await imageIds(), before, 'no image was created or removed');
+  });
+
+  test('a parent past SANDBOX_MAX_LAYERS is flattened to one layer that still starts a session', async () => {
+    const flat = await Server.start('commit-flat', { SANDBOX_MAX_LAYERS: 1 });
+    const s = (await flat.createSession({ image: SLIM })).session_id;
+    await flat.ok('file_write', { session_id: s, path: 'flat.txt', content: 'flat\n' });
+    const t0 = Date.now();
+    const c = await flat.ok('session_commit', { session_id: s, repository: REPO, tag: `flat-${process.pid}` },
+      { timeoutMs: 300000 });
+    created.add(c.reference);
+    console.log(`flattened commit took ${Date.now() - t0} ms, ${c.size} bytes`);
+    assert.equal(c.flattened, true);
+    assert.equal(c.layers, 1);
+    const img = await imageInspect(c.reference);
+    assert.equal(img.RootFS.Layers.length, 1);
+    assert.equal(img.Config.Labels['io.sandbox-mcp.commit.session'], s);
+    assert.deepEqual(img.Config.Cmd, (await imageInspect(SLIM)).Config.Cmd);
+    const s2 = (await flat.createSession({ image: c.reference })).session_id;
+    assert.equal((await flat.sh('cat flat.txt', { session_id: s2 })).stdout, 'flat\n');
+    await flat.close();
+  });
+});

@@ -1,0 +1,148 @@
+// session_export against the real engine: the Dockerfile a session's history
+// gives, built offline by the server, starts a session whose pip freeze,
+// workspace file hashes and modes and env equal the original's; the same
+// export written to an allowed host folder builds with the docker CLI; host
+// folders outside SANDBOX_HOST_DIRS are refused; a build that cannot work
+// offline reports the builder's error output.
+
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, mkdirSync, readFileSync, statSync, readdirSync, rmSync, realpathSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Server, suite, requireEngine, cleanup, show, docker } from './lib/harness.mjs';
+import { writePackage } from './lib/packages.mjs';
+
+const REPO = 'sandbox-mcp-test/export';
+const created = new Set();
+const ENV_VALUE = 'a "quoted" $dollar \\back value';
+// every workspace entry with its type, mode and (files) sha256, sorted
+const LISTING = 'cd /workspace && find . -mindepth 1 -printf "%y %m %P\\n" | LC_ALL=C sort && ' +
+  'find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum';
+const FREEZE = 'cd / && python3 -m pip freeze --all';
+
+describe('session_export', suite({ timeout: 900000 }), () => {
+  let srv;
+  let sid;
+  let hostBase;
+  let allowed;
+  let outside;
+
+  before(async () => {
+    requireEngine();
+    hostBase = mkdtempSync(join(tmpdir(), 'sbx-export-'));
+    allowed = join(hostBase, 'allowed');
+    outside = join(hostBase, 'outside');
+    for (const d of [allowed, outside]) mkdirSync(d);
+    srv = await Server.start('export', { SANDBOX_TIMEOUT_S: 120, SANDBOX_HOST_DIRS: allowed });
+    sid = (await srv.createSession({ name: 'export', env: { EXPORT_VAR: ENV_VALUE } })).session_id;
+
+    await srv.ok('file_write', { session_id: sid, path: 'data/a.txt', content: 'alpha\n' });
+    await srv.ok('file_write', { session_id: sid, path: 'data/deep/er/b.csv', content: 'x,y\n1,2\n' });
+    await srv.ok('file_write', { session_id: sid, path: 'run.sh', content: '#!/bin/sh\necho run\n' });
+    await srv.ok('file_write', { session_id: sid, path: 'private.txt', content: 'secret\n' });
+    await srv.sh('chmod 755 run.sh && chmod 600 private.txt && mkdir -p locked && chmod 700 locked', { session_id: sid });
+    // one package from its source folder (freeze: name @ file://), one from a wheel via --find-links (name==version)
+    await writePackage(srv, sid, 'src/exportpkg', 'exportpkg', '1.2.3', 'exported');
+    await writePackage(srv, sid, 'src/wheelpkg', 'wheelpkg', '0.9', 'wheeled');
+    await srv.sh('python3 -m pip install --no-index --no-build-isolation ./src/exportpkg && ' +
+      'python3 -m pip wheel --no-deps --no-index --no-build-isolation -w dist ./src/wheelpkg && ' +
+      'python3 -m pip install --no-index --find-links dist wheelpkg==0.9', { session_id: sid }, { timeoutMs: 180000 });
+  });
+
+  after(async () => {
+    await cleanup();
+    for (const ref of created) await docker(['rmi', ref], { timeoutMs: 120000 });
+    rmSync(hostBase, { recursive: true, force: true });
+  });
+
+  test('build: true rebuilds offline a session with the same pip freeze, files, modes and env', async () => {
+    const t0 = Date.now();
+    const res = await srv.call('session_export', { session_id: sid, build: true, repository: REPO },
+      { timeoutMs: 600000 });
+    assert.ok(!res.isError, show(res));
+    const x = res.structuredContent;
+    created.add(x.reference);
+    if (process.env.SHOW_DOCKERFILE) console.log(x.dockerfile);
+    console.log(`export + build took ${Date.now() - t0} ms (build ${x.build_ms} ms), context ${x.context_bytes} bytes`);
+    assert.match(x.image_id, /^sha256:[0-9a-f]{64}$/);
+    assert.match(x.dockerfile, /^FROM sandbox-mcp-python:latest$/m);
+    assert.match(x.dockerfile, /^COPY --chown=sandbox workspace\/ \/workspace\/$/m);
+    assert.match(x.dockerfile, /--find-links '\/workspace\/dist' 'wheelpkg==0\.9'/);
+    assert.match(x.dockerfile, /--no-build-isolation '\/workspace\/src\/exportpkg'/);
+    assert.match(x.dockerfile, /^ENV EXPORT_VAR=/m);
+    assert.deepEqual(x.pip_needs_index, []);
+    assert.ok(x.pip.includes('wheelpkg==0.9'), JSON.stringify(x.pip));
+    assert.ok(res.content.some((b) => b.type === 'text' && b.text.includes(`session_create {image: "${x.reference}"}`)));
+    const labels = (JSON.parse((await docker(['image', 'inspect', x.reference])).stdout)[0]).Config.Labels;
+    assert.equal(labels['io.sandbox-mcp.commit.session'], sid);
+
+    const s2 = (await srv.createSession({ image: x.reference })).session_id;
+    const [a, b] = await Promise.all([srv.sh(LISTING, { session_id: sid }), srv.sh(LISTING, { session_id: s2 })]);
+    assert.ok(a.stdout.includes('-rwxr-xr-x') || a.stdout.includes('f 755 run.sh'), a.stdout);
+    assert.match(a.stdout, /^f 600 private\.txt$/m);
+    assert.match(a.stdout, /^d 700 locked$/m);
+    assert.equal(b.stdout, a.stdout, 'the workspace files, their modes and hashes are identical');
+    const [fa, fb] = [await srv.sh(FREEZE, { session_id: sid }), await srv.sh(FREEZE, { session_id: s2 })];
+    assert.match(fa.stdout, /^exportpkg @ file:\/\/\/workspace\/src\/exportpkg$/m);
+    assert.match(fa.stdout, /^wheelpkg==0\.9$/m);
+    assert.equal(fb.stdout, fa.stdout, 'pip freeze is identical');
+    const imp = await srv.sh('cd / && python3 -c "import exportpkg, wheelpkg; print(exportpkg.VALUE, wheelpkg.VALUE)"' +
+      ' && printf %s "$EXPORT_VAR" && echo && id -un && pwd', { session_id: s2 });
+    assert.equal(imp.stdout, `exported wheeled\n${ENV_VALUE}\nsandbox\n/\n`);
+    const wd = await srv.sh('pwd', { session_id: s2 });
+    assert.equal(wd.stdout, '/workspace\n');
+    await srv.ok('session_close', { session_id: s2 });
+  });
+
+  test('host_dir: the Dockerfile and context land in a new folder that docker build accepts; outside dirs refused', async () => {
+    const res = await srv.call('session_export', { session_id: sid, host_dir: allowed });
+    assert.ok(!res.isError, show(res));
+    const x = res.structuredContent;
+    const dir = x.host_path;
+    assert.ok(dir.startsWith(realpathSync(allowed) + '/sandbox-mcp-export-'), dir);
+    assert.equal(readFileSync(join(dir, 'Dockerfile'), 'utf8'), x.dockerfile);
+    assert.equal(readFileSync(join(dir, 'workspace/data/a.txt'), 'utf8'), 'alpha\n');
+    assert.equal(readFileSync(join(dir, 'workspace/data/deep/er/b.csv'), 'utf8'), 'x,y\n1,2\n');
+    for (const f of ['workspace/run.sh', 'workspace/private.txt', 'workspace/data/a.txt']) {
+      assert.equal(statSync(join(dir, f)).mode & 0o111, 0, `${f} has no exec bits on the host`);
+    }
+    assert.ok(readdirSync(join(dir, 'workspace/dist')).some((n) => n.startsWith('wheelpkg-0.9-')));
+    assert.match(x.dockerfile, /chmod 755 'run\.sh'/);
+
+    const tag = `${REPO}:cli-${process.pid}`;
+    const t0 = Date.now();
+    const b = await docker(['build', '--no-cache', '--network', 'none', '-q', '-t', tag, dir], { timeoutMs: 600000 });
+    console.log(`docker build of the host folder took ${Date.now() - t0} ms`);
+    assert.equal(b.code, 0, `docker build: ${b.stderr}`);
+    created.add(tag);
+    const s3 = (await srv.createSession({ image: tag })).session_id;
+    const [a, c] = await Promise.all([srv.sh(LISTING, { session_id: sid }), srv.sh(LISTING, { session_id: s3 })]);
+    assert.equal(c.stdout, a.stdout, 'the CLI build of the host folder has the same files');
+    await srv.ok('session_close', { session_id: s3 });
+
+    for (const bad of [outside, '/etc', join(allowed, '..')]) {
+      await srv.fails('session_export', { session_id: sid, host_dir: bad }, 'host_path_not_allowed');
+    }
+    assert.deepEqual(readdirSync(outside), [], 'nothing was written outside');
+  });
+
+  test('a build that needs an index fails offline and reports the builder output', async () => {
+    const s = (await srv.createSession({ name: 'export-fail' })).session_id;
+    await writePackage(srv, s, 'src/gonepkg', 'gonepkg', '2.0', 'gone');
+    // the wheel sits in /tmp (not exported): the freeze pins gonepkg==2.0 with nothing to install it from
+    await srv.sh('python3 -m pip wheel --no-deps --no-index --no-build-isolation -w /tmp/wh ./src/gonepkg && ' +
+      'python3 -m pip install --no-index --find-links /tmp/wh gonepkg && rm -rf src/gonepkg/build', { session_id: s },
+    { timeoutMs: 180000 });
+    const before = (await docker(['images', '-q', '--filter', 'label=io.sandbox-mcp.commit.session=' + s])).stdout;
+    const res = await srv.call('session_export', { session_id: s, build: true, repository: REPO }, { timeoutMs: 600000 });
+    assert.equal(res.isError, true, show(res));
+    assert.equal(res.structuredContent.error.code, 'engine_error');
+    assert.match(res.structuredContent.error.message, /the build of the export failed at Step \d+\/\d+ : RUN python3 -m pip install --no-deps 'gonepkg==2\.0'/);
+    const text = res.content.map((c) => c.text).join('\n');
+    assert.match(text, /No matching distribution found for gonepkg==2\.0|Could not find a version/, text.slice(-2000));
+    assert.match(text, /needs network access/);
+    assert.equal((await docker(['images', '-q', '--filter', 'label=io.sandbox-mcp.commit.session=' + s])).stdout, before,
+      'no image was tagged');
+  });
+});

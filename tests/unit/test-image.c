@@ -1,0 +1,118 @@
+/*
+ * test-image.c - image reference checks (docker's grammar: what the engine
+ * would refuse is refused before it is asked), base-tag matching across the
+ * spellings of one reference, and Dockerfile quoting of ENV/LABEL values.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#include "image.h"
+
+static void test_repository(void **state)
+{
+	static const char *good[] = { "a", "sandbox-mcp-commit", "my-project/analysis", "a.b_c__d---e",
+				      "localhost/x", "localhost:5000/team/img", "registry.example.com/a/b", "x9/y8" };
+	static const char *bad[] = { "", "UpperCase", "a//b", "-lead", "trail-", "a/b;rm", "a b", "a/", "/a",
+				     "a..b", "a___b", "x:y", "a/B", "a/b:c", ":5000/x", "host:/x" };
+	struct err e;
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
+		assert_int_equal(image_repository_check(good[i], &e), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		assert_int_equal(image_repository_check(bad[i], &e), -EINVAL);
+		assert_int_equal(e.code, ERRCODE_INVALID_ARGUMENT);
+	}
+	char longname[300];
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_int_equal(image_repository_check(longname, &e), -EINVAL);
+}
+
+static void test_tag(void **state)
+{
+	static const char *good[] = { "latest", "v1.2.3", "A_b-c.d", "_x", "0" };
+	static const char *bad[] = { "", "-t", ".t", "a b", "a:b", "a/b", "a$b" };
+	struct err e;
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
+		assert_int_equal(image_tag_check(good[i], &e), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		assert_int_equal(image_tag_check(bad[i], &e), -EINVAL);
+	char t[IMAGE_TAG_MAX + 2];
+	memset(t, 'a', sizeof(t) - 1);
+	t[sizeof(t) - 1] = '\0';
+	assert_int_equal(image_tag_check(t, &e), -EINVAL);
+	t[IMAGE_TAG_MAX] = '\0';
+	assert_int_equal(image_tag_check(t, &e), 0);
+}
+
+static void test_same_ref(void **state)
+{
+	(void)state;
+	assert_true(image_same_ref("debian", "debian:latest"));
+	assert_true(image_same_ref("docker.io/library/debian:bookworm", "debian:bookworm"));
+	assert_true(image_same_ref("library/debian", "docker.io/debian:latest"));
+	assert_true(image_same_ref("localhost:5000/x", "localhost:5000/x:latest"));
+	assert_false(image_same_ref("debian:bookworm", "debian:latest"));
+	assert_false(image_same_ref("a/debian", "debian"));
+	assert_false(image_same_ref("localhost:5000/x", "localhost/x"));
+}
+
+static void test_default_tag(void **state)
+{
+	struct session s = { 0 };
+	char tag[IMAGE_TAG_MAX + 1];
+	struct err e;
+	(void)state;
+	snprintf(s.id, sizeof(s.id), "0123456789ab");
+	image_default_tag(&s, tag, sizeof(tag));
+	assert_int_equal(image_tag_check(tag, &e), 0);
+	assert_int_equal(strncmp(tag, "0123456789ab-", 13), 0);
+	snprintf(s.name, sizeof(s.name), "my.session");
+	image_default_tag(&s, tag, sizeof(tag));
+	assert_int_equal(strncmp(tag, "my.session-", 11), 0);
+	/* a name a tag cannot start with falls back to the id */
+	snprintf(s.name, sizeof(s.name), "-x");
+	image_default_tag(&s, tag, sizeof(tag));
+	assert_int_equal(image_tag_check(tag, &e), 0);
+	assert_int_equal(tag[0], '0');
+}
+
+static void test_quote_and_changes(void **state)
+{
+	struct buf b;
+	(void)state;
+	buf_init(&b, 4096);
+	assert_int_equal(image_quote("a \"q\" $x \\y", &b), 0);
+	assert_string_equal(b.data, "\"a \\\"q\\\" \\$x \\\\y\"");
+	buf_reset(&b);
+	assert_int_equal(image_quote("two\nlines", &b), -EINVAL);
+	buf_finish(&b);
+
+	json_t *cfg = json_pack("{s:s, s:s, s:[s, s, s], s:[s], s:[], s:{s:s}}", "User", "sandbox", "WorkingDir", "/w",
+				"Env", "A=1", "B=x y", "BAD=a\nb", "Cmd", "sleep", "Entrypoint", "Labels", "k", "v\"");
+	json_t *ch = image_changes(cfg);
+	assert_int_equal(json_array_size(ch), 6);
+	assert_string_equal(json_string_value(json_array_get(ch, 0)), "USER sandbox");
+	assert_string_equal(json_string_value(json_array_get(ch, 1)), "WORKDIR /w");
+	assert_string_equal(json_string_value(json_array_get(ch, 2)), "ENV A=\"1\"");
+	assert_string_equal(json_string_value(json_array_get(ch, 3)), "ENV B=\"x y\"");
+	assert_string_equal(json_string_value(json_array_get(ch, 4)), "CMD [\"sleep\"]");
+	assert_string_equal(json_string_value(json_array_get(ch, 5)), "LABEL \"k\"=\"v\\\"\"");
+	json_decref(ch);
+	json_decref(cfg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_repository), cmocka_unit_test(test_tag),
+		cmocka_unit_test(test_same_ref),   cmocka_unit_test(test_default_tag),
+		cmocka_unit_test(test_quote_and_changes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
