@@ -775,6 +775,16 @@ void session_record(struct session *s, const char *kind, json_t *entry)
 		return;
 	if (!s->history)
 		s->history = json_array();
+	/* bounded: a session that clones in a loop must not grow the server without end */
+	if (json_array_size(s->history) >= SESSION_HISTORY_MAX) {
+		if (json_array_size(s->history) == SESSION_HISTORY_MAX) {
+			log_warnf("session %s: more than %d steps recorded; later ones are not", s->id,
+				  SESSION_HISTORY_MAX);
+			json_array_append_new(s->history, json_pack("{s:s}", "kind", "truncated"));
+		}
+		json_decref(entry);
+		return;
+	}
 	if (!s->history || json_object_set_new(entry, "kind", json_string(kind)) < 0 ||
 	    json_array_append(s->history, entry) < 0)
 		log_warnf("session %s: could not record a %s for session_export", s->id, kind);

@@ -103,6 +103,8 @@ json_t *session_json(const struct session *s);
 void session_key(struct session_mgr *m, const char *ref, char *out, size_t outsz);
 /* Live sessions. */
 unsigned session_count(struct session_mgr *m);
+/* Most steps a session's history keeps; one {"kind":"truncated"} entry follows them. */
+#define SESSION_HISTORY_MAX 1000
 /*
  * Appends entry (stolen; an object) to s->history with "kind" set to kind.
  * Only for calls running on s's FIFO, which is what orders them.
