@@ -54,6 +54,7 @@ static const char freeze_script[] = "command -v python3 >/dev/null 2>&1 || exit 
 
 /* Where the exported context goes: a tar being built, a host folder, or nowhere (listing only). */
 struct ctx_sink {
+	struct tool_ctx *ctx;
 	struct tar_writer *w;	    /* the build's context, or NULL */
 	const struct tar_sink *host; /* a host folder's extraction, or NULL */
 	bool host_skip;		    /* the host sink skipped the current entry */
@@ -71,6 +72,12 @@ struct build_tail {
 };
 
 static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+
+/* Says which stage the export is in (a progress notification, when the client asked for them). */
+static void stage(struct tool_ctx *ctx, const char *line)
+{
+	tool_progress_output(ctx, line, strlen(line));
+}
 
 static int sink_entry(void *arg, const struct tar_entry *e, struct err *err)
 {
@@ -110,6 +117,7 @@ static int sink_data(void *arg, const char *p, size_t n, struct err *err)
 {
 	struct ctx_sink *c = arg;
 	int r;
+	tool_progress_tick(c->ctx);
 	if (c->w && (r = tar_writer_data(c->w, p, n, err)) < 0)
 		return r;
 	if (c->host && !c->host_skip && (r = c->host->data(c->host->arg, p, n, err)) != TAR_OK)
@@ -635,11 +643,11 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			json_array_append(env, v);
 	}
 
-	tool_progress(ctx, 1, 0, "reading pip freeze");
+	stage(ctx, "reading pip freeze\n");
 	if ((r = freeze(ctx, s, &mine, &e_)) < 0)
 		goto fail;
 	if (json_array_size(mine)) {
-		tool_progress(ctx, 2, 0, "reading pip freeze of a fresh container of the base image");
+		stage(ctx, "reading pip freeze of a fresh container of the base image\n");
 		if ((r = base_freeze(ctx, base_id, &theirs, &e_)) < 0) {
 			snprintf(e_.msg + strlen(e_.msg), sizeof(e_.msg) - strlen(e_.msg),
 				 " (while starting a throwaway container of the base image to compare pip freeze)");
@@ -662,7 +670,8 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			goto fail;
 	}
 	sink.w = w;
-	tool_progress(ctx, 3, 0, "reading the workspace");
+	sink.ctx = ctx;
+	stage(ctx, "reading the workspace\n");
 	struct tar_sink ts = { sink_entry, sink_data, sink_end, sink_skipped, &sink };
 	struct tar_limits lim = { .entries = FILES_ENTRIES_MAX,
 				  .entry_size = files_max_bytes(cfg),
@@ -757,7 +766,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		}
 		_cleanup_free_ char *query =
 			xasprintf("t=%s&labels=%s&networkmode=none&rm=1&forcerm=1", eref, elabels);
-		tool_progress(ctx, 4, 0, "building the export");
+		stage(ctx, "building the export\n");
 		int64_t t0 = now_ms();
 		r = engine_build(e, ctx->call, query, tarbuf.data, tarbuf.len, build_message, &bt, image_id, &e_);
 		build_ms = now_ms() - t0;

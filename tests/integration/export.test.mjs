@@ -127,6 +127,26 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     assert.deepEqual(readdirSync(outside), [], 'nothing was written outside');
   });
 
+  test('an image without python: files, env and user only; the build starts a session with the same files', async () => {
+    const s = (await srv.createSession({ image: 'debian:bookworm-slim', name: 'export-slim', env: { SLIM: '1' } })).session_id;
+    await srv.ok('file_write', { session_id: s, path: 'notes/n.txt', content: 'slim\n' });
+    const res = await srv.call('session_export', { session_id: s, build: true, repository: REPO }, { timeoutMs: 300000 });
+    assert.ok(!res.isError, show(res));
+    const x = res.structuredContent;
+    created.add(x.reference);
+    assert.match(x.dockerfile, /^FROM debian:bookworm-slim$/m);
+    assert.doesNotMatch(x.dockerfile, /pip/);
+    assert.match(x.dockerfile, /^ENV SLIM="1"$/m);
+    assert.deepEqual(x.pip, []);
+    const s2 = (await srv.createSession({ image: x.reference })).session_id;
+    const [a, b] = await Promise.all([srv.sh(LISTING, { session_id: s }), srv.sh(LISTING, { session_id: s2 })]);
+    assert.equal(b.stdout, a.stdout);
+    assert.equal((await srv.sh('echo $SLIM; id -u', { session_id: s2 })).stdout,
+      (await srv.sh('echo $SLIM; id -u', { session_id: s })).stdout);
+    await srv.ok('session_close', { session_id: s2 });
+    await srv.ok('session_close', { session_id: s });
+  });
+
   test('a build that needs an index fails offline and reports the builder output', async () => {
     const s = (await srv.createSession({ name: 'export-fail' })).session_id;
     await writePackage(srv, s, 'src/gonepkg', 'gonepkg', '2.0', 'gone');
