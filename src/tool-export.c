@@ -188,7 +188,11 @@ static int freeze(struct tool_ctx *ctx, struct session *s, json_t **ret, struct 
 		while (p < end) {
 			const char *nl = memchr(p, '\n', (size_t)(end - p));
 			size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-			if (n && p[0] != '#')
+			bool plain = true;
+			for (size_t k = 0; k < n; k++)
+				plain = plain && (unsigned char)p[k] >= 0x20 && p[k] != 0x7f;
+			/* a line with control bytes could not be written into the Dockerfile safely: left out */
+			if (n && p[0] != '#' && plain)
 				json_array_append_new(lines, json_string_lossy(p, n));
 			p += n + 1;
 		}
@@ -285,6 +289,13 @@ static void shell_quote(struct buf *b, const char *s)
 	buf_append_str(b, "'");
 }
 
+/* True for an absolute, normalised path free of control bytes (it goes into the context and the Dockerfile). */
+static bool path_normal(const char *path)
+{
+	char norm[PATHSAFE_MAX + 1];
+	return path[0] == '/' && path_resolve("/", path, norm, sizeof(norm)) == 0 && strcmp(norm, path) == 0;
+}
+
 /* Decodes a file:// URL's path (percent escapes) into out. false when it is not a local absolute path. */
 static bool file_url_path(const char *url, char *out, size_t outsz)
 {
@@ -306,7 +317,7 @@ static bool file_url_path(const char *url, char *out, size_t outsz)
 		}
 	}
 	out[o] = '\0';
-	return *p == '\0' && !strchr(out, '\n');
+	return *p == '\0' && path_normal(out);
 }
 
 /* The pieces of the Dockerfile pip needs, from the two freezes. */
@@ -347,7 +358,7 @@ static void plan_make(const char *ws, json_t *mine, json_t *base, json_t *archiv
 		const char *eq = strstr(line, "==");
 		if (strncmp(line, "-e ", 3) == 0) {
 			const char *target = line + 3;
-			if (target[0] == '/' && path_within(ws, target))
+			if (path_normal(target) && path_within(ws, target))
 				json_array_append_new(p->editable, json_string(target));
 			else if (file_url_path(target, path, sizeof(path)) && path_within(ws, path))
 				json_array_append_new(p->editable, json_string(path));
@@ -470,8 +481,11 @@ static void dockerfile_make(const struct export_info *x, struct buf *b)
 	size_t n = 0;
 	json_array_foreach (x->modes, i, v) {
 		const char *p = json_string_value(json_array_get(v, 0));
-		if (strchr(p, '\n'))
-			continue;
+		bool plain = true;
+		for (const char *q = p; *q; q++)
+			plain = plain && (unsigned char)*q >= 0x20 && *q != 0x7f;
+		if (!plain)
+			continue; /* no Dockerfile line can name it: it keeps the context's mode */
 		if (n % EXPORT_CHMOD_PER_LINE == 0)
 			buf_printf(b, "%sRUN cd %s", n ? "\n" : "", x->ws);
 		buf_printf(b, " && chmod %o ", (unsigned)json_integer_value(json_array_get(v, 1)));
