@@ -43,8 +43,13 @@
 #define EXPORT_CHMOD_PER_LINE 40
 /* Bytes of the build's output quoted when it fails. */
 #define EXPORT_BUILD_TAIL 3000
-/* Bytes of a pip freeze read. */
+/* Bytes and lines of a pip freeze read (it comes from the sandbox: bounded like any input). */
 #define EXPORT_FREEZE_MAX (1u << 20)
+#define EXPORT_FREEZE_LINES_MAX 5000
+/* Wheels and sdists in the workspace looked at for `name==version` lines. */
+#define EXPORT_ARCHIVES_MAX 5000
+/* Local package files outside the workspace carried in the context (their bytes count against SANDBOX_MAX_UPLOAD_MB). */
+#define EXPORT_OUTSIDE_MAX 64
 
 static const char workspace_script[] = FILES_TAR_ENV "cd -- \"$1\" || exit 66\n"
 						     "exec tar -c -f - .\n";
@@ -89,8 +94,10 @@ static int sink_entry(void *arg, const struct tar_entry *e, struct err *err)
 	if (e->type == TAR_TYPE_FILE) {
 		size_t n = strlen(e->path);
 		if ((n > 4 && strcmp(e->path + n - 4, ".whl") == 0) || (n > 7 && strcmp(e->path + n - 7, ".tar.gz") == 0) ||
-		    (n > 4 && strcmp(e->path + n - 4, ".zip") == 0))
-			json_array_append_new(c->archives, json_string(e->path));
+		    (n > 4 && strcmp(e->path + n - 4, ".zip") == 0)) {
+			if (json_array_size(c->archives) < EXPORT_ARCHIVES_MAX)
+				json_array_append_new(c->archives, json_string(e->path));
+		}
 		c->files++;
 		c->bytes += e->size;
 	} else if (e->path[0]) {
@@ -192,8 +199,16 @@ static int freeze(struct tool_ctx *ctx, struct session *s, json_t **ret, struct 
 			for (size_t k = 0; k < n; k++)
 				plain = plain && (unsigned char)p[k] >= 0x20 && p[k] != 0x7f;
 			/* a line with control bytes could not be written into the Dockerfile safely: left out */
-			if (n && p[0] != '#' && plain)
+			if (n && p[0] != '#' && plain) {
+				if (json_array_size(lines) == EXPORT_FREEZE_LINES_MAX) {
+					json_decref(lines);
+					buf_finish(&out);
+					return err_set(err, ERRCODE_TOO_LARGE, -E2BIG,
+						       "pip freeze lists more than %d packages: too many to export",
+						       EXPORT_FREEZE_LINES_MAX);
+				}
 				json_array_append_new(lines, json_string_lossy(p, n));
+			}
 			p += n + 1;
 		}
 	}
@@ -705,13 +720,21 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		goto fail;
 
 	plan_make(cfg->workspace, mine, theirs, sink.archives, &plan);
+	if (json_array_size(plan.outside) > EXPORT_OUTSIDE_MAX) {
+		err_set(&e_, ERRCODE_TOO_LARGE, -E2BIG,
+			"%zu packages were installed from files outside %s, more than the %d an export carries: move "
+			"them into the workspace and install them from there",
+			json_array_size(plan.outside), cfg->workspace, EXPORT_OUTSIDE_MAX);
+		goto fail;
+	}
+	uint64_t outside_bytes = 0;
 	json_array_foreach (plan.outside, i, v) {
 		struct buf data;
 		uint64_t size;
 		unsigned mode;
 		char cpath[PATHSAFE_MAX + 8];
-		if ((r = files_pull_file(ctx, s, json_string_value(v), 0, UINT64_MAX, files_max_bytes(cfg), &data, &size,
-					 &mode, &e_)) < 0) {
+		if ((r = files_pull_file(ctx, s, json_string_value(v), 0, UINT64_MAX, files_max_bytes(cfg) - outside_bytes,
+					 &data, &size, &mode, &e_)) < 0) {
 			snprintf(e_.msg + strlen(e_.msg), sizeof(e_.msg) - strlen(e_.msg),
 				 " (a package was installed from it; the export needs it in its context)");
 			goto fail;
@@ -720,6 +743,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		r = sink_add(&sink, cpath, data.data ? data.data : "", data.len, &e_);
 		sink.files++;
 		sink.bytes += data.len;
+		outside_bytes += data.len;
 		buf_finish(&data);
 		if (r < 0)
 			goto fail;

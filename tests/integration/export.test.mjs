@@ -45,9 +45,13 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     // one package from its source folder (freeze: name @ file://), one from a wheel via --find-links (name==version)
     await writePackage(srv, sid, 'src/exportpkg', 'exportpkg', '1.2.3', 'exported');
     await writePackage(srv, sid, 'src/wheelpkg', 'wheelpkg', '0.9', 'wheeled');
+    await writePackage(srv, sid, 'src/tmppkg', 'tmppkg', '4.5', 'tmp');
     await srv.sh('python3 -m pip install --no-index --no-build-isolation ./src/exportpkg && ' +
       'python3 -m pip wheel --no-deps --no-index --no-build-isolation -w dist ./src/wheelpkg && ' +
-      'python3 -m pip install --no-index --find-links dist wheelpkg==0.9', { session_id: sid }, { timeoutMs: 180000 });
+      'python3 -m pip install --no-index --find-links dist wheelpkg==0.9 && ' +
+      // and one from a wheel file outside the workspace (freeze: name @ file:///tmp/...)
+      'python3 -m pip wheel --no-deps --no-index --no-build-isolation -w /tmp/wh ./src/tmppkg && ' +
+      'python3 -m pip install --no-index /tmp/wh/tmppkg-4.5-py3-none-any.whl', { session_id: sid }, { timeoutMs: 180000 });
   });
 
   after(async () => {
@@ -71,6 +75,7 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     assert.match(x.dockerfile, /--find-links '\/workspace\/dist' 'wheelpkg==0\.9'/);
     assert.match(x.dockerfile, /--no-build-isolation '\/workspace\/src\/exportpkg'/);
     assert.match(x.dockerfile, /^ENV EXPORT_VAR=/m);
+    assert.match(x.dockerfile, /^COPY --chown=sandbox files\/tmp\/wh\/tmppkg-4\.5-py3-none-any\.whl \/tmp\/wh\/tmppkg-4\.5-py3-none-any\.whl$/m);
     assert.deepEqual(x.pip_needs_index, []);
     assert.ok(x.pip.includes('wheelpkg==0.9'), JSON.stringify(x.pip));
     assert.ok(res.content.some((b) => b.type === 'text' && b.text.includes(`session_create {image: "${x.reference}"}`)));
@@ -86,10 +91,11 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     const [fa, fb] = [await srv.sh(FREEZE, { session_id: sid }), await srv.sh(FREEZE, { session_id: s2 })];
     assert.match(fa.stdout, /^exportpkg @ file:\/\/\/workspace\/src\/exportpkg$/m);
     assert.match(fa.stdout, /^wheelpkg==0\.9$/m);
+    assert.match(fa.stdout, /^tmppkg @ file:\/\/\/tmp\/wh\/tmppkg-4\.5-py3-none-any\.whl$/m);
     assert.equal(fb.stdout, fa.stdout, 'pip freeze is identical');
-    const imp = await srv.sh('cd / && python3 -c "import exportpkg, wheelpkg; print(exportpkg.VALUE, wheelpkg.VALUE)"' +
+    const imp = await srv.sh('cd / && python3 -c "import exportpkg, wheelpkg, tmppkg; print(exportpkg.VALUE, wheelpkg.VALUE, tmppkg.VALUE)"' +
       ' && printf %s "$EXPORT_VAR" && echo && id -un && pwd', { session_id: s2 });
-    assert.equal(imp.stdout, `exported wheeled\n${ENV_VALUE}\nsandbox\n/\n`);
+    assert.equal(imp.stdout, `exported wheeled tmp\n${ENV_VALUE}\nsandbox\n/\n`);
     const wd = await srv.sh('pwd', { session_id: s2 });
     assert.equal(wd.stdout, '/workspace\n');
     await srv.ok('session_close', { session_id: s2 });
