@@ -18,6 +18,8 @@
 #include "errcode.h"
 #include "session.h"
 
+/* Largest Dockerfile written. */
+#define DOCKERFILE_MAX (4u << 20)
 /* Paths per `RUN chmod` line. */
 #define DOCKERFILE_CHMOD_PER_LINE 40
 /* Lines of a pip freeze taken (it comes from the sandbox: bounded like any input). */

@@ -1065,14 +1065,14 @@ int engine_image_import(struct engine *e, struct call *call, const char *repo, c
 	return long_close(call, conn, r, err);
 }
 
-int engine_build(struct engine *e, struct call *call, const char *query, const void *tar, size_t len,
+int engine_build(struct engine *e, struct call *call, const char *query, engine_source_fn src, void *src_arg,
 		 engine_message_fn on_msg, void *msg_arg, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
 {
 	struct http_conn *conn;
 	struct http_response resp;
 	json_t *last = NULL;
 	_cleanup_free_ char *path = xasprintf("/build?%s", query);
-	int r = long_open(e, call, "POST", path, "application/x-tar", tar, len, NULL, NULL, &conn, &resp, err);
+	int r = long_open(e, call, "POST", path, "application/x-tar", NULL, 0, src, src_arg, &conn, &resp, err);
 	if (r < 0)
 		return r;
 	if (resp.status >= 400)

@@ -20,12 +20,16 @@
  *  - env (the container's variables the base image lacks), workdir, user;
  *    git clones recorded in the session's history as comments (their files,
  *    .git included, are part of the workspace).
- * Builds run with network "none", like the sessions.
+ * Builds run with network "none", like the sessions. The build's context
+ * is written to an unnamed temporary file as the workspace streams in and
+ * sent from there in chunks, so memory stays at a few chunks whatever the
+ * workspace's size (within SANDBOX_MAX_UPLOAD_MB).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,7 +62,10 @@ static const char freeze_script[] = "command -v python3 >/dev/null 2>&1 || exit 
 /* Where the exported context goes: a tar being built, a host folder, or nowhere (listing only). */
 struct ctx_sink {
 	struct tool_ctx *ctx;
-	struct tar_writer *w;	    /* the build's context, or NULL */
+	struct tar_writer *w;	    /* the build's context (NULL: no build), spilled to spill_fd */
+	struct buf *tar;
+	int spill_fd;
+	uint64_t spilled;
 	const struct tar_sink *host; /* a host folder's extraction, or NULL */
 	bool host_skip;		    /* the host sink skipped the current entry */
 	json_t *modes;		    /* [[workspace-relative path, mode]] other than 0644 files / 0755 folders */
@@ -80,6 +87,23 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 static void stage(struct tool_ctx *ctx, const char *line)
 {
 	tool_progress_output(ctx, line, strlen(line));
+}
+
+/*
+ * Moves what the tar writer produced to the spill file: the build's context
+ * is kept on disk, not in memory, until it is sent.
+ */
+static int spill(struct ctx_sink *c, int r, struct err *err)
+{
+	if (r < 0 || !c->tar || c->tar->len == 0)
+		return r;
+	int w = write_full(c->spill_fd, c->tar->data, c->tar->len);
+	if (w < 0)
+		return err_set(err, ERRCODE_INTERNAL, w, "writing the build context to a temporary file failed: %s",
+			       strerror(-w));
+	c->spilled += c->tar->len;
+	buf_reset(c->tar);
+	return r;
 }
 
 static int sink_entry(void *arg, const struct tar_entry *e, struct err *err)
@@ -106,7 +130,7 @@ static int sink_entry(void *arg, const struct tar_entry *e, struct err *err)
 	out.path = c->path;
 	out.mode = want;
 	int r;
-	if (c->w && (r = tar_writer_add(c->w, &out, err)) < 0)
+	if (c->w && (r = spill(c, tar_writer_add(c->w, &out, err), err)) < 0)
 		return r;
 	c->host_skip = false;
 	if (c->host) {
@@ -123,7 +147,7 @@ static int sink_data(void *arg, const char *p, size_t n, struct err *err)
 	struct ctx_sink *c = arg;
 	int r;
 	tool_progress_tick(c->ctx);
-	if (c->w && (r = tar_writer_data(c->w, p, n, err)) < 0)
+	if (c->w && (r = spill(c, tar_writer_data(c->w, p, n, err), err)) < 0)
 		return r;
 	if (c->host && !c->host_skip && (r = c->host->data(c->host->arg, p, n, err)) != TAR_OK)
 		return r;
@@ -152,8 +176,13 @@ static int sink_add(struct ctx_sink *c, const char *path, const char *data, size
 {
 	struct tar_entry e = { .path = path, .type = TAR_TYPE_FILE, .size = n, .mode = 0644, .mtime = time(NULL) };
 	int r;
-	if (c->w && ((r = tar_writer_add(c->w, &e, err)) < 0 || (r = tar_writer_data(c->w, data, n, err)) < 0))
+	if (c->w && (r = spill(c, tar_writer_add(c->w, &e, err), err)) < 0)
 		return r;
+	for (size_t off = 0; c->w && off < n; off += TAR_CHUNK) {
+		size_t k = n - off < TAR_CHUNK ? n - off : TAR_CHUNK;
+		if ((r = spill(c, tar_writer_data(c->w, data + off, k, err), err)) < 0)
+			return r;
+	}
 	if (c->host) {
 		/* its folders first: the host extraction makes each one it is given */
 		char dir[PATHSAFE_MAX + 1];
@@ -221,6 +250,22 @@ static int base_freeze(struct tool_ctx *ctx, const char *image, json_t **ret, st
 	return r;
 }
 
+struct spill_src {
+	int fd;
+};
+
+static ssize_t spill_source(void *arg, void *p, size_t n, struct err *err)
+{
+	struct spill_src *src = arg;
+	ssize_t k;
+	do
+		k = read(src->fd, p, n);
+	while (k < 0 && errno == EINTR);
+	if (k < 0)
+		return err_set(err, ERRCODE_INTERNAL, -errno, "reading the build context back: %s", strerror(errno));
+	return k;
+}
+
 static void build_message(void *arg, json_t *msg)
 {
 	struct build_tail *t = arg;
@@ -261,8 +306,9 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	int dfd = -1, r;
 
 	err_clear(&e_);
-	buf_init(&tarbuf, files_max_bytes(cfg) + (16u << 20));
-	buf_init(&df, 4u << 20);
+	buf_init(&tarbuf, DOCKERFILE_MAX + (1u << 20));
+	sink.spill_fd = -1;
+	buf_init(&df, DOCKERFILE_MAX);
 	sink.modes = json_array();
 	sink.archives = json_array();
 	sink.skipped = json_array();
@@ -329,8 +375,18 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	}
 
 	/* the context: the workspace through the sandbox user's tar, to a tar for the build and/or a host folder */
-	if (build && (r = tar_writer_create(&tarbuf, &w, &e_)) < 0)
-		goto fail;
+	if (build) {
+		const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+		sink.spill_fd = open(tmp, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+		if (sink.spill_fd < 0) {
+			err_set(&e_, ERRCODE_INTERNAL, -errno, "cannot make a temporary file in %.200s for the build context: %s",
+				tmp, strerror(errno));
+			goto fail;
+		}
+		if ((r = tar_writer_create(&tarbuf, &w, &e_)) < 0)
+			goto fail;
+		sink.tar = &tarbuf;
+	}
 	if (host_dir) {
 		snprintf(folder, sizeof(folder), "sandbox-mcp-export-%s-%lld", s->id, (long long)time(NULL));
 		if ((r = hostfs_extract_begin(dfd, folder, false, &x, &e_)) < 0)
@@ -410,8 +466,9 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	}
 	struct tar_entry dfe = { .path = "Dockerfile", .type = TAR_TYPE_FILE, .size = df.len, .mode = 0644,
 				 .mtime = time(NULL) };
-	if (w && ((r = tar_writer_add(w, &dfe, &e_)) < 0 || (r = tar_writer_data(w, df.data, df.len, &e_)) < 0 ||
-		  (r = tar_writer_close(w, &e_)) < 0))
+	if (w && ((r = spill(&sink, tar_writer_add(w, &dfe, &e_), &e_)) < 0 ||
+		  (r = spill(&sink, tar_writer_data(w, df.data, df.len, &e_), &e_)) < 0 ||
+		  (r = spill(&sink, tar_writer_close(w, &e_), &e_)) < 0))
 		goto fail;
 	if (x) {
 		if ((r = sink.host->entry(sink.host->arg, &dfe, &e_)) < 0 ||
@@ -422,7 +479,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			goto fail;
 	}
 
-	uint64_t context_bytes = w ? tarbuf.len : sink.bytes + df.len;
+	uint64_t context_bytes = w ? sink.spilled : sink.bytes + df.len;
 	int64_t build_ms = 0;
 	if (build) {
 		struct build_tail bt = { .ctx = ctx };
@@ -448,7 +505,13 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			xasprintf("t=%s&labels=%s&networkmode=none&rm=1&forcerm=1", eref, elabels);
 		stage(ctx, "building the export\n");
 		int64_t t0 = now_ms();
-		r = engine_build(e, ctx->call, query, tarbuf.data, tarbuf.len, build_message, &bt, image_id, &e_);
+		struct spill_src src = { .fd = sink.spill_fd };
+		if (lseek(sink.spill_fd, 0, SEEK_SET) < 0) {
+			buf_finish(&bt.text);
+			err_set(&e_, ERRCODE_INTERNAL, -errno, "rewinding the build context: %s", strerror(errno));
+			goto fail;
+		}
+		r = engine_build(e, ctx->call, query, spill_source, &src, build_message, &bt, image_id, &e_);
 		build_ms = now_ms() - t0;
 		if (r < 0) {
 			char msg[ERR_MSG_MAX];
@@ -510,6 +573,8 @@ out:
 	if (dfd >= 0)
 		close(dfd);
 	tar_writer_destroy(w);
+	if (sink.spill_fd >= 0)
+		close(sink.spill_fd);
 	buf_finish(&tarbuf);
 	buf_finish(&df);
 	dockerfile_pip_finish(&plan);
