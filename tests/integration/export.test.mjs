@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, readFileSync, statSync, readdirSync, rmSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Server, suite, requireEngine, cleanup, show, docker } from './lib/harness.mjs';
+import { Server, suite, requireEngine, cleanup, show, docker, serverIsSanitized } from './lib/harness.mjs';
 import { writePackage } from './lib/packages.mjs';
 
 const REPO = 'sandbox-mcp-test/export';
@@ -20,6 +20,9 @@ const ENV_VALUE = 'a "quoted" $dollar \\back value';
 const LISTING = 'cd /workspace && find . -mindepth 1 -printf "%y %m %P\\n" | LC_ALL=C sort && ' +
   'find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum';
 const FREEZE = 'cd / && python3 -m pip freeze --all';
+// a workspace file large enough that holding the context in memory would show in the server's peak RSS
+const BIG_MIB = 24;
+const RSS_CAP_KIB = (serverIsSanitized() ? 160 : 20) * 1024;
 
 describe('session_export', suite({ timeout: 900000 }), () => {
   let srv;
@@ -41,7 +44,8 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     await srv.ok('file_write', { session_id: sid, path: 'data/deep/er/b.csv', content: 'x,y\n1,2\n' });
     await srv.ok('file_write', { session_id: sid, path: 'run.sh', content: '#!/bin/sh\necho run\n' });
     await srv.ok('file_write', { session_id: sid, path: 'private.txt', content: 'secret\n' });
-    await srv.sh('chmod 755 run.sh && chmod 600 private.txt && mkdir -p locked && chmod 700 locked', { session_id: sid });
+    await srv.sh('chmod 755 run.sh && chmod 600 private.txt && mkdir -p locked && chmod 700 locked && ' +
+      `head -c ${BIG_MIB}M /dev/urandom > data/big.bin`, { session_id: sid });
     // one package from its source folder (freeze: name @ file://), one from a wheel via --find-links (name==version)
     await writePackage(srv, sid, 'src/exportpkg', 'exportpkg', '1.2.3', 'exported');
     await writePackage(srv, sid, 'src/wheelpkg', 'wheelpkg', '0.9', 'wheeled');
@@ -68,7 +72,10 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     const x = res.structuredContent;
     created.add(x.reference);
     if (process.env.SHOW_DOCKERFILE) console.log(x.dockerfile);
-    console.log(`export + build took ${Date.now() - t0} ms (build ${x.build_ms} ms), context ${x.context_bytes} bytes`);
+    console.log(`export + build took ${Date.now() - t0} ms (build ${x.build_ms} ms), context ${x.context_bytes} bytes, ` +
+      `server peak RSS ${srv.peakRssKiB()} KiB`);
+    assert.ok(x.context_bytes > BIG_MIB << 20, `the context carries the big file: ${x.context_bytes}`);
+    assert.ok(srv.peakRssKiB() < RSS_CAP_KIB, `the context streams: server peak RSS ${srv.peakRssKiB()} KiB`);
     assert.match(x.image_id, /^sha256:[0-9a-f]{64}$/);
     assert.match(x.dockerfile, /^FROM sandbox-mcp-python:latest$/m);
     assert.match(x.dockerfile, /^COPY --chown=sandbox workspace\/ \/workspace\/$/m);
