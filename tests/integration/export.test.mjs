@@ -143,10 +143,16 @@ describe('session_export', suite({ timeout: 900000 }), () => {
   test('an image without python: files, env and user only; the build starts a session with the same files', async () => {
     const s = (await srv.createSession({ image: 'debian:bookworm-slim', name: 'export-slim', env: { SLIM: '1' } })).session_id;
     await srv.ok('file_write', { session_id: s, path: 'notes/n.txt', content: 'slim\n' });
-    const res = await srv.call('session_export', { session_id: s, build: true, repository: REPO }, { timeoutMs: 300000 });
+    // with a progress token: stages and build output arrive as notifications/progress
+    const progress = [];
+    const res = await srv.client.callTool({ name: 'session_export', arguments: { session_id: s, build: true, repository: REPO } },
+      undefined, { timeout: 300000, onprogress: (p) => progress.push(p) });
     assert.ok(!res.isError, show(res));
     const x = res.structuredContent;
     created.add(x.reference);
+    assert.ok(progress.length >= 1, 'progress notifications were sent');
+    assert.ok(progress.every((p, i) => i === 0 || p.progress > progress[i - 1].progress), JSON.stringify(progress));
+    assert.match(progress[0].message, /reading pip freeze|reading the workspace|building|Step/, JSON.stringify(progress));
     assert.match(x.dockerfile, /^FROM debian:bookworm-slim$/m);
     assert.doesNotMatch(x.dockerfile, /pip/);
     assert.match(x.dockerfile, /^ENV SLIM="1"$/m);
