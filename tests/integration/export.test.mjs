@@ -166,6 +166,24 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     await srv.ok('session_close', { session_id: s });
   });
 
+  test('a cancelled build tags nothing and leaves the session usable', async () => {
+    const tag = `cancel-${process.pid}`;
+    const ac = new AbortController();
+    const t0 = Date.now();
+    const call = srv.call('session_export', { session_id: sid, build: true, repository: REPO, tag },
+      { timeoutMs: 300000, signal: ac.signal });
+    // mid-way: after the freezes, while the context is read or the build runs
+    setTimeout(() => ac.abort(), 4000);
+    await assert.rejects(call);
+    const after = await srv.sh('echo alive', { session_id: sid });
+    assert.equal(after.stdout, 'alive\n');
+    // the engine may finish a step it already started; give it a moment, then nothing may carry the tag
+    await new Promise((r) => setTimeout(r, 3000));
+    const img = await docker(['image', 'inspect', `${REPO}:${tag}`]);
+    if (img.code === 0) created.add(`${REPO}:${tag}`);
+    assert.notEqual(img.code, 0, `cancelled after ${Date.now() - t0} ms, yet ${REPO}:${tag} exists`);
+  });
+
   test('a build that needs an index fails offline and reports the builder output', async () => {
     const s = (await srv.createSession({ name: 'export-fail' })).session_id;
     await writePackage(srv, s, 'src/gonepkg', 'gonepkg', '2.0', 'gone');
