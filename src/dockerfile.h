@@ -20,6 +20,8 @@
 
 /* Largest Dockerfile written. */
 #define DOCKERFILE_MAX (4u << 20)
+/* Workspace entries whose mode a Dockerfile restores at most. */
+#define DOCKERFILE_MODES_MAX 10000
 /* Paths per `RUN chmod` line. */
 #define DOCKERFILE_CHMOD_PER_LINE 40
 /* Lines of a pip freeze taken (it comes from the sandbox: bounded like any input). */

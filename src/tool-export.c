@@ -111,8 +111,14 @@ static int sink_entry(void *arg, const struct tar_entry *e, struct err *err)
 	struct ctx_sink *c = arg;
 	unsigned want = e->type == TAR_TYPE_DIR ? 0755 : 0644;
 
-	if (e->path[0] && e->mode != want)
+	if (e->path[0] && e->mode != want) {
+		if (json_array_size(c->modes) == DOCKERFILE_MODES_MAX)
+			return err_set(err, ERRCODE_TOO_LARGE, -E2BIG,
+				       "more than %d workspace files or folders have modes other than 0644/0755: too many "
+				       "to restore in a Dockerfile (chmod them, or use session_commit)",
+				       DOCKERFILE_MODES_MAX);
 		json_array_append_new(c->modes, json_pack("[s, i]", e->path, (int)e->mode));
+	}
 	if (e->type == TAR_TYPE_FILE) {
 		size_t n = strlen(e->path);
 		if ((n > 4 && strcmp(e->path + n - 4, ".whl") == 0) || (n > 7 && strcmp(e->path + n - 7, ".tar.gz") == 0) ||
@@ -279,10 +285,15 @@ static void build_message(void *arg, json_t *msg)
 		size_t k = strcspn(s, "\n");
 		snprintf(t->step, sizeof(t->step), "%.*s", (int)k, s);
 	}
-	if (t->text.len + n > EXPORT_BUILD_TAIL)
-		buf_consume(&t->text, t->text.len + n > EXPORT_BUILD_TAIL * 2 ? t->text.len : t->text.len / 2);
-	buf_append(&t->text, s, n);
 	tool_progress_output(t->ctx, s, n);
+	/* keep the last EXPORT_BUILD_TAIL bytes (and at most twice that) */
+	if (n > EXPORT_BUILD_TAIL) {
+		s += n - EXPORT_BUILD_TAIL;
+		n = EXPORT_BUILD_TAIL;
+	}
+	if (t->text.len + n > 2 * EXPORT_BUILD_TAIL)
+		buf_consume(&t->text, t->text.len + n - EXPORT_BUILD_TAIL);
+	buf_append(&t->text, s, n);
 }
 
 static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
@@ -308,7 +319,8 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	err_clear(&e_);
 	buf_init(&tarbuf, DOCKERFILE_MAX + (1u << 20));
 	sink.spill_fd = -1;
-	buf_init(&df, DOCKERFILE_MAX);
+	/* unbounded while written (its inputs are bounded), checked against DOCKERFILE_MAX after */
+	buf_init(&df, SIZE_MAX);
 	sink.modes = json_array();
 	sink.archives = json_array();
 	sink.skipped = json_array();
@@ -460,8 +472,9 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		.history = s->history,
 	};
 	dockerfile_write(&info, &df);
-	if (df.len == df.max) {
-		err_set(&e_, ERRCODE_TOO_LARGE, -EMSGSIZE, "the Dockerfile would be larger than %zu bytes", df.max);
+	if (df.len > DOCKERFILE_MAX) {
+		err_set(&e_, ERRCODE_TOO_LARGE, -EMSGSIZE, "the Dockerfile would be larger than %u bytes",
+			DOCKERFILE_MAX);
 		goto fail;
 	}
 	struct tar_entry dfe = { .path = "Dockerfile", .type = TAR_TYPE_FILE, .size = df.len, .mode = 0644,
@@ -521,7 +534,9 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 				"it yourself with network access) and try again",
 				bt.step[0] ? " at " : "", bt.step, msg);
 			tool_fail(res, &e_);
-			tool_text(res, "Build output (last part):\n%.*s", (int)bt.text.len, bt.text.data ? bt.text.data : "");
+			size_t skip = bt.text.len > EXPORT_BUILD_TAIL ? bt.text.len - EXPORT_BUILD_TAIL : 0;
+			tool_text_bytes(res, "Build output (last part):\n", bt.text.data ? bt.text.data + skip : "",
+					bt.text.len - skip);
 			tool_text(res, "%s", df.data);
 			buf_finish(&bt.text);
 			goto out;
