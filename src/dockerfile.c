@@ -263,11 +263,16 @@ void dockerfile_write(const struct dockerfile_info *x, struct buf *b)
 		   x->s->name[0] ? " (\"" : "", x->s->name, x->s->name[0] ? "\")" : "", stamp, SANDBOX_VERSION);
 	buf_printf(b, "# Build it offline, like the session ran: docker build --network none -t <name> .\n");
 	buf_printf(b, "# Base image %s was %s when the session started", x->s->image, x->base_id);
-	if (!x->base_ref_id[0])
-		buf_printf(b, "; that tag is gone now: tag %s again first", x->base_id);
-	else if (strcmp(x->base_ref_id, x->base_id) != 0)
-		buf_printf(b, "; the tag names %s now: use FROM %s for the exact base", x->base_ref_id, x->base_id);
-	buf_printf(b, ".\nFROM %s\n\n", x->s->image);
+	if (x->base_ref_id[0] && strcmp(x->base_ref_id, x->base_id) == 0) {
+		buf_printf(b, ".\nFROM %s\n\n", x->s->image);
+	} else {
+		/* the tag is gone or names another image now: the exact base is its id (the container keeps it) */
+		if (!x->base_ref_id[0])
+			buf_printf(b, "; that tag is gone now, so this starts from its id");
+		else
+			buf_printf(b, "; the tag names %s now, so this starts from the id it had", x->base_ref_id);
+		buf_printf(b, ".\nFROM %s\n\n", x->base_id);
+	}
 
 	buf_printf(b, "# The workspace (folders 0755, files 0644 in this context; other modes below)\n");
 	buf_printf(b, "COPY --chown=%s workspace/ %s/\n", x->s->user, x->ws);

@@ -860,7 +860,7 @@ static int long_close(struct call *call, struct http_conn *conn, int r, struct e
 			r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
 	}
 	http_conn_destroy(conn);
-	return r < 0 ? engine_hint(err, r) : r;
+	return r < 0 && r != -ENOEXEC ? engine_hint(err, r) : r;
 }
 
 /* Reads a >= 400 answer's message into err (404: what is missing is an image). Returns -EIO or -ENOENT. */
@@ -936,8 +936,9 @@ static int read_messages(struct http_conn *conn, engine_message_fn on_msg, void 
 		}
 	}
 	buf_finish(&in);
+	/* the build's (or import's) own failure: its message says what went wrong, no engine hint */
 	if (r == 0 && failed[0])
-		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "%s", failed);
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -ENOEXEC, "%s", failed);
 	if (r == 0 && ret_last)
 		*ret_last = last;
 	else

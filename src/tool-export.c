@@ -492,6 +492,20 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			goto fail;
 	}
 
+	if (build && json_array_size(plan.online)) {
+		/* the build runs offline like the sessions: pip would retry an index it cannot reach, then fail */
+		err_set(&e_, ERRCODE_INVALID_ARGUMENT, -ENETUNREACH,
+			"build: true builds offline, and %zu package%s came from an index or a URL (%s%s): put %s wheel%s "
+			"in the workspace (e.g. pip download or pip wheel into a folder there) and export again, or build "
+			"the Dockerfile below yourself with network access",
+			json_array_size(plan.online), json_array_size(plan.online) == 1 ? "" : "s",
+			json_string_value(json_array_get(plan.online, 0)), json_array_size(plan.online) > 1 ? ", ..." : "",
+			json_array_size(plan.online) == 1 ? "its" : "their", json_array_size(plan.online) == 1 ? "" : "s");
+		tool_fail(res, &e_);
+		tool_text(res, "%s", df.data);
+		goto out;
+	}
+
 	uint64_t context_bytes = w ? sink.spilled : sink.bytes + df.len;
 	int64_t build_ms = 0;
 	if (build) {

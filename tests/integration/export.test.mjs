@@ -184,22 +184,65 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     assert.notEqual(img.code, 0, `cancelled after ${Date.now() - t0} ms, yet ${REPO}:${tag} exists`);
   });
 
-  test('a build that needs an index fails offline and reports the builder output', async () => {
-    const s = (await srv.createSession({ name: 'export-fail' })).session_id;
+  test('build: true with a package that needs an index is refused at once, with the Dockerfile', async () => {
+    const s = (await srv.createSession({ name: 'export-index' })).session_id;
     await writePackage(srv, s, 'src/gonepkg', 'gonepkg', '2.0', 'gone');
     // the wheel sits in /tmp (not exported): the freeze pins gonepkg==2.0 with nothing to install it from
     await srv.sh('python3 -m pip wheel --no-deps --no-index --no-build-isolation -w /tmp/wh ./src/gonepkg && ' +
-      'python3 -m pip install --no-index --find-links /tmp/wh gonepkg && rm -rf src/gonepkg/build', { session_id: s },
-    { timeoutMs: 180000 });
-    const before = (await docker(['images', '-q', '--filter', 'label=io.sandbox-mcp.commit.session=' + s])).stdout;
-    const res = await srv.call('session_export', { session_id: s, build: true, repository: REPO }, { timeoutMs: 600000 });
+      'python3 -m pip install --no-index --find-links /tmp/wh gonepkg', { session_id: s }, { timeoutMs: 180000 });
+    const t0 = Date.now();
+    const res = await srv.call('session_export', { session_id: s, build: true, repository: REPO, tag: `index-${process.pid}` },
+      { timeoutMs: 300000 });
+    assert.equal(res.isError, true, show(res));
+    assert.equal(res.structuredContent.error.code, 'invalid_argument');
+    assert.match(res.structuredContent.error.message, /builds offline, and 1 package came from an index or a URL \(gonepkg==2\.0\)/);
+    const text = res.content.map((c) => c.text).join('\n');
+    assert.match(text, /^RUN python3 -m pip install --no-deps 'gonepkg==2\.0'$/m, 'the Dockerfile comes with the refusal');
+    assert.match(text, /needs network access/);
+    assert.ok(Date.now() - t0 < 30000, 'refused without waiting for pip to give up on the index');
+    assert.notEqual((await docker(['image', 'inspect', `${REPO}:index-${process.pid}`])).code, 0, 'nothing was tagged');
+    // without build the same export is a Dockerfile to build elsewhere
+    const ok = await srv.ok('session_export', { session_id: s });
+    assert.deepEqual(ok.pip_needs_index, ['gonepkg==2.0']);
+    await srv.ok('session_close', { session_id: s });
+  });
+
+  test('a build step that fails reports the step and the builder output; nothing is tagged', async () => {
+    const s = (await srv.createSession({ name: 'export-broken' })).session_id;
+    await writePackage(srv, s, 'src/brokenpkg', 'brokenpkg', '1.0', 'broken');
+    // installed from its folder, which is then broken: reinstalling it from there cannot work
+    await srv.sh('python3 -m pip install --no-index --no-build-isolation ./src/brokenpkg && ' +
+      'rm -rf src/brokenpkg/build src/brokenpkg/*.egg-info && echo "[project" > src/brokenpkg/pyproject.toml',
+    { session_id: s }, { timeoutMs: 180000 });
+    const tag = `broken-${process.pid}`;
+    const res = await srv.call('session_export', { session_id: s, build: true, repository: REPO, tag }, { timeoutMs: 300000 });
     assert.equal(res.isError, true, show(res));
     assert.equal(res.structuredContent.error.code, 'engine_error');
-    assert.match(res.structuredContent.error.message, /the build of the export failed at Step \d+\/\d+ : RUN python3 -m pip install --no-deps 'gonepkg==2\.0'/);
+    const msg = res.structuredContent.error.message;
+    assert.match(msg, /the build of the export failed at Step \d+\/\d+ : RUN python3 -m pip install --no-deps --no-index --no-build-isolation '\/workspace\/src\/brokenpkg'/);
+    assert.match(msg, /returned a non-zero code/);
+    assert.doesNotMatch(msg, /docker info/, 'a failed step is not blamed on the engine');
     const text = res.content.map((c) => c.text).join('\n');
-    assert.match(text, /No matching distribution found for gonepkg==2\.0|Could not find a version/, text.slice(-2000));
-    assert.match(text, /needs network access/);
-    assert.equal((await docker(['images', '-q', '--filter', 'label=io.sandbox-mcp.commit.session=' + s])).stdout, before,
-      'no image was tagged');
+    assert.match(text, /Build output \(last part\):/);
+    assert.match(text, /pyproject\.toml|TOML|toml/, text.slice(-3000));
+    assert.match(text, /^FROM sandbox-mcp-python:latest$/m, 'the Dockerfile comes with the failure');
+    assert.notEqual((await docker(['image', 'inspect', `${REPO}:${tag}`])).code, 0, 'nothing was tagged');
+    await srv.ok('session_close', { session_id: s });
+  });
+
+  test('a session whose base tag was removed rebuilds from the base image id', async () => {
+    const baseTag = `sandbox-mcp-test/export-base:${process.pid}`;
+    assert.equal((await docker(['tag', 'debian:bookworm-slim', baseTag])).code, 0);
+    const s = (await srv.createSession({ image: baseTag })).session_id;
+    await srv.ok('file_write', { session_id: s, path: 'kept.txt', content: 'kept\n' });
+    assert.equal((await docker(['rmi', baseTag])).code, 0);
+    const x = await srv.ok('session_export', { session_id: s, build: true, repository: REPO }, { timeoutMs: 300000 });
+    created.add(x.reference);
+    const slimId = JSON.parse((await docker(['image', 'inspect', 'debian:bookworm-slim'])).stdout)[0].Id;
+    assert.match(x.dockerfile, new RegExp(`that tag is gone now, so this starts from its id\\.\nFROM ${slimId}\n`));
+    const s2 = (await srv.createSession({ image: x.reference })).session_id;
+    assert.equal((await srv.sh('cat kept.txt', { session_id: s2 })).stdout, 'kept\n');
+    await srv.ok('session_close', { session_id: s2 });
+    await srv.ok('session_close', { session_id: s });
   });
 });

@@ -135,8 +135,8 @@ static void test_write(void **state)
 	buf_init(&b, SIZE_MAX);
 	dockerfile_write(&x, &b);
 	const char *d = b.data;
-	assert_non_null(strstr(d, "\nFROM base:1\n"));
-	assert_non_null(strstr(d, "the tag names sha256:bb now: use FROM sha256:aa"));
+	/* the tag names another image now: the exact base is its id */
+	assert_non_null(strstr(d, "the tag names sha256:bb now, so this starts from the id it had.\nFROM sha256:aa\n"));
 	assert_non_null(strstr(d, "\nCOPY --chown=sandbox workspace/ /workspace/\n"));
 	assert_non_null(strstr(d, "\nCOPY --chown=sandbox files/tmp/c.whl /tmp/c.whl\n"));
 	assert_non_null(strstr(d, "\nUSER sandbox\n"));
@@ -158,6 +158,14 @@ static void test_write(void **state)
 			assert_true(l[n - 1] != '\\');
 		l += n + (nl ? 1 : 0);
 	}
+	buf_reset(&b);
+	x.base_ref_id = "sha256:aa";
+	dockerfile_write(&x, &b);
+	assert_non_null(strstr(b.data, "when the session started.\nFROM base:1\n"));
+	buf_reset(&b);
+	x.base_ref_id = "";
+	dockerfile_write(&x, &b);
+	assert_non_null(strstr(b.data, "that tag is gone now, so this starts from its id.\nFROM sha256:aa\n"));
 	buf_finish(&b);
 	dockerfile_pip_finish(&p);
 	json_decref(mine);
