@@ -273,6 +273,25 @@ void dockerfile_write(const struct dockerfile_info *x, struct buf *b)
 			buf_printf(b, "; the tag names %s now, so this starts from the id it had", x->base_ref_id);
 		buf_printf(b, ".\nFROM %s\n\n", x->base_id);
 	}
+	if (json_object_size(x->labels)) {
+		const char *k;
+		json_t *lv;
+		struct buf l;
+		buf_init(&l, SIZE_MAX);
+		json_object_foreach (x->labels, k, lv) {
+			buf_append_str(&l, l.len ? " " : "");
+			if (image_quote(k, &l) < 0 || buf_append_str(&l, "=") < 0 ||
+			    image_quote(json_string_value(lv) ? json_string_value(lv) : "", &l) < 0) {
+				/* a value no line can carry: the label is left out */
+				buf_reset(&l);
+				break;
+			}
+		}
+		if (l.len)
+			buf_printf(b, "# Provenance, as session_commit and session_export label their images\nLABEL %s\n\n",
+				   l.data);
+		buf_finish(&l);
+	}
 
 	buf_printf(b, "# The workspace (folders 0755, files 0644 in this context; other modes below)\n");
 	buf_printf(b, "COPY --chown=%s workspace/ %s/\n", x->s->user, x->ws);

@@ -42,6 +42,7 @@ struct dockerfile_pip {
 /* What the Dockerfile is written from (all borrowed). */
 struct dockerfile_info {
 	const struct session *s;
+	json_t *labels; /* {name: value} for a LABEL right after FROM (provenance), or NULL */
 	const char *ws;
 	const char *base_id;
 	const char *base_ref_id; /* what s->image names now ("" when it is gone) */

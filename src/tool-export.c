@@ -79,6 +79,7 @@ struct build_tail {
 	struct tool_ctx *ctx;
 	struct buf text; /* the last EXPORT_BUILD_TAIL bytes of output */
 	char step[160];	 /* the last "Step n/m : ..." line */
+	char last[16];	 /* the last step's image (" ---> <12 hex>"), the tip of the intermediate chain */
 };
 
 static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
@@ -256,6 +257,26 @@ static int base_freeze(struct tool_ctx *ctx, const char *image, json_t **ret, st
 	return r;
 }
 
+/*
+ * After a failed or cancelled build: removes the images its finished steps
+ * left (the tip of the chain, and with it its untagged parents), as a build
+ * that never happened would. Never the base image, never a tagged one; one a
+ * later image builds on (a cached step in use) stays, refused by the engine.
+ */
+static void build_leftovers(struct engine *e, const char *last, const char *base_id)
+{
+	json_t *img = NULL;
+	struct err err;
+	if (!last[0] || strncmp(base_id, "sha256:", 7) != 0 || strncmp(base_id + 7, last, strlen(last)) == 0 ||
+	    engine_image_inspect(e, NULL, last, &img, &err) < 0)
+		return;
+	const char *id = json_string_value(json_object_get(img, "Id"));
+	if (id && json_array_size(json_object_get(img, "RepoTags")) == 0 && strcmp(id, base_id) != 0 &&
+	    engine_image_remove(e, NULL, id, &err) < 0)
+		log_debugf("session_export: leaving the failed build's image %.19s: %s", id, err.msg);
+	json_decref(img);
+}
+
 struct spill_src {
 	int fd;
 };
@@ -285,6 +306,8 @@ static void build_message(void *arg, json_t *msg)
 		size_t k = strcspn(s, "\n");
 		snprintf(t->step, sizeof(t->step), "%.*s", (int)k, s);
 	}
+	if (strncmp(s, " ---> ", 6) == 0 && n >= 18 && is_hex(s + 6, 12) && (n == 18 || s[18] == '\n'))
+		snprintf(t->last, sizeof(t->last), "%.12s", s + 6);
 	tool_progress_output(t->ctx, s, n);
 	/* keep the last EXPORT_BUILD_TAIL bytes (and at most twice that) */
 	if (n > EXPORT_BUILD_TAIL) {
@@ -307,6 +330,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	char real[PATH_MAX] = "", folder[NAME_MAX + 1] = "", deftag[IMAGE_TAG_MAX + 1];
 	char ref[IMAGE_REF_MAX + IMAGE_TAG_MAX + 2] = "", image_id[ENGINE_IMAGE_ID_MAX] = "";
 	json_t *container = NULL, *parent = NULL, *baseref = NULL, *mine = NULL, *theirs = NULL, *env = NULL;
+	json_t *labels = NULL;
 	struct hostfs_extract *x = NULL;
 	struct tar_writer *w = NULL;
 	struct buf tarbuf, df;
@@ -460,8 +484,15 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	}
 
 	const char *wd = json_string_value(json_object_get(json_object_get(container, "Config"), "WorkingDir"));
+	char created[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", IMAGE_LABEL_SESSION, s->id, IMAGE_LABEL_PARENT, base_id,
+			   IMAGE_LABEL_BASE, s->image, IMAGE_LABEL_CREATED, created, IMAGE_LABEL_VERSION, SANDBOX_VERSION);
 	struct dockerfile_info info = {
 		.s = s,
+		.labels = labels,
 		.ws = cfg->workspace,
 		.base_id = base_id,
 		.base_ref_id = base_ref_id ? base_ref_id : "",
@@ -511,25 +542,14 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	if (build) {
 		struct build_tail bt = { .ctx = ctx };
 		buf_init(&bt.text, EXPORT_BUILD_TAIL * 3);
-		json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", IMAGE_LABEL_SESSION, s->id, IMAGE_LABEL_PARENT,
-					   base_id, IMAGE_LABEL_BASE, s->image, IMAGE_LABEL_CREATED, "", IMAGE_LABEL_VERSION,
-					   SANDBOX_VERSION);
-		char created[32];
-		time_t now = time(NULL);
-		struct tm tm;
-		strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-		json_object_set_new(labels, IMAGE_LABEL_CREATED, json_string(created));
-		_cleanup_free_ char *lj = json_dumps(labels, JSON_COMPACT);
-		json_decref(labels);
 		char eref[1024];
-		_cleanup_free_ char *elabels = xmalloc(strlen(lj) * 3 + 1);
-		if (engine_url_escape(ref, eref, sizeof(eref)) < 0 || engine_url_escape(lj, elabels, strlen(lj) * 3 + 1) < 0) {
+		if (engine_url_escape(ref, eref, sizeof(eref)) < 0) {
 			buf_finish(&bt.text);
 			err_set(&e_, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image reference too long");
 			goto fail;
 		}
-		_cleanup_free_ char *query =
-			xasprintf("t=%s&labels=%s&networkmode=none&rm=1&forcerm=1", eref, elabels);
+		/* the provenance labels are in the Dockerfile, right after FROM: every step's image carries them */
+		_cleanup_free_ char *query = xasprintf("t=%s&networkmode=none&rm=1&forcerm=1", eref);
 		stage(ctx, "building the export\n");
 		int64_t t0 = now_ms();
 		struct spill_src src = { .fd = sink.spill_fd };
@@ -541,6 +561,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		r = engine_build(e, ctx->call, query, spill_source, &src, build_message, &bt, image_id, &e_);
 		build_ms = now_ms() - t0;
 		if (r < 0) {
+			build_leftovers(e, bt.last, base_id);
 			char msg[ERR_MSG_MAX];
 			snprintf(msg, sizeof(msg), "%s", e_.msg);
 			err_set(&e_, e_.code == ERRCODE_CANCELLED ? ERRCODE_CANCELLED : ERRCODE_ENGINE_ERROR, r,
@@ -616,6 +637,7 @@ out:
 	json_decref(mine);
 	json_decref(theirs);
 	json_decref(env);
+	json_decref(labels);
 	if (s)
 		session_put(ctx->svc->sessions, s);
 	return 0;

@@ -15,11 +15,19 @@ import { writePackage } from './lib/packages.mjs';
 
 const REPO = 'sandbox-mcp-test/export';
 const created = new Set();
+const sessions = new Set();
 const ENV_VALUE = 'a "quoted" $dollar \\back value';
 // every workspace entry with its type, mode and (files) sha256, sorted
 const LISTING = 'cd /workspace && find . -mindepth 1 -printf "%y %m %P\\n" | LC_ALL=C sort && ' +
   'find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum';
 const FREEZE = 'cd / && python3 -m pip freeze --all';
+
+/** Untagged images (all: intermediate ones too) labelled with session s, newline-separated ids. */
+async function labelled(s, all) {
+  const r = await docker(['images', '-q', '--no-trunc', ...(all ? ['-a'] : []), '-f', 'dangling=true', '-f',
+    `label=io.sandbox-mcp.commit.session=${s}`]);
+  return [...new Set(r.stdout.split('\n').filter(Boolean))].join('\n');
+}
 // a workspace file large enough that holding the context in memory would show in the server's peak RSS
 const BIG_MIB = 24;
 const RSS_CAP_KIB = (serverIsSanitized() ? 160 : 20) * 1024;
@@ -39,6 +47,7 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     for (const d of [allowed, outside]) mkdirSync(d);
     srv = await Server.start('export', { SANDBOX_TIMEOUT_S: 120, SANDBOX_HOST_DIRS: allowed });
     sid = (await srv.createSession({ name: 'export', env: { EXPORT_VAR: ENV_VALUE } })).session_id;
+    sessions.add(sid);
 
     await srv.ok('file_write', { session_id: sid, path: 'data/a.txt', content: 'alpha\n' });
     await srv.ok('file_write', { session_id: sid, path: 'data/deep/er/b.csv', content: 'x,y\n1,2\n' });
@@ -61,6 +70,10 @@ describe('session_export', suite({ timeout: 900000 }), () => {
   after(async () => {
     await cleanup();
     for (const ref of created) await docker(['rmi', ref], { timeoutMs: 120000 });
+    // anything a build of these sessions left untagged (every step's image carries the session label)
+    for (const s of sessions) {
+      for (const id of (await labelled(s, false)).split('\n').filter(Boolean)) await docker(['rmi', id], { timeoutMs: 120000 });
+    }
     rmSync(hostBase, { recursive: true, force: true });
   });
 
@@ -142,6 +155,7 @@ describe('session_export', suite({ timeout: 900000 }), () => {
 
   test('an image without python: files, env and user only; the build starts a session with the same files', async () => {
     const s = (await srv.createSession({ image: 'debian:bookworm-slim', name: 'export-slim', env: { SLIM: '1' } })).session_id;
+    sessions.add(s);
     await srv.ok('file_write', { session_id: s, path: 'notes/n.txt', content: 'slim\n' });
     // with a progress token: stages and build output arrive as notifications/progress
     const progress = [];
@@ -182,6 +196,10 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     const img = await docker(['image', 'inspect', `${REPO}:${tag}`]);
     if (img.code === 0) created.add(`${REPO}:${tag}`);
     assert.notEqual(img.code, 0, `cancelled after ${Date.now() - t0} ms, yet ${REPO}:${tag} exists`);
+    // steps the engine finished before it saw the cancel are build cache: removed here by their label
+    for (const id of (await labelled(sid, false)).split('\n').filter(Boolean)) {
+      await docker(['rmi', id], { timeoutMs: 120000 });
+    }
   });
 
   test('build: true with a package that needs an index is refused at once, with the Dockerfile', async () => {
@@ -209,6 +227,7 @@ describe('session_export', suite({ timeout: 900000 }), () => {
 
   test('a build step that fails reports the step and the builder output; nothing is tagged', async () => {
     const s = (await srv.createSession({ name: 'export-broken' })).session_id;
+    sessions.add(s);
     await writePackage(srv, s, 'src/brokenpkg', 'brokenpkg', '1.0', 'broken');
     // installed from its folder, which is then broken: reinstalling it from there cannot work
     await srv.sh('python3 -m pip install --no-index --no-build-isolation ./src/brokenpkg && ' +
@@ -227,6 +246,10 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     assert.match(text, /pyproject\.toml|TOML|toml/, text.slice(-3000));
     assert.match(text, /^FROM sandbox-mcp-python:latest$/m, 'the Dockerfile comes with the failure');
     assert.notEqual((await docker(['image', 'inspect', `${REPO}:${tag}`])).code, 0, 'nothing was tagged');
+    // the images of the steps that did finish (each carries the provenance LABEL that follows FROM) are
+    // removed, as if the build never ran
+    assert.match(text, /^FROM sandbox-mcp-python:latest\n\n.*\nLABEL "io\.sandbox-mcp\.commit\.session"="/m);
+    assert.equal(await labelled(s, true), '', 'no image of the failed build is left');
     await srv.ok('session_close', { session_id: s });
   });
 

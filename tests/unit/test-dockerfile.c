@@ -130,13 +130,16 @@ static void test_write(void **state)
 	struct buf b;
 	(void)state;
 	dockerfile_pip_plan("/workspace", mine, base, archives, &p);
-	struct dockerfile_info x = { .s = &s, .ws = "/workspace", .base_id = "sha256:aa", .base_ref_id = "sha256:bb",
+	json_t *labels = json_pack("{s:s, s:s}", "io.sandbox-mcp.commit.session", "0123456789ab", "q", "a\"b");
+	struct dockerfile_info x = { .s = &s, .labels = labels, .ws = "/workspace", .base_id = "sha256:aa", .base_ref_id = "sha256:bb",
 				     .env = env, .workdir = "/workspace", .pip = &p, .modes = modes, .history = history };
 	buf_init(&b, SIZE_MAX);
 	dockerfile_write(&x, &b);
 	const char *d = b.data;
 	/* the tag names another image now: the exact base is its id */
 	assert_non_null(strstr(d, "the tag names sha256:bb now, so this starts from the id it had.\nFROM sha256:aa\n"));
+	assert_non_null(strstr(d, "\nLABEL \"io.sandbox-mcp.commit.session\"=\"0123456789ab\" \"q\"=\"a\\\"b\"\n"));
+	assert_true(strstr(d, "\nLABEL ") > strstr(d, "\nFROM ") && strstr(d, "\nLABEL ") < strstr(d, "\nCOPY "));
 	assert_non_null(strstr(d, "\nCOPY --chown=sandbox workspace/ /workspace/\n"));
 	assert_non_null(strstr(d, "\nCOPY --chown=sandbox files/tmp/c.whl /tmp/c.whl\n"));
 	assert_non_null(strstr(d, "\nUSER sandbox\n"));
@@ -174,6 +177,7 @@ static void test_write(void **state)
 	json_decref(env);
 	json_decref(modes);
 	json_decref(history);
+	json_decref(labels);
 }
 
 int main(void)
