@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,8 @@
 #define EXPORT_FREEZE_MAX (1u << 20)
 /* Wheels and sdists in the workspace looked at for `name==version` lines. */
 #define EXPORT_ARCHIVES_MAX 5000
+/* Base images whose pip freeze is remembered. */
+#define EXPORT_FREEZE_CACHE 8
 /* Local package files outside the workspace carried in the context (their bytes count against SANDBOX_MAX_UPLOAD_MB). */
 #define EXPORT_OUTSIDE_MAX 64
 
@@ -239,12 +242,35 @@ static int freeze(struct tool_ctx *ctx, struct session *s, json_t **ret, struct 
 }
 
 /* The freeze of a fresh container of image (a throwaway session). */
+/*
+ * Base freezes already read, by image id: an id names the same content
+ * forever, so a second export from that base needs no throwaway container.
+ */
+static struct {
+	pthread_mutex_t lock;
+	size_t next;
+	struct {
+		char image[ENGINE_IMAGE_ID_MAX];
+		json_t *lines;
+	} slot[EXPORT_FREEZE_CACHE];
+} freezes = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
 static int base_freeze(struct tool_ctx *ctx, const char *image, json_t **ret, struct err *err)
 {
 	struct session_opts o = { .image = image };
 	struct session *t;
 	char id[SESSION_ID_LEN + 1];
 	struct err cerr;
+
+	pthread_mutex_lock(&freezes.lock);
+	for (size_t i = 0; i < EXPORT_FREEZE_CACHE; i++) {
+		if (freezes.slot[i].lines && strcmp(freezes.slot[i].image, image) == 0) {
+			*ret = json_deep_copy(freezes.slot[i].lines);
+			pthread_mutex_unlock(&freezes.lock);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&freezes.lock);
 
 	int r = session_create(ctx->svc->sessions, ctx->call, &o, &t, err);
 	if (r < 0)
@@ -254,6 +280,14 @@ static int base_freeze(struct tool_ctx *ctx, const char *image, json_t **ret, st
 	session_put(ctx->svc->sessions, t);
 	if (session_close(ctx->svc->sessions, NULL, id, &cerr) < 0)
 		log_warnf("session_export: closing the throwaway session %s: %s", id, cerr.msg);
+	if (r == 0 && strlen(image) < ENGINE_IMAGE_ID_MAX) {
+		pthread_mutex_lock(&freezes.lock);
+		size_t k = freezes.next++ % EXPORT_FREEZE_CACHE;
+		json_decref(freezes.slot[k].lines);
+		snprintf(freezes.slot[k].image, sizeof(freezes.slot[k].image), "%s", image);
+		freezes.slot[k].lines = json_deep_copy(*ret);
+		pthread_mutex_unlock(&freezes.lock);
+	}
 	return r;
 }
 
