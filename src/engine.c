@@ -860,7 +860,7 @@ static int long_close(struct call *call, struct http_conn *conn, int r, struct e
 			r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
 	}
 	http_conn_destroy(conn);
-	return r < 0 ? engine_hint(err, r) : r;
+	return r < 0 && r != -ENOEXEC ? engine_hint(err, r) : r;
 }
 
 /* Reads a >= 400 answer's message into err (404: what is missing is an image). Returns -EIO or -ENOENT. */
@@ -936,8 +936,9 @@ static int read_messages(struct http_conn *conn, engine_message_fn on_msg, void 
 		}
 	}
 	buf_finish(&in);
+	/* the build's (or import's) own failure: its message says what went wrong, no engine hint */
 	if (r == 0 && failed[0])
-		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "%s", failed);
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -ENOEXEC, "%s", failed);
 	if (r == 0 && ret_last)
 		*ret_last = last;
 	else
@@ -1065,14 +1066,14 @@ int engine_image_import(struct engine *e, struct call *call, const char *repo, c
 	return long_close(call, conn, r, err);
 }
 
-int engine_build(struct engine *e, struct call *call, const char *query, const void *tar, size_t len,
+int engine_build(struct engine *e, struct call *call, const char *query, engine_source_fn src, void *src_arg,
 		 engine_message_fn on_msg, void *msg_arg, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
 {
 	struct http_conn *conn;
 	struct http_response resp;
 	json_t *last = NULL;
 	_cleanup_free_ char *path = xasprintf("/build?%s", query);
-	int r = long_open(e, call, "POST", path, "application/x-tar", tar, len, NULL, NULL, &conn, &resp, err);
+	int r = long_open(e, call, "POST", path, "application/x-tar", NULL, 0, src, src_arg, &conn, &resp, err);
 	if (r < 0)
 		return r;
 	if (resp.status >= 400)

@@ -194,11 +194,11 @@ int engine_image_import(struct engine *e, struct call *call, const char *repo, c
 			char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
 /*
  * POST /build?<query> (query already escaped: t=, labels=, networkmode=,
- * ...) with the uncompressed tar context tar[0..len). Each progress message
+ * ...) with the uncompressed tar context src gives, sent in chunks. Each progress message
  * goes to on_msg. 0 with ret_id, or -errno with err: a failed build is
  * ERRCODE_ENGINE_ERROR carrying the builder's error line.
  */
-int engine_build(struct engine *e, struct call *call, const char *query, const void *tar, size_t len,
+int engine_build(struct engine *e, struct call *call, const char *query, engine_source_fn src, void *src_arg,
 		 engine_message_fn on_msg, void *msg_arg, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
 
 #endif

@@ -22,6 +22,7 @@
 #include "tools.h"
 
 struct export_src {
+	struct tool_ctx *ctx;
 	struct engine_body *b;
 };
 
@@ -83,6 +84,7 @@ static json_t *commit_config(json_t *parent, json_t *container, const struct ses
 static ssize_t export_source(void *arg, void *p, size_t n, struct err *err)
 {
 	struct export_src *src = arg;
+	tool_progress_tick(src->ctx); /* a flattening runs for minutes on a large image */
 	return engine_body_read(src->b, p, n, err);
 }
 
@@ -100,7 +102,7 @@ static int flatten(struct tool_ctx *ctx, const struct session *s, const char *re
 	for (size_t i = 0; i < n; i++)
 		argv[i] = json_string_value(json_array_get(changes, i));
 
-	struct export_src src = { 0 };
+	struct export_src src = { .ctx = ctx };
 	struct err uerr;
 	int r = engine_container_pause(e, ctx->call, s->container, err);
 	if (r == 0) {
@@ -158,7 +160,8 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	bool flat = layers + 1 > ctx->svc->cfg->max_layers;
 	json_t *config = commit_config(parent, container, s, parent_id);
 	int64_t t0 = now_ms();
-	tool_progress(ctx, 0, 0, flat ? "exporting the container to flatten it" : "committing the container");
+	const char *what = flat ? "exporting the container to flatten it\n" : "committing the container\n";
+	tool_progress_output(ctx, what, strlen(what));
 	if (flat) {
 		/* the import gets the whole environment: it has no container to merge it from */
 		json_t *cenv = json_object_get(json_object_get(container, "Config"), "Env");

@@ -20,17 +20,23 @@
  *  - env (the container's variables the base image lacks), workdir, user;
  *    git clones recorded in the session's history as comments (their files,
  *    .git included, are part of the workspace).
- * Builds run with network "none", like the sessions.
+ * Builds run with network "none", like the sessions. The build's context
+ * is written to an unnamed temporary file as the workspace streams in and
+ * sent from there in chunks, so memory stays at a few chunks whatever the
+ * workspace's size (within SANDBOX_MAX_UPLOAD_MB).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "buildconf.h"
+#include "dockerfile.h"
 #include "files.h"
 #include "hostfs.h"
 #include "image.h"
@@ -39,12 +45,16 @@
 #include "tools.h"
 #include "xfer.h"
 
-/* Paths per `RUN chmod` line. */
-#define EXPORT_CHMOD_PER_LINE 40
 /* Bytes of the build's output quoted when it fails. */
 #define EXPORT_BUILD_TAIL 3000
-/* Bytes of a pip freeze read. */
+/* Bytes of a pip freeze read (it comes from the sandbox: bounded like any input). */
 #define EXPORT_FREEZE_MAX (1u << 20)
+/* Wheels and sdists in the workspace looked at for `name==version` lines. */
+#define EXPORT_ARCHIVES_MAX 5000
+/* Base images whose pip freeze is remembered. */
+#define EXPORT_FREEZE_CACHE 8
+/* Local package files outside the workspace carried in the context (their bytes count against SANDBOX_MAX_UPLOAD_MB). */
+#define EXPORT_OUTSIDE_MAX 64
 
 static const char workspace_script[] = FILES_TAR_ENV "cd -- \"$1\" || exit 66\n"
 						     "exec tar -c -f - .\n";
@@ -54,7 +64,11 @@ static const char freeze_script[] = "command -v python3 >/dev/null 2>&1 || exit 
 
 /* Where the exported context goes: a tar being built, a host folder, or nowhere (listing only). */
 struct ctx_sink {
-	struct tar_writer *w;	    /* the build's context, or NULL */
+	struct tool_ctx *ctx;
+	struct tar_writer *w;	    /* the build's context (NULL: no build), spilled to spill_fd */
+	struct buf *tar;
+	int spill_fd;
+	uint64_t spilled;
 	const struct tar_sink *host; /* a host folder's extraction, or NULL */
 	bool host_skip;		    /* the host sink skipped the current entry */
 	json_t *modes;		    /* [[workspace-relative path, mode]] other than 0644 files / 0755 folders */
@@ -68,22 +82,54 @@ struct build_tail {
 	struct tool_ctx *ctx;
 	struct buf text; /* the last EXPORT_BUILD_TAIL bytes of output */
 	char step[160];	 /* the last "Step n/m : ..." line */
+	char last[16];	 /* the last step's image (" ---> <12 hex>"), the tip of the intermediate chain */
 };
 
 static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+
+/* Says which stage the export is in (a progress notification, when the client asked for them). */
+static void stage(struct tool_ctx *ctx, const char *line)
+{
+	tool_progress_output(ctx, line, strlen(line));
+}
+
+/*
+ * Moves what the tar writer produced to the spill file: the build's context
+ * is kept on disk, not in memory, until it is sent.
+ */
+static int spill(struct ctx_sink *c, int r, struct err *err)
+{
+	if (r < 0 || !c->tar || c->tar->len == 0)
+		return r;
+	int w = write_full(c->spill_fd, c->tar->data, c->tar->len);
+	if (w < 0)
+		return err_set(err, ERRCODE_INTERNAL, w, "writing the build context to a temporary file failed: %s",
+			       strerror(-w));
+	c->spilled += c->tar->len;
+	buf_reset(c->tar);
+	return r;
+}
 
 static int sink_entry(void *arg, const struct tar_entry *e, struct err *err)
 {
 	struct ctx_sink *c = arg;
 	unsigned want = e->type == TAR_TYPE_DIR ? 0755 : 0644;
 
-	if (e->path[0] && e->mode != want)
+	if (e->path[0] && e->mode != want) {
+		if (json_array_size(c->modes) == DOCKERFILE_MODES_MAX)
+			return err_set(err, ERRCODE_TOO_LARGE, -E2BIG,
+				       "more than %d workspace files or folders have modes other than 0644/0755: too many "
+				       "to restore in a Dockerfile (chmod them, or use session_commit)",
+				       DOCKERFILE_MODES_MAX);
 		json_array_append_new(c->modes, json_pack("[s, i]", e->path, (int)e->mode));
+	}
 	if (e->type == TAR_TYPE_FILE) {
 		size_t n = strlen(e->path);
 		if ((n > 4 && strcmp(e->path + n - 4, ".whl") == 0) || (n > 7 && strcmp(e->path + n - 7, ".tar.gz") == 0) ||
-		    (n > 4 && strcmp(e->path + n - 4, ".zip") == 0))
-			json_array_append_new(c->archives, json_string(e->path));
+		    (n > 4 && strcmp(e->path + n - 4, ".zip") == 0)) {
+			if (json_array_size(c->archives) < EXPORT_ARCHIVES_MAX)
+				json_array_append_new(c->archives, json_string(e->path));
+		}
 		c->files++;
 		c->bytes += e->size;
 	} else if (e->path[0]) {
@@ -94,7 +140,7 @@ static int sink_entry(void *arg, const struct tar_entry *e, struct err *err)
 	out.path = c->path;
 	out.mode = want;
 	int r;
-	if (c->w && (r = tar_writer_add(c->w, &out, err)) < 0)
+	if (c->w && (r = spill(c, tar_writer_add(c->w, &out, err), err)) < 0)
 		return r;
 	c->host_skip = false;
 	if (c->host) {
@@ -110,7 +156,8 @@ static int sink_data(void *arg, const char *p, size_t n, struct err *err)
 {
 	struct ctx_sink *c = arg;
 	int r;
-	if (c->w && (r = tar_writer_data(c->w, p, n, err)) < 0)
+	tool_progress_tick(c->ctx);
+	if (c->w && (r = spill(c, tar_writer_data(c->w, p, n, err), err)) < 0)
 		return r;
 	if (c->host && !c->host_skip && (r = c->host->data(c->host->arg, p, n, err)) != TAR_OK)
 		return r;
@@ -139,8 +186,13 @@ static int sink_add(struct ctx_sink *c, const char *path, const char *data, size
 {
 	struct tar_entry e = { .path = path, .type = TAR_TYPE_FILE, .size = n, .mode = 0644, .mtime = time(NULL) };
 	int r;
-	if (c->w && ((r = tar_writer_add(c->w, &e, err)) < 0 || (r = tar_writer_data(c->w, data, n, err)) < 0))
+	if (c->w && (r = spill(c, tar_writer_add(c->w, &e, err), err)) < 0)
 		return r;
+	for (size_t off = 0; c->w && off < n; off += TAR_CHUNK) {
+		size_t k = n - off < TAR_CHUNK ? n - off : TAR_CHUNK;
+		if ((r = spill(c, tar_writer_data(c->w, data + off, k, err), err)) < 0)
+			return r;
+	}
 	if (c->host) {
 		/* its folders first: the host extraction makes each one it is given */
 		char dir[PATHSAFE_MAX + 1];
@@ -173,30 +225,52 @@ static int freeze(struct tool_ctx *ctx, struct session *s, json_t **ret, struct 
 		buf_finish(&out);
 		return r;
 	}
-	json_t *lines = json_array();
-	if (code == 0) {
-		const char *p = out.data ? out.data : "";
-		const char *end = p + out.len;
-		while (p < end) {
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-			size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-			if (n && p[0] != '#')
-				json_array_append_new(lines, json_string_lossy(p, n));
-			p += n + 1;
-		}
+	if (code != 0) {
+		/* no python or no pip: nothing pip installed to export */
+		buf_finish(&out);
+		*ret = json_array();
+		return 0;
 	}
+	if (out.len == out.max) {
+		buf_finish(&out);
+		return err_set(err, ERRCODE_TOO_LARGE, -E2BIG, "pip freeze printed more than %u bytes: too many to export",
+			       EXPORT_FREEZE_MAX);
+	}
+	r = dockerfile_freeze_parse(out.data ? out.data : "", out.len, ret, err);
 	buf_finish(&out);
-	*ret = lines;
-	return 0;
+	return r;
 }
 
 /* The freeze of a fresh container of image (a throwaway session). */
+/*
+ * Base freezes already read, by image id: an id names the same content
+ * forever, so a second export from that base needs no throwaway container.
+ */
+static struct {
+	pthread_mutex_t lock;
+	size_t next;
+	struct {
+		char image[ENGINE_IMAGE_ID_MAX];
+		json_t *lines;
+	} slot[EXPORT_FREEZE_CACHE];
+} freezes = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
 static int base_freeze(struct tool_ctx *ctx, const char *image, json_t **ret, struct err *err)
 {
 	struct session_opts o = { .image = image };
 	struct session *t;
 	char id[SESSION_ID_LEN + 1];
 	struct err cerr;
+
+	pthread_mutex_lock(&freezes.lock);
+	for (size_t i = 0; i < EXPORT_FREEZE_CACHE; i++) {
+		if (freezes.slot[i].lines && strcmp(freezes.slot[i].image, image) == 0) {
+			*ret = json_deep_copy(freezes.slot[i].lines);
+			pthread_mutex_unlock(&freezes.lock);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&freezes.lock);
 
 	int r = session_create(ctx->svc->sessions, ctx->call, &o, &t, err);
 	if (r < 0)
@@ -206,340 +280,51 @@ static int base_freeze(struct tool_ctx *ctx, const char *image, json_t **ret, st
 	session_put(ctx->svc->sessions, t);
 	if (session_close(ctx->svc->sessions, NULL, id, &cerr) < 0)
 		log_warnf("session_export: closing the throwaway session %s: %s", id, cerr.msg);
+	if (r == 0 && strlen(image) < ENGINE_IMAGE_ID_MAX) {
+		pthread_mutex_lock(&freezes.lock);
+		size_t k = freezes.next++ % EXPORT_FREEZE_CACHE;
+		json_decref(freezes.slot[k].lines);
+		snprintf(freezes.slot[k].image, sizeof(freezes.slot[k].image), "%s", image);
+		freezes.slot[k].lines = json_deep_copy(*ret);
+		pthread_mutex_unlock(&freezes.lock);
+	}
 	return r;
 }
 
-/* A freeze line's distribution name, normalised (lowercase, runs of -_. as '-'), into out. */
-static void dist_name(const char *line, char *out, size_t outsz)
+/*
+ * After a failed or cancelled build: removes the images its finished steps
+ * left (the tip of the chain, and with it its untagged parents), as a build
+ * that never happened would. Never the base image, never a tagged one; one a
+ * later image builds on (a cached step in use) stays, refused by the engine.
+ */
+static void build_leftovers(struct engine *e, const char *last, const char *base_id)
 {
-	size_t o = 0;
-	bool sep = false;
-	if (line[0] == '-' && line[1] == 'e') {
-		/* "-e git+...#egg=name" or "-e /path": the name is not on the line */
-		snprintf(out, outsz, "%s", line);
+	json_t *img = NULL;
+	struct err err;
+	if (!last[0] || strncmp(base_id, "sha256:", 7) != 0 || strncmp(base_id + 7, last, strlen(last)) == 0 ||
+	    engine_image_inspect(e, NULL, last, &img, &err) < 0)
 		return;
-	}
-	for (const char *p = line; *p && o + 2 < outsz; p++) {
-		char ch = *p;
-		if (ch == '=' || ch == ' ' || ch == '@' || ch == '<' || ch == '>' || ch == '!' || ch == '~' || ch == '[' ||
-		    ch == ';')
-			break;
-		if (ch == '-' || ch == '_' || ch == '.') {
-			sep = true;
-			continue;
-		}
-		if (sep && o)
-			out[o++] = '-';
-		sep = false;
-		out[o++] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
-	}
-	out[o] = '\0';
+	const char *id = json_string_value(json_object_get(img, "Id"));
+	if (id && json_array_size(json_object_get(img, "RepoTags")) == 0 && strcmp(id, base_id) != 0 &&
+	    engine_image_remove(e, NULL, id, &err) < 0)
+		log_debugf("session_export: leaving the failed build's image %.19s: %s", id, err.msg);
+	json_decref(img);
 }
 
-/* True when archive (a workspace path) is a wheel or sdist of name (normalised) at version. */
-static bool archive_matches(const char *archive, const char *name, const char *version)
-{
-	const char *base = strrchr(archive, '/');
-	base = base ? base + 1 : archive;
-	char stem[NAME_MAX + 1], norm[NAME_MAX + 1];
-	size_t n = strlen(base);
-	if (n > 4 && strcmp(base + n - 4, ".whl") == 0) {
-		/* name-version-...whl: the name never holds '-' in a wheel's file name */
-		const char *d = strchr(base, '-');
-		if (!d)
-			return false;
-		snprintf(stem, sizeof(stem), "%.*s", (int)(d - base), base);
-		dist_name(stem, norm, sizeof(norm));
-		const char *v = d + 1, *d2 = strchr(v, '-');
-		return d2 && strcmp(norm, name) == 0 && strlen(version) == (size_t)(d2 - v) &&
-		       strncmp(v, version, (size_t)(d2 - v)) == 0;
-	}
-	size_t ext = n > 7 && strcmp(base + n - 7, ".tar.gz") == 0 ? 7 : 4;
-	snprintf(stem, sizeof(stem), "%.*s", (int)(n - ext), base);
-	char *d = strrchr(stem, '-');
-	if (!d)
-		return false;
-	*d = '\0';
-	dist_name(stem, norm, sizeof(norm));
-	return strcmp(norm, name) == 0 && strcmp(d + 1, version) == 0;
-}
-
-/* Appends s single-quoted for sh. */
-static void shell_quote(struct buf *b, const char *s)
-{
-	buf_append_str(b, "'");
-	for (; *s; s++) {
-		if (*s == '\'')
-			buf_append_str(b, "'\\''");
-		else
-			buf_append(b, s, 1);
-	}
-	buf_append_str(b, "'");
-}
-
-/* Decodes a file:// URL's path (percent escapes) into out. false when it is not a local absolute path. */
-static bool file_url_path(const char *url, char *out, size_t outsz)
-{
-	if (strncmp(url, "file://", 7) != 0)
-		return false;
-	const char *p = url + 7;
-	if (strncmp(p, "localhost/", 10) == 0)
-		p += 9;
-	if (*p != '/')
-		return false;
-	size_t o = 0;
-	for (; *p && o + 1 < outsz; p++) {
-		unsigned v;
-		if (*p == '%' && sscanf(p + 1, "%2x", &v) == 1 && v > 0) {
-			out[o++] = (char)v;
-			p += 2;
-		} else {
-			out[o++] = *p;
-		}
-	}
-	out[o] = '\0';
-	return *p == '\0' && !strchr(out, '\n');
-}
-
-/* The pieces of the Dockerfile pip needs, from the two freezes. */
-struct pip_plan {
-	json_t *offline;    /* ["name==ver"] with a wheel/sdist in the workspace */
-	json_t *find_links; /* [absolute dirs] holding those */
-	json_t *local;	    /* [absolute paths] installed from (files or folders) */
-	json_t *editable;   /* [absolute paths] */
-	json_t *outside;    /* [absolute paths] of local files outside the workspace (carried in the context) */
-	json_t *online;	    /* [freeze lines] that need an index or a URL */
-	json_t *removed;    /* [names] the base has and the session removed */
-	json_t *installed;  /* [freeze lines] that differ from the base */
+struct spill_src {
+	int fd;
 };
 
-static void plan_make(const char *ws, json_t *mine, json_t *base, json_t *archives, struct pip_plan *p)
+static ssize_t spill_source(void *arg, void *p, size_t n, struct err *err)
 {
-	size_t i, j;
-	json_t *v, *w;
-
-	p->offline = json_array();
-	p->find_links = json_array();
-	p->local = json_array();
-	p->editable = json_array();
-	p->outside = json_array();
-	p->online = json_array();
-	p->removed = json_array();
-	p->installed = json_array();
-	json_array_foreach (mine, i, v) {
-		const char *line = json_string_value(v);
-		bool same = false;
-		json_array_foreach (base, j, w)
-			same = same || strcmp(json_string_value(w), line) == 0;
-		if (same)
-			continue;
-		json_array_append(p->installed, v);
-		char path[PATHSAFE_MAX + 1], name[256];
-		const char *at = strstr(line, " @ ");
-		const char *eq = strstr(line, "==");
-		if (strncmp(line, "-e ", 3) == 0) {
-			const char *target = line + 3;
-			if (target[0] == '/' && path_within(ws, target))
-				json_array_append_new(p->editable, json_string(target));
-			else if (file_url_path(target, path, sizeof(path)) && path_within(ws, path))
-				json_array_append_new(p->editable, json_string(path));
-			else
-				json_array_append(p->online, v);
-		} else if (at) {
-			if (file_url_path(at + 3, path, sizeof(path))) {
-				json_array_append_new(p->local, json_string(path));
-				if (!path_within(ws, path))
-					json_array_append_new(p->outside, json_string(path));
-			} else {
-				json_array_append(p->online, v);
-			}
-		} else if (eq) {
-			dist_name(line, name, sizeof(name));
-			const char *version = eq + 2;
-			const char *found = NULL;
-			json_array_foreach (archives, j, w) {
-				if (archive_matches(json_string_value(w), name, version)) {
-					found = json_string_value(w);
-					break;
-				}
-			}
-			if (!found) {
-				json_array_append(p->online, v);
-				continue;
-			}
-			json_array_append(p->offline, v);
-			const char *slash = strrchr(found, '/');
-			char dir[PATHSAFE_MAX + 1];
-			snprintf(dir, sizeof(dir), "%s%s%.*s", ws, slash ? "/" : "", slash ? (int)(slash - found) : 0, found);
-			bool have = false;
-			json_array_foreach (p->find_links, j, w)
-				have = have || strcmp(json_string_value(w), dir) == 0;
-			if (!have)
-				json_array_append_new(p->find_links, json_string(dir));
-		} else {
-			json_array_append(p->online, v);
-		}
-	}
-	json_array_foreach (base, i, v) {
-		char bn[256], mn[256];
-		bool kept = false;
-		dist_name(json_string_value(v), bn, sizeof(bn));
-		json_array_foreach (mine, j, w) {
-			dist_name(json_string_value(w), mn, sizeof(mn));
-			kept = kept || strcmp(bn, mn) == 0;
-		}
-		if (!kept && json_string_value(v)[0] != '-')
-			json_array_append_new(p->removed, json_string(bn));
-	}
-}
-
-static void plan_finish(struct pip_plan *p)
-{
-	json_decref(p->offline);
-	json_decref(p->find_links);
-	json_decref(p->local);
-	json_decref(p->editable);
-	json_decref(p->outside);
-	json_decref(p->online);
-	json_decref(p->removed);
-	json_decref(p->installed);
-}
-
-/* Appends "RUN python3 -m pip install <flags> <each of list>" when list is not empty. */
-static void pip_line(struct buf *b, const char *flags, json_t *list, const char *each_prefix)
-{
-	size_t i;
-	json_t *v;
-	if (json_array_size(list) == 0)
-		return;
-	buf_printf(b, "RUN python3 -m pip install %s", flags);
-	json_array_foreach (list, i, v) {
-		buf_printf(b, " %s", each_prefix);
-		shell_quote(b, json_string_value(v));
-	}
-	buf_append_str(b, "\n");
-}
-
-struct export_info {
-	const struct session *s;
-	const char *ws;
-	const char *base_id;
-	const char *base_ref_id; /* what s->image names now ("" when it is gone) */
-	json_t *env;		 /* ["K=V"] to set */
-	const char *workdir;
-	struct pip_plan *pip;
-	json_t *modes;
-	json_t *history;
-};
-
-static void dockerfile_make(const struct export_info *x, struct buf *b)
-{
-	char stamp[32];
-	time_t now = time(NULL);
-	struct tm tm;
-	size_t i;
-	json_t *v;
-
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-	buf_printf(b, "# Recreates sandbox-mcp session %s%s%s%s (exported %s by sandbox-mcp %s).\n", x->s->id,
-		   x->s->name[0] ? " (\"" : "", x->s->name, x->s->name[0] ? "\")" : "", stamp, SANDBOX_VERSION);
-	buf_printf(b, "# Build it offline, like the session ran: docker build --network none -t <name> .\n");
-	buf_printf(b, "# Base image %s was %s when the session started", x->s->image, x->base_id);
-	if (!x->base_ref_id[0])
-		buf_printf(b, "; that tag is gone now: tag %s again first", x->base_id);
-	else if (strcmp(x->base_ref_id, x->base_id) != 0)
-		buf_printf(b, "; the tag names %s now: use FROM %s for the exact base", x->base_ref_id, x->base_id);
-	buf_printf(b, ".\nFROM %s\n\n", x->s->image);
-
-	buf_printf(b, "# The workspace (folders 0755, files 0644 in this context; other modes below)\n");
-	buf_printf(b, "COPY --chown=%s workspace/ %s/\n", x->s->user, x->ws);
-	json_array_foreach (x->pip->outside, i, v) {
-		const char *p = json_string_value(v);
-		buf_printf(b, "# a local package source outside the workspace, kept at its path for pip\nCOPY --chown=%s files", x->s->user);
-		buf_printf(b, "%s %s\n", p, p);
-	}
-	buf_printf(b, "USER %s\n", x->s->user);
-	size_t n = 0;
-	json_array_foreach (x->modes, i, v) {
-		const char *p = json_string_value(json_array_get(v, 0));
-		if (strchr(p, '\n'))
-			continue;
-		if (n % EXPORT_CHMOD_PER_LINE == 0)
-			buf_printf(b, "%sRUN cd %s", n ? "\n" : "", x->ws);
-		buf_printf(b, " && chmod %o ", (unsigned)json_integer_value(json_array_get(v, 1)));
-		shell_quote(b, p);
-		n++;
-	}
-	if (n)
-		buf_append_str(b, "\n");
-
-	if (json_array_size(x->env)) {
-		buf_append_str(b, "\n# The session's environment\n");
-		json_array_foreach (x->env, i, v) {
-			const char *kv = json_string_value(v);
-			const char *eq = strchr(kv, '=');
-			if (!eq || eq == kv)
-				continue;
-			struct buf q;
-			buf_init(&q, SIZE_MAX);
-			if (image_quote(eq + 1, &q) == 0)
-				buf_printf(b, "ENV %.*s=%s\n", (int)(eq - kv), kv, q.data);
-			else
-				buf_printf(b, "# ENV %.*s is not set here: its value does not fit on a Dockerfile line\n",
-					   (int)(eq - kv), kv);
-			buf_finish(&q);
-		}
-	}
-
-	struct pip_plan *p = x->pip;
-	if (json_array_size(p->installed) || json_array_size(p->removed)) {
-		buf_printf(b, "\n# pip: what `pip freeze --all` shows beyond the base image's\n");
-		json_array_foreach (p->installed, i, v)
-			buf_printf(b, "#   %s\n", json_string_value(v));
-		if (json_array_size(p->offline)) {
-			struct buf flags;
-			buf_init(&flags, SIZE_MAX);
-			buf_append_str(&flags, "--no-deps --no-index");
-			json_array_foreach (p->find_links, i, v) {
-				buf_append_str(&flags, " --find-links ");
-				shell_quote(&flags, json_string_value(v));
-			}
-			pip_line(b, flags.data, p->offline, "");
-			buf_finish(&flags);
-		}
-		pip_line(b, "--no-deps --no-index --no-build-isolation", p->local, "");
-		pip_line(b, "--no-deps --no-index --no-build-isolation", p->editable, "-e ");
-		if (json_array_size(p->online)) {
-			buf_append_str(b, "# These came from an index or a URL: building them needs network access\n"
-					  "# (docker build --network default), or put their wheels in the workspace.\n");
-			pip_line(b, "--no-deps", p->online, "");
-		}
-		if (json_array_size(p->removed)) {
-			buf_append_str(b, "RUN python3 -m pip uninstall -y");
-			json_array_foreach (p->removed, i, v) {
-				buf_append_str(b, " ");
-				shell_quote(b, json_string_value(v));
-			}
-			buf_append_str(b, "\n");
-		}
-	}
-
-	bool git = false;
-	json_array_foreach (x->history, i, v) {
-		const char *kind = json_string_value(json_object_get(v, "kind"));
-		if (!kind || strcmp(kind, "git_clone") != 0)
-			continue;
-		if (!git)
-			buf_append_str(b, "\n# git clones (their files and .git are in the workspace copied above)\n");
-		git = true;
-		const char *url = json_string_value(json_object_get(v, "url"));
-		const char *commit = json_string_value(json_object_get(v, "commit"));
-		const char *path = json_string_value(json_object_get(v, "path"));
-		if (url && !strchr(url, '\n') && (!path || !strchr(path, '\n')))
-			buf_printf(b, "#   %s at %s into %s%s\n", url, commit ? commit : "?", path ? path : "?",
-				   path && !path_within(x->ws, path) ? " (outside the workspace: not recreated)" : "");
-	}
-	buf_printf(b, "\nWORKDIR %s\n", x->workdir);
+	struct spill_src *src = arg;
+	ssize_t k;
+	do
+		k = read(src->fd, p, n);
+	while (k < 0 && errno == EINTR);
+	if (k < 0)
+		return err_set(err, ERRCODE_INTERNAL, -errno, "reading the build context back: %s", strerror(errno));
+	return k;
 }
 
 static void build_message(void *arg, json_t *msg)
@@ -555,10 +340,17 @@ static void build_message(void *arg, json_t *msg)
 		size_t k = strcspn(s, "\n");
 		snprintf(t->step, sizeof(t->step), "%.*s", (int)k, s);
 	}
-	if (t->text.len + n > EXPORT_BUILD_TAIL)
-		buf_consume(&t->text, t->text.len + n > EXPORT_BUILD_TAIL * 2 ? t->text.len : t->text.len / 2);
-	buf_append(&t->text, s, n);
+	if (strncmp(s, " ---> ", 6) == 0 && n >= 18 && is_hex(s + 6, 12) && (n == 18 || s[18] == '\n'))
+		snprintf(t->last, sizeof(t->last), "%.12s", s + 6);
 	tool_progress_output(t->ctx, s, n);
+	/* keep the last EXPORT_BUILD_TAIL bytes (and at most twice that) */
+	if (n > EXPORT_BUILD_TAIL) {
+		s += n - EXPORT_BUILD_TAIL;
+		n = EXPORT_BUILD_TAIL;
+	}
+	if (t->text.len + n > 2 * EXPORT_BUILD_TAIL)
+		buf_consume(&t->text, t->text.len + n - EXPORT_BUILD_TAIL);
+	buf_append(&t->text, s, n);
 }
 
 static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
@@ -572,18 +364,21 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	char real[PATH_MAX] = "", folder[NAME_MAX + 1] = "", deftag[IMAGE_TAG_MAX + 1];
 	char ref[IMAGE_REF_MAX + IMAGE_TAG_MAX + 2] = "", image_id[ENGINE_IMAGE_ID_MAX] = "";
 	json_t *container = NULL, *parent = NULL, *baseref = NULL, *mine = NULL, *theirs = NULL, *env = NULL;
+	json_t *labels = NULL;
 	struct hostfs_extract *x = NULL;
 	struct tar_writer *w = NULL;
 	struct buf tarbuf, df;
-	struct pip_plan plan = { 0 };
+	struct dockerfile_pip plan = { 0 };
 	struct ctx_sink sink = { 0 };
 	struct session *s = NULL;
 	struct err e_;
 	int dfd = -1, r;
 
 	err_clear(&e_);
-	buf_init(&tarbuf, files_max_bytes(cfg) + (16u << 20));
-	buf_init(&df, 4u << 20);
+	buf_init(&tarbuf, DOCKERFILE_MAX + (1u << 20));
+	sink.spill_fd = -1;
+	/* unbounded while written (its inputs are bounded), checked against DOCKERFILE_MAX after */
+	buf_init(&df, SIZE_MAX);
 	sink.modes = json_array();
 	sink.archives = json_array();
 	sink.skipped = json_array();
@@ -635,11 +430,11 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			json_array_append(env, v);
 	}
 
-	tool_progress(ctx, 1, 0, "reading pip freeze");
+	stage(ctx, "reading pip freeze\n");
 	if ((r = freeze(ctx, s, &mine, &e_)) < 0)
 		goto fail;
 	if (json_array_size(mine)) {
-		tool_progress(ctx, 2, 0, "reading pip freeze of a fresh container of the base image");
+		stage(ctx, "reading pip freeze of a fresh container of the base image\n");
 		if ((r = base_freeze(ctx, base_id, &theirs, &e_)) < 0) {
 			snprintf(e_.msg + strlen(e_.msg), sizeof(e_.msg) - strlen(e_.msg),
 				 " (while starting a throwaway container of the base image to compare pip freeze)");
@@ -650,8 +445,18 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	}
 
 	/* the context: the workspace through the sandbox user's tar, to a tar for the build and/or a host folder */
-	if (build && (r = tar_writer_create(&tarbuf, &w, &e_)) < 0)
-		goto fail;
+	if (build) {
+		const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+		sink.spill_fd = open(tmp, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+		if (sink.spill_fd < 0) {
+			err_set(&e_, ERRCODE_INTERNAL, -errno, "cannot make a temporary file in %.200s for the build context: %s",
+				tmp, strerror(errno));
+			goto fail;
+		}
+		if ((r = tar_writer_create(&tarbuf, &w, &e_)) < 0)
+			goto fail;
+		sink.tar = &tarbuf;
+	}
 	if (host_dir) {
 		snprintf(folder, sizeof(folder), "sandbox-mcp-export-%s-%lld", s->id, (long long)time(NULL));
 		if ((r = hostfs_extract_begin(dfd, folder, false, &x, &e_)) < 0)
@@ -662,7 +467,8 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			goto fail;
 	}
 	sink.w = w;
-	tool_progress(ctx, 3, 0, "reading the workspace");
+	sink.ctx = ctx;
+	stage(ctx, "reading the workspace\n");
 	struct tar_sink ts = { sink_entry, sink_data, sink_end, sink_skipped, &sink };
 	struct tar_limits lim = { .entries = FILES_ENTRIES_MAX,
 				  .entry_size = files_max_bytes(cfg),
@@ -681,14 +487,22 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	if (r < 0)
 		goto fail;
 
-	plan_make(cfg->workspace, mine, theirs, sink.archives, &plan);
+	dockerfile_pip_plan(cfg->workspace, mine, theirs, sink.archives, &plan);
+	if (json_array_size(plan.outside) > EXPORT_OUTSIDE_MAX) {
+		err_set(&e_, ERRCODE_TOO_LARGE, -E2BIG,
+			"%zu packages were installed from files outside %s, more than the %d an export carries: move "
+			"them into the workspace and install them from there",
+			json_array_size(plan.outside), cfg->workspace, EXPORT_OUTSIDE_MAX);
+		goto fail;
+	}
+	uint64_t outside_bytes = 0;
 	json_array_foreach (plan.outside, i, v) {
 		struct buf data;
 		uint64_t size;
 		unsigned mode;
 		char cpath[PATHSAFE_MAX + 8];
-		if ((r = files_pull_file(ctx, s, json_string_value(v), 0, UINT64_MAX, files_max_bytes(cfg), &data, &size,
-					 &mode, &e_)) < 0) {
+		if ((r = files_pull_file(ctx, s, json_string_value(v), 0, UINT64_MAX, files_max_bytes(cfg) - outside_bytes,
+					 &data, &size, &mode, &e_)) < 0) {
 			snprintf(e_.msg + strlen(e_.msg), sizeof(e_.msg) - strlen(e_.msg),
 				 " (a package was installed from it; the export needs it in its context)");
 			goto fail;
@@ -697,14 +511,22 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		r = sink_add(&sink, cpath, data.data ? data.data : "", data.len, &e_);
 		sink.files++;
 		sink.bytes += data.len;
+		outside_bytes += data.len;
 		buf_finish(&data);
 		if (r < 0)
 			goto fail;
 	}
 
 	const char *wd = json_string_value(json_object_get(json_object_get(container, "Config"), "WorkingDir"));
-	struct export_info info = {
+	char created[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", IMAGE_LABEL_SESSION, s->id, IMAGE_LABEL_PARENT, base_id,
+			   IMAGE_LABEL_BASE, s->image, IMAGE_LABEL_CREATED, created, IMAGE_LABEL_VERSION, SANDBOX_VERSION);
+	struct dockerfile_info info = {
 		.s = s,
+		.labels = labels,
 		.ws = cfg->workspace,
 		.base_id = base_id,
 		.base_ref_id = base_ref_id ? base_ref_id : "",
@@ -714,15 +536,17 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		.modes = sink.modes,
 		.history = s->history,
 	};
-	dockerfile_make(&info, &df);
-	if (df.len == df.max) {
-		err_set(&e_, ERRCODE_TOO_LARGE, -EMSGSIZE, "the Dockerfile would be larger than %zu bytes", df.max);
+	dockerfile_write(&info, &df);
+	if (df.len > DOCKERFILE_MAX) {
+		err_set(&e_, ERRCODE_TOO_LARGE, -EMSGSIZE, "the Dockerfile would be larger than %u bytes",
+			DOCKERFILE_MAX);
 		goto fail;
 	}
 	struct tar_entry dfe = { .path = "Dockerfile", .type = TAR_TYPE_FILE, .size = df.len, .mode = 0644,
 				 .mtime = time(NULL) };
-	if (w && ((r = tar_writer_add(w, &dfe, &e_)) < 0 || (r = tar_writer_data(w, df.data, df.len, &e_)) < 0 ||
-		  (r = tar_writer_close(w, &e_)) < 0))
+	if (w && ((r = spill(&sink, tar_writer_add(w, &dfe, &e_), &e_)) < 0 ||
+		  (r = spill(&sink, tar_writer_data(w, df.data, df.len, &e_), &e_)) < 0 ||
+		  (r = spill(&sink, tar_writer_close(w, &e_), &e_)) < 0))
 		goto fail;
 	if (x) {
 		if ((r = sink.host->entry(sink.host->arg, &dfe, &e_)) < 0 ||
@@ -733,35 +557,45 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			goto fail;
 	}
 
-	uint64_t context_bytes = w ? tarbuf.len : sink.bytes + df.len;
+	if (build && json_array_size(plan.online)) {
+		/* the build runs offline like the sessions: pip would retry an index it cannot reach, then fail */
+		err_set(&e_, ERRCODE_INVALID_ARGUMENT, -ENETUNREACH,
+			"build: true builds offline, and %zu package%s came from an index or a URL (%s%s): put %s wheel%s "
+			"in the workspace (e.g. pip download or pip wheel into a folder there) and export again, or build "
+			"the Dockerfile below yourself with network access",
+			json_array_size(plan.online), json_array_size(plan.online) == 1 ? "" : "s",
+			json_string_value(json_array_get(plan.online, 0)), json_array_size(plan.online) > 1 ? ", ..." : "",
+			json_array_size(plan.online) == 1 ? "its" : "their", json_array_size(plan.online) == 1 ? "" : "s");
+		tool_fail(res, &e_);
+		tool_text(res, "%s", df.data);
+		goto out;
+	}
+
+	uint64_t context_bytes = w ? sink.spilled : sink.bytes + df.len;
 	int64_t build_ms = 0;
 	if (build) {
 		struct build_tail bt = { .ctx = ctx };
 		buf_init(&bt.text, EXPORT_BUILD_TAIL * 3);
-		json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", IMAGE_LABEL_SESSION, s->id, IMAGE_LABEL_PARENT,
-					   base_id, IMAGE_LABEL_BASE, s->image, IMAGE_LABEL_CREATED, "", IMAGE_LABEL_VERSION,
-					   SANDBOX_VERSION);
-		char created[32];
-		time_t now = time(NULL);
-		struct tm tm;
-		strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-		json_object_set_new(labels, IMAGE_LABEL_CREATED, json_string(created));
-		_cleanup_free_ char *lj = json_dumps(labels, JSON_COMPACT);
-		json_decref(labels);
 		char eref[1024];
-		_cleanup_free_ char *elabels = xmalloc(strlen(lj) * 3 + 1);
-		if (engine_url_escape(ref, eref, sizeof(eref)) < 0 || engine_url_escape(lj, elabels, strlen(lj) * 3 + 1) < 0) {
+		if (engine_url_escape(ref, eref, sizeof(eref)) < 0) {
 			buf_finish(&bt.text);
 			err_set(&e_, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image reference too long");
 			goto fail;
 		}
-		_cleanup_free_ char *query =
-			xasprintf("t=%s&labels=%s&networkmode=none&rm=1&forcerm=1", eref, elabels);
-		tool_progress(ctx, 4, 0, "building the export");
+		/* the provenance labels are in the Dockerfile, right after FROM: every step's image carries them */
+		_cleanup_free_ char *query = xasprintf("t=%s&networkmode=none&rm=1&forcerm=1", eref);
+		stage(ctx, "building the export\n");
 		int64_t t0 = now_ms();
-		r = engine_build(e, ctx->call, query, tarbuf.data, tarbuf.len, build_message, &bt, image_id, &e_);
+		struct spill_src src = { .fd = sink.spill_fd };
+		if (lseek(sink.spill_fd, 0, SEEK_SET) < 0) {
+			buf_finish(&bt.text);
+			err_set(&e_, ERRCODE_INTERNAL, -errno, "rewinding the build context: %s", strerror(errno));
+			goto fail;
+		}
+		r = engine_build(e, ctx->call, query, spill_source, &src, build_message, &bt, image_id, &e_);
 		build_ms = now_ms() - t0;
 		if (r < 0) {
+			build_leftovers(e, bt.last, base_id);
 			char msg[ERR_MSG_MAX];
 			snprintf(msg, sizeof(msg), "%s", e_.msg);
 			err_set(&e_, e_.code == ERRCODE_CANCELLED ? ERRCODE_CANCELLED : ERRCODE_ENGINE_ERROR, r,
@@ -769,7 +603,9 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 				"it yourself with network access) and try again",
 				bt.step[0] ? " at " : "", bt.step, msg);
 			tool_fail(res, &e_);
-			tool_text(res, "Build output (last part):\n%.*s", (int)bt.text.len, bt.text.data ? bt.text.data : "");
+			size_t skip = bt.text.len > EXPORT_BUILD_TAIL ? bt.text.len - EXPORT_BUILD_TAIL : 0;
+			tool_text_bytes(res, "Build output (last part):\n", bt.text.data ? bt.text.data + skip : "",
+					bt.text.len - skip);
 			tool_text(res, "%s", df.data);
 			buf_finish(&bt.text);
 			goto out;
@@ -821,9 +657,11 @@ out:
 	if (dfd >= 0)
 		close(dfd);
 	tar_writer_destroy(w);
+	if (sink.spill_fd >= 0)
+		close(sink.spill_fd);
 	buf_finish(&tarbuf);
 	buf_finish(&df);
-	plan_finish(&plan);
+	dockerfile_pip_finish(&plan);
 	json_decref(sink.modes);
 	json_decref(sink.archives);
 	json_decref(sink.skipped);
@@ -833,6 +671,7 @@ out:
 	json_decref(mine);
 	json_decref(theirs);
 	json_decref(env);
+	json_decref(labels);
 	if (s)
 		session_put(ctx->svc->sessions, s);
 	return 0;

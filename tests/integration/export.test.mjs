@@ -10,16 +10,27 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, readFileSync, statSync, readdirSync, rmSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Server, suite, requireEngine, cleanup, show, docker } from './lib/harness.mjs';
+import { Server, suite, requireEngine, cleanup, show, docker, serverIsSanitized } from './lib/harness.mjs';
 import { writePackage } from './lib/packages.mjs';
 
 const REPO = 'sandbox-mcp-test/export';
 const created = new Set();
+const sessions = new Set();
 const ENV_VALUE = 'a "quoted" $dollar \\back value';
 // every workspace entry with its type, mode and (files) sha256, sorted
 const LISTING = 'cd /workspace && find . -mindepth 1 -printf "%y %m %P\\n" | LC_ALL=C sort && ' +
   'find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum';
 const FREEZE = 'cd / && python3 -m pip freeze --all';
+
+/** Untagged images (all: intermediate ones too) labelled with session s, newline-separated ids. */
+async function labelled(s, all) {
+  const r = await docker(['images', '-q', '--no-trunc', ...(all ? ['-a'] : []), '-f', 'dangling=true', '-f',
+    `label=io.sandbox-mcp.commit.session=${s}`]);
+  return [...new Set(r.stdout.split('\n').filter(Boolean))].join('\n');
+}
+// a workspace file large enough that holding the context in memory would show in the server's peak RSS
+const BIG_MIB = 24;
+const RSS_CAP_KIB = (serverIsSanitized() ? 160 : 20) * 1024;
 
 describe('session_export', suite({ timeout: 900000 }), () => {
   let srv;
@@ -36,23 +47,33 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     for (const d of [allowed, outside]) mkdirSync(d);
     srv = await Server.start('export', { SANDBOX_TIMEOUT_S: 120, SANDBOX_HOST_DIRS: allowed });
     sid = (await srv.createSession({ name: 'export', env: { EXPORT_VAR: ENV_VALUE } })).session_id;
+    sessions.add(sid);
 
     await srv.ok('file_write', { session_id: sid, path: 'data/a.txt', content: 'alpha\n' });
     await srv.ok('file_write', { session_id: sid, path: 'data/deep/er/b.csv', content: 'x,y\n1,2\n' });
     await srv.ok('file_write', { session_id: sid, path: 'run.sh', content: '#!/bin/sh\necho run\n' });
     await srv.ok('file_write', { session_id: sid, path: 'private.txt', content: 'secret\n' });
-    await srv.sh('chmod 755 run.sh && chmod 600 private.txt && mkdir -p locked && chmod 700 locked', { session_id: sid });
+    await srv.sh('chmod 755 run.sh && chmod 600 private.txt && mkdir -p locked && chmod 700 locked && ' +
+      `head -c ${BIG_MIB}M /dev/urandom > data/big.bin`, { session_id: sid });
     // one package from its source folder (freeze: name @ file://), one from a wheel via --find-links (name==version)
     await writePackage(srv, sid, 'src/exportpkg', 'exportpkg', '1.2.3', 'exported');
     await writePackage(srv, sid, 'src/wheelpkg', 'wheelpkg', '0.9', 'wheeled');
+    await writePackage(srv, sid, 'src/tmppkg', 'tmppkg', '4.5', 'tmp');
     await srv.sh('python3 -m pip install --no-index --no-build-isolation ./src/exportpkg && ' +
       'python3 -m pip wheel --no-deps --no-index --no-build-isolation -w dist ./src/wheelpkg && ' +
-      'python3 -m pip install --no-index --find-links dist wheelpkg==0.9', { session_id: sid }, { timeoutMs: 180000 });
+      'python3 -m pip install --no-index --find-links dist wheelpkg==0.9 && ' +
+      // and one from a wheel file outside the workspace (freeze: name @ file:///tmp/...)
+      'python3 -m pip wheel --no-deps --no-index --no-build-isolation -w /tmp/wh ./src/tmppkg && ' +
+      'python3 -m pip install --no-index /tmp/wh/tmppkg-4.5-py3-none-any.whl', { session_id: sid }, { timeoutMs: 180000 });
   });
 
   after(async () => {
     await cleanup();
     for (const ref of created) await docker(['rmi', ref], { timeoutMs: 120000 });
+    // anything a build of these sessions left untagged (every step's image carries the session label)
+    for (const s of sessions) {
+      for (const id of (await labelled(s, false)).split('\n').filter(Boolean)) await docker(['rmi', id], { timeoutMs: 120000 });
+    }
     rmSync(hostBase, { recursive: true, force: true });
   });
 
@@ -64,13 +85,17 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     const x = res.structuredContent;
     created.add(x.reference);
     if (process.env.SHOW_DOCKERFILE) console.log(x.dockerfile);
-    console.log(`export + build took ${Date.now() - t0} ms (build ${x.build_ms} ms), context ${x.context_bytes} bytes`);
+    console.log(`export + build took ${Date.now() - t0} ms (build ${x.build_ms} ms), context ${x.context_bytes} bytes, ` +
+      `server peak RSS ${srv.peakRssKiB()} KiB`);
+    assert.ok(x.context_bytes > BIG_MIB << 20, `the context carries the big file: ${x.context_bytes}`);
+    assert.ok(srv.peakRssKiB() < RSS_CAP_KIB, `the context streams: server peak RSS ${srv.peakRssKiB()} KiB`);
     assert.match(x.image_id, /^sha256:[0-9a-f]{64}$/);
     assert.match(x.dockerfile, /^FROM sandbox-mcp-python:latest$/m);
     assert.match(x.dockerfile, /^COPY --chown=sandbox workspace\/ \/workspace\/$/m);
     assert.match(x.dockerfile, /--find-links '\/workspace\/dist' 'wheelpkg==0\.9'/);
     assert.match(x.dockerfile, /--no-build-isolation '\/workspace\/src\/exportpkg'/);
     assert.match(x.dockerfile, /^ENV EXPORT_VAR=/m);
+    assert.match(x.dockerfile, /^COPY --chown=sandbox files\/tmp\/wh\/tmppkg-4\.5-py3-none-any\.whl \/tmp\/wh\/tmppkg-4\.5-py3-none-any\.whl$/m);
     assert.deepEqual(x.pip_needs_index, []);
     assert.ok(x.pip.includes('wheelpkg==0.9'), JSON.stringify(x.pip));
     assert.ok(res.content.some((b) => b.type === 'text' && b.text.includes(`session_create {image: "${x.reference}"}`)));
@@ -86,10 +111,11 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     const [fa, fb] = [await srv.sh(FREEZE, { session_id: sid }), await srv.sh(FREEZE, { session_id: s2 })];
     assert.match(fa.stdout, /^exportpkg @ file:\/\/\/workspace\/src\/exportpkg$/m);
     assert.match(fa.stdout, /^wheelpkg==0\.9$/m);
+    assert.match(fa.stdout, /^tmppkg @ file:\/\/\/tmp\/wh\/tmppkg-4\.5-py3-none-any\.whl$/m);
     assert.equal(fb.stdout, fa.stdout, 'pip freeze is identical');
-    const imp = await srv.sh('cd / && python3 -c "import exportpkg, wheelpkg; print(exportpkg.VALUE, wheelpkg.VALUE)"' +
+    const imp = await srv.sh('cd / && python3 -c "import exportpkg, wheelpkg, tmppkg; print(exportpkg.VALUE, wheelpkg.VALUE, tmppkg.VALUE)"' +
       ' && printf %s "$EXPORT_VAR" && echo && id -un && pwd', { session_id: s2 });
-    assert.equal(imp.stdout, `exported wheeled\n${ENV_VALUE}\nsandbox\n/\n`);
+    assert.equal(imp.stdout, `exported wheeled tmp\n${ENV_VALUE}\nsandbox\n/\n`);
     const wd = await srv.sh('pwd', { session_id: s2 });
     assert.equal(wd.stdout, '/workspace\n');
     await srv.ok('session_close', { session_id: s2 });
@@ -127,22 +153,119 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     assert.deepEqual(readdirSync(outside), [], 'nothing was written outside');
   });
 
-  test('a build that needs an index fails offline and reports the builder output', async () => {
-    const s = (await srv.createSession({ name: 'export-fail' })).session_id;
+  test('an image without python: files, env and user only; the build starts a session with the same files', async () => {
+    const s = (await srv.createSession({ image: 'debian:bookworm-slim', name: 'export-slim', env: { SLIM: '1' } })).session_id;
+    sessions.add(s);
+    await srv.ok('file_write', { session_id: s, path: 'notes/n.txt', content: 'slim\n' });
+    // with a progress token: stages and build output arrive as notifications/progress
+    const progress = [];
+    const res = await srv.client.callTool({ name: 'session_export', arguments: { session_id: s, build: true, repository: REPO } },
+      undefined, { timeout: 300000, onprogress: (p) => progress.push(p) });
+    assert.ok(!res.isError, show(res));
+    const x = res.structuredContent;
+    created.add(x.reference);
+    assert.ok(progress.length >= 1, 'progress notifications were sent');
+    assert.ok(progress.every((p, i) => i === 0 || p.progress > progress[i - 1].progress), JSON.stringify(progress));
+    assert.match(progress[0].message, /reading pip freeze|reading the workspace|building|Step/, JSON.stringify(progress));
+    assert.match(x.dockerfile, /^FROM debian:bookworm-slim$/m);
+    assert.doesNotMatch(x.dockerfile, /pip/);
+    assert.match(x.dockerfile, /^ENV SLIM="1"$/m);
+    assert.deepEqual(x.pip, []);
+    const s2 = (await srv.createSession({ image: x.reference })).session_id;
+    const [a, b] = await Promise.all([srv.sh(LISTING, { session_id: s }), srv.sh(LISTING, { session_id: s2 })]);
+    assert.equal(b.stdout, a.stdout);
+    assert.equal((await srv.sh('echo $SLIM; id -u', { session_id: s2 })).stdout,
+      (await srv.sh('echo $SLIM; id -u', { session_id: s })).stdout);
+    await srv.ok('session_close', { session_id: s2 });
+    await srv.ok('session_close', { session_id: s });
+  });
+
+  test('a cancelled build tags nothing and leaves the session usable', async () => {
+    const tag = `cancel-${process.pid}`;
+    const ac = new AbortController();
+    const t0 = Date.now();
+    const call = srv.call('session_export', { session_id: sid, build: true, repository: REPO, tag },
+      { timeoutMs: 300000, signal: ac.signal });
+    // mid-way: after the freezes, while the context is read or the build runs
+    setTimeout(() => ac.abort(), 4000);
+    await assert.rejects(call);
+    const after = await srv.sh('echo alive', { session_id: sid });
+    assert.equal(after.stdout, 'alive\n');
+    // the engine may finish a step it already started; give it a moment, then nothing may carry the tag
+    await new Promise((r) => setTimeout(r, 3000));
+    const img = await docker(['image', 'inspect', `${REPO}:${tag}`]);
+    if (img.code === 0) created.add(`${REPO}:${tag}`);
+    assert.notEqual(img.code, 0, `cancelled after ${Date.now() - t0} ms, yet ${REPO}:${tag} exists`);
+    // steps the engine finished before it saw the cancel are build cache: removed here by their label
+    for (const id of (await labelled(sid, false)).split('\n').filter(Boolean)) {
+      await docker(['rmi', id], { timeoutMs: 120000 });
+    }
+  });
+
+  test('build: true with a package that needs an index is refused at once, with the Dockerfile', async () => {
+    const s = (await srv.createSession({ name: 'export-index' })).session_id;
     await writePackage(srv, s, 'src/gonepkg', 'gonepkg', '2.0', 'gone');
     // the wheel sits in /tmp (not exported): the freeze pins gonepkg==2.0 with nothing to install it from
     await srv.sh('python3 -m pip wheel --no-deps --no-index --no-build-isolation -w /tmp/wh ./src/gonepkg && ' +
-      'python3 -m pip install --no-index --find-links /tmp/wh gonepkg && rm -rf src/gonepkg/build', { session_id: s },
-    { timeoutMs: 180000 });
-    const before = (await docker(['images', '-q', '--filter', 'label=io.sandbox-mcp.commit.session=' + s])).stdout;
-    const res = await srv.call('session_export', { session_id: s, build: true, repository: REPO }, { timeoutMs: 600000 });
+      'python3 -m pip install --no-index --find-links /tmp/wh gonepkg', { session_id: s }, { timeoutMs: 180000 });
+    const t0 = Date.now();
+    const res = await srv.call('session_export', { session_id: s, build: true, repository: REPO, tag: `index-${process.pid}` },
+      { timeoutMs: 300000 });
+    assert.equal(res.isError, true, show(res));
+    assert.equal(res.structuredContent.error.code, 'invalid_argument');
+    assert.match(res.structuredContent.error.message, /builds offline, and 1 package came from an index or a URL \(gonepkg==2\.0\)/);
+    const text = res.content.map((c) => c.text).join('\n');
+    assert.match(text, /^RUN python3 -m pip install --no-deps 'gonepkg==2\.0'$/m, 'the Dockerfile comes with the refusal');
+    assert.match(text, /needs network access/);
+    assert.ok(Date.now() - t0 < 30000, 'refused without waiting for pip to give up on the index');
+    assert.notEqual((await docker(['image', 'inspect', `${REPO}:index-${process.pid}`])).code, 0, 'nothing was tagged');
+    // without build the same export is a Dockerfile to build elsewhere
+    const ok = await srv.ok('session_export', { session_id: s });
+    assert.deepEqual(ok.pip_needs_index, ['gonepkg==2.0']);
+    await srv.ok('session_close', { session_id: s });
+  });
+
+  test('a build step that fails reports the step and the builder output; nothing is tagged', async () => {
+    const s = (await srv.createSession({ name: 'export-broken' })).session_id;
+    sessions.add(s);
+    await writePackage(srv, s, 'src/brokenpkg', 'brokenpkg', '1.0', 'broken');
+    // installed from its folder, which is then broken: reinstalling it from there cannot work
+    await srv.sh('python3 -m pip install --no-index --no-build-isolation ./src/brokenpkg && ' +
+      'rm -rf src/brokenpkg/build src/brokenpkg/*.egg-info && echo "[project" > src/brokenpkg/pyproject.toml',
+    { session_id: s }, { timeoutMs: 180000 });
+    const tag = `broken-${process.pid}`;
+    const res = await srv.call('session_export', { session_id: s, build: true, repository: REPO, tag }, { timeoutMs: 300000 });
     assert.equal(res.isError, true, show(res));
     assert.equal(res.structuredContent.error.code, 'engine_error');
-    assert.match(res.structuredContent.error.message, /the build of the export failed at Step \d+\/\d+ : RUN python3 -m pip install --no-deps 'gonepkg==2\.0'/);
+    const msg = res.structuredContent.error.message;
+    assert.match(msg, /the build of the export failed at Step \d+\/\d+ : RUN python3 -m pip install --no-deps --no-index --no-build-isolation '\/workspace\/src\/brokenpkg'/);
+    assert.match(msg, /returned a non-zero code/);
+    assert.doesNotMatch(msg, /docker info/, 'a failed step is not blamed on the engine');
     const text = res.content.map((c) => c.text).join('\n');
-    assert.match(text, /No matching distribution found for gonepkg==2\.0|Could not find a version/, text.slice(-2000));
-    assert.match(text, /needs network access/);
-    assert.equal((await docker(['images', '-q', '--filter', 'label=io.sandbox-mcp.commit.session=' + s])).stdout, before,
-      'no image was tagged');
+    assert.match(text, /Build output \(last part\):/);
+    assert.match(text, /pyproject\.toml|TOML|toml/, text.slice(-3000));
+    assert.match(text, /^FROM sandbox-mcp-python:latest$/m, 'the Dockerfile comes with the failure');
+    assert.notEqual((await docker(['image', 'inspect', `${REPO}:${tag}`])).code, 0, 'nothing was tagged');
+    // the images of the steps that did finish (each carries the provenance LABEL that follows FROM) are
+    // removed, as if the build never ran
+    assert.match(text, /^FROM sandbox-mcp-python:latest\n\n.*\nLABEL "io\.sandbox-mcp\.commit\.session"="/m);
+    assert.equal(await labelled(s, true), '', 'no image of the failed build is left');
+    await srv.ok('session_close', { session_id: s });
+  });
+
+  test('a session whose base tag was removed rebuilds from the base image id', async () => {
+    const baseTag = `sandbox-mcp-test/export-base:${process.pid}`;
+    assert.equal((await docker(['tag', 'debian:bookworm-slim', baseTag])).code, 0);
+    const s = (await srv.createSession({ image: baseTag })).session_id;
+    await srv.ok('file_write', { session_id: s, path: 'kept.txt', content: 'kept\n' });
+    assert.equal((await docker(['rmi', baseTag])).code, 0);
+    const x = await srv.ok('session_export', { session_id: s, build: true, repository: REPO }, { timeoutMs: 300000 });
+    created.add(x.reference);
+    const slimId = JSON.parse((await docker(['image', 'inspect', 'debian:bookworm-slim'])).stdout)[0].Id;
+    assert.match(x.dockerfile, new RegExp(`that tag is gone now, so this starts from its id\\.\nFROM ${slimId}\n`));
+    const s2 = (await srv.createSession({ image: x.reference })).session_id;
+    assert.equal((await srv.sh('cat kept.txt', { session_id: s2 })).stdout, 'kept\n');
+    await srv.ok('session_close', { session_id: s2 });
+    await srv.ok('session_close', { session_id: s });
   });
 });
