@@ -193,6 +193,8 @@ static const struct {
 			"folders the user allowed)." },
 	{ "session_commit", "session_commit saves a session as an image and session_export writes a Dockerfile "
 			    "that recreates it; session_create {image} starts from either." },
+	{ "pip_install", "pip_install installs Python packages into the session (offline by default: from wheels, "
+			 "sdists or folders in the sandbox); background: true plus pip_status for long installs." },
 	{ "env_info", "env_info tells the limits and whether Docker answers; failures carry a stable "
 		      "structuredContent.error.code and say what to do next." },
 };

@@ -270,6 +270,7 @@ static void session_free(struct session *s)
 		return;
 	json_decref(s->warnings);
 	json_decref(s->history);
+	json_decref(s->pip_jobs);
 	pyrepl_destroy(s->repl);
 	free(s);
 }
@@ -767,6 +768,21 @@ static void *reaper_main(void *arg)
 	}
 	pthread_mutex_unlock(&m->lock);
 	return NULL;
+}
+
+void session_pip_job(struct session *s, const char *package, const char *dir)
+{
+	if (!s->pip_jobs)
+		s->pip_jobs = json_object();
+	/* bounded like the history: the oldest jobs are forgotten first */
+	if (json_object_size(s->pip_jobs) >= SESSION_HISTORY_MAX)
+		json_object_clear(s->pip_jobs);
+	json_object_set_new(s->pip_jobs, package, json_string(dir));
+}
+
+const char *session_pip_job_dir(const struct session *s, const char *package)
+{
+	return json_string_value(json_object_get(s->pip_jobs, package));
 }
 
 void session_record(struct session *s, const char *kind, json_t *entry)

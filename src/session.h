@@ -59,6 +59,8 @@ struct session {
 	 * Appended by tools on this session's FIFO (session_record); owned here.
 	 */
 	json_t *history;
+	/* background pip installs: package as given -> its job folder in the container */
+	json_t *pip_jobs;
 };
 
 struct session_opts {
@@ -103,6 +105,10 @@ json_t *session_json(const struct session *s);
 void session_key(struct session_mgr *m, const char *ref, char *out, size_t outsz);
 /* Live sessions. */
 unsigned session_count(struct session_mgr *m);
+/* Remembers that a background pip install of package writes its log and status in dir. */
+void session_pip_job(struct session *s, const char *package, const char *dir);
+/* The job folder of the last background install of package, or NULL (borrowed). */
+const char *session_pip_job_dir(const struct session *s, const char *package);
 /* Most steps a session's history keeps; one {"kind":"truncated"} entry follows them. */
 #define SESSION_HISTORY_MAX 1000
 /*

@@ -33,6 +33,11 @@ static const struct tool_entry *const tool_table[] = {
 	&tool_file_search_entry,
 	&tool_file_upload_entry,
 	&tool_file_download_entry,
+	&tool_pip_install_entry,
+	&tool_pip_uninstall_entry,
+	&tool_pip_list_entry,
+	&tool_pip_freeze_entry,
+	&tool_pip_status_entry,
 };
 
 struct parsed_schemas {
@@ -248,6 +253,57 @@ void tool_progress_tick(struct tool_ctx *ctx)
 	snprintf(msg, sizeof(msg), "%.1f s%s%s", secs, ctx->last_line[0] ? ": " : "", ctx->last_line);
 	ctx->last_line[0] = '\0';
 	tool_progress(ctx, secs, 0, msg);
+}
+
+static int exec_on_data(void *arg, int stream, const char *p, size_t n)
+{
+	(void)stream;
+	tool_progress_output(arg, p, n);
+	return 0;
+}
+
+static void exec_on_tick(void *arg)
+{
+	tool_progress_tick(arg);
+}
+
+int tool_exec(struct tool_ctx *ctx, struct session *s, const char *const *argv, const char *const *env,
+	      const char *workdir, int timeout_ms, struct exec_result *xr, struct err *e)
+{
+	const struct config *cfg = ctx->svc->cfg;
+	struct exec_spec spec = {
+		.argv = argv,
+		.env = env,
+		.workdir = workdir ? workdir : cfg->workspace,
+		.user = s->user,
+		.timeout_ms = timeout_ms,
+		.cap = cfg->output_bytes,
+		.on_data = exec_on_data,
+		.on_tick = exec_on_tick,
+		.arg = ctx,
+	};
+	int r = exec_run(ctx->svc->engine, ctx->call, s->container, &spec, xr, e);
+	if (r < 0 && e->code == ERRCODE_SESSION_NOT_FOUND) {
+		session_forget(ctx->svc->sessions, s);
+		err_set(e, ERRCODE_SESSION_NOT_FOUND, r,
+			"the container of session %s is gone (removed or stopped outside sandbox-mcp); the session was "
+			"dropped: run again without session_id, or session_create a new one",
+			s->id);
+	}
+	return r;
+}
+
+char *tool_exec_output(const struct exec_result *xr, size_t *len)
+{
+	struct buf b;
+	buf_init(&b, SIZE_MAX);
+	capture_render(&xr->out, &b);
+	if (b.len && b.data[b.len - 1] != '\n')
+		(void)buf_append(&b, "\n", 1);
+	capture_render(&xr->err, &b);
+	(void)buf_append(&b, "", 1);
+	*len = b.len - 1;
+	return buf_steal(&b, NULL);
 }
 
 int tool_session(struct tool_ctx *ctx, json_t *args, struct session **ret, struct tool_result *res)

@@ -19,6 +19,7 @@
 #include "dispatch.h"
 #include "engine.h"
 #include "errcode.h"
+#include "exec.h"
 #include "hostfs.h"
 #include "out.h"
 #include "session.h"
@@ -119,6 +120,18 @@ void tool_progress(struct tool_ctx *ctx, double progress, double total, const ch
 void tool_progress_output(struct tool_ctx *ctx, const char *p, size_t n);
 void tool_progress_tick(struct tool_ctx *ctx);
 
+/*
+ * Runs argv (never a shell string) in session s as its user, in workdir (NULL:
+ * the workspace), each output stream capped at the configured size, progress
+ * from the output lines when the client asked.  0 when the process ran,
+ * whatever its exit (xr says; release it with exec_result_finish), or -errno
+ * with e; a session whose container vanished is dropped and e says so.
+ */
+int tool_exec(struct tool_ctx *ctx, struct session *s, const char *const *argv, const char *const *env,
+	      const char *workdir, int timeout_ms, struct exec_result *xr, struct err *e);
+/* stdout then stderr of xr as text (capped as captured); owned by the caller. */
+char *tool_exec_output(const struct exec_result *xr, size_t *len);
+
 /* The session_id property of a tool's input schema (JSON text). */
 #define TOOL_SESSION_ARG                                                                                            \
 	"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name (default: the " \
@@ -139,6 +152,11 @@ extern const struct tool_entry tool_file_list_entry;
 extern const struct tool_entry tool_file_search_entry;
 extern const struct tool_entry tool_file_upload_entry;
 extern const struct tool_entry tool_file_download_entry;
+extern const struct tool_entry tool_pip_install_entry;
+extern const struct tool_entry tool_pip_uninstall_entry;
+extern const struct tool_entry tool_pip_list_entry;
+extern const struct tool_entry tool_pip_freeze_entry;
+extern const struct tool_entry tool_pip_status_entry;
 extern const struct tool_entry tool_session_commit_entry;
 extern const struct tool_entry tool_session_export_entry;
 
