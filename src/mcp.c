@@ -195,6 +195,7 @@ static const struct {
 			    "that recreates it; session_create {image} starts from either." },
 	{ "pip_install", "pip_install installs Python packages into the session (offline by default: from wheels, "
 			 "sdists or folders in the sandbox); background: true plus pip_status for long installs." },
+	{ "git_clone", "git_clone/git_status/git_diff/git_commit/git_push work on repositories in the sandbox." },
 	{ "env_info", "env_info tells the limits and whether Docker answers; failures carry a stable "
 		      "structuredContent.error.code and say what to do next." },
 };

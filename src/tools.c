@@ -38,6 +38,11 @@ static const struct tool_entry *const tool_table[] = {
 	&tool_pip_list_entry,
 	&tool_pip_freeze_entry,
 	&tool_pip_status_entry,
+	&tool_git_clone_entry,
+	&tool_git_status_entry,
+	&tool_git_diff_entry,
+	&tool_git_commit_entry,
+	&tool_git_push_entry,
 };
 
 struct parsed_schemas {

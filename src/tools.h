@@ -157,6 +157,11 @@ extern const struct tool_entry tool_pip_uninstall_entry;
 extern const struct tool_entry tool_pip_list_entry;
 extern const struct tool_entry tool_pip_freeze_entry;
 extern const struct tool_entry tool_pip_status_entry;
+extern const struct tool_entry tool_git_clone_entry;
+extern const struct tool_entry tool_git_status_entry;
+extern const struct tool_entry tool_git_diff_entry;
+extern const struct tool_entry tool_git_commit_entry;
+extern const struct tool_entry tool_git_push_entry;
 extern const struct tool_entry tool_session_commit_entry;
 extern const struct tool_entry tool_session_export_entry;
 

@@ -1,0 +1,583 @@
+/*
+ * tool-git.c - git_clone, git_status, git_diff, git_commit, git_push.
+ *
+ * git runs as the session's user from an argv, never a shell string: URLs,
+ * refs and paths are checked by argcheck (no value that git could read as an
+ * option), passed after `--` where git takes one, and every call carries
+ * `-c protocol.ext.allow=never -c protocol.fd.allow=never` so no transport
+ * can run a command.  GIT_TERMINAL_PROMPT=0: a credential prompt fails
+ * instead of hanging the call.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "argcheck.h"
+#include "files.h"
+#include "pathsafe.h"
+#include "tools.h"
+#include "util.h"
+
+#define GIT_TIMEOUT_S 600
+#define GIT_ARGV_MAX 32
+#define GIT_DEFAULT_NAME "sandbox-mcp"
+#define GIT_DEFAULT_EMAIL "sandbox@localhost"
+#define GIT_MESSAGE_MAX (64 * 1024)
+
+static const char *const git_env[] = { "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "LC_ALL=C", NULL };
+
+struct git_argv {
+	const char *v[GIT_ARGV_MAX];
+	int n;
+};
+
+static void ga_add(struct git_argv *a, const char *s)
+{
+	if (a->n < GIT_ARGV_MAX - 1)
+		a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+}
+
+/* git with the safety options, in dir (NULL: the process's working directory). */
+static void ga_git(struct git_argv *a, const char *dir)
+{
+	a->n = 0;
+	ga_add(a, "git");
+	ga_add(a, "-c");
+	ga_add(a, "protocol.ext.allow=never");
+	ga_add(a, "-c");
+	ga_add(a, "protocol.fd.allow=never");
+	ga_add(a, "-c");
+	ga_add(a, "core.quotePath=false");
+	if (dir) {
+		ga_add(a, "-C");
+		ga_add(a, dir);
+	}
+}
+
+/* The path argument resolved (default: the workspace); -EINVAL with e. */
+static int git_dir(const struct config *cfg, json_t *args, const char *key, char *out, size_t outsz, struct err *e)
+{
+	const char *p = json_string_value(json_object_get(args, key));
+	if (p && argcheck_path(p, key, e) < 0)
+		return -EINVAL;
+	return files_resolve(cfg, p ? p : ".", true, out, outsz, e);
+}
+
+/*
+ * Runs a, and turns the ways git can fail to be run into e: no git in the
+ * image, a session gone, a timeout.  0 with *xr (release it) when git ran,
+ * whatever its exit.
+ */
+static int git_run(struct tool_ctx *ctx, struct session *s, const struct git_argv *a, struct exec_result *xr,
+		   char **out, size_t *len, struct err *e)
+{
+	int r = tool_exec(ctx, s, a->v, git_env, NULL, GIT_TIMEOUT_S * 1000, xr, e);
+	*out = NULL;
+	if (r < 0)
+		return r;
+	*out = tool_exec_output(xr, len);
+	if (xr->exit_code == 127 || xr->exit_code == 126)
+		return err_set(e, ERRCODE_GIT_NOT_FOUND, -ENOENT,
+			       "image %s has no git: use the default image (session_create without image), or an image "
+			       "with git installed",
+			       s->image);
+	if (xr->timed_out)
+		return err_set(e, ERRCODE_TIMEOUT, -ETIMEDOUT, "git ran past %d s and was stopped", GIT_TIMEOUT_S);
+	return 0;
+}
+
+/* A failed git's exit as e: a folder that is no repository gets its own advice. */
+static int git_failed(const char *what, const char *dir, int code, const char *out, struct err *e)
+{
+	if (out && strstr(out, "not a git repository"))
+		return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "%s is not a git repository: git_clone one, or run `git init` there with run_command", dir);
+	return err_set(e, ERRCODE_INVALID_ARGUMENT, -EIO, "git %s failed (exit %d): %.3000s", what, code,
+		       out ? out : "");
+}
+
+/* The commit HEAD names in dir (into out), or "" when there is none. */
+static void git_head(struct tool_ctx *ctx, struct session *s, const char *dir, char *out, size_t outsz)
+{
+	struct git_argv a;
+	struct exec_result xr;
+	struct err e;
+	char *text;
+	size_t len;
+
+	out[0] = '\0';
+	ga_git(&a, dir);
+	ga_add(&a, "rev-parse");
+	ga_add(&a, "--verify");
+	ga_add(&a, "--quiet");
+	ga_add(&a, "HEAD");
+	if (git_run(ctx, s, &a, &xr, &text, &len, &e) == 0 && xr.exit_code == 0)
+		snprintf(out, outsz, "%.*s", (int)strspn(text, "0123456789abcdef"), text);
+	free(text);
+	exec_result_finish(&xr);
+}
+
+static int git_clone(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	const struct config *cfg = ctx->svc->cfg;
+	const char *url = json_string_value(json_object_get(args, "repo_url"));
+	const char *branch = json_string_value(json_object_get(args, "branch"));
+	json_t *jdepth = json_object_get(args, "depth");
+	char dest[PATHSAFE_MAX + 1], depth[24];
+	struct err e;
+	struct session *s;
+
+	err_clear(&e);
+	if (argcheck_git_url(url, &e) < 0 || (branch && argcheck_git_ref(branch, "branch", &e) < 0))
+		return tool_fail(res, &e);
+	if (json_object_get(args, "path")) {
+		if (git_dir(cfg, args, "path", dest, sizeof(dest), &e) < 0)
+			return tool_fail(res, &e);
+	} else {
+		/* like git: the last component of the URL, without .git */
+		const char *end = url + strlen(url);
+		while (end > url && end[-1] == '/')
+			end--;
+		const char *b = end;
+		while (b > url && b[-1] != '/' && b[-1] != ':')
+			b--;
+		size_t n = (size_t)(end - b);
+		if (n > 4 && strncmp(end - 4, ".git", 4) == 0)
+			n -= 4;
+		char name[256];
+		snprintf(name, sizeof(name), "%.*s", (int)n, b);
+		if (!name[0] || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+		    files_resolve(cfg, name, false, dest, sizeof(dest), &e) < 0) {
+			err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				"cannot name a folder after repo_url '%.80s': pass path", url);
+			return tool_fail(res, &e);
+		}
+	}
+	if (tool_session(ctx, args, &s, res) < 0)
+		return 0;
+
+	struct git_argv a;
+	ga_git(&a, NULL);
+	ga_add(&a, "clone");
+	ga_add(&a, "--progress");
+	if (branch) {
+		ga_add(&a, "--branch");
+		ga_add(&a, branch);
+	}
+	if (jdepth) {
+		snprintf(depth, sizeof(depth), "--depth=%lld", (long long)json_integer_value(jdepth));
+		ga_add(&a, depth);
+	}
+	ga_add(&a, "--");
+	ga_add(&a, url);
+	ga_add(&a, dest);
+
+	struct exec_result xr;
+	char *out;
+	size_t len;
+	int r = git_run(ctx, s, &a, &xr, &out, &len, &e);
+	if (r == 0 && xr.exit_code != 0) {
+		r = git_failed("clone", dest, xr.exit_code, out, &e);
+		if (strcmp(s->network, "none") == 0 && (strstr(out, "Could not resolve host") || strstr(out, "unable to access")))
+			snprintf(e.msg + strlen(e.msg), sizeof(e.msg) - strlen(e.msg),
+				 " (this session has no network: session_create {\"network\": \"bridge\"} for one that can "
+				 "reach remote repositories)");
+	}
+	exec_result_finish(&xr);
+	if (r < 0) {
+		free(out);
+		session_put(ctx->svc->sessions, s);
+		return tool_fail(res, &e);
+	}
+	char head[64];
+	git_head(ctx, s, dest, head, sizeof(head));
+	session_record(s, "git_clone", json_pack("{s:s, s:s, s:s, s:s?}", "url", url, "commit", head, "path", dest,
+						 "branch", branch));
+	tool_text(res, "Cloned %s into %s at %s.", url, dest, head[0] ? head : "(an empty repository)");
+	tool_structured(res, json_pack("{s:s, s:s, s:s}", "session_id", s->id, "path", dest, "commit", head));
+	free(out);
+	session_put(ctx->svc->sessions, s);
+	return 0;
+}
+
+static int git_status(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	char dir[PATHSAFE_MAX + 1];
+	struct err e;
+	struct session *s;
+
+	err_clear(&e);
+	if (git_dir(ctx->svc->cfg, args, "path", dir, sizeof(dir), &e) < 0)
+		return tool_fail(res, &e);
+	if (tool_session(ctx, args, &s, res) < 0)
+		return 0;
+	struct git_argv a;
+	ga_git(&a, dir);
+	ga_add(&a, "status");
+	ga_add(&a, "--porcelain=v1");
+	ga_add(&a, "--branch");
+	ga_add(&a, "-z");
+	ga_add(&a, "--untracked-files=all");
+	struct exec_result xr;
+	char *out;
+	size_t len;
+	int r = git_run(ctx, s, &a, &xr, &out, &len, &e);
+	if (r == 0 && xr.exit_code != 0)
+		r = git_failed("status", dir, xr.exit_code, out, &e);
+	if (r < 0) {
+		free(out);
+		exec_result_finish(&xr);
+		session_put(ctx->svc->sessions, s);
+		return tool_fail(res, &e);
+	}
+	struct buf raw;
+	buf_init(&raw, SIZE_MAX);
+	capture_render(&xr.out, &raw);
+	exec_result_finish(&xr);
+
+	/* "## branch...upstream [ahead 1, behind 2]" NUL, then "XY path" NUL (renames: NUL and the old path) */
+	json_t *entries = json_array();
+	char branch[256] = "";
+	long ahead = 0, behind = 0;
+	struct buf text;
+	buf_init(&text, SIZE_MAX);
+	for (size_t i = 0; i < raw.len;) {
+		const char *rec = raw.data + i;
+		size_t n = strnlen(rec, raw.len - i);
+		i += n + 1;
+		if (n >= 3 && strncmp(rec, "## ", 3) == 0) {
+			size_t b = strcspn(rec + 3, ". ");
+			const char *dots = strstr(rec + 3, "...");
+			if (strncmp(rec + 3, "No commits yet on ", 18) == 0)
+				snprintf(branch, sizeof(branch), "%.*s", (int)strcspn(rec + 21, " ."), rec + 21);
+			else
+				snprintf(branch, sizeof(branch), "%.*s",
+					 (int)(dots && (size_t)(dots - rec - 3) < n ? (size_t)(dots - rec - 3) : b), rec + 3);
+			const char *p;
+			if ((p = strstr(rec, "ahead ")))
+				ahead = strtol(p + 6, NULL, 10);
+			if ((p = strstr(rec, "behind ")))
+				behind = strtol(p + 7, NULL, 10);
+			continue;
+		}
+		if (n < 4)
+			continue;
+		char st[3] = { rec[0], rec[1], 0 };
+		json_t *entry = json_pack("{s:s, s:o}", "status", st, "path", json_string_lossy(rec + 3, n - 3));
+		(void)buf_printf(&text, "%s %.*s\n", st, (int)(n - 3), rec + 3);
+		if ((rec[0] == 'R' || rec[0] == 'C') && i < raw.len) {
+			size_t k = strnlen(raw.data + i, raw.len - i);
+			json_object_set_new(entry, "from", json_string_lossy(raw.data + i, k));
+			i += k + 1;
+		}
+		json_array_append_new(entries, entry);
+	}
+	(void)buf_append(&text, "", 1);
+	bool clean = json_array_size(entries) == 0;
+	tool_text(res, "%s on branch %s%s%s", dir, branch[0] ? branch : "(detached)",
+		  clean ? ": clean, nothing to commit" : ":\n", clean ? "" : text.data);
+	tool_structured(res, json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:o}", "session_id", s->id, "path", dir,
+				       "branch", branch, "ahead", (int)ahead, "behind", (int)behind, "clean", clean,
+				       "entries", entries));
+	buf_finish(&text);
+	buf_finish(&raw);
+	free(out);
+	session_put(ctx->svc->sessions, s);
+	return 0;
+}
+
+static int git_diff(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	char dir[PATHSAFE_MAX + 1];
+	struct err e;
+	struct session *s;
+
+	err_clear(&e);
+	if (git_dir(ctx->svc->cfg, args, "path", dir, sizeof(dir), &e) < 0)
+		return tool_fail(res, &e);
+	if (tool_session(ctx, args, &s, res) < 0)
+		return 0;
+	struct git_argv a;
+	ga_git(&a, dir);
+	ga_add(&a, "diff");
+	ga_add(&a, "--no-color");
+	ga_add(&a, "--no-ext-diff");
+	if (json_is_true(json_object_get(args, "staged")))
+		ga_add(&a, "--cached");
+	struct exec_result xr;
+	char *out;
+	size_t len;
+	int r = git_run(ctx, s, &a, &xr, &out, &len, &e);
+	if (r == 0 && xr.exit_code != 0)
+		r = git_failed("diff", dir, xr.exit_code, out, &e);
+	if (r < 0) {
+		free(out);
+		exec_result_finish(&xr);
+		session_put(ctx->svc->sessions, s);
+		return tool_fail(res, &e);
+	}
+	struct buf diff;
+	buf_init(&diff, SIZE_MAX);
+	capture_render(&xr.out, &diff);
+	(void)buf_append(&diff, "", 1);
+	bool truncated = capture_truncated(&xr.out);
+	exec_result_finish(&xr);
+	if (diff.len <= 1)
+		tool_text(res, "no %schanges in %s", json_is_true(json_object_get(args, "staged")) ? "staged " : "", dir);
+	else
+		tool_text_bytes(res, truncated ? "diff (cut: the middle is elided):\n" : "", diff.data, diff.len - 1);
+	tool_structured(res, json_pack("{s:s, s:s, s:o, s:b}", "session_id", s->id, "path", dir, "diff",
+				       json_string_lossy(diff.data, diff.len - 1), "truncated", truncated));
+	buf_finish(&diff);
+	free(out);
+	session_put(ctx->svc->sessions, s);
+	return 0;
+}
+
+/* "Name <email>" into its parts; false when it is not that shape. */
+static bool parse_author(const char *s, char *name, size_t nsz, char *email, size_t esz)
+{
+	const char *lt = strchr(s, '<'), *gt = lt ? strchr(lt, '>') : NULL;
+	if (!lt || !gt || gt[1] != '\0' || lt == s || s[0] == '-' || gt - lt < 2 || strchr(lt + 1, '<'))
+		return false;
+	size_t n = (size_t)(lt - s);
+	while (n > 0 && s[n - 1] == ' ')
+		n--;
+	if (n == 0 || n >= nsz || (size_t)(gt - lt - 1) >= esz)
+		return false;
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20)
+			return false;
+	snprintf(name, nsz, "%.*s", (int)n, s);
+	snprintf(email, esz, "%.*s", (int)(gt - lt - 1), lt + 1);
+	return true;
+}
+
+static int git_commit(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	const char *message = json_string_value(json_object_get(args, "message"));
+	const char *author = json_string_value(json_object_get(args, "author"));
+	char dir[PATHSAFE_MAX + 1], name[256] = GIT_DEFAULT_NAME, email[256] = GIT_DEFAULT_EMAIL;
+	char cname[300], cemail[300];
+	struct err e;
+	struct session *s;
+
+	err_clear(&e);
+	if (!message || !*message || strlen(message) > GIT_MESSAGE_MAX) {
+		err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL, "message must be 1 to %d bytes", GIT_MESSAGE_MAX);
+		return tool_fail(res, &e);
+	}
+	if (author && !parse_author(author, name, sizeof(name), email, sizeof(email))) {
+		err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			"author '%.80s' must look like \"Name <email@example.com>\"", author);
+		return tool_fail(res, &e);
+	}
+	if (git_dir(ctx->svc->cfg, args, "path", dir, sizeof(dir), &e) < 0)
+		return tool_fail(res, &e);
+	if (tool_session(ctx, args, &s, res) < 0)
+		return 0;
+
+	struct git_argv a;
+	struct exec_result xr;
+	char *out;
+	size_t len;
+	ga_git(&a, dir);
+	ga_add(&a, "add");
+	ga_add(&a, "--all");
+	int r = git_run(ctx, s, &a, &xr, &out, &len, &e);
+	if (r == 0 && xr.exit_code != 0)
+		r = git_failed("add", dir, xr.exit_code, out, &e);
+	exec_result_finish(&xr);
+	free(out);
+	if (r < 0) {
+		session_put(ctx->svc->sessions, s);
+		return tool_fail(res, &e);
+	}
+	/* the identity given (or sandbox-mcp's) for author and committer, whatever the repository says */
+	snprintf(cname, sizeof(cname), "user.name=%s", name);
+	snprintf(cemail, sizeof(cemail), "user.email=%s", email);
+	ga_git(&a, dir);
+	ga_add(&a, "-c");
+	ga_add(&a, cname);
+	ga_add(&a, "-c");
+	ga_add(&a, cemail);
+	ga_add(&a, "commit");
+	ga_add(&a, "--no-verify");
+	ga_add(&a, "--message");
+	ga_add(&a, message);
+	r = git_run(ctx, s, &a, &xr, &out, &len, &e);
+	bool nothing = r == 0 && xr.exit_code == 1 && out &&
+		       (strstr(out, "nothing to commit") || strstr(out, "nothing added to commit"));
+	if (r == 0 && xr.exit_code != 0 && !nothing)
+		r = git_failed("commit", dir, xr.exit_code, out, &e);
+	exec_result_finish(&xr);
+	if (r < 0) {
+		free(out);
+		session_put(ctx->svc->sessions, s);
+		return tool_fail(res, &e);
+	}
+	char head[64];
+	git_head(ctx, s, dir, head, sizeof(head));
+	if (nothing)
+		tool_text(res, "Nothing to commit in %s: the working tree is clean (HEAD %s).", dir,
+			  head[0] ? head : "none");
+	else
+		tool_text(res, "Committed %s in %s as %s <%s>:\n%s", head, dir, name, email, out);
+	tool_structured(res, json_pack("{s:s, s:s, s:s, s:b, s:o}", "session_id", s->id, "path", dir, "commit", head,
+				       "committed", !nothing, "output", json_string_lossy(out, len)));
+	free(out);
+	session_put(ctx->svc->sessions, s);
+	return 0;
+}
+
+static int git_push(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	const char *remote = json_string_value(json_object_get(args, "remote"));
+	const char *branch = json_string_value(json_object_get(args, "branch"));
+	char dir[PATHSAFE_MAX + 1];
+	struct err e;
+	struct session *s;
+
+	err_clear(&e);
+	if (!remote)
+		remote = "origin";
+	if (argcheck_git_ref(remote, "remote", &e) < 0 || (branch && argcheck_git_ref(branch, "branch", &e) < 0) ||
+	    git_dir(ctx->svc->cfg, args, "path", dir, sizeof(dir), &e) < 0)
+		return tool_fail(res, &e);
+	if (tool_session(ctx, args, &s, res) < 0)
+		return 0;
+	struct git_argv a;
+	ga_git(&a, dir);
+	ga_add(&a, "push");
+	ga_add(&a, "--porcelain");
+	ga_add(&a, "--");
+	ga_add(&a, remote);
+	ga_add(&a, branch ? branch : "HEAD");
+	struct exec_result xr;
+	char *out;
+	size_t len;
+	int r = git_run(ctx, s, &a, &xr, &out, &len, &e);
+	if (r == 0 && xr.exit_code != 0)
+		r = git_failed("push", dir, xr.exit_code, out, &e);
+	exec_result_finish(&xr);
+	if (r < 0) {
+		free(out);
+		session_put(ctx->svc->sessions, s);
+		return tool_fail(res, &e);
+	}
+	tool_text(res, "Pushed %s to %s:\n%s", branch ? branch : "the current branch", remote, out);
+	tool_structured(res, json_pack("{s:s, s:s, s:s, s:s, s:o}", "session_id", s->id, "path", dir, "remote", remote,
+				       "branch", branch ? branch : "HEAD", "output", json_string_lossy(out, len)));
+	free(out);
+	session_put(ctx->svc->sessions, s);
+	return 0;
+}
+
+#define GIT_PATH_ARG                                                                                        \
+	"\"path\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"The repository folder (relative to " \
+	"/workspace, or absolute; default /workspace)\"}"
+
+const struct tool_entry tool_git_clone_entry = {
+	.name = "git_clone",
+	.title = "Clone a git repository",
+	.description = "Clone a git repository into the sandbox (default folder: /workspace/<name>). Sessions have no "
+		       "network by default, so remote URLs need a session created with network; paths and file:// "
+		       "URLs of repositories in the sandbox always work.",
+	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"repo_url\"],\"properties\":{"
+			"\"repo_url\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"https://, ssh://, "
+			"git@host:path, file:// or a path in the sandbox\"},"
+			"\"branch\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Branch or tag to check out\"},"
+			"\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000000,\"description\":\"Shallow clone "
+			"of this many commits\"}," GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
+	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+			 "\"path\":{\"type\":\"string\"},\"commit\":{\"type\":\"string\"}}}",
+	.group = TOOL_GROUP_GIT,
+	.read_only = false,
+	.destructive = false,
+	.idempotent = false,
+	.open_world = true,
+	.per_session = true,
+	.handler = git_clone,
+};
+
+const struct tool_entry tool_git_status_entry = {
+	.name = "git_status",
+	.title = "git status",
+	.description = "The branch, ahead/behind counts and changed, staged and untracked files of a repository in "
+		       "the sandbox.",
+	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{" GIT_PATH_ARG
+			"," TOOL_SESSION_ARG "}}",
+	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+			 "\"path\":{\"type\":\"string\"},\"branch\":{\"type\":\"string\"},\"ahead\":{\"type\":\"integer\"},"
+			 "\"behind\":{\"type\":\"integer\"},\"clean\":{\"type\":\"boolean\"},"
+			 "\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+			 "\"status\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},\"from\":{\"type\":\"string\"}}}}}}",
+	.group = TOOL_GROUP_GIT,
+	.read_only = true,
+	.destructive = false,
+	.idempotent = true,
+	.open_world = false,
+	.per_session = true,
+	.handler = git_status,
+};
+
+const struct tool_entry tool_git_diff_entry = {
+	.name = "git_diff",
+	.title = "git diff",
+	.description = "The unstaged changes of a repository in the sandbox, or the staged ones with staged: true.",
+	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+			"\"staged\":{\"type\":\"boolean\",\"description\":\"Show what is staged for the next commit\"},"
+			GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
+	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+			 "\"path\":{\"type\":\"string\"},\"diff\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"}}}",
+	.group = TOOL_GROUP_GIT,
+	.read_only = true,
+	.destructive = false,
+	.idempotent = true,
+	.open_world = false,
+	.per_session = true,
+	.handler = git_diff,
+};
+
+const struct tool_entry tool_git_commit_entry = {
+	.name = "git_commit",
+	.title = "git commit",
+	.description = "Stage every change (git add --all) and commit it in a repository in the sandbox, as author "
+		       "(\"Name <email>\", default sandbox-mcp <sandbox@localhost>). A clean tree is not an error.",
+	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"message\"],\"properties\":{"
+			"\"message\":{\"type\":\"string\",\"maxLength\":65536,\"description\":\"The commit message\"},"
+			"\"author\":{\"type\":\"string\",\"maxLength\":300,\"description\":\"Name <email>\"},"
+			GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
+	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+			 "\"path\":{\"type\":\"string\"},\"commit\":{\"type\":\"string\"},\"committed\":{\"type\":\"boolean\"},"
+			 "\"output\":{\"type\":\"string\"}}}",
+	.group = TOOL_GROUP_GIT,
+	.read_only = false,
+	.destructive = false,
+	.idempotent = false,
+	.open_world = false,
+	.per_session = true,
+	.handler = git_commit,
+};
+
+const struct tool_entry tool_git_push_entry = {
+	.name = "git_push",
+	.title = "git push",
+	.description = "Push a branch (default: the current one) of a repository in the sandbox to a remote "
+		       "(default origin). Remote URLs need a session with network; remotes in the sandbox always work.",
+	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+			"\"remote\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Remote name (default origin)\"},"
+			"\"branch\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Branch (default: the current "
+			"one)\"}," GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
+	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+			 "\"path\":{\"type\":\"string\"},\"remote\":{\"type\":\"string\"},\"branch\":{\"type\":\"string\"},"
+			 "\"output\":{\"type\":\"string\"}}}",
+	.group = TOOL_GROUP_GIT,
+	.read_only = false,
+	.destructive = false,
+	.idempotent = false,
+	.open_world = true,
+	.per_session = true,
+	.handler = git_push,
+};
