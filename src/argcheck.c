@@ -134,14 +134,20 @@ int argcheck_requirement(const char *s, enum argcheck_req *kind, struct err *e)
 		*kind = ARGCHECK_REQ_URL;
 		return argcheck_http_url(s, "package", e);
 	}
-	if (requirement(s)) {
-		*kind = ARGCHECK_REQ_NAME;
-		return 0;
-	}
+	if (strstr(s, "://") || strstr(s, " @ "))
+		return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "package '%.80s': only https:// and http:// URLs are accepted; give files in the sandbox as "
+			       "paths",
+			       s);
+	/* as pip decides: a slash or an archive's name is a file, not a project name */
 	bool pathlike = s[0] == '/' || s[0] == '.' || strchr(s, '/') || ends_with(s, ".whl") ||
 			ends_with(s, ".tar.gz") || ends_with(s, ".zip") || ends_with(s, ".tar.bz2");
 	if (pathlike && !strchr(s, ' ') && argcheck_path(s, "package", NULL) == 0) {
 		*kind = ARGCHECK_REQ_PATH;
+		return 0;
+	}
+	if (!pathlike && requirement(s)) {
+		*kind = ARGCHECK_REQ_NAME;
 		return 0;
 	}
 	return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL,

@@ -1,0 +1,120 @@
+/*
+ * test-argcheck.c - the grammars pip and git arguments must match before they
+ * reach an argv: what each accepts, how requirements are classified, and the
+ * option and shell injections each refuses (with invalid_argument and a
+ * message naming the value).
+ */
+#include <errno.h>
+#include <stdbool.h>
+
+#include "testutil.h"
+
+#include "argcheck.h"
+
+static void test_requirements(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *s;
+		int kind; /* -1: refused */
+	} cases[] = {
+		{ "pandas", ARGCHECK_REQ_NAME },
+		{ "numpy>=1.24,<2", ARGCHECK_REQ_NAME },
+		{ "black[d]==24.1.0", ARGCHECK_REQ_NAME },
+		{ "typing_extensions~=4.0", ARGCHECK_REQ_NAME },
+		{ "zope.interface===5.0", ARGCHECK_REQ_NAME },
+		{ "pkg[a,b]!=1.0.*", ARGCHECK_REQ_NAME },
+		{ "./dist/pkg-1.0-py3-none-any.whl", ARGCHECK_REQ_PATH },
+		{ "/workspace/pkg", ARGCHECK_REQ_PATH },
+		{ "pkg-1.0.tar.gz", ARGCHECK_REQ_PATH },
+		{ "src/pkg", ARGCHECK_REQ_PATH },
+		{ "https://example.com/x-1.0-py3-none-any.whl", ARGCHECK_REQ_URL },
+		{ "", -1 },
+		{ "-e .", -1 },
+		{ "--index-url=http://evil/", -1 },
+		{ "-r", -1 },
+		{ "x; touch /workspace/pwned", -1 },
+		{ "$(touch /workspace/pwned)", -1 },
+		{ "`id`", -1 },
+		{ "pkg\n--pre", -1 },
+		{ "a b", -1 },
+		{ "pkg==", -1 },
+		{ "pkg==1.0,", -1 },
+		{ "pkg[", -1 },
+		{ "pkg=1.0", -1 },
+		{ "pkg==-1", -1 },
+		{ "x|y", -1 },
+		{ "./a b.whl", -1 },
+		{ "https://a b/x", -1 },
+		{ "ftp://x/y.whl", -1 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct err e;
+		enum argcheck_req kind = (enum argcheck_req)-1;
+		err_clear(&e);
+		int r = argcheck_requirement(cases[i].s, &kind, &e);
+		if (cases[i].kind < 0) {
+			if (r != -EINVAL)
+				fail_msg("accepted '%s'", cases[i].s);
+			assert_int_equal(e.code, ERRCODE_INVALID_ARGUMENT);
+			assert_true(strlen(e.msg) > 20);
+		} else {
+			if (r != 0)
+				fail_msg("refused '%s': %s", cases[i].s, e.msg);
+			assert_int_equal(kind, cases[i].kind);
+		}
+	}
+	assert_int_equal(argcheck_dist_name("pipdemo", NULL), 0);
+	assert_int_equal(argcheck_dist_name("-y", NULL), -EINVAL);
+	assert_int_equal(argcheck_dist_name("./x.whl", NULL), -EINVAL);
+	assert_int_equal(argcheck_dist_name("a==1", NULL), -EINVAL);
+}
+
+static void test_git(void **state)
+{
+	(void)state;
+	static const char *const urls_ok[] = { "https://github.com/a/b.git", "/workspace/proj", "file:///workspace/p",
+					       "git@github.com:a/b.git", "ssh://git@host/x", "../x" };
+	static const char *const urls_bad[] = { "--upload-pack=touch /x", "-u", "ext::sh -c touch% /x", "fd::7",
+						"a\nb", "x;y", "a b", "", "transport::addr" };
+	for (size_t i = 0; i < sizeof(urls_ok) / sizeof(urls_ok[0]); i++)
+		if (argcheck_git_url(urls_ok[i], NULL) != 0)
+			fail_msg("refused %s", urls_ok[i]);
+	for (size_t i = 0; i < sizeof(urls_bad) / sizeof(urls_bad[0]); i++)
+		if (argcheck_git_url(urls_bad[i], NULL) != -EINVAL)
+			fail_msg("accepted %s", urls_bad[i]);
+
+	static const char *const refs_ok[] = { "main", "feature/x", "v1.2", "origin", "a-b_c" };
+	static const char *const refs_bad[] = { "-x", "--receive-pack=x", "a..b", "a b", "a:b", "a~1", "a^", "x.lock",
+						"x/", "/x", ".x", "a@{1}", "@", "a\\b", "", "a*", "a?", "a[" };
+	for (size_t i = 0; i < sizeof(refs_ok) / sizeof(refs_ok[0]); i++)
+		if (argcheck_git_ref(refs_ok[i], "branch", NULL) != 0)
+			fail_msg("refused %s", refs_ok[i]);
+	for (size_t i = 0; i < sizeof(refs_bad) / sizeof(refs_bad[0]); i++)
+		if (argcheck_git_ref(refs_bad[i], "branch", NULL) != -EINVAL)
+			fail_msg("accepted %s", refs_bad[i]);
+}
+
+static void test_paths_and_urls(void **state)
+{
+	(void)state;
+	assert_int_equal(argcheck_path("dist", "find_links", NULL), 0);
+	assert_int_equal(argcheck_path("/workspace/my wheels", "find_links", NULL), 0);
+	assert_int_equal(argcheck_path("--pre", "find_links", NULL), -EINVAL);
+	assert_int_equal(argcheck_path("a$(b)", "find_links", NULL), -EINVAL);
+	assert_int_equal(argcheck_path("a\tb", "find_links", NULL), -EINVAL);
+	assert_int_equal(argcheck_http_url("https://pypi.org/simple", "index_url", NULL), 0);
+	assert_int_equal(argcheck_http_url("file:///x", "index_url", NULL), -EINVAL);
+	assert_int_equal(argcheck_http_url("https://a b", "index_url", NULL), -EINVAL);
+	assert_int_equal(argcheck_http_url(NULL, "index_url", NULL), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_requirements),
+		cmocka_unit_test(test_git),
+		cmocka_unit_test(test_paths_and_urls),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
