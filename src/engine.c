@@ -4,7 +4,9 @@
  *
  * A pooled connection may have been closed by the engine while idle; a
  * request that fails on a reused connection before any response byte arrived
- * is retried once on a fresh one.  Hijacked streams (exec start) always get a
+ * is retried once on a fresh one.  Such a failure drops the whole idle pool
+ * first: after an engine restart every idle connection is stale, and a retry
+ * on the next pooled one would fail the same way.  Hijacked streams (exec start) always get a
  * connection of their own, which is never returned to the pool.
  */
 #include <errno.h>
@@ -165,7 +167,24 @@ static void conn_put(struct engine *e, struct http_conn *c)
 	http_conn_destroy(c);
 }
 
-/* One request/response on a pooled connection, retried once if a reused connection was stale. */
+/* Closes every idle pooled connection (one was found stale: the engine restarted or dropped them all). */
+static void pool_drop(struct engine *e)
+{
+	struct http_conn *idle[ENGINE_POOL_MAX];
+	size_t n;
+
+	pthread_mutex_lock(&e->lock);
+	n = e->pool_len;
+	memcpy(idle, e->pool, n * sizeof(idle[0]));
+	e->pool_len = 0;
+	pthread_mutex_unlock(&e->lock);
+	for (size_t i = 0; i < n; i++)
+		http_conn_destroy(idle[i]);
+	if (n)
+		log_infof("engine: a kept-alive connection was stale; closed %zu idle ones", n);
+}
+
+/* One request/response on a pooled connection, retried once (on a fresh one) if a reused connection was stale. */
 static int roundtrip(struct engine *e, struct call *call, const char *method, const char *target,
 		     const char *content_type, const void *body, size_t len, int *ret_status, json_t **ret_json,
 		     struct err *err)
@@ -203,8 +222,10 @@ static int roundtrip(struct engine *e, struct call *call, const char *method, co
 		}
 		if (r < 0) {
 			http_conn_destroy(conn);
-			if (stale && r != -ECANCELED)
+			if (stale && r != -ECANCELED) {
+				pool_drop(e);
 				continue;
+			}
 			break;
 		}
 		conn_put(e, conn);
@@ -684,6 +705,7 @@ static int open_response(struct engine *e, struct call *call, const char *method
 		http_conn_destroy(conn);
 		if (!(reused && (!sent || r == -EPIPE || r == -ECONNRESET)) || r == -ECANCELED)
 			break;
+		pool_drop(e);
 	}
 	return engine_hint(err, r);
 }

@@ -254,6 +254,7 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 	}
 	int64_t deadline = spec->timeout_ms > 0 ? t0 + spec->timeout_ms : INT64_MAX;
 	bool killing = false, eof = false;
+	int64_t pid_wait_until = 0; /* set when a kill waits for the pid (see below) */
 
 	while (!eof) {
 		/* hand over what is buffered */
@@ -283,6 +284,18 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 		if (spec->on_tick)
 			spec->on_tick(spec->arg);
 		bool want_kill = !killing && (res->cancelled || res->stopped || now_ms() >= deadline);
+		/*
+		 * A call cancelled at once may get here before the wrapper reported the
+		 * command's pid; without it the kill falls back to restarting the whole
+		 * container.  The pid is the wrapper's first stderr line, so keep reading
+		 * for a bounded while before killing.
+		 */
+		if (want_kill && !st.pid_done && !res->stopped) {
+			if (pid_wait_until == 0)
+				pid_wait_until = now_ms() + EXEC_PID_WAIT_MS;
+			if (now_ms() < pid_wait_until)
+				want_kill = false;
+		}
 		if (want_kill) {
 			if (!res->cancelled && !res->stopped)
 				res->timed_out = true;
@@ -297,7 +310,12 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 			{ .fd = fd, .events = POLLIN | (stdin_open ? POLLOUT : 0) },
 			{ .fd = wake[0], .events = POLLIN },
 		};
-		int64_t left = deadline == INT64_MAX ? -1 : deadline - now_ms();
+		int64_t wake_at = deadline;
+		if (!killing && pid_wait_until && pid_wait_until < wake_at)
+			wake_at = pid_wait_until;
+		int64_t left = wake_at == INT64_MAX ? -1 : wake_at - now_ms();
+		if (wake_at != INT64_MAX && left < 0)
+			left = 0;
 		int pr = poll(pfd, 2, left < 0 ? -1 : (int)(left > 1000 ? 1000 : left));
 		if (pr < 0 && errno != EINTR) {
 			r = err_set(err, ERRCODE_INTERNAL, -errno, "poll: %s", strerror(errno));

@@ -26,6 +26,8 @@
 
 /* Time the kill and the drain of the output after it may take. */
 #define EXEC_KILL_GRACE_MS 5000
+/* How long a kill waits for the wrapper to report the pid before restarting the container instead. */
+#define EXEC_PID_WAIT_MS 3000
 /* Bytes read from the stream at a time. */
 #define EXEC_READ_CHUNK (64 * 1024)
 /* Bytes of pulled stdin (on_stdin) sent at a time. */

@@ -140,6 +140,23 @@ describe('run_command input and output', suite({ timeout: 240000 }), () => {
       'not after sleep 30 ended');
     assert.deepEqual(await leftovers(srv, sid, /^sleep 30/), [], 'no sleep 30 is left in the session');
   });
+  test('a call cancelled at once: the session and its files survive', async () => {
+    // cancelled before the exec reported its pid: only the exec is killed (the server waits
+    // a bounded while for the pid), the container is not restarted
+    await srv.sh('echo kept > /tmp/cancel-marker', { session_id: sid });
+    const before = (await srv.sh('cat /proc/1/stat | cut -d" " -f22', { session_id: sid })).stdout;
+    for (const delay of [0, 5, 30]) {
+      const ac = new AbortController();
+      const pending = srv.call('run_command', { command: 'sleep 30', session_id: sid }, { signal: ac.signal, timeoutMs: 60000 });
+      if (delay) await sleep(delay);
+      ac.abort('test cancels at once');
+      await assert.rejects(pending, 'the aborted call rejects');
+    }
+    const st = await srv.sh('cat /tmp/cancel-marker; cat /proc/1/stat | cut -d" " -f22', { session_id: sid }, { timeoutMs: 30000 });
+    assert.equal(st.stdout, `kept\n${before}`, 'the file in /tmp survived and pid 1 is the same process: no restart');
+    for (let i = 0; i < 50 && (await leftovers(srv, sid, /^sleep 30/)).length; i++) await sleep(100);
+    assert.deepEqual(await leftovers(srv, sid, /^sleep 30/), [], 'no sleep 30 is left in the session');
+  });
   test('a call with a progressToken gets progress notifications carrying its output while it runs', async () => {
     const seen = [];
     const t0 = Date.now();

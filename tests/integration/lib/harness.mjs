@@ -130,13 +130,14 @@ function instanceOf(pid) {
 
 export class Server {
   /** Use Server.start(). */
-  constructor(label, env) {
+  constructor(label, env, { wrap = [] } = {}) {
     this.label = label;
     this.stderrTail = '';
     this.instance = null;
+    // wrap: a command that execs the server (e.g. setpriv to run it as another user)
     this.transport = new TrackedTransport({
-      command: serverBin(),
-      args: [],
+      command: wrap.length ? wrap[0] : serverBin(),
+      args: wrap.length ? [...wrap.slice(1), serverBin()] : [],
       // the SDK's default environment would drop DOCKER_HOST, XDG_RUNTIME_DIR and SANDBOX_*
       env: serverEnv({ SANDBOX_LOG_LEVEL: 'info', ...env }),
       stderr: 'pipe',
@@ -148,9 +149,9 @@ export class Server {
     this.client.onerror = (e) => { this.lastError = e; };
   }
 
-  /** Spawn and initialize a server; env overrides are merged over process.env. */
-  static async start(label, env = {}) {
-    const s = new Server(label, env);
+  /** Spawn and initialize a server; env overrides are merged over process.env; opts.wrap prefixes the command. */
+  static async start(label, env = {}, opts = {}) {
+    const s = new Server(label, env, opts);
     servers.add(s);
     await s.client.connect(s.transport, { timeout: 20000 });
     s.pid = s.transport.pid;
