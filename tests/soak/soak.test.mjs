@@ -217,6 +217,9 @@ describe('soak', suite({ timeout: 1800000 }), () => {
     const rssClosed = rssKiB(pid);
     const fdClosed = fdCount(pid);
     const instance = srv.instance;
+    // EOF on stdin: the server exits by itself, so its exit status (and, in an ASan build,
+    // LeakSanitizer's report at exit) is seen
+    const exit = await srv.endStdin(60000);
     await srv.close();
     const left = await containersOfInstance(instance);
 
@@ -232,7 +235,7 @@ describe('soak', suite({ timeout: 1800000 }), () => {
       `  responses: duplicates ${dup}, unknown ids ${unknownIds}, without answer ${unanswered}`,
       `  RSS KiB start ${rss0} peak ${rssPeak} end ${rss1} (after session_close ${rssClosed})`,
       `  fds start ${fd0} peak ${fdPeak} end ${fd1} (after session_close ${fdClosed})`,
-      `  containers left after close: ${left.length}`,
+      `  containers left after close: ${left.length}; server exit ${JSON.stringify({ code: exit.code, signal: exit.signal })}`,
     ];
     console.log(lines.join('\n'));
 
@@ -244,6 +247,8 @@ describe('soak', suite({ timeout: 1800000 }), () => {
     assert.ok(unanswered <= stats.aborted, `only cancelled calls may go without an answer (${unanswered} > ${stats.aborted})`);
     assert.ok(stats.aborted > 0, 'some calls were cancelled');
     assert.deepEqual(left, [], 'no container left behind after close');
+    assert.deepEqual([exit.code, exit.signal], [0, null], `clean exit; stderr tail: ${srv.stderrTail.slice(-3000)}`);
+    assert.doesNotMatch(srv.stderrTail, /LeakSanitizer|AddressSanitizer|runtime error:/, 'no sanitizer report');
     assert.ok(rss1 <= rss0 + RSS_MARGIN_KIB, `RSS back near its start: ${rss1} KiB vs ${rss0} KiB + ${RSS_MARGIN_KIB}`);
     assert.ok(fd1 <= fd0 + FD_MARGIN, `open fds back near their start: ${fd1} vs ${fd0}`);
     assert.ok(fdClosed <= fd0 + FD_MARGIN, `open fds after session_close: ${fdClosed} vs ${fd0}`);
