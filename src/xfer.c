@@ -207,6 +207,8 @@ static ssize_t pull_source(void *arg, void *p, size_t n)
 static void pull_drain(struct pull_state *ps, int64_t deadline)
 {
 	char scratch[4096];
+	/* the drain's own short deadline is no timeout of the transfer: keep the verdict it had */
+	bool timed_out = ps->timed_out;
 	ps->out_n = 0;
 	while (!ps->eof) {
 		ssize_t r = pull_source(ps, scratch, sizeof(scratch));
@@ -221,6 +223,7 @@ static void pull_drain(struct pull_state *ps, int64_t deadline)
 			break;
 		ps->deadline = deadline;
 	}
+	ps->timed_out = timed_out;
 }
 
 static void fill_result(const struct exec_result *xr, struct xfer_result *ret)

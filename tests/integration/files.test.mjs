@@ -60,41 +60,46 @@ describe('file tools inside a sandbox', suite({ timeout: 300000 }), () => {
   });
 
   test('20 MiB of random bytes: file_write(base64) -> file_read in parts is byte-identical, RSS bounded', async () => {
+    // a server of its own without MALLOC_PERTURB_ (which meson sets for tests): glibc then
+    // writes every byte it hands out, so RSS would measure buffer capacity, not use
+    const m = await Server.start('files-rss', { SANDBOX_TIMEOUT_S: 60, MALLOC_PERTURB_: undefined });
+    const msid = (await m.createSession({ name: 'files-rss' })).session_id;
     const data = randomBytes(20 * MiB);
     const t0 = Date.now();
-    const w = await srv.ok('file_write', {
-      path: 'bin/random.bin', content: data.toString('base64'), encoding: 'base64', session_id: sid,
+    const w = await m.ok('file_write', {
+      path: 'bin/random.bin', content: data.toString('base64'), encoding: 'base64', session_id: msid,
     }, { timeoutMs: 120000 });
     const tw = Date.now() - t0;
-    const rssWrite = srv.peakRssKiB();
+    const rssWrite = m.peakRssKiB();
     assert.equal(w.bytes, data.length);
-    const inside = await srv.sh('sha256sum bin/random.bin', { session_id: sid });
+    const inside = await m.sh('sha256sum bin/random.bin', { session_id: msid });
     assert.equal(inside.stdout.split(/\s+/)[0], sha256(data), 'the file in the sandbox has the same sha256');
 
     // one result stays under the SDK's 10 MiB message cap: the whole file is refused, parts are not
-    const big = await srv.fails('file_read', { path: 'bin/random.bin', session_id: sid }, 'too_large');
+    const big = await m.fails('file_read', { path: 'bin/random.bin', session_id: msid }, 'too_large');
     assert.match(big.error.message, /offset and length/);
     const t1 = Date.now();
     const parts = [];
     const PART = 6 * MiB;
     for (let off = 0; off < data.length; off += PART) {
-      const r = await srv.call('file_read', { path: 'bin/random.bin', offset: off, length: PART, session_id: sid },
+      const r = await m.call('file_read', { path: 'bin/random.bin', offset: off, length: PART, session_id: msid },
         { timeoutMs: 120000 });
       assert.ok(!r.isError, show(r));
       const blob = r.content.find((c) => c.type === 'resource');
       assert.ok(blob, `binary comes back as an embedded resource: ${show(r)}`);
       assert.equal(blob.resource.mimeType, 'application/octet-stream');
-      assert.equal(blob.resource.uri, `sandbox://${sid}/workspace/bin/random.bin`);
+      assert.equal(blob.resource.uri, `sandbox://${msid}/workspace/bin/random.bin`);
       parts.push(Buffer.from(blob.resource.blob, 'base64'));
     }
     const tr = Date.now() - t1;
     const back = Buffer.concat(parts);
     assert.equal(back.length, data.length);
     assert.equal(sha256(back), sha256(data), 'byte-identical');
-    const rss = srv.peakRssKiB();
+    const rss = m.peakRssKiB();
     console.log(`# 20 MiB base64: write ${tw} ms (server VmHWM ${rssWrite} KiB), read in ${parts.length} parts ` +
       `${tr} ms, VmHWM after ${rss} KiB (cap ${B64_RSS_CAP_KIB})`);
     assert.ok(rss < B64_RSS_CAP_KIB, `peak RSS ${rss} KiB is under ${B64_RSS_CAP_KIB} KiB`);
+    await m.close();
   });
 
   test('6 MiB of text full of escapes, quotes, accents and emoji arrive byte-identical', async () => {
