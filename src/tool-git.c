@@ -97,6 +97,28 @@ static int git_failed(const char *what, const char *dir, int code, const char *o
 		       out ? out : "");
 }
 
+/*
+ * Runs a in s and insists on exit 0: 0 with *xr (finish it) and *out (free
+ * it); otherwise res holds the failure, s is put back, and -1.
+ */
+static int git_ok(struct tool_ctx *ctx, struct session *s, const struct git_argv *a, const char *what,
+		  const char *dir, struct exec_result *xr, char **out, size_t *len, struct tool_result *res)
+{
+	struct err e;
+	err_clear(&e);
+	int r = git_run(ctx, s, a, xr, out, len, &e);
+	if (r == 0 && xr->exit_code != 0)
+		r = git_failed(what, dir, xr->exit_code, *out, &e);
+	if (r == 0)
+		return 0;
+	free(*out);
+	*out = NULL;
+	exec_result_finish(xr);
+	session_put(ctx->svc->sessions, s);
+	tool_fail(res, &e);
+	return -1;
+}
+
 /* The commit HEAD names in dir (into out), or "" when there is none. */
 static void git_head(struct tool_ctx *ctx, struct session *s, const char *dir, char *out, size_t outsz)
 {
@@ -222,15 +244,8 @@ static int git_status(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	struct exec_result xr;
 	char *out;
 	size_t len;
-	int r = git_run(ctx, s, &a, &xr, &out, &len, &e);
-	if (r == 0 && xr.exit_code != 0)
-		r = git_failed("status", dir, xr.exit_code, out, &e);
-	if (r < 0) {
-		free(out);
-		exec_result_finish(&xr);
-		session_put(ctx->svc->sessions, s);
-		return tool_fail(res, &e);
-	}
+	if (git_ok(ctx, s, &a, "status", dir, &xr, &out, &len, res) < 0)
+		return 0;
 	struct buf raw;
 	buf_init(&raw, SIZE_MAX);
 	capture_render(&xr.out, &raw);
@@ -308,15 +323,8 @@ static int git_diff(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 	struct exec_result xr;
 	char *out;
 	size_t len;
-	int r = git_run(ctx, s, &a, &xr, &out, &len, &e);
-	if (r == 0 && xr.exit_code != 0)
-		r = git_failed("diff", dir, xr.exit_code, out, &e);
-	if (r < 0) {
-		free(out);
-		exec_result_finish(&xr);
-		session_put(ctx->svc->sessions, s);
-		return tool_fail(res, &e);
-	}
+	if (git_ok(ctx, s, &a, "diff", dir, &xr, &out, &len, res) < 0)
+		return 0;
 	struct buf diff;
 	buf_init(&diff, SIZE_MAX);
 	capture_render(&xr.out, &diff);
@@ -385,15 +393,10 @@ static int git_commit(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	ga_git(&a, dir);
 	ga_add(&a, "add");
 	ga_add(&a, "--all");
-	int r = git_run(ctx, s, &a, &xr, &out, &len, &e);
-	if (r == 0 && xr.exit_code != 0)
-		r = git_failed("add", dir, xr.exit_code, out, &e);
+	if (git_ok(ctx, s, &a, "add", dir, &xr, &out, &len, res) < 0)
+		return 0;
 	exec_result_finish(&xr);
 	free(out);
-	if (r < 0) {
-		session_put(ctx->svc->sessions, s);
-		return tool_fail(res, &e);
-	}
 	/* the identity given (or sandbox-mcp's) for author and committer, whatever the repository says */
 	snprintf(cname, sizeof(cname), "user.name=%s", name);
 	snprintf(cemail, sizeof(cemail), "user.email=%s", email);
@@ -406,7 +409,7 @@ static int git_commit(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	ga_add(&a, "--no-verify");
 	ga_add(&a, "--message");
 	ga_add(&a, message);
-	r = git_run(ctx, s, &a, &xr, &out, &len, &e);
+	int r = git_run(ctx, s, &a, &xr, &out, &len, &e);
 	bool nothing = r == 0 && xr.exit_code == 1 && out &&
 		       (strstr(out, "nothing to commit") || strstr(out, "nothing added to commit"));
 	if (r == 0 && xr.exit_code != 0 && !nothing)
@@ -457,15 +460,9 @@ static int git_push(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 	struct exec_result xr;
 	char *out;
 	size_t len;
-	int r = git_run(ctx, s, &a, &xr, &out, &len, &e);
-	if (r == 0 && xr.exit_code != 0)
-		r = git_failed("push", dir, xr.exit_code, out, &e);
+	if (git_ok(ctx, s, &a, "push", dir, &xr, &out, &len, res) < 0)
+		return 0;
 	exec_result_finish(&xr);
-	if (r < 0) {
-		free(out);
-		session_put(ctx->svc->sessions, s);
-		return tool_fail(res, &e);
-	}
 	tool_text(res, "Pushed %s to %s:\n%s", branch ? branch : "the current branch", remote, out);
 	tool_structured(res, json_pack("{s:s, s:s, s:s, s:s, s:o}", "session_id", s->id, "path", dir, "remote", remote,
 				       "branch", branch ? branch : "HEAD", "output", json_string_lossy(out, len)));
