@@ -436,7 +436,7 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EEXIST,
 			       "a session named '%s' already exists: use it, or close it with session_close first",
 			       o->name);
-	if (live >= cfg->max_sessions)
+	if (live >= cfg->max_sessions + (o->transient ? SESSION_TRANSIENT_EXTRA : 0))
 		return err_set(err, ERRCODE_SESSION_LIMIT, -EUSERS,
 			       "%zu sessions are open, the limit (SANDBOX_MAX_SESSIONS=%llu): close one with "
 			       "session_close (session_list shows them) and try again",

@@ -26,6 +26,8 @@
 #define SESSION_NAME_MAX 63
 /* Label prefix on everything the server creates. */
 #define SESSION_LABEL "io.sandbox-mcp"
+/* Transient containers (session_opts.transient) allowed past SANDBOX_MAX_SESSIONS. */
+#define SESSION_TRANSIENT_EXTRA 2
 
 struct pyrepl;
 struct session_mgr;
@@ -73,6 +75,12 @@ struct session_opts {
 	double cpus;	     /* 0: default */
 	bool read_only;
 	const char *runtime;
+	/*
+	 * The server's own short-lived container (session_export's look at a
+	 * fresh base image): may go SESSION_TRANSIENT_EXTRA past
+	 * SANDBOX_MAX_SESSIONS, so that a full server can still export.
+	 */
+	bool transient;
 };
 
 int session_mgr_create(const struct config *cfg, struct engine *e, struct session_mgr **ret, struct err *err);

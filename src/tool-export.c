@@ -257,7 +257,7 @@ static struct {
 
 static int base_freeze(struct tool_ctx *ctx, const char *image, json_t **ret, struct err *err)
 {
-	struct session_opts o = { .image = image };
+	struct session_opts o = { .image = image, .transient = true };
 	struct session *t;
 	char id[SESSION_ID_LEN + 1];
 	struct err cerr;

@@ -140,6 +140,20 @@ static void git_head(struct tool_ctx *ctx, struct session *s, const char *dir, c
 	exec_result_finish(&xr);
 }
 
+/* The repository folder ("path") and the session of a git tool on a repository; -1 (the error in res) when either fails. */
+static int git_open(struct tool_ctx *ctx, json_t *args, char *dir, size_t dirsz, struct session **s,
+		    struct tool_result *res)
+{
+	struct err e;
+
+	err_clear(&e);
+	if (git_dir(ctx->svc->cfg, args, "path", dir, dirsz, &e) < 0) {
+		tool_fail(res, &e);
+		return -1;
+	}
+	return tool_session(ctx, args, s, res);
+}
+
 static int git_clone(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
 	const struct config *cfg = ctx->svc->cfg;
@@ -226,13 +240,9 @@ static int git_clone(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 static int git_status(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
 	char dir[PATHSAFE_MAX + 1];
-	struct err e;
 	struct session *s;
 
-	err_clear(&e);
-	if (git_dir(ctx->svc->cfg, args, "path", dir, sizeof(dir), &e) < 0)
-		return tool_fail(res, &e);
-	if (tool_session(ctx, args, &s, res) < 0)
+	if (git_open(ctx, args, dir, sizeof(dir), &s, res) < 0)
 		return 0;
 	struct git_argv a;
 	ga_git(&a, dir);
@@ -305,13 +315,9 @@ static int git_status(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 static int git_diff(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
 	char dir[PATHSAFE_MAX + 1];
-	struct err e;
 	struct session *s;
 
-	err_clear(&e);
-	if (git_dir(ctx->svc->cfg, args, "path", dir, sizeof(dir), &e) < 0)
-		return tool_fail(res, &e);
-	if (tool_session(ctx, args, &s, res) < 0)
+	if (git_open(ctx, args, dir, sizeof(dir), &s, res) < 0)
 		return 0;
 	struct git_argv a;
 	ga_git(&a, dir);
@@ -381,9 +387,7 @@ static int git_commit(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 			"author '%.80s' must look like \"Name <email@example.com>\"", author);
 		return tool_fail(res, &e);
 	}
-	if (git_dir(ctx->svc->cfg, args, "path", dir, sizeof(dir), &e) < 0)
-		return tool_fail(res, &e);
-	if (tool_session(ctx, args, &s, res) < 0)
+	if (git_open(ctx, args, dir, sizeof(dir), &s, res) < 0)
 		return 0;
 
 	struct git_argv a;
@@ -445,10 +449,9 @@ static int git_push(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 	err_clear(&e);
 	if (!remote)
 		remote = "origin";
-	if (argcheck_git_ref(remote, "remote", &e) < 0 || (branch && argcheck_git_ref(branch, "branch", &e) < 0) ||
-	    git_dir(ctx->svc->cfg, args, "path", dir, sizeof(dir), &e) < 0)
+	if (argcheck_git_ref(remote, "remote", &e) < 0 || (branch && argcheck_git_ref(branch, "branch", &e) < 0))
 		return tool_fail(res, &e);
-	if (tool_session(ctx, args, &s, res) < 0)
+	if (git_open(ctx, args, dir, sizeof(dir), &s, res) < 0)
 		return 0;
 	struct git_argv a;
 	ga_git(&a, dir);

@@ -269,3 +269,22 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     await srv.ok('session_close', { session_id: s });
   });
 });
+
+describe('session_export on a full server', suite({ timeout: 300000 }), () => {
+  test('at SANDBOX_MAX_SESSIONS the export still compares with a fresh base container, which is gone after', async () => {
+    requireEngine();
+    const full = await Server.start('export-full', { SANDBOX_MAX_SESSIONS: 1 });
+    try {
+      const s = (await full.createSession({ name: 'only' })).session_id;
+      await full.fails('session_create', { name: 'second' }, 'session_limit');
+      // a new server has no base freeze remembered: this export needs its throwaway container
+      const x = await full.ok('session_export', { session_id: s }, { timeoutMs: 300000 });
+      assert.match(x.dockerfile, /^FROM sandbox-mcp-python:latest$/m);
+      assert.deepEqual(x.pip, [], 'nothing installed: the same freeze as the base');
+      assert.deepEqual((await full.ok('session_list')).sessions.map((y) => y.session_id), [s]);
+      await full.fails('session_create', { name: 'second' }, 'session_limit');
+    } finally {
+      await full.close();
+    }
+  });
+});
