@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,14 @@ extern char **environ;
 
 /* How long calls already submitted may still run after stdin reaches EOF. */
 #define MAIN_EOF_GRACE_MS 5000
+/*
+ * malloc arenas at most (glibc's default is 8 per core). Every call runs on a
+ * thread of its own, and each thread arena kept the high-water mark of the
+ * calls it served. The soak (2,000 calls over 8 sessions, 2 cores): RSS
+ * start / end 15.4 / 20.4 MiB with glibc's default, 11.2 / 11.2 MiB with 2,
+ * calls/s the same (8.8, 9.0). MALLOC_ARENA_MAX, when set, wins.
+ */
+#define MAIN_MALLOC_ARENAS 2
 
 static volatile sig_atomic_t stop_signal;
 
@@ -70,6 +79,11 @@ static int serve(const struct config *cfg)
 	int r;
 
 	signal(SIGPIPE, SIG_IGN);
+#ifdef M_ARENA_MAX
+	/* before any thread starts; a sanitizer's allocator declines (returns 0), which is fine */
+	if (!getenv("MALLOC_ARENA_MAX") && mallopt(M_ARENA_MAX, MAIN_MALLOC_ARENAS) != 1)
+		log_debugf("mallopt(M_ARENA_MAX, %d) declined; glibc's default arenas stay", MAIN_MALLOC_ARENAS);
+#endif
 	sigemptyset(&sa.sa_mask);
 	/* no SA_RESTART: a signal must interrupt the blocking read of stdin */
 	sigaction(SIGTERM, &sa, NULL);
