@@ -140,7 +140,7 @@ static void git_head(struct tool_ctx *ctx, struct session *s, const char *dir, c
 	exec_result_finish(&xr);
 }
 
-/* The repository folder ("path") and the session of a git tool on a repository; -1 (the error in res) when either fails. */
+/* The repository folder ("path") and the session of a git tool; -1 (the error in res) when either fails. */
 static int git_open(struct tool_ctx *ctx, json_t *args, char *dir, size_t dirsz, struct session **s,
 		    struct tool_result *res)
 {
