@@ -160,8 +160,7 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	bool flat = layers + 1 > ctx->svc->cfg->max_layers;
 	json_t *config = commit_config(parent, container, s, parent_id);
 	int64_t t0 = now_ms();
-	const char *what = flat ? "exporting the container to flatten it\n" : "committing the container\n";
-	tool_progress_output(ctx, what, strlen(what));
+	tool_progress_stage(ctx, flat ? "exporting the container to flatten it" : "committing the container");
 	if (flat) {
 		/* the import gets the whole environment: it has no container to merge it from */
 		json_t *cenv = json_object_get(json_object_get(container, "Config"), "Env");

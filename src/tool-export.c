@@ -87,12 +87,6 @@ struct build_tail {
 
 static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 
-/* Says which stage the export is in (a progress notification, when the client asked for them). */
-static void stage(struct tool_ctx *ctx, const char *line)
-{
-	tool_progress_output(ctx, line, strlen(line));
-}
-
 /*
  * Moves what the tar writer produced to the spill file: the build's context
  * is kept on disk, not in memory, until it is sent.
@@ -430,11 +424,11 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			json_array_append(env, v);
 	}
 
-	stage(ctx, "reading pip freeze\n");
+	tool_progress_stage(ctx, "reading pip freeze");
 	if ((r = freeze(ctx, s, &mine, &e_)) < 0)
 		goto fail;
 	if (json_array_size(mine)) {
-		stage(ctx, "reading pip freeze of a fresh container of the base image\n");
+		tool_progress_stage(ctx, "reading pip freeze of a fresh container of the base image");
 		if ((r = base_freeze(ctx, base_id, &theirs, &e_)) < 0) {
 			snprintf(e_.msg + strlen(e_.msg), sizeof(e_.msg) - strlen(e_.msg),
 				 " (while starting a throwaway container of the base image to compare pip freeze)");
@@ -468,7 +462,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	}
 	sink.w = w;
 	sink.ctx = ctx;
-	stage(ctx, "reading the workspace\n");
+	tool_progress_stage(ctx, "reading the workspace");
 	struct tar_sink ts = { sink_entry, sink_data, sink_end, sink_skipped, &sink };
 	struct tar_limits lim = { .entries = FILES_ENTRIES_MAX,
 				  .entry_size = files_max_bytes(cfg),
@@ -584,7 +578,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		}
 		/* the provenance labels are in the Dockerfile, right after FROM: every step's image carries them */
 		_cleanup_free_ char *query = xasprintf("t=%s&networkmode=none&rm=1&forcerm=1", eref);
-		stage(ctx, "building the export\n");
+		tool_progress_stage(ctx, "building the export");
 		int64_t t0 = now_ms();
 		struct spill_src src = { .fd = sink.spill_fd };
 		if (lseek(sink.spill_fd, 0, SEEK_SET) < 0) {

@@ -260,6 +260,22 @@ void tool_progress_tick(struct tool_ctx *ctx)
 	tool_progress(ctx, secs, 0, msg);
 }
 
+void tool_progress_stage(struct tool_ctx *ctx, const char *stage)
+{
+	if (!ctx->progress_token)
+		return;
+	int64_t now = now_ms();
+	double secs = (double)(now - ctx->started_ms) / 1000.0;
+	/* progress must grow: two stages in one millisecond still both go out */
+	if (secs <= ctx->last_progress)
+		secs = ctx->last_progress + 0.001;
+	char msg[200];
+	snprintf(msg, sizeof(msg), "%.1f s: %s", secs, stage);
+	ctx->progress_ms = now;
+	ctx->last_line[0] = '\0';
+	tool_progress(ctx, secs, 0, msg);
+}
+
 static int exec_on_data(void *arg, int stream, const char *p, size_t n)
 {
 	(void)stream;

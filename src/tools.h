@@ -119,6 +119,12 @@ void tool_progress(struct tool_ctx *ctx, double progress, double total, const ch
  */
 void tool_progress_output(struct tool_ctx *ctx, const char *p, size_t n);
 void tool_progress_tick(struct tool_ctx *ctx);
+/*
+ * Progress for a change of stage ("reading the workspace"): sent at once,
+ * whatever the rate limit above, since a stage that ends within 250 ms would
+ * otherwise never be seen (a few per call, so no flood).
+ */
+void tool_progress_stage(struct tool_ctx *ctx, const char *stage);
 
 /*
  * Runs argv (never a shell string) in session s as its user, in workdir (NULL:

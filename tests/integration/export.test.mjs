@@ -182,13 +182,22 @@ describe('session_export', suite({ timeout: 900000 }), () => {
 
   test('a cancelled build tags nothing and leaves the session usable', async () => {
     const tag = `cancel-${process.pid}`;
+    // a new file: the builder cannot take the COPY and pip steps from its cache (the builds above
+    // made them), so the build runs for seconds and the cancel lands in it
+    await srv.sh('head -c 64 /dev/urandom > data/cancel.bin', { session_id: sid });
     const ac = new AbortController();
     const t0 = Date.now();
-    const call = srv.call('session_export', { session_id: sid, build: true, repository: REPO, tag },
-      { timeoutMs: 300000, signal: ac.signal });
-    // mid-way: after the freezes, while the context is read or the build runs
-    setTimeout(() => ac.abort(), 4000);
-    await assert.rejects(call);
+    const stages = [];
+    const call = srv.client.callTool({ name: 'session_export', arguments: { session_id: sid, build: true, repository: REPO, tag } },
+      undefined, {
+        timeout: 300000, signal: ac.signal, onprogress: (p) => {
+          stages.push(p.message);
+          // cancel as the build starts: the stage is announced at once, whatever the progress rate limit
+          if (/building the export/.test(p.message ?? '')) ac.abort();
+        },
+      });
+    await assert.rejects(call, undefined, `the export ended before the build started: ${JSON.stringify(stages)}`);
+    await srv.sh('rm data/cancel.bin', { session_id: sid });
     const after = await srv.sh('echo alive', { session_id: sid });
     assert.equal(after.stdout, 'alive\n');
     // the engine may finish a step it already started; give it a moment, then nothing may carry the tag
