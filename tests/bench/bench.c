@@ -14,8 +14,13 @@
  *   file_upload / file_download of 50 MiB  vs  `docker cp` both ways,
  *                                      with the server's peak RSS
  *   file_write (base64) of 32 MiB      with the server's peak RSS
+ *   pip_install of a local wheel    vs  `docker exec <ctr> pip install` (CLI)
+ *   session_commit                  vs  `docker commit <ctr>` (CLI)
+ *   session_export with build: true vs  `docker build` (CLI) of the same
+ *                                      export written to a host folder
  *
- * Usage: bench SANDBOX_MCP_BIN [rounds] [files]   ("files": only the file rows)
+ * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save]
+ *        ("files", "save": only those rows)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -283,10 +288,141 @@ static void bench_files(int n)
 	free(cpout);
 }
 
+/* A tools/call of name with args (stolen) that must succeed; returns its structuredContent (caller owns). */
+static json_t *call_sc(struct server *s, int id, const char *name, json_t *args)
+{
+	json_t *params = json_pack("{s:s, s:o}", "name", name, "arguments", args);
+	char *text = json_dumps(params, JSON_COMPACT);
+	json_decref(params);
+	if (!text)
+		abort();
+	char *r = call_ok(s, id, text);
+	free(text);
+	json_t *reply = json_loads(r, 0, NULL);
+	free(r);
+	json_t *sc = json_incref(json_object_get(json_object_get(reply, "result"), "structuredContent"));
+	json_decref(reply);
+	if (!sc) {
+		fprintf(stderr, "bench: %s returned no structuredContent\n", name);
+		exit(1);
+	}
+	return sc;
+}
+
+static double since_ms(int64_t t0)
+{
+	return (double)(now_us() - t0) / 1000.0;
+}
+
+/*
+ * Saving a session: a session that built a wheel and installed it, then
+ * pip_install (uninstalled between rounds), session_commit and session_export
+ * with build: true, each beside the docker CLI doing the same, interleaved.
+ * Each export's Dockerfile carries its creation time in the LABEL right
+ * after FROM, so no export build takes a step from the builder's cache; the
+ * anchor builds with --no-cache to match. The export's figure includes what
+ * the anchor does not do: reading pip freeze and the workspace out of the
+ * sandbox.
+ */
+static void bench_save(int n)
+{
+	char dir[] = "/tmp/sandbox-mcp-bench-XXXXXX";
+	if (!mkdtemp(dir)) {
+		perror("bench: mkdtemp");
+		exit(1);
+	}
+	setenv("SANDBOX_HOST_DIRS", dir, 1);
+	struct server s;
+	server_start(&s);
+	unsetenv("SANDBOX_HOST_DIRS");
+	free(server_call(&s, 1, "initialize", init_params));
+	json_t *cr = call_sc(&s, 2, "session_create", json_pack("{s:s}", "name", "bench-save"));
+	char *sid = xstrdup(json_string_value(json_object_get(cr, "session_id")));
+	char *ctr = xstrdup(json_string_value(json_object_get(cr, "container_id")));
+	json_decref(cr);
+	const char *make = "mkdir -p pkg/benchpkg && printf '%s\\n' '[build-system]' 'requires = [\"setuptools\"]' "
+			   "'build-backend = \"setuptools.build_meta\"' '[project]' 'name = \"benchpkg\"' "
+			   "'version = \"1.0\"' '[tool.setuptools]' 'packages = [\"benchpkg\"]' > pkg/pyproject.toml && "
+			   "echo 'VALUE = 1' > pkg/benchpkg/__init__.py && head -c 1048576 /dev/urandom > data.bin && "
+			   "python3 -m pip wheel -q --no-deps --no-index --no-build-isolation -w dist ./pkg";
+	json_decref(call_sc(&s, 3, "run_command", json_pack("{s:s, s:s}", "session_id", sid, "command", make)));
+	const char *wheel = "dist/benchpkg-1.0-py3-none-any.whl";
+
+	double *v = calloc((size_t)n, sizeof(double)), *a = calloc((size_t)n, sizeof(double));
+	int id = 100;
+	for (int i = 0; i < n; i++) {
+		int64_t t0 = now_us();
+		json_decref(call_sc(&s, id++, "pip_install",
+				    json_pack("{s:s, s:[s]}", "session_id", sid, "packages", wheel)));
+		v[i] = since_ms(t0);
+		json_decref(call_sc(&s, id++, "pip_uninstall",
+				    json_pack("{s:s, s:[s]}", "session_id", sid, "packages", "benchpkg")));
+		char *iv[] = { "docker", "exec", "-w", "/workspace", ctr, "python3", "-m", "pip", "install", "-q",
+			       "--no-index", (char *)wheel, NULL };
+		a[i] = run_cli(iv);
+		char *uv[] = { "docker", "exec", ctr, "python3", "-m", "pip", "uninstall", "-q", "-y", "benchpkg", NULL };
+		run_cli(uv);
+	}
+	row("pip_install local wheel (median)", median(v, n), "ms", "docker exec pip install (CLI)", median(a, n));
+	/* the session keeps it installed: the commit and the export carry it */
+	json_decref(call_sc(&s, id++, "pip_install", json_pack("{s:s, s:[s]}", "session_id", sid, "packages", wheel)));
+
+	for (int i = 0; i < n; i++) {
+		char tag[32];
+		snprintf(tag, sizeof(tag), "r%d", i);
+		int64_t t0 = now_us();
+		json_decref(call_sc(&s, id++, "session_commit",
+				    json_pack("{s:s, s:s, s:s}", "session_id", sid, "repository",
+					      "sandbox-mcp-bench/commit", "tag", tag)));
+		v[i] = since_ms(t0);
+		char *ref = xasprintf("sandbox-mcp-bench/cli-commit:%s", tag);
+		char *cv[] = { "docker", "commit", ctr, ref, NULL };
+		a[i] = run_cli(cv);
+		free(ref);
+	}
+	row("session_commit (median)", median(v, n), "ms", "docker commit (CLI)", median(a, n));
+
+	json_t *hx = call_sc(&s, id++, "session_export", json_pack("{s:s, s:s}", "session_id", sid, "host_dir", dir));
+	char *folder = xstrdup(json_string_value(json_object_get(hx, "host_path")));
+	json_decref(hx);
+	for (int i = 0; i < n; i++) {
+		char tag[32];
+		snprintf(tag, sizeof(tag), "r%d", i);
+		int64_t t0 = now_us();
+		json_decref(call_sc(&s, id++, "session_export",
+				    json_pack("{s:s, s:b, s:s, s:s}", "session_id", sid, "build", 1, "repository",
+					      "sandbox-mcp-bench/export", "tag", tag)));
+		v[i] = since_ms(t0);
+		char *ref = xasprintf("sandbox-mcp-bench/cli-build:%s", tag);
+		char *bv[] = { "docker", "build", "--no-cache", "--network", "none", "-q", "-t", ref, folder, NULL };
+		setenv("DOCKER_BUILDKIT", "0", 1);
+		a[i] = run_cli(bv);
+		free(ref);
+	}
+	row("session_export build (median)", median(v, n), "ms", "docker build --no-cache, its folder", median(a, n));
+	row("server peak RSS, saving", (double)rss_kb(s.pid, "VmHWM:") / 1024.0, "MiB", NULL, 0);
+	server_stop(&s);
+
+	/* the images, then the folder (rm -rf: the export wrote a tree) */
+	char *const clean[] = { "sh", "-c",
+				"docker images -q --filter 'reference=sandbox-mcp-bench/*' | sort -u | "
+				"xargs -r docker rmi -f; docker image prune -f --filter "
+				"label=io.sandbox-mcp.commit.session",
+				NULL };
+	run_cli(clean);
+	char *const rm[] = { "rm", "-rf", dir, NULL };
+	run_cli(rm);
+	free(folder);
+	free(sid);
+	free(ctr);
+	free(v);
+	free(a);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files]\n");
+		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files|save]\n");
 		return 2;
 	}
 	bin = argv[1];
@@ -298,6 +434,10 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (argc > 3 && strcmp(argv[3], "files") == 0) {
 		bench_files(rounds < 5 ? rounds : 5);
+		return 0;
+	}
+	if (argc > 3 && strcmp(argv[3], "save") == 0) {
+		bench_save(rounds < 5 ? rounds : 5);
 		return 0;
 	}
 	double *v = calloc((size_t)rounds, sizeof(double)), *a = calloc((size_t)rounds, sizeof(double));
@@ -456,6 +596,7 @@ int main(int argc, char **argv)
 	engine_destroy(e);
 
 	bench_files(rounds < 5 ? rounds : 5);
+	bench_save(rounds < 5 ? rounds : 5);
 	free(v);
 	free(a);
 	(void)sid;
