@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "http.h"
 
@@ -37,6 +38,7 @@ struct http_conn {
 
 static int fill(struct http_conn *c, struct err *err);
 static bool token_ok(const char *s);
+static int send_all(struct http_conn *c, const void *p, size_t n, struct err *err);
 
 struct http_conn *http_conn_create(int fd, int timeout_ms)
 {
@@ -45,6 +47,14 @@ struct http_conn *http_conn_create(int fd, int timeout_ms)
 	c->timeout_ms = timeout_ms;
 	buf_init(&c->rbuf, HTTP_HEAD_MAX + HTTP_READ_CHUNK);
 	c->body_done = true;
+	/*
+	 * Writes are bounded like reads: an engine that stops reading a request
+	 * body (an upload, a build context) must not hold the call forever. The
+	 * timeout is per write, so a slow but moving peer is fine. setsockopt
+	 * fails only for a bad fd or a bad option, and then the next write says so.
+	 */
+	struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	return c;
 }
 
@@ -113,15 +123,12 @@ int http_request_send(struct http_conn *c, const char *method, const char *targe
 	}
 	c->deadline = now_ms() + c->timeout_ms;
 	c->answering = false;
-	int r = write_full(c->fd, head, (size_t)n);
+	int r = send_all(c, head, (size_t)n, err);
 	if (r == 0 && body_len)
-		r = write_full(c->fd, body, body_len);
-	if (r < 0) {
-		c->dead = true;
-		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "writing to the Docker engine failed: %s",
-			       strerror(-r));
-	}
-	return 0;
+		r = send_all(c, body, body_len, err);
+	if (r == 0) /* the answer's deadline counts from the end of the request */
+		c->deadline = now_ms() + c->timeout_ms;
+	return r;
 }
 
 int http_request_send_chunked(struct http_conn *c, const char *method, const char *target,
@@ -148,30 +155,37 @@ int http_request_send_chunked(struct http_conn *c, const char *method, const cha
 		return err_set(err, ERRCODE_INTERNAL, -E2BIG, "request head too long");
 	c->deadline = now_ms() + c->timeout_ms;
 	c->answering = false;
-	int r = write_full(c->fd, head, (size_t)n);
-	if (r < 0) {
-		c->dead = true;
-		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "writing to the Docker engine failed: %s",
-			       strerror(-r));
-	}
-	return 0;
+	return send_all(c, head, (size_t)n, err);
 }
 
 int http_chunk_write(struct http_conn *c, const void *p, size_t n, struct err *err)
 {
 	char size[24];
 	int k = snprintf(size, sizeof(size), "%zx\r\n", n);
-	int r = write_full(c->fd, size, (size_t)k);
+	int r = send_all(c, size, (size_t)k, err);
 	if (r == 0 && n)
-		r = write_full(c->fd, p, n);
+		r = send_all(c, p, n, err);
 	if (r == 0)
-		r = write_full(c->fd, "\r\n", 2);
-	if (r < 0) {
-		c->dead = true;
-		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "writing to the Docker engine failed: %s",
-			       strerror(-r));
-	}
-	return 0;
+		r = send_all(c, "\r\n", 2, err);
+	/* a chunked body is sent over minutes (a build context): its answer's deadline moves with it */
+	if (r == 0)
+		c->deadline = now_ms() + c->timeout_ms;
+	return r;
+}
+
+/* Writes all of p; an engine that takes nothing for timeout_ms (SO_SNDTIMEO) ends it with ERRCODE_TIMEOUT. */
+static int send_all(struct http_conn *c, const void *p, size_t n, struct err *err)
+{
+	int r = write_full(c->fd, p, n);
+	if (r == 0)
+		return 0;
+	c->dead = true;
+	if (r == -EAGAIN || r == -EWOULDBLOCK)
+		return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT,
+			       "the Docker engine stopped reading the request for %d ms; check that dockerd is healthy "
+			       "(`docker info`), then try again",
+			       c->timeout_ms);
+	return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "writing to the Docker engine failed: %s", strerror(-r));
 }
 
 /* Reads more bytes into rbuf. 0, -EPIPE at EOF, -ETIMEDOUT, or -errno. */

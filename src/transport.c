@@ -82,14 +82,27 @@ static int connect_with_timeout(int fd, const struct sockaddr *sa, socklen_t sal
 	int flags = fcntl(fd, F_GETFL);
 	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
 		return -errno;
-	if (connect(fd, sa, salen) < 0) {
-		if (errno != EINPROGRESS && errno != EAGAIN)
+	int64_t deadline = now_ms() + timeout_ms;
+	int r;
+	/*
+	 * A unix socket whose listen backlog is full says EAGAIN and queues
+	 * nothing (unlike TCP's EINPROGRESS, where poll reports the outcome):
+	 * try again until the deadline, as a blocking connect would wait.
+	 */
+	while ((r = connect(fd, sa, salen)) < 0 && (errno == EAGAIN || errno == EINTR)) {
+		if (errno == EAGAIN && now_ms() >= deadline)
+			return -ETIMEDOUT;
+		if (errno == EAGAIN)
+			(void)poll(NULL, 0, 10);
+	}
+	if (r < 0) {
+		if (errno != EINPROGRESS)
 			return -errno;
 		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-		int r;
-		do
-			r = poll(&pfd, 1, timeout_ms);
-		while (r < 0 && errno == EINTR);
+		do {
+			int64_t left = deadline - now_ms();
+			r = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+		} while (r < 0 && errno == EINTR);
 		if (r < 0)
 			return -errno;
 		if (r == 0)

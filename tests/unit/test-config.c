@@ -6,6 +6,9 @@
 
 #include <errno.h>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include "config.h"
 #include "transport.h"
 
@@ -144,6 +147,52 @@ static void test_connect_refused_says_how_to_fix(void **state)
 	assert_non_null(strstr(e.msg, "DOCKER_HOST"));
 }
 
+/*
+ * A unix socket whose backlog is full (a stuck engine) says EAGAIN to a
+ * non-blocking connect and queues nothing: that must end in a timeout, not
+ * pass for a connection.
+ */
+static void test_connect_backlog_full_times_out(void **state)
+{
+	char dir[] = "/tmp/sandbox-mcp-test-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/engine.sock", dir);
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 0), 0);
+	/* fill the backlog: nobody accepts */
+	int filler[8], nfill = 0;
+	for (; nfill < 8; nfill++) {
+		filler[nfill] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		assert_true(filler[nfill] >= 0);
+		if (connect(filler[nfill], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			assert_int_equal(errno, EAGAIN);
+			close(filler[nfill]);
+			break;
+		}
+	}
+	assert_true(nfill < 8);
+	char host[sizeof(sa.sun_path) + 8];
+	snprintf(host, sizeof(host), "unix://%s", sa.sun_path);
+	struct endpoint ep;
+	struct err e;
+	int fd = -1;
+	assert_int_equal(transport_parse(host, &ep, &e), 0);
+	int64_t t0 = now_ms();
+	assert_int_equal(transport_connect(&ep, 300, &fd, &e), -ETIMEDOUT);
+	int64_t took = now_ms() - t0;
+	assert_true(took >= 290 && took < 2000);
+	assert_int_equal(e.code, ERRCODE_DOCKER_UNAVAILABLE);
+	assert_non_null(strstr(e.msg, "in time"));
+	for (int i = 0; i < nfill; i++)
+		close(filler[i]);
+	close(lfd);
+	unlink(sa.sun_path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	util_json_init();
@@ -154,6 +203,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_flag_stops),
 		cmocka_unit_test(test_docker_host),
 		cmocka_unit_test(test_connect_refused_says_how_to_fix),
+		cmocka_unit_test(test_connect_backlog_full_times_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -178,6 +178,37 @@ static void test_timeout(void **state)
 	finish(&p, t, c);
 }
 
+/* A peer that reads nothing: a body larger than the socket buffers must end in a timeout, not block. */
+static void test_send_timeout(void **state)
+{
+	int sv[2];
+	struct err e;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	struct http_conn *c = http_conn_create(sv[0], 200);
+	size_t len = 16u << 20;
+	char *body = xcalloc(1, len);
+	int64_t t0 = now_ms();
+	assert_int_equal(http_request_send(c, "POST", "/build", NULL, body, len, &e), -ETIMEDOUT);
+	assert_int_equal(e.code, ERRCODE_TIMEOUT);
+	assert_non_null(strstr(e.msg, "stopped reading"));
+	int64_t took = now_ms() - t0;
+	assert_true(took >= 190 && took < 1500);
+	assert_false(http_conn_reusable(c));
+	/* the same for a chunked body */
+	struct http_conn *c2;
+	int sv2[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv2), 0);
+	c2 = http_conn_create(sv2[0], 200);
+	assert_int_equal(http_request_send_chunked(c2, "POST", "/build", NULL, &e), 0);
+	assert_int_equal(http_chunk_write(c2, body, len, &e), -ETIMEDOUT);
+	assert_int_equal(e.code, ERRCODE_TIMEOUT);
+	free(body);
+	http_conn_destroy(c);
+	http_conn_destroy(c2);
+	close(sv[1]);
+	close(sv2[1]);
+}
+
 struct aborter {
 	struct http_conn *c;
 };
@@ -258,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_send_timeout),
 		cmocka_unit_test(test_abort),
 		cmocka_unit_test(test_request_injection_refused),
 		cmocka_unit_test(test_streaming_small_reads),
