@@ -615,8 +615,9 @@ int engine_stream_fd(const struct engine_stream *s)
 	return http_conn_fd(s->conn);
 }
 
-size_t engine_stream_take_buffered(struct engine_stream *s, struct buf *out)
+int engine_stream_take_buffered(struct engine_stream *s, struct buf *out)
 {
+	_Static_assert(ENGINE_STREAM_AHEAD_MAX == HTTP_READ_CHUNK, "one read of the HTTP layer");
 	return http_take_buffered(s->conn, out);
 }
 
@@ -1063,12 +1064,15 @@ int engine_image_import(struct engine *e, struct call *call, const char *repo, c
 
 	buf_init(&path, 6000);
 	buf_append_str(&path, "/images/create?fromSrc=-");
-	if (engine_url_escape(repo, esc, sizeof(esc)) == 0)
-		buf_printf(&path, "&repo=%s", esc);
-	if (engine_url_escape(tag, esc, sizeof(esc)) == 0)
-		buf_printf(&path, "&tag=%s", esc);
-	if (message && engine_url_escape(message, esc, sizeof(esc)) == 0)
-		buf_printf(&path, "&message=%s", esc);
+	/* a name left out would import an untagged image: any part that does not fit ends the call */
+	if (engine_url_escape(repo, esc, sizeof(esc)) < 0 || buf_printf(&path, "&repo=%s", esc) < 0 ||
+	    engine_url_escape(tag, esc, sizeof(esc)) < 0 || buf_printf(&path, "&tag=%s", esc) < 0 ||
+	    (message && (engine_url_escape(message, esc, sizeof(esc)) < 0 ||
+			 buf_printf(&path, "&message=%s", esc) < 0))) {
+		buf_finish(&path);
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG,
+			       "the image name, tag or message is too long to import: shorten it");
+	}
 	for (size_t i = 0; changes && changes[i]; i++) {
 		if (engine_url_escape(changes[i], esc, sizeof(esc)) < 0 || buf_printf(&path, "&changes=%s", esc) < 0) {
 			buf_finish(&path);

@@ -144,8 +144,10 @@ int engine_exec_inspect(struct engine *e, struct call *call, const char *exec_id
 
 /* The stream's socket (for poll), and bytes already read past the HTTP head. */
 int engine_stream_fd(const struct engine_stream *s);
-/* Moves the bytes read ahead of the caller into out; returns how many. */
-size_t engine_stream_take_buffered(struct engine_stream *s, struct buf *out);
+/* The most bytes a stream can have read past its head (one read of the HTTP layer). */
+#define ENGINE_STREAM_AHEAD_MAX (64 * 1024)
+/* Moves the bytes read ahead of the caller into out (at most ENGINE_STREAM_AHEAD_MAX). 0 or -EMSGSIZE. */
+int engine_stream_take_buffered(struct engine_stream *s, struct buf *out);
 /* Writes stdin bytes. 0 or -errno. */
 int engine_stream_write(struct engine_stream *s, const void *p, size_t n);
 /* Half-closes the stream: the process sees EOF on stdin. */

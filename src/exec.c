@@ -240,8 +240,11 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 		res->cancelled = true;
 
 	stream_demux_init(&demux);
+	/* EXEC_READ_CHUNK holds what came with the 101 head (one read): this cannot fail */
 	buf_init(&pending, EXEC_READ_CHUNK + STREAM_HEADER_LEN);
-	(void)engine_stream_take_buffered(s, &pending);
+	_Static_assert(EXEC_READ_CHUNK >= ENGINE_STREAM_AHEAD_MAX, "the exec buffer takes one HTTP read");
+	if (engine_stream_take_buffered(s, &pending) < 0)
+		abort();
 	/* stdin: spec's bytes, or chunks pulled from on_stdin into `pulled` */
 	const char *in_p = spec->stdin_data;
 	size_t in_len = spec->stdin_len, in_off = 0;

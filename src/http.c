@@ -416,12 +416,10 @@ int http_body_read_all(struct http_conn *c, struct buf *out, struct err *err)
 	}
 }
 
-size_t http_take_buffered(struct http_conn *c, struct buf *out)
+int http_take_buffered(struct http_conn *c, struct buf *out)
 {
-	size_t n = c->rbuf.len;
-	if (n && buf_append(out, c->rbuf.data, n) < 0)
-		n = 0;
-	else
-		buf_reset(&c->rbuf);
-	return n;
+	if (c->rbuf.len && buf_append(out, c->rbuf.data, c->rbuf.len) < 0)
+		return -EMSGSIZE;
+	buf_reset(&c->rbuf);
+	return 0;
 }

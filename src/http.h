@@ -66,9 +66,10 @@ ssize_t http_body_read(struct http_conn *c, void *dst, size_t cap, struct err *e
 /* Reads the rest of the body into out (capped by out->max: -EMSGSIZE). */
 int http_body_read_all(struct http_conn *c, struct buf *out, struct err *err);
 /*
- * After an upgrade: moves bytes already buffered past the head into out and
- * returns how many (the rest is read straight from http_conn_fd).
+ * After an upgrade: moves bytes already buffered past the head (at most one
+ * read, HTTP_READ_CHUNK) into out; the rest is read straight from
+ * http_conn_fd. 0, or -EMSGSIZE (nothing moved) when out cannot take them.
  */
-size_t http_take_buffered(struct http_conn *c, struct buf *out);
+int http_take_buffered(struct http_conn *c, struct buf *out);
 
 #endif

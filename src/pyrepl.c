@@ -362,7 +362,10 @@ int pyrepl_start(struct engine *e, struct call *call, const struct pyrepl_opts *
 		pyrepl_destroy(p);
 		return r;
 	}
-	(void)engine_stream_take_buffered(p->stream, &p->in);
+	/* p->in holds what came with the 101 head (one read): this cannot fail */
+	_Static_assert(PYREPL_READ_CHUNK >= ENGINE_STREAM_AHEAD_MAX, "the driver buffer takes one HTTP read");
+	if (engine_stream_take_buffered(p->stream, &p->in) < 0)
+		abort();
 	if ((r = setup_wake(wake, call, err)) < 0) {
 		pyrepl_destroy(p);
 		return r;

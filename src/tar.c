@@ -383,9 +383,11 @@ int tar_read(tar_source_fn src, void *src_arg, const struct tar_limits *lim, con
 		return r;
 
 	uint64_t entries = lim->entries < TAR_ENTRIES_MAX ? lim->entries : TAR_ENTRIES_MAX;
+	/* saturating: a cap near UINT64_MAX must not wrap to a small one */
 	rd.raw_max = lim->total_size + TAR_META_MAX + TAR_TRAILER_MAX;
 	rd.raw_max = rd.raw_max < lim->total_size ? UINT64_MAX : rd.raw_max;
-	rd.raw_max += entries * TAR_ENTRY_OVERHEAD;
+	uint64_t overhead = entries * TAR_ENTRY_OVERHEAD;
+	rd.raw_max = rd.raw_max > UINT64_MAX - overhead ? UINT64_MAX : rd.raw_max + overhead;
 	rd.in = xmalloc(TAR_CHUNK);
 
 	struct archive *a = la.archive_read_new();

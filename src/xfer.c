@@ -332,7 +332,10 @@ int xfer_pull(struct engine *e, struct call *call, const struct session *s, cons
 	{
 		struct buf ahead;
 		buf_init(&ahead, XFER_READ_CHUNK);
-		(void)engine_stream_take_buffered(ps.stream, &ahead);
+		/* XFER_READ_CHUNK holds what came with the 101 head (one read): this cannot fail */
+		_Static_assert(XFER_READ_CHUNK >= ENGINE_STREAM_AHEAD_MAX, "the pull buffer takes one HTTP read");
+		if (engine_stream_take_buffered(ps.stream, &ahead) < 0)
+			abort();
 		memcpy(ps.in, ahead.data ? ahead.data : "", ahead.len);
 		ps.len = ahead.len;
 		buf_finish(&ahead);

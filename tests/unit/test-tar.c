@@ -301,6 +301,17 @@ static void test_caps(void **state)
 	assert_int_equal(read_both(t.data, t.len, &lim, &log, &err), -EMSGSIZE);
 	assert_non_null(strstr(err.msg, "entries"));
 	free(log);
+
+	/* "no cap" spelled UINT64_MAX: the stream's own bound saturates instead of wrapping to a few KiB */
+	buf_reset(&t);
+	char *large = xcalloc(1, 100000); /* past the 40 KiB a wrapped bound would allow with 10 entries */
+	header(&t, "large", '0', 100000, NULL);
+	body(&t, large, 100000);
+	end_blocks(&t);
+	free(large);
+	lim = (struct tar_limits){ .entries = 10, .entry_size = UINT64_MAX, .total_size = UINT64_MAX };
+	assert_int_equal(read_both(t.data, t.len, &lim, &log, &err), 0);
+	free(log);
 	buf_finish(&t);
 }
 
