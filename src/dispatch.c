@@ -9,9 +9,15 @@
  *    queue that is waiting for a thread, or exits.
  * A call is freed only by its worker, after call_disarm, so a cancel hook
  * that is running on the reader thread always sees a live call.
+ *  - d->pending and d->pending_bytes count the calls queued or running and
+ *    their weight; every call leaves through call_retire.
+ * The limits keep a client that writes faster than calls finish (a flood,
+ * or many big file_writes behind one slow call) from growing memory without
+ * end: past them a call is refused at once, never silently dropped.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +32,7 @@ struct call {
 	call_run_fn run;
 	call_free_fn free_data;
 	void *data;
+	size_t weight; /* bytes, counted in d->pending_bytes while queued or running */
 	atomic_bool cancelled;
 
 	pthread_mutex_t lock; /* guards hook, hook_arg, hook_running */
@@ -52,6 +59,9 @@ struct dispatch {
 	unsigned workers;
 	unsigned max_workers;
 	bool shutting_down;
+	/* admission: what is queued or running, against its limits */
+	unsigned pending, max_pending;
+	size_t pending_bytes, max_bytes;
 };
 
 struct worker_arg {
@@ -60,6 +70,7 @@ struct worker_arg {
 };
 
 static void call_cancel(struct call *c);
+static void call_retire(struct dispatch *d, struct call *c);
 static void *worker_main(void *arg);
 static struct queue *queue_find(struct dispatch *d, const char *key);
 static void queue_unlink(struct dispatch *d, struct queue *q);
@@ -89,6 +100,19 @@ void call_destroy(struct call *c)
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cond);
 	free(c);
+}
+
+void call_set_weight(struct call *c, size_t bytes)
+{
+	c->weight = bytes;
+}
+
+/* Frees a call the dispatcher took, and stops counting it. Called with d->lock held. */
+static void call_retire(struct dispatch *d, struct call *c)
+{
+	d->pending--;
+	d->pending_bytes -= c->weight;
+	call_destroy(c);
 }
 
 json_t *call_id(const struct call *c)
@@ -150,7 +174,17 @@ struct dispatch *dispatch_create(unsigned max_workers)
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->idle, NULL);
 	d->max_workers = max_workers ? max_workers : 1;
+	d->max_pending = DISPATCH_PENDING_MAX;
+	d->max_bytes = SIZE_MAX;
 	return d;
+}
+
+void dispatch_set_limits(struct dispatch *d, unsigned max_calls, size_t max_bytes)
+{
+	pthread_mutex_lock(&d->lock);
+	d->max_pending = max_calls ? max_calls : 1;
+	d->max_bytes = max_bytes;
+	pthread_mutex_unlock(&d->lock);
 }
 
 static struct queue *queue_find(struct dispatch *d, const char *key)
@@ -194,7 +228,7 @@ static void *worker_main(void *arg)
 			call_disarm(c);
 			pthread_mutex_lock(&d->lock);
 			q->running = NULL;
-			call_destroy(c);
+			call_retire(d, c);
 			continue;
 		}
 		q->has_worker = false;
@@ -221,6 +255,11 @@ int dispatch_submit(struct dispatch *d, struct call *c)
 	if (d->shutting_down) {
 		pthread_mutex_unlock(&d->lock);
 		return -ESHUTDOWN;
+	}
+	if (d->pending >= d->max_pending ||
+	    (d->pending > 0 && (c->weight > d->max_bytes || d->pending_bytes > d->max_bytes - c->weight))) {
+		pthread_mutex_unlock(&d->lock);
+		return -EBUSY;
 	}
 	struct queue *q = queue_find(d, c->key);
 	bool fresh = !q;
@@ -256,6 +295,8 @@ int dispatch_submit(struct dispatch *d, struct call *c)
 	else
 		q->head = c;
 	q->tail = c;
+	d->pending++;
+	d->pending_bytes += c->weight;
 	pthread_mutex_unlock(&d->lock);
 	return 0;
 }
@@ -280,7 +321,7 @@ bool dispatch_cancel(struct dispatch *d, const json_t *id)
 					for (struct call *t = q->head; t; t = t->next)
 						q->tail = t;
 				}
-				call_destroy(c);
+				call_retire(d, c);
 				found = true;
 				break;
 			}
@@ -292,14 +333,8 @@ bool dispatch_cancel(struct dispatch *d, const json_t *id)
 
 unsigned dispatch_pending(struct dispatch *d)
 {
-	unsigned n = 0;
-
 	pthread_mutex_lock(&d->lock);
-	for (struct queue *q = d->queues; q; q = q->next) {
-		n += q->running != NULL;
-		for (struct call *c = q->head; c; c = c->next)
-			n++;
-	}
+	unsigned n = d->pending;
 	pthread_mutex_unlock(&d->lock);
 	return n;
 }
@@ -340,7 +375,7 @@ bool dispatch_destroy(struct dispatch *d, int wait_ms)
 		while (q->head) {
 			struct call *c = q->head;
 			q->head = c->next;
-			call_destroy(c);
+			call_retire(d, c);
 		}
 		q->tail = NULL;
 		if (q->running)

@@ -24,8 +24,13 @@ typedef void (*call_cancel_fn)(void *arg);
 /* Longest dispatch key (session id or name). */
 #define DISPATCH_KEY_MAX 128
 
+/* Calls queued or running at once, whatever their size (dispatch_set_limits). */
+#define DISPATCH_PENDING_MAX 4096
+
 /* id is copied (incref); data is owned by the call and released with free_data. */
 struct call *call_create(json_t *id, const char *key, call_run_fn run, call_free_fn free_data, void *data);
+/* What the call holds, in bytes (its request line), for the dispatcher's byte limit. */
+void call_set_weight(struct call *c, size_t bytes);
 /* Frees a call that was never submitted (or whose submit failed), with its data. */
 void call_destroy(struct call *c);
 /* The request id (borrowed). */
@@ -49,7 +54,16 @@ struct dispatch *dispatch_create(unsigned max_workers);
 bool dispatch_destroy(struct dispatch *d, int wait_ms);
 /* Waits up to wait_ms for every queued and running call to finish. True if all did. */
 bool dispatch_drain(struct dispatch *d, int wait_ms);
-/* Queues c (ownership passes to the dispatcher). 0 or -ESHUTDOWN. */
+/*
+ * Bounds what waits: at most max_calls calls and max_bytes of call weight
+ * queued or running (a call alone is always taken, whatever its weight).
+ * Defaults: DISPATCH_PENDING_MAX calls, no byte limit.
+ */
+void dispatch_set_limits(struct dispatch *d, unsigned max_calls, size_t max_bytes);
+/*
+ * Queues c (ownership passes to the dispatcher). 0, -ESHUTDOWN, or -EBUSY
+ * past the limits (c stays the caller's).
+ */
 int dispatch_submit(struct dispatch *d, struct call *c);
 /* Cancels the call with this request id. True if one was found. */
 bool dispatch_cancel(struct dispatch *d, const json_t *id);

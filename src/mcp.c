@@ -73,6 +73,7 @@ struct req {
 	int log_level;	     /* modern: requested level, or -1 */
 	json_t *progress_token;
 	struct mcp_bulk *bulk; /* tools/call takes the kept bulk string from here */
+	size_t line_len;       /* the request's line: what a queued call holds, about */
 };
 
 /* A protocol error to reply with. */
@@ -167,7 +168,9 @@ static void reply_error(struct mcp *m, json_t *id, int code, const char *message
 static json_t *server_info(void);
 static json_t *capabilities(void);
 static void finish_result(const struct req *rq, unsigned flags, json_t *result);
-static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm, struct mcp_bulk *bulk);
+static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm, struct mcp_bulk *bulk,
+			   size_t line_len);
+static int submit(struct mcp *m, struct call *c, const struct req *rq, struct fail *f);
 static void handle_notification(struct mcp *m, const struct rpc_msg *rm);
 static void log_bridge(enum log_level level, const char *msg, void *data);
 static void call_run(struct call *c, void *data);
@@ -222,6 +225,7 @@ struct mcp *mcp_create(const struct tool_services *svc)
 	struct mcp *m = xcalloc(1, sizeof(*m));
 	m->svc = svc;
 	m->dispatch = dispatch_create(MCP_WORKERS_MAX);
+	dispatch_set_limits(m->dispatch, DISPATCH_PENDING_MAX, (size_t)(MCP_PENDING_LINES * m->svc->cfg->max_line_bytes));
 	pthread_mutex_init(&m->lock, NULL);
 	atomic_init(&m->legacy_log_level, -1);
 	atomic_init(&m->seq, 0);
@@ -401,13 +405,29 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
 	}
 
 	struct call *c = call_create(rq->id, key, call_run, call_data_free, cd);
-	int r = dispatch_submit(m->dispatch, c);
-	if (r < 0) {
-		call_destroy(c); /* never ran; frees cd too */
-		return fail_set(f, RPC_INTERNAL_ERROR, "cannot start a worker for this call: %s", strerror(-r));
-	}
 	*ret = NULL;
-	return REPLY_DEFERRED;
+	return submit(m, c, rq, f);
+}
+
+/*
+ * Hands c to a worker; on failure frees it (it never ran; its data too) and
+ * says why. Past the dispatcher's limits the request is refused at once, as
+ * a protocol error: no tool ran, and the client can send it again later.
+ */
+static int submit(struct mcp *m, struct call *c, const struct req *rq, struct fail *f)
+{
+	call_set_weight(c, rq->line_len);
+	int r = dispatch_submit(m->dispatch, c);
+	if (r == 0)
+		return REPLY_DEFERRED;
+	call_destroy(c);
+	if (r == -EBUSY)
+		return fail_set(f, RPC_INTERNAL_ERROR,
+				"Server busy: %u requests (%llu MiB of them at most) are already queued or running; "
+				"wait for some answers, then send this one again",
+				dispatch_pending(m->dispatch),
+				(unsigned long long)(MCP_PENDING_LINES * m->svc->cfg->max_line_bytes) >> 20);
+	return fail_set(f, RPC_INTERNAL_ERROR, "cannot start a worker for this request: %s", strerror(-r));
 }
 
 static int m_resources_templates(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
@@ -451,12 +471,7 @@ static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char 
 	cd->modern = rq->modern;
 	cd->log_level = rq->log_level;
 	struct call *c = call_create(rq->id, key, call_run, call_data_free, cd);
-	int r = dispatch_submit(m->dispatch, c);
-	if (r < 0) {
-		call_destroy(c);
-		return fail_set(f, RPC_INTERNAL_ERROR, "cannot start a worker for this request: %s", strerror(-r));
-	}
-	return REPLY_DEFERRED;
+	return submit(m, c, rq, f);
 }
 
 /* Runs a resources method on a worker and replies. */
@@ -589,9 +604,10 @@ static void handle_notification(struct mcp *m, const struct rpc_msg *rm)
 	/* other notifications (progress, roots changes, ...) need nothing from us */
 }
 
-static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm, struct mcp_bulk *bulk)
+static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm, struct mcp_bulk *bulk,
+			   size_t line_len)
 {
-	struct req rq = { .id = rm->id, .method = rm->method, .log_level = -1, .bulk = bulk };
+	struct req rq = { .id = rm->id, .method = rm->method, .log_level = -1, .bulk = bulk, .line_len = line_len };
 	struct fail f = { 0 };
 	json_t *empty = NULL;
 	char legacy_version[16];
@@ -927,7 +943,7 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len)
 		handle_notification(m, &rm);
 		break;
 	case RPC_KIND_REQUEST:
-		handle_request(m, msg, &rm, &bulk);
+		handle_request(m, msg, &rm, &bulk, n);
 		break;
 	}
 	json_decref(msg);

@@ -19,6 +19,12 @@
 
 /* Worker threads at most (calls on different sessions run in parallel). */
 #define MCP_WORKERS_MAX 32
+/*
+ * Requests queued or running may hold this many longest lines
+ * (SANDBOX_MAX_LINE_BYTES) between them; past that, and past
+ * DISPATCH_PENDING_MAX requests, a new one is refused at once.
+ */
+#define MCP_PENDING_LINES 4
 
 struct mcp;
 

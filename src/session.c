@@ -712,7 +712,15 @@ void session_key(struct session_mgr *m, const char *ref, char *out, size_t outsz
 	}
 	pthread_mutex_lock(&m->lock);
 	struct session *s = find_locked(m, ref ? ref : "default");
-	snprintf(out, outsz, "s:%.*s", (int)(outsz > 3 ? outsz - 3 : 0), s ? s->id : (ref ? ref : "default"));
+	/*
+	 * The default session has one key whether it exists yet or is named by
+	 * its id: a first call (which creates it) and the calls after it queue
+	 * in one FIFO instead of running side by side.
+	 */
+	if (!ref || (s && s == find_locked(m, "default")))
+		snprintf(out, outsz, "s:default");
+	else
+		snprintf(out, outsz, "s:%.*s", (int)(outsz > 3 ? outsz - 3 : 0), s ? s->id : ref);
 	pthread_mutex_unlock(&m->lock);
 }
 

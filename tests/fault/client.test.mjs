@@ -12,7 +12,7 @@ import { serverIsSanitized } from '../integration/lib/harness.mjs';
 
 const SANITIZED = serverIsSanitized();
 
-function pipe(t, fake, label) {
+function pipe(t, fake, label, env = {}) {
   const p = new RawPipe({
     label,
     env: {
@@ -20,6 +20,7 @@ function pipe(t, fake, label) {
       SANDBOX_ENGINE_TIMEOUT_S: ENGINE_TIMEOUT_S,
       SANDBOX_IDLE_TTL_S: 0,
       SANDBOX_LOG_LEVEL: 'info',
+      ...env,
     },
   });
   t.after(() => p.kill());
@@ -152,6 +153,51 @@ describe('a flood of 10,000 requests', { timeout: 180000 }, () => {
     console.log(`flood: ${N} requests (${N / 10} env_info, ${N / 10} session_list, ${N / 5} tools/list) ` +
       `answered in ${ms} ms; server VmHWM ${(hwm / 1024).toFixed(1)} MiB`);
     assert.ok(hwm < (SANITIZED ? 512 : 128) * 1024, `peak RSS ${hwm} KiB`);
+    p.closeStdin();
+    const ex = await p.waitExit(15000);
+    assert.deepEqual([ex.code, ex.signal], [0, null]);
+  });
+});
+
+describe('big requests written faster than one slow session takes them', { timeout: 120000 }, () => {
+  test('past the queue\'s limit they are refused at once (busy), memory stays bounded, nothing is lost', async (t) => {
+    // the first exec hangs, so every call queued behind it on the default session waits
+    const fake = await FakeEngine.start('exec-hang', 'POST /exec/*/start', { count: 1 });
+    t.after(() => fake.stop());
+    const LINE = 2 << 20; // queued calls may hold 4 such lines: 8 MiB
+    const p = pipe(t, fake, 'queue-limit', { SANDBOX_MAX_LINE_BYTES: LINE });
+    await p.initialize();
+    await p.send(callMsg(1, 'run_command', { command: 'sleep 1000' }));
+    await fake.waitLine((l) => l.startsWith('FAULT exec-hang'), 10000, 'the hanging exec');
+    const N = 40;
+    const content = 'x'.repeat(1 << 20);
+    const lines = [];
+    for (let i = 0; i < N; i++) lines.push(JSON.stringify(callMsg(100 + i, 'file_write', { path: `f${i}.txt`, content })));
+    const before = memKiB(p.child.pid).hwm;
+    await p.writeRaw(lines.join('\n') + '\n');
+    // the refusals come at once, while the first call still hangs
+    const busy = () => p.responses().filter((m) => m.id >= 100 && /Server busy/.test(m.error?.message ?? ''));
+    const deadline = Date.now() + 20000;
+    while (busy().length < N - 8 && Date.now() < deadline) await sleep(50);
+    const refused = busy();
+    const hwm = memKiB(p.child.pid).hwm;
+    console.log(`queue limit: ${refused.length} of ${N} 1 MiB file_writes refused behind a hanging call; ` +
+      `VmHWM ${(before / 1024).toFixed(1)} -> ${(hwm / 1024).toFixed(1)} MiB`);
+    assert.ok(refused.length >= N - 8 && refused.length < N, `most refused, some queued: ${refused.length}`);
+    assert.equal(refused[0].error.code, -32603);
+    assert.match(refused[0].error.message, /wait for some answers, then send this one again/);
+    assert.ok(hwm - before < (SANITIZED ? 256 : 48) * 1024, `memory bounded: VmHWM grew ${hwm - before} KiB`);
+    // the hanging call cancelled: the queued writes run, each request is answered exactly once
+    await p.notify('notifications/cancelled', { requestId: 1, reason: 'test' });
+    const ids = Array.from({ length: N }, (_, i) => 100 + i);
+    const all = Date.now() + 60000;
+    while (ids.some((id) => !p.responses().some((m) => m.id === id)) && Date.now() < all) await sleep(50);
+    for (const id of ids) assert.equal(p.responses().filter((m) => m.id === id).length, 1, `id ${id} answered once`);
+    // and room again for the next call
+    await p.send(callMsg(200, 'file_write', { path: 'after.txt', content }));
+    await p.waitFor((m) => m.id === 200, 30000);
+    const after = p.responses().find((m) => m.id === 200);
+    assert.ok(after.result, `admitted once the queue drained: ${JSON.stringify(after).slice(0, 300)}`);
     p.closeStdin();
     const ex = await p.waitExit(15000);
     assert.deepEqual([ex.code, ex.signal], [0, null]);

@@ -130,6 +130,46 @@ static void test_worker_cap(void **state)
 	dispatch_destroy(d, 1000);
 }
 
+/* Past the limits a call is refused (-EBUSY, still the caller's); room comes back as calls end. */
+static void test_limits(void **state)
+{
+	struct rec rec;
+	rec_init(&rec);
+	struct dispatch *d = dispatch_create(4);
+	dispatch_set_limits(d, 3, 1000);
+	/* a call alone is taken whatever its weight */
+	struct call *big = mkcall(&rec, 1, "s:a", 1, 200);
+	call_set_weight(big, 5000);
+	assert_int_equal(dispatch_submit(d, big), 0);
+	/* but nothing joins it past the byte limit */
+	struct call *small = mkcall(&rec, 2, "s:a", 2, 0);
+	call_set_weight(small, 10);
+	assert_int_equal(dispatch_submit(d, small), -EBUSY);
+	assert_int_equal(dispatch_pending(d), 1);
+	assert_true(dispatch_drain(d, 5000));
+	assert_int_equal(dispatch_pending(d), 0);
+	/* the count: three calls fit, the fourth is refused */
+	assert_int_equal(dispatch_submit(d, small), 0);
+	for (int i = 3; i < 5; i++) {
+		struct call *c = mkcall(&rec, i, "s:b", i, 200);
+		call_set_weight(c, 10);
+		assert_int_equal(dispatch_submit(d, c), 0);
+	}
+	struct call *over = mkcall(&rec, 9, "s:c", 9, 0);
+	assert_int_equal(dispatch_submit(d, over), -EBUSY);
+	call_destroy(over);
+	/* a cancelled queued call gives its room back */
+	json_t *id4 = json_integer(4);
+	assert_true(dispatch_cancel(d, id4));
+	json_decref(id4);
+	struct call *again = mkcall(&rec, 10, "s:c", 10, 0);
+	assert_int_equal(dispatch_submit(d, again), 0);
+	assert_true(dispatch_drain(d, 5000));
+	assert_int_equal(dispatch_pending(d), 0);
+	assert_int_equal(atomic_load(&rec.freed), 6);
+	dispatch_destroy(d, 1000);
+}
+
 static void test_cancel_queued_and_running(void **state)
 {
 	struct rec rec;
@@ -204,6 +244,7 @@ int main(void)
 		cmocka_unit_test(test_fifo_per_key),
 		cmocka_unit_test(test_parallel_keys),
 		cmocka_unit_test(test_worker_cap),
+		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_cancel_queued_and_running),
 		cmocka_unit_test(test_arm_after_cancel),
 		cmocka_unit_test(test_destroy_cancels),
