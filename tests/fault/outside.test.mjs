@@ -53,7 +53,8 @@ describe('containers killed or removed from outside', suite({ timeout: 240000 })
   });
 
   after(async () => {
-    await cleanup();
+    // the server removed every container it dropped: nothing is left for cleanup to remove
+    assert.deepEqual(await cleanup(), [], 'no container left behind');
   });
 
   for (const how of ['kill', 'rm -f']) {
@@ -146,8 +147,9 @@ describe('the default image removed while the server runs', suite({ timeout: 120
   });
 
   after(async () => {
-    await cleanup();
+    const left = await cleanup();
     await docker(['rmi', image]); // only this test's tag, if a test failed before removing it
+    assert.deepEqual(left, [], 'no container left behind');
   });
 
   test('session_create says image_not_found with the pull hint; the existing session still works', async () => {

@@ -103,6 +103,14 @@ class TrackedTransport extends StdioClientTransport {
 }
 
 const servers = new Set();
+/*
+ * How closed servers ended, when that was wrong: a sanitizer report (a leak
+ * at exit, an invalid access, undefined behaviour) or a failed exit. The ASan
+ * build's LeakSanitizer runs at exit, so without this a leak would pass
+ * unseen. cleanup() fails the suite with them.
+ */
+const exitProblems = [];
+const SANITIZER_REPORT = /ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehaviorSanitizer/;
 // instance ids stay known after their server was closed (for cleanup)
 const allInstances = new Set();
 const trackedContainers = new Set();
@@ -238,9 +246,28 @@ export class Server {
 
   /** SIGKILL (or another signal) and wait for the exit. */
   async kill(signal = 'SIGKILL') {
+    const deliberate = this.alive;
     if (this.alive) this.transport.child.kill(signal);
     await withTimeout(this.transport.exited, 10000, `${this.label} exit after ${signal}`);
     await this.client.close().catch(() => {});
+    this.checkExit(deliberate ? signal : null);
+  }
+
+  /**
+   * Notes in exitProblems a sanitizer report, a non-zero exit code, or death
+   * by a signal that neither this harness (killedWith) nor the SDK's close
+   * (SIGTERM, then SIGKILL) sent, e.g. SIGABRT or SIGSEGV. Once per server.
+   */
+  checkExit(killedWith = null) {
+    if (this.exitChecked || !this.exit) return;
+    this.exitChecked = true;
+    const report = SANITIZER_REPORT.exec(this.stderrTail);
+    const sent = [killedWith, 'SIGTERM', 'SIGKILL'];
+    if (report) {
+      exitProblems.push(`${this.label}: sanitizer report: ${this.stderrTail.slice(Math.max(0, report.index - 200), report.index + 4000)}`);
+    } else if (this.exit.code !== 0 && !(this.exit.code === null && sent.includes(this.exit.signal))) {
+      exitProblems.push(`${this.label}: exit ${JSON.stringify(this.exit)}; stderr tail: ${this.stderrTail.slice(-2000)}`);
+    }
   }
 
   /** EOF on stdin only; resolves with the exit status, rejects after timeoutMs. */
@@ -249,10 +276,12 @@ export class Server {
     return withTimeout(this.transport.exited, timeoutMs, `${this.label} exit after stdin EOF`);
   }
 
-  /** Orderly close through the SDK (EOF, then SIGTERM, then SIGKILL). */
+  /** Orderly close through the SDK (EOF, then SIGTERM, then SIGKILL); notes a wrong exit for cleanup(). */
   async close() {
     await this.client.close().catch(() => {});
     if (this.alive) await this.kill();
+    // the SDK's SIGTERM (after 2 s) is part of an orderly close: the server exits 0 on it
+    this.checkExit();
     servers.delete(this);
   }
 }
@@ -289,6 +318,8 @@ export async function cleanup() {
   for (const id of trackedContainers) if (await containerExists(id).catch(() => false)) ids.add(id);
   if (ids.size) await docker(['rm', '-f', '-v', ...ids], { timeoutMs: 60000 });
   trackedContainers.clear();
+  const problems = exitProblems.splice(0);
+  assert.deepEqual(problems, [], 'every server ended cleanly (exit 0, no sanitizer report)');
   return [...ids];
 }
 
