@@ -172,6 +172,12 @@ int argcheck_git_url(const char *s, struct err *e)
 
 int argcheck_git_ref(const char *s, const char *what, struct err *e)
 {
+	/* git reads "+main" as a refspec that forces the update: git_push would overwrite the remote's history */
+	if (s && s[0] == '+')
+		return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "%s '%.80s' starts with '+', which makes git force the update (overwriting history): give "
+			       "the name without it; force pushes are not offered",
+			       what, s);
 	bool ok = s && *s && strlen(s) <= 200 && s[0] != '-' && s[0] != '/' && s[0] != '.' &&
 		  clean(s, " ~^:?*[\\\"'`$;&|<>") && !strstr(s, "..") && !strstr(s, "@{") && !strstr(s, "//") &&
 		  !ends_with(s, ".lock") && !ends_with(s, "/") && !ends_with(s, ".") && strcmp(s, "@") != 0;

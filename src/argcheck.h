@@ -31,7 +31,7 @@ int argcheck_http_url(const char *s, const char *what, struct err *e);
 int argcheck_path(const char *s, const char *what, struct err *e);
 /* A git repository URL: local path, file://, http(s)://, ssh://, git://, user@host:path; never ext:: or fd::. */
 int argcheck_git_url(const char *s, struct err *e);
-/* A git branch or remote name (check-ref-format rules, simplified). */
+/* A git branch or remote name (check-ref-format rules, simplified; no leading '+', a forced refspec). */
 int argcheck_git_ref(const char *s, const char *what, struct err *e);
 
 #endif

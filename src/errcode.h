@@ -31,6 +31,8 @@ enum errcode {
 	ERRCODE_PYTHON_NOT_FOUND,
 	ERRCODE_NETWORK_DISABLED,
 	ERRCODE_GIT_NOT_FOUND,
+	ERRCODE_PIP_FAILED, /* pip ran and failed: a build error, no matching distribution */
+	ERRCODE_GIT_FAILED, /* git ran and failed: a missing remote, a rejected push */
 	ERRCODE_INTERNAL,
 	ERRCODE_MAX,
 };
@@ -47,6 +49,13 @@ const char *errcode_name(enum errcode code);
 
 /* Fills e (if not NULL) and returns ret, so `return err_set(e, ..., -EIO, ...)` reads naturally. */
 int err_set(struct err *e, enum errcode code, int ret, const char *fmt, ...) PRINTF_LIKE(4, 5);
+/*
+ * err_set, then as much of the end of text (len bytes) as still fits in the
+ * message, from a line start when one is near: a failed program says what
+ * went wrong in its last lines, so those are the ones kept.
+ */
+int err_set_tail(struct err *e, enum errcode code, int ret, const char *text, size_t len, const char *fmt, ...)
+	PRINTF_LIKE(6, 7);
 void err_clear(struct err *e);
 
 #endif

@@ -7,6 +7,10 @@
  * `-c protocol.ext.allow=never -c protocol.fd.allow=never` so no transport
  * can run a command.  GIT_TERMINAL_PROMPT=0: a credential prompt fails
  * instead of hanging the call.
+ *
+ * A git that ran and failed is git_failed (invalid_argument means argcheck
+ * refused a value before anything ran, or a folder is no repository); its
+ * message keeps git's last lines and the longer end follows as a text block.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +27,7 @@
 #define GIT_DEFAULT_NAME "sandbox-mcp"
 #define GIT_DEFAULT_EMAIL "sandbox@localhost"
 #define GIT_MESSAGE_MAX (64 * 1024)
+#define GIT_OUTPUT_TAIL 3000
 
 static const char *const git_env[] = { "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "LC_ALL=C", NULL };
 
@@ -87,19 +92,51 @@ static int git_run(struct tool_ctx *ctx, struct session *s, const struct git_arg
 	return 0;
 }
 
-/* A failed git's exit as e: a folder that is no repository gets its own advice. */
-static int git_failed(const char *what, const char *dir, int code, const char *out, struct err *e)
+static bool says_not_a_repository(const char *out)
 {
-	if (out && strstr(out, "not a git repository"))
-		return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-			       "%s is not a git repository: git_clone one, or run `git init` there with run_command", dir);
-	return err_set(e, ERRCODE_INVALID_ARGUMENT, -EIO, "git %s failed (exit %d): %.3000s", what, code,
-		       out ? out : "");
+	/* "fatal: not a git repository" from most commands, "warning: Not a git repository" from diff */
+	return out && (strstr(out, "not a git repository") || strstr(out, "Not a git repository"));
+}
+
+static int git_not_repository(const char *dir, struct err *e)
+{
+	return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+		       "%s is not a git repository: git_clone one, or run `git init` there with run_command", dir);
+}
+
+/* A failed git's exit as e: a folder that is no repository gets its own advice. */
+static int git_failed(const char *what, const char *dir, int code, const char *out, size_t len, struct err *e)
+{
+	if (says_not_a_repository(out))
+		return git_not_repository(dir, e);
+	return err_set_tail(e, ERRCODE_GIT_FAILED, -EIO, out, out ? len : 0, "git %s failed (exit %d); its last lines:\n",
+			    what, code);
+}
+
+/*
+ * Fails res with e; when git ran and failed, adds the end of its output as
+ * its own block (and as structuredContent.error.output): e's message only
+ * holds the last lines.
+ */
+static int git_fail_output(struct tool_result *res, const struct err *e, const char *out, size_t len)
+{
+	tool_fail(res, e);
+	if (!out || len == 0 || (e->code != ERRCODE_GIT_FAILED && e->code != ERRCODE_TIMEOUT))
+		return 0;
+	size_t skip = len > GIT_OUTPUT_TAIL ? len - GIT_OUTPUT_TAIL : 0;
+	tool_text_bytes(res, "git's output (last part):\n", out + skip, len - skip);
+	json_t *err = json_object_get(res->structured, "error");
+	if (err)
+		json_object_set_new(err, "output", json_string_lossy(out + skip, len - skip));
+	return 0;
 }
 
 /*
  * Runs a in s and insists on exit 0: 0 with *xr (finish it) and *out (free
- * it); otherwise res holds the failure, s is put back, and -1.
+ * it); otherwise res holds the failure, s is put back, and -1.  A folder
+ * that is no repository is told apart by asking git, since not every
+ * command says so: `git diff --cached` outside one only complains about
+ * --cached.
  */
 static int git_ok(struct tool_ctx *ctx, struct session *s, const struct git_argv *a, const char *what,
 		  const char *dir, struct exec_result *xr, char **out, size_t *len, struct tool_result *res)
@@ -107,15 +144,31 @@ static int git_ok(struct tool_ctx *ctx, struct session *s, const struct git_argv
 	struct err e;
 	err_clear(&e);
 	int r = git_run(ctx, s, a, xr, out, len, &e);
-	if (r == 0 && xr->exit_code != 0)
-		r = git_failed(what, dir, xr->exit_code, *out, &e);
+	if (r == 0 && xr->exit_code != 0) {
+		r = git_failed(what, dir, xr->exit_code, *out, *len, &e);
+		if (e.code == ERRCODE_GIT_FAILED) {
+			struct git_argv probe;
+			struct exec_result pxr;
+			struct err pe;
+			char *pout;
+			size_t plen;
+			ga_git(&probe, dir);
+			ga_add(&probe, "rev-parse");
+			ga_add(&probe, "--git-dir");
+			if (git_run(ctx, s, &probe, &pxr, &pout, &plen, &pe) == 0 && pxr.exit_code != 0 &&
+			    says_not_a_repository(pout))
+				git_not_repository(dir, &e);
+			free(pout);
+			exec_result_finish(&pxr);
+		}
+	}
 	if (r == 0)
 		return 0;
+	git_fail_output(res, &e, *out, *out ? *len : 0);
 	free(*out);
 	*out = NULL;
 	exec_result_finish(xr);
 	session_put(ctx->svc->sessions, s);
-	tool_fail(res, &e);
 	return -1;
 }
 
@@ -214,17 +267,21 @@ static int git_clone(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 	size_t len;
 	int r = git_run(ctx, s, &a, &xr, &out, &len, &e);
 	if (r == 0 && xr.exit_code != 0) {
-		r = git_failed("clone", dest, xr.exit_code, out, &e);
-		if (strcmp(s->network, "none") == 0 && (strstr(out, "Could not resolve host") || strstr(out, "unable to access")))
-			snprintf(e.msg + strlen(e.msg), sizeof(e.msg) - strlen(e.msg),
-				 " (this session has no network: session_create {\"network\": \"bridge\"} for one that can "
-				 "reach remote repositories)");
+		/* the source being no repository is in git's own words; dest is not the folder to git init */
+		r = err_set_tail(&e, ERRCODE_GIT_FAILED, -EIO, out, out ? len : 0, "git clone failed (exit %d); its last lines:\n",
+				 xr.exit_code);
+		if (strcmp(s->network, "none") == 0 && out &&
+		    (strstr(out, "Could not resolve host") || strstr(out, "unable to access")))
+			r = err_set_tail(&e, ERRCODE_GIT_FAILED, -EIO, out, len,
+					 "git clone failed: this session has no network (session_create {\"network\": "
+					 "\"bridge\"} for one that can reach remote repositories); git's last lines:\n");
 	}
 	exec_result_finish(&xr);
 	if (r < 0) {
+		git_fail_output(res, &e, out, out ? len : 0);
 		free(out);
 		session_put(ctx->svc->sessions, s);
-		return tool_fail(res, &e);
+		return 0;
 	}
 	char head[64];
 	git_head(ctx, s, dest, head, sizeof(head));
@@ -235,6 +292,37 @@ static int git_clone(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 	free(out);
 	session_put(ctx->svc->sessions, s);
 	return 0;
+}
+
+/*
+ * The "## " line of `git status --porcelain --branch`, after the "## ":
+ * "<branch>[...<upstream>][ [ahead N][, behind M]]", "No commits yet on
+ * <branch>..." or "HEAD (no branch)" (detached: branch "").  A branch name
+ * may hold dots ("release-1.2") but never "..." or a space, so it ends at
+ * the first of those.
+ */
+static void parse_branch_line(const char *p, char *branch, size_t bsz, long *ahead, long *behind)
+{
+	static const char no_commits[] = "No commits yet on ";
+	branch[0] = '\0';
+	if (strncmp(p, "HEAD (no branch)", 16) == 0)
+		return;
+	if (strncmp(p, no_commits, sizeof(no_commits) - 1) == 0)
+		p += sizeof(no_commits) - 1;
+	size_t n = strcspn(p, " ");
+	const char *dots = strstr(p, "...");
+	if (dots && (size_t)(dots - p) < n)
+		n = (size_t)(dots - p);
+	snprintf(branch, bsz, "%.*s", (int)n, p);
+	/* the counts are in the bracket after the names, which hold no spaces */
+	const char *br = strstr(p + n, " [");
+	if (!br)
+		return;
+	const char *q;
+	if ((q = strstr(br, "ahead ")))
+		*ahead = strtol(q + 6, NULL, 10);
+	if ((q = strstr(br, "behind ")))
+		*behind = strtol(q + 7, NULL, 10);
 }
 
 static int git_status(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
@@ -272,18 +360,7 @@ static int git_status(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 		size_t n = strnlen(rec, raw.len - i);
 		i += n + 1;
 		if (n >= 3 && strncmp(rec, "## ", 3) == 0) {
-			size_t b = strcspn(rec + 3, ". ");
-			const char *dots = strstr(rec + 3, "...");
-			if (strncmp(rec + 3, "No commits yet on ", 18) == 0)
-				snprintf(branch, sizeof(branch), "%.*s", (int)strcspn(rec + 21, " ."), rec + 21);
-			else
-				snprintf(branch, sizeof(branch), "%.*s",
-					 (int)(dots && (size_t)(dots - rec - 3) < n ? (size_t)(dots - rec - 3) : b), rec + 3);
-			const char *p;
-			if ((p = strstr(rec, "ahead ")))
-				ahead = strtol(p + 6, NULL, 10);
-			if ((p = strstr(rec, "behind ")))
-				behind = strtol(p + 7, NULL, 10);
+			parse_branch_line(rec + 3, branch, sizeof(branch), &ahead, &behind);
 			continue;
 		}
 		if (n < 4)
@@ -417,12 +494,13 @@ static int git_commit(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	bool nothing = r == 0 && xr.exit_code == 1 && out &&
 		       (strstr(out, "nothing to commit") || strstr(out, "nothing added to commit"));
 	if (r == 0 && xr.exit_code != 0 && !nothing)
-		r = git_failed("commit", dir, xr.exit_code, out, &e);
+		r = git_failed("commit", dir, xr.exit_code, out, len, &e);
 	exec_result_finish(&xr);
 	if (r < 0) {
+		git_fail_output(res, &e, out, out ? len : 0);
 		free(out);
 		session_put(ctx->svc->sessions, s);
-		return tool_fail(res, &e);
+		return 0;
 	}
 	char head[64];
 	git_head(ctx, s, dir, head, sizeof(head));

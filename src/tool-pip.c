@@ -15,6 +15,11 @@
  * pip's log and, at the end, its exit status under /tmp/.sandbox-mcp-pip/N;
  * the session remembers which packages went there, and pip_status reads the
  * files.  The call returns at once, so the session's queue is not held.
+ *
+ * A failed pip is pip_failed, never invalid_argument: that code means
+ * argcheck refused a value before anything ran.  pip says what went wrong in
+ * its last lines, so those are what the error message keeps, and the longer
+ * end of the output follows as its own text block.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,6 +36,7 @@
 #define PIP_QUERY_TIMEOUT_S 120
 #define PIP_JOBS_DIR "/tmp/.sandbox-mcp-pip"
 #define PIP_LOG_TAIL 3000
+#define PIP_LOG_LABEL "pip's output (last part):\n"
 
 /* argv of `python3 -m pip <verb> ...`: fixed words, then at most the packages and a few options. */
 struct pip_argv {
@@ -81,6 +87,36 @@ static const char *tail_of(const char *text, size_t len, size_t max)
 	const char *p = text + len - max;
 	const char *nl = memchr(p, '\n', max / 4);
 	return nl ? nl + 1 : p;
+}
+
+/*
+ * Fails res with e, then adds the end of pip's output as its own block (and
+ * as structuredContent.error.output): e's message only holds the last lines.
+ */
+static int pip_fail_output(struct tool_result *res, const struct err *e, const char *out, size_t len)
+{
+	tool_fail(res, e);
+	if (!out || len == 0)
+		return 0;
+	const char *t = tail_of(out, len, PIP_LOG_TAIL);
+	size_t n = len - (size_t)(t - out);
+	tool_text_bytes(res, PIP_LOG_LABEL, t, n);
+	json_t *err = json_object_get(res->structured, "error");
+	if (err)
+		json_object_set_new(err, "output", json_string_lossy(t, n));
+	return 0;
+}
+
+/*
+ * Forgets the background job recorded for pkg (exactly as given): a later
+ * foreground install or an uninstall decides its state now.  The session
+ * keeps jobs by package; "" is how one is cleared.
+ */
+static void pip_forget_job(struct session *s, const char *pkg)
+{
+	const char *dir = session_pip_job_dir(s, pkg);
+	if (dir && *dir)
+		session_pip_job(s, pkg, "");
 }
 
 static json_t *packages_arg(json_t *args, const char *key, struct err *e)
@@ -160,10 +196,15 @@ static int pip_install(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	struct exec_result xr;
 	int r;
 	if (background) {
-		/* fixed script; the job dir and pip's argv are its positional arguments */
+		/*
+		 * fixed script; the job dir and pip's argv are its positional
+		 * arguments.  The log exists before this returns, so a pip_status
+		 * right after finds it (no rc yet: installing), however late the
+		 * detached child gets to run.
+		 */
 		static const char script[] =
-			"d=$1; shift; mkdir -p \"$d\" || exit 1; "
-			"( \"$@\" > \"$d/log\" 2>&1; echo $? > \"$d/rc.part\"; mv \"$d/rc.part\" \"$d/rc\" ) "
+			"d=$1; shift; mkdir -p \"$d\" && : > \"$d/log\" || exit 1; "
+			"( \"$@\" >> \"$d/log\" 2>&1; echo $? > \"$d/rc.part\"; mv \"$d/rc.part\" \"$d/rc\" ) "
 			"< /dev/null > /dev/null 2>&1 &";
 		static unsigned long seq;
 		char dir[96];
@@ -195,6 +236,9 @@ static int pip_install(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 		return 0;
 	}
 
+	/* whatever this install does, its result is the one to report now, not an earlier background job's */
+	json_array_foreach (pkgs, i, v)
+		pip_forget_job(s, json_string_value(v));
 	r = tool_exec(ctx, s, a.v, NULL, NULL, PIP_INSTALL_TIMEOUT_S * 1000, &xr, &e);
 	if (r < 0) {
 		session_put(ctx->svc->sessions, s);
@@ -205,17 +249,19 @@ static int pip_install(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	char *out = tool_exec_output(&xr, &len);
 	if (pip_missing(&xr, out, s, &e) < 0 || xr.timed_out || xr.exit_code != 0) {
 		if (!e.code && xr.timed_out)
-			err_set(&e, ERRCODE_TIMEOUT, -ETIMEDOUT,
-				"pip ran past %d s and was stopped; the output so far: %s", PIP_INSTALL_TIMEOUT_S,
-				tail_of(out, len, PIP_LOG_TAIL));
+			err_set_tail(&e, ERRCODE_TIMEOUT, -ETIMEDOUT, out, len,
+				     "pip ran past %d s and was stopped; its last lines:\n", PIP_INSTALL_TIMEOUT_S);
 		else if (!e.code)
-			err_set(&e, ERRCODE_INVALID_ARGUMENT, -EIO,
-				"pip install failed (exit %d); the end of its output:\n%s", xr.exit_code,
-				tail_of(out, len, PIP_LOG_TAIL));
+			err_set_tail(&e, ERRCODE_PIP_FAILED, -EIO, out, len, "pip install failed (exit %d); its last lines:\n",
+				     xr.exit_code);
+		if (e.code == ERRCODE_PYTHON_NOT_FOUND)
+			tool_fail(res, &e);
+		else
+			pip_fail_output(res, &e, out, len);
 		free(out);
 		exec_result_finish(&xr);
 		session_put(ctx->svc->sessions, s);
-		return tool_fail(res, &e);
+		return 0;
 	}
 	/* "Successfully installed a-1.0 b-2.0" names what changed */
 	json_t *installed = json_array();
@@ -243,9 +289,13 @@ static int pip_install(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	return 0;
 }
 
-/* Runs a pip query (argv) and returns its stdout, or fills res with the failure and returns NULL. */
-static char *pip_query(struct tool_ctx *ctx, struct session *s, const char *const *argv, struct tool_result *res,
-		       int *exit_code)
+/*
+ * Runs a pip query (argv; what names it in errors) and returns its stdout, or
+ * fills res with the failure and returns NULL.  With exit_code, any exit is
+ * the caller's to judge.
+ */
+static char *pip_query(struct tool_ctx *ctx, struct session *s, const char *const *argv, const char *what,
+		       struct tool_result *res, int *exit_code)
 {
 	struct exec_result xr;
 	struct err e;
@@ -259,12 +309,18 @@ static char *pip_query(struct tool_ctx *ctx, struct session *s, const char *cons
 	size_t len;
 	char *all = tool_exec_output(&xr, &len);
 	if (pip_missing(&xr, all, s, &e) < 0 || xr.timed_out || (!exit_code && xr.exit_code != 0)) {
-		if (!e.code)
-			err_set(&e, ERRCODE_ENGINE_ERROR, -EIO, "pip %s failed (exit %d): %s", argv[3], xr.exit_code,
-				tail_of(all, len, PIP_LOG_TAIL));
+		if (!e.code && xr.timed_out)
+			err_set_tail(&e, ERRCODE_TIMEOUT, -ETIMEDOUT, all, len, "%s ran past %d s and was stopped; its last lines:\n",
+				     what, PIP_QUERY_TIMEOUT_S);
+		else if (!e.code)
+			err_set_tail(&e, ERRCODE_PIP_FAILED, -EIO, all, len, "%s failed (exit %d); its last lines:\n", what,
+				     xr.exit_code);
+		if (e.code == ERRCODE_PYTHON_NOT_FOUND)
+			tool_fail(res, &e);
+		else
+			pip_fail_output(res, &e, all, len);
 		free(all);
 		exec_result_finish(&xr);
-		tool_fail(res, &e);
 		return NULL;
 	}
 	free(all);
@@ -288,7 +344,7 @@ static int pip_list(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 	pa_pip(&a, "list");
 	pa_add(&a, "--format=json");
 	pa_add(&a, "--disable-pip-version-check");
-	char *out = pip_query(ctx, s, a.v, res, NULL);
+	char *out = pip_query(ctx, s, a.v, "pip list", res, NULL);
 	if (out) {
 		json_error_t jerr;
 		json_t *list = json_loads(out, 0, &jerr);
@@ -325,7 +381,7 @@ static int pip_freeze(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 		return 0;
 	pa_pip(&a, "freeze");
 	pa_add(&a, "--disable-pip-version-check");
-	char *out = pip_query(ctx, s, a.v, res, NULL);
+	char *out = pip_query(ctx, s, a.v, "pip freeze", res, NULL);
 	if (out) {
 		tool_text(res, "%s", out);
 		tool_structured(res, json_pack("{s:s, s:o}", "session_id", s->id, "requirements",
@@ -359,8 +415,10 @@ static int pip_uninstall(struct tool_ctx *ctx, json_t *args, struct tool_result 
 	pa_add(&a, "--");
 	json_array_foreach (pkgs, i, v)
 		pa_add(&a, json_string_value(v));
-	char *out = pip_query(ctx, s, a.v, res, NULL);
+	char *out = pip_query(ctx, s, a.v, "pip uninstall", res, NULL);
 	if (out) {
+		json_array_foreach (pkgs, i, v)
+			pip_forget_job(s, json_string_value(v));
 		session_record(s, "pip_uninstall", json_pack("{s:O}", "packages", pkgs));
 		tool_text(res, "%s", out[0] ? out : "nothing to uninstall\n");
 		tool_structured(res, json_pack("{s:s, s:O, s:o}", "session_id", s->id, "packages", pkgs, "output",
@@ -381,7 +439,7 @@ static char *installed_version(struct tool_ctx *ctx, struct session *s, const ch
 	pa_add(&a, "--disable-pip-version-check");
 	pa_add(&a, "--");
 	pa_add(&a, name);
-	char *out = pip_query(ctx, s, a.v, res, &code);
+	char *out = pip_query(ctx, s, a.v, "pip show", res, &code);
 	*failed = out == NULL;
 	if (!out || code != 0) {
 		free(out);
@@ -400,6 +458,52 @@ static char *installed_version(struct tool_ctx *ctx, struct session *s, const ch
 	return ver;
 }
 
+/*
+ * The distribution installed from a path or URL (as given to pip_install),
+ * per the direct_url.json pip writes for such installs: its version (owned,
+ * NULL when none is) and its name into name.  A path names no distribution
+ * until something is built from it, so this asks what is installed instead of
+ * guessing from the file or folder name.
+ */
+static char *installed_from(struct tool_ctx *ctx, struct session *s, const char *pkg, char *name, size_t namesz,
+			    struct tool_result *res, bool *failed)
+{
+	/* relative paths resolve as pip resolved them: both run in the workspace */
+	static const char script[] = "import json, os, sys\n"
+				     "from importlib import metadata\n"
+				     "from urllib.parse import unquote, urlsplit\n"
+				     "a = sys.argv[1]\n"
+				     "url = '://' in a\n"
+				     "want = a if url else os.path.realpath(a)\n"
+				     "for d in metadata.distributions():\n"
+				     "    try:\n"
+				     "        u = json.loads(d.read_text('direct_url.json') or '{}').get('url', '')\n"
+				     "    except Exception:\n"
+				     "        continue\n"
+				     "    if not url:\n"
+				     "        p = urlsplit(u)\n"
+				     "        if p.scheme != 'file':\n"
+				     "            continue\n"
+				     "        u = os.path.realpath(unquote(p.path))\n"
+				     "    if u == want:\n"
+				     "        print(d.metadata['Name'])\n"
+				     "        print(d.version)\n"
+				     "        break\n";
+	const char *argv[] = { "python3", "-c", script, pkg, NULL };
+	char *out = pip_query(ctx, s, argv, "looking up what was installed from it", res, NULL);
+	*failed = out == NULL;
+	if (!out)
+		return NULL;
+	size_t n = strcspn(out, "\n");
+	char *ver = NULL;
+	if (n > 0 && out[n] == '\n' && out[n + 1]) {
+		snprintf(name, namesz, "%.*s", (int)n, out);
+		ver = xstrndup(out + n + 1, strcspn(out + n + 1, "\r\n"));
+	}
+	free(out);
+	return ver;
+}
+
 static int pip_status(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
 	const char *pkg = json_string_value(json_object_get(args, "package"));
@@ -413,52 +517,64 @@ static int pip_status(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	if (tool_session(ctx, args, &s, res) < 0)
 		return 0;
 
-	const char *state = "not_installed";
+	const char *state = NULL;
 	char *version = NULL, *log = NULL;
+	char name[256] = "";
 	const char *dir = session_pip_job_dir(s, pkg);
-	bool failed = false;
-	if (dir) {
-		/* the job's exit status, if it ended, then the tail of its log */
-		const char *argv[] = { "sh", "-c", "cat \"$1/rc\" 2>/dev/null || echo running; tail -c 3000 \"$1/log\"",
+	bool job_failed = false, failed = false;
+	if (dir && *dir) {
+		/* the job's exit status, if it ended, then the tail of its log; a dir gone (a new container) is no job */
+		const char *argv[] = { "sh", "-c",
+				       "test -d \"$1\" || { echo gone; exit 0; }; cat \"$1/rc\" 2>/dev/null || echo running; "
+				       "tail -c 3000 \"$1/log\" 2>/dev/null; exit 0",
 				       "sandbox-mcp-pip", dir, NULL };
-		char *out = pip_query(ctx, s, argv, res, NULL);
+		char *out = pip_query(ctx, s, argv, "reading the background install's log", res, NULL);
 		if (!out) {
 			session_put(ctx->svc->sessions, s);
 			return 0;
 		}
-		if (strncmp(out, "running", 7) == 0) {
+		if (strncmp(out, "running\n", 8) == 0) {
 			state = "installing";
-		} else if (strncmp(out, "0\n", 2) == 0) {
-			state = "installed";
-		} else {
-			state = "failed";
+		} else if (strncmp(out, "0\n", 2) != 0 && strncmp(out, "gone\n", 5) != 0) {
+			job_failed = true;
 			const char *nl = strchr(out, '\n');
 			log = xstrdup(nl ? nl + 1 : "");
 		}
 		free(out);
 	}
-	if (!dir || strcmp(state, "installed") == 0) {
-		/* a path's distribution name is not known here: its job's verdict stands */
+	if (!state) {
+		/*
+		 * What is installed now wins over how a finished job ended: a later
+		 * pip_install or pip_uninstall (or run_command) may have changed it.
+		 */
 		if (kind == ARGCHECK_REQ_NAME) {
-			char name[256];
 			snprintf(name, sizeof(name), "%.*s", (int)strcspn(pkg, "[<>=!~,"), pkg);
 			version = installed_version(ctx, s, name, res, &failed);
-			if (failed) {
-				session_put(ctx->svc->sessions, s);
-				return 0;
-			}
-			state = version ? "installed" : dir ? "failed" : "not_installed";
+			name[0] = '\0';
+		} else {
+			version = installed_from(ctx, s, pkg, name, sizeof(name), res, &failed);
 		}
+		if (failed) {
+			free(log);
+			session_put(ctx->svc->sessions, s);
+			return 0;
+		}
+		state = version ? "installed" : job_failed ? "failed" : "not_installed";
 	}
 	json_t *st = json_pack("{s:s, s:s, s:s}", "session_id", s->id, "package", pkg, "state", state);
+	if (name[0])
+		json_object_set_new(st, "name", json_string(name));
 	if (version)
 		json_object_set_new(st, "version", json_string(version));
 	if (log)
 		json_object_set_new(st, "log_tail", json_string_lossy(log, strlen(log)));
-	tool_text(res, "%s: %s%s%s%s%s", pkg, state, version ? " (version " : "", version ? version : "",
-		  version ? ")" : "", log ? "; the end of pip's log:" : "");
+	/* installed, but its last background install failed (an upgrade, say): say both */
+	tool_text(res, "%s: %s%s%s%s%s%s%s", pkg, state, version ? " (" : "", name, name[0] && version ? " " : "",
+		  version ? "version " : "", version ? version : "", version ? ")" : "");
 	if (log)
-		tool_text(res, "%s", log);
+		tool_text_bytes(res, version ? "Its last background install failed; the end of pip's log:\n"
+					     : "The end of pip's log:\n",
+				log, strlen(log));
 	tool_structured(res, st);
 	free(version);
 	free(log);
@@ -555,14 +671,16 @@ const struct tool_entry tool_pip_status_entry = {
 	.name = "pip_status",
 	.title = "Package install status",
 	.description = "Whether a package is installing (a background pip_install still running), installed (with "
-		       "its version), failed (with the end of pip's log) or not_installed.",
+		       "its version), failed (its background install failed; with the end of pip's log) or "
+		       "not_installed. Give the package as given to pip_install (a path or URL too) or its name; what "
+		       "is installed now wins over an earlier background install's result.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"package\"],\"properties\":{"
 			"\"package\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"The package as given to "
 			"pip_install, or a package name\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"package\":{\"type\":\"string\"},\"state\":{\"type\":\"string\",\"enum\":[\"installing\","
 			 "\"installed\",\"failed\",\"not_installed\"]},\"version\":{\"type\":\"string\"},"
-			 "\"log_tail\":{\"type\":\"string\"}}}",
+			 "\"name\":{\"type\":\"string\"},\"log_tail\":{\"type\":\"string\"}}}",
 	.group = TOOL_GROUP_PIP,
 	.read_only = true,
 	.destructive = false,

@@ -1,8 +1,10 @@
 // git_* against the real engine, all inside a sandbox with no network: a repo
 // made with git init gets files, status, diffs (unstaged and staged) and
 // commits; it is cloned by path and by file:// URL (branch, depth) and pushed
-// to a bare repository; bad URLs, refs and options are refused with nothing
-// run; a folder that is no repository and an image without git say so.
+// to a bare repository; bad URLs, refs and options (and a forced "+branch")
+// are refused by argcheck, in its words, with nothing run; a git that ran and
+// failed is git_failed; branch names with dots survive git_status; a folder
+// that is no repository (for every tool) and an image without git say so.
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -96,24 +98,84 @@ describe('git tools', suite({ timeout: 600000 }), () => {
     assert.equal(topic.stdout.trim(), c.commit);
   });
 
-  test('bad URLs, refs and options are refused with invalid_argument, and nothing runs', async () => {
+  test('bad URLs, refs and options are refused by argcheck with invalid_argument, and nothing runs', async () => {
+    // argcheck's own words, so a git that ran and failed on the value (git_failed, git's words) cannot pass
     for (const repo_url of ['--upload-pack=touch /workspace/pwned', 'ext::sh -c touch% /workspace/pwned',
       'fd::7', '-u touch', 'file:///x;touch /workspace/pwned', 'a\nb']) {
-      await srv.fails('git_clone', { repo_url, session_id: sid }, 'invalid_argument');
+      const r = await srv.fails('git_clone', { repo_url, session_id: sid }, 'invalid_argument');
+      assert.match(r.error.message, /^repo_url '.*' is not accepted: use https:\/\//s, show(r));
     }
-    await srv.fails('git_clone', { repo_url: '/workspace/proj', branch: '--upload-pack=touch /workspace/pwned', session_id: sid }, 'invalid_argument');
-    await srv.fails('git_clone', { repo_url: '/workspace/proj', path: '--template=/tmp', session_id: sid }, 'invalid_argument');
-    await srv.fails('git_push', { path: 'copy', remote: '--receive-pack=touch /workspace/pwned', session_id: sid }, 'invalid_argument');
-    await srv.fails('git_push', { path: 'copy', branch: 'a..b', session_id: sid }, 'invalid_argument');
-    await srv.fails('git_commit', { path: 'copy', message: 'x', author: '--exec=x', session_id: sid }, 'invalid_argument');
-    const r = await srv.sh('test -e /workspace/pwned && echo yes || echo no', { session_id: sid });
-    assert.equal(r.stdout.trim(), 'no');
+    let r = await srv.fails('git_clone', { repo_url: '/workspace/proj', branch: '--upload-pack=touch /workspace/pwned', session_id: sid }, 'invalid_argument');
+    assert.match(r.error.message, /^branch '--upload-pack=touch \/workspace\/pwned' is not a valid name: /);
+    r = await srv.fails('git_clone', { repo_url: '/workspace/proj', path: '--template=/tmp', session_id: sid }, 'invalid_argument');
+    assert.match(r.error.message, /^path '--template=\/tmp' is not a usable path: no leading '-'/);
+    r = await srv.fails('git_push', { path: 'copy', remote: '--receive-pack=touch /workspace/pwned', session_id: sid }, 'invalid_argument');
+    assert.match(r.error.message, /^remote '--receive-pack=touch \/workspace\/pwned' is not a valid name: /);
+    r = await srv.fails('git_push', { path: 'copy', branch: 'a..b', session_id: sid }, 'invalid_argument');
+    assert.match(r.error.message, /^branch 'a\.\.b' is not a valid name: /);
+    r = await srv.fails('git_commit', { path: 'copy', message: 'x', author: '--exec=x', session_id: sid }, 'invalid_argument');
+    assert.match(r.error.message, /^author '--exec=x' must look like "Name <email@example\.com>"/);
+
+    // "+main" would be a forced push (git_push is not destructive): refused, and the remote keeps its history
+    await srv.sh('git -C copy switch -q main', { session_id: sid });
+    const before = (await srv.sh('git --git-dir=/workspace/remote.git rev-parse main', { session_id: sid })).stdout.trim();
+    await srv.sh('git -C copy reset -q --hard HEAD~1', { session_id: sid });
+    r = await srv.fails('git_push', { path: 'copy', remote: 'bare', branch: '+main', session_id: sid }, 'invalid_argument');
+    assert.match(r.error.message, /^branch '\+main' starts with '\+', which makes git force the update/);
+    const after = (await srv.sh('git --git-dir=/workspace/remote.git rev-parse main', { session_id: sid })).stdout.trim();
+    assert.equal(after, before);
+    // without the '+', git itself refuses the non-fast-forward: git_failed, with git's own last lines
+    r = await srv.fails('git_push', { path: 'copy', remote: 'bare', branch: 'main', session_id: sid }, 'git_failed');
+    assert.match(r.error.message, /^git push failed \(exit 1\); its last lines:\n[\s\S]*rejected/);
+    await srv.sh('git -C copy reset -q --hard ' + before, { session_id: sid });
+
+    const pwned = await srv.sh('test -e /workspace/pwned && echo yes || echo no', { session_id: sid });
+    assert.equal(pwned.stdout.trim(), 'no');
+  });
+
+  test('git_failed: git ran and failed, its last lines in the message', async () => {
+    let r = await srv.fails('git_push', { path: 'copy', remote: 'nosuchremote', session_id: sid }, 'git_failed');
+    assert.match(r.error.message, /^git push failed \(exit 128\); its last lines:\n[\s\S]*'nosuchremote' does not appear to be a git repository/);
+    r = await srv.fails('git_clone', { repo_url: '/workspace/nowhere', path: 'nowhere-copy', session_id: sid }, 'git_failed');
+    assert.match(r.error.message, /^git clone failed \(exit 128\); its last lines:\n[\s\S]*does not exist/);
+  });
+
+  test('git_status: branch names with dots, with and without commits or an upstream; ahead counts', async () => {
+    await srv.sh('git init -q -b release-1.2 rel', { session_id: sid });
+    let st = await srv.ok('git_status', { path: 'rel', session_id: sid });
+    assert.equal(st.branch, 'release-1.2', 'no commits yet');
+    await srv.ok('file_write', { path: 'rel/a.txt', content: 'a\n', session_id: sid });
+    await srv.ok('git_commit', { path: 'rel', message: 'a', session_id: sid });
+    st = await srv.ok('git_status', { path: 'rel', session_id: sid });
+    assert.equal(st.branch, 'release-1.2', 'commits, no upstream');
+    assert.equal(st.clean, true);
+
+    // with an upstream: "## v2.0.x...origin/v2.0.x [ahead 1]"
+    await srv.sh('git -C rel branch v2.0.x', { session_id: sid });
+    await srv.ok('git_clone', { repo_url: '/workspace/rel', branch: 'v2.0.x', path: 'rel-copy', session_id: sid });
+    await srv.ok('file_write', { path: 'rel-copy/b.txt', content: 'b\n', session_id: sid });
+    await srv.ok('git_commit', { path: 'rel-copy', message: 'b', session_id: sid });
+    st = await srv.ok('git_status', { path: 'rel-copy', session_id: sid });
+    assert.equal(st.branch, 'v2.0.x', show(st));
+    assert.equal(st.ahead, 1);
+    assert.equal(st.behind, 0);
+
+    // detached: no branch
+    await srv.sh('git -C rel-copy switch -q --detach HEAD~1', { session_id: sid });
+    st = await srv.ok('git_status', { path: 'rel-copy', session_id: sid });
+    assert.equal(st.branch, '');
   });
 
   test('a folder that is no repository, and an image without git, get clear errors', async () => {
     await srv.sh('mkdir -p plain', { session_id: sid });
-    const r = await srv.fails('git_status', { path: 'plain', session_id: sid }, 'invalid_argument');
-    assert.match(r.error.message, /not a git repository: git_clone one, or run `git init`/);
+    // every tool the same advice, whatever git's own words (diff says "Not a git repository", diff --cached
+    // only complains about --cached)
+    for (const [tool, args] of [['git_status', {}], ['git_diff', {}], ['git_diff', { staged: true }],
+      ['git_commit', { message: 'x' }], ['git_push', {}]]) {
+      const r = await srv.fails(tool, { path: 'plain', ...args, session_id: sid }, 'invalid_argument');
+      assert.match(r.error.message, /^\/workspace\/plain is not a git repository: git_clone one, or run `git init`/,
+        `${tool} ${JSON.stringify(args)}: ${show(r)}`);
+    }
     const slim = (await srv.createSession({ image: 'debian:bookworm-slim' })).session_id;
     const g = await srv.fails('git_status', { session_id: slim }, 'git_not_found');
     assert.match(g.error.message, /has no git/);

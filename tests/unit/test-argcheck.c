@@ -2,10 +2,12 @@
  * test-argcheck.c - the grammars pip and git arguments must match before they
  * reach an argv: what each accepts, how requirements are classified, and the
  * option and shell injections each refuses (with invalid_argument and a
- * message naming the value).
+ * message naming the value); and how an error message keeps the end of a
+ * failed program's output.
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "testutil.h"
 
@@ -93,6 +95,68 @@ static void test_git(void **state)
 	for (size_t i = 0; i < sizeof(refs_bad) / sizeof(refs_bad[0]); i++)
 		if (argcheck_git_ref(refs_bad[i], "branch", NULL) != -EINVAL)
 			fail_msg("accepted %s", refs_bad[i]);
+
+	/* "+main" is a forced refspec to git push: refused, saying why */
+	static const char *const forced[] = { "+main", "+refs/heads/main", "+HEAD", "+" };
+	for (size_t i = 0; i < sizeof(forced) / sizeof(forced[0]); i++) {
+		struct err e;
+		err_clear(&e);
+		if (argcheck_git_ref(forced[i], "branch", &e) != -EINVAL)
+			fail_msg("accepted %s", forced[i]);
+		assert_int_equal(e.code, ERRCODE_INVALID_ARGUMENT);
+		assert_non_null(strstr(e.msg, "force"));
+	}
+	assert_int_equal(argcheck_git_ref("a+b", "branch", NULL), 0);
+}
+
+static void test_err_tail(void **state)
+{
+	(void)state;
+	struct err e;
+	char out[4000];
+	size_t n = 0;
+
+	/* long output: the message keeps its last line (pip's final ERROR), from a line start */
+	for (int i = 0; n < 3000; i++)
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "noise line %d padding padding\n", i);
+	n += (size_t)snprintf(out + n, sizeof(out) - n, "ERROR: No matching distribution found for x\n\n");
+	err_clear(&e);
+	assert_int_equal(err_set_tail(&e, ERRCODE_PIP_FAILED, -EIO, out, n, "pip install failed (exit %d):\n", 1), -EIO);
+	assert_int_equal(e.code, ERRCODE_PIP_FAILED);
+	assert_string_equal(errcode_name(e.code), "pip_failed");
+	assert_string_equal(errcode_name(ERRCODE_GIT_FAILED), "git_failed");
+	assert_true(strncmp(e.msg, "pip install failed (exit 1):\nnoise line ", 39) == 0);
+	size_t m = strlen(e.msg);
+	const char *last = "ERROR: No matching distribution found for x";
+	assert_true(m > strlen(last) && strcmp(e.msg + m - strlen(last), last) == 0);
+	assert_true(m > ERR_MSG_MAX / 2 && m < ERR_MSG_MAX);
+
+	/* short output whole; none at all; NULL e */
+	err_clear(&e);
+	err_set_tail(&e, ERRCODE_GIT_FAILED, -EIO, "fatal: nope\n", 12, "git push failed: ");
+	assert_string_equal(e.msg, "git push failed: fatal: nope");
+	err_set_tail(&e, ERRCODE_GIT_FAILED, -EIO, NULL, 0, "git push failed");
+	assert_string_equal(e.msg, "git push failed");
+	assert_int_equal(err_set_tail(NULL, ERRCODE_GIT_FAILED, -EIO, "x", 1, "y"), -EIO);
+
+	/* one long line of multi-byte characters: the cut lands between characters, never inside one */
+	n = 0;
+	while (n + 2 < 3000) {
+		memcpy(out + n, "\xc3\x97", 2); /* U+00D7, pip's "×" */
+		n += 2;
+	}
+	out[n++] = 'x';
+	err_set_tail(&e, ERRCODE_PIP_FAILED, -EIO, out, n, "odd:");
+	m = strlen(e.msg);
+	assert_int_equal(e.msg[m - 1], 'x');
+	assert_true(strncmp(e.msg, "odd:\xc3\x97", 6) == 0);
+
+	/* bytes that are no UTF-8 become '?', so the message is still text */
+	err_set_tail(&e, ERRCODE_PIP_FAILED, -EIO, "a\xff\xc3" "b\xed\xa0\x80" "c", 8, "bad:");
+	assert_string_equal(e.msg, "bad:a??b???c");
+	/* and a value cut by "%.3s" inside a character */
+	err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL, "'%.3s'", "ab\xc3\x97");
+	assert_string_equal(e.msg, "'ab?'");
 }
 
 static void test_paths_and_urls(void **state)
@@ -115,6 +179,7 @@ int main(void)
 		cmocka_unit_test(test_requirements),
 		cmocka_unit_test(test_git),
 		cmocka_unit_test(test_paths_and_urls),
+		cmocka_unit_test(test_err_tail),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
