@@ -374,7 +374,10 @@ int xfer_pull(struct engine *e, struct call *call, const struct session *s, cons
 		r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the transfer took longer than %d s and was stopped",
 			    XFER_TIMEOUT_MS / 1000);
 	else if (r < 0 && ps.malformed)
-		r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "the Docker engine sent a malformed exec stream");
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
+			    "the Docker engine sent a malformed exec stream (not its multiplexed format), so the "
+			    "transfer was stopped; check that DOCKER_HOST is a Docker engine (`docker info`), then try "
+			    "again");
 	if (r == 0 && ret_stats)
 		*ret_stats = st;
 	buf_finish(&ps.errtext);

@@ -90,6 +90,14 @@ const CASES = [
   { fault: 'http-409-json', pattern: 'POST /containers/*/exec', tool: 'run_command', codes: ['session_not_found'] },
   { fault: 'exec-4g', pattern: 'POST /exec/*/start', tool: 'run_command', codes: ['engine_error'] },
   { fault: 'exec-raw', pattern: 'POST /exec/*/start', tool: 'run_command', codes: ['engine_error'] },
+  // the file tools move tar streams through execs of their own (src/xfer.c, src/files.c)
+  { fault: 'exec-4g', pattern: 'POST /exec/*/start', tool: 'file_read', args: { path: 'x.txt' }, codes: ['engine_error'] },
+  { fault: 'exec-raw', pattern: 'POST /exec/*/start', tool: 'file_read', args: { path: 'x.txt' }, codes: ['engine_error'] },
+  { fault: 'close', pattern: 'POST /exec/*/start', tool: 'file_write', args: { path: 'x.txt', content: 'hi' },
+    codes: ['docker_unavailable', 'engine_error'] },
+  { fault: 'http-500-json', pattern: 'POST /containers/*/exec', tool: 'file_write', args: { path: 'x.txt', content: 'hi' },
+    codes: ['engine_error'] },
+  { fault: 'stall', pattern: 'POST /exec/*/start', tool: 'file_list', codes: ['timeout'] },
   // the command's own deadline, then the kill, then the grace for a stream that does not end
   { fault: 'exec-hang', pattern: 'POST /exec/*/start', count: 1, tool: 'run_command', args: { timeout_s: 2 },
     codes: ['timeout'], limitMs: 12000 },
