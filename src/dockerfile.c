@@ -14,6 +14,7 @@
 #include "pathsafe.h"
 
 static void pip_line(struct buf *b, const char *flags, json_t *list, const char *each_prefix);
+static void copy_word(struct buf *b, const char *s);
 
 
 int dockerfile_freeze_parse(const char *p, size_t n, json_t **ret, struct err *err)
@@ -108,6 +109,42 @@ void dockerfile_shell_quote(struct buf *b, const char *s)
 			buf_append(b, s, 1);
 	}
 	buf_append_str(b, "'");
+}
+
+void dockerfile_context_name(const char *path, char *out, size_t outsz)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = snprintf(out, outsz, "files");
+	for (const char *p = path; *p && o + 4 < outsz; p++) {
+		/* COPY reads its source as a glob: '*', '?', '[' and '\\' cannot be escaped there, so none is left */
+		if (strchr("%*?[\\", *p)) {
+			out[o++] = '%';
+			out[o++] = hex[(unsigned char)*p >> 4];
+			out[o++] = hex[*p & 15];
+		} else {
+			out[o++] = *p;
+		}
+	}
+	out[o] = '\0';
+}
+
+/*
+ * Appends s as one word of a JSON-form COPY: a JSON string of s with '\\',
+ * '$' and both quotes backslashed, since the builder still runs each word
+ * through its shell-like expansion, which would take '$x' as a variable and
+ * drop quotes and backslashes. Bytes past 0x7f go as they are (UTF-8).
+ */
+static void copy_word(struct buf *b, const char *s)
+{
+	buf_append_str(b, "\"");
+	for (; *s; s++) {
+		if (strchr("\\$'\"", *s))
+			buf_append_str(b, "\\\\"); /* the word's backslash, escaped for JSON */
+		if (*s == '\\' || *s == '"')
+			buf_append_str(b, "\\");
+		buf_append(b, s, 1);
+	}
+	buf_append_str(b, "\"");
 }
 
 /* True for an absolute, normalised path free of control bytes (it goes into the context and the Dockerfile). */
@@ -296,9 +333,16 @@ void dockerfile_write(const struct dockerfile_info *x, struct buf *b)
 	buf_printf(b, "# The workspace (folders 0755, files 0644 in this context; other modes below)\n");
 	buf_printf(b, "COPY --chown=%s workspace/ %s/\n", x->s->user, x->ws);
 	json_array_foreach (x->pip->outside, i, v) {
+		/* the JSON form, each path one word whatever its spaces, quotes, '$' or '\\' */
 		const char *p = json_string_value(v);
-		buf_printf(b, "# a local package source outside the workspace, kept at its path for pip\nCOPY --chown=%s files", x->s->user);
-		buf_printf(b, "%s %s\n", p, p);
+		char src[DOCKERFILE_CONTEXT_NAME_MAX];
+		dockerfile_context_name(p, src, sizeof(src));
+		buf_printf(b, "# a local package source outside the workspace, kept at its path for pip\nCOPY --chown=%s [",
+			   x->s->user);
+		copy_word(b, src);
+		buf_append_str(b, ", ");
+		copy_word(b, p);
+		buf_append_str(b, "]\n");
 	}
 	buf_printf(b, "USER %s\n", x->s->user);
 	size_t n = 0;
@@ -311,7 +355,8 @@ void dockerfile_write(const struct dockerfile_info *x, struct buf *b)
 			continue; /* no Dockerfile line can name it: it keeps the context's mode */
 		if (n % DOCKERFILE_CHMOD_PER_LINE == 0)
 			buf_printf(b, "%sRUN cd %s", n ? "\n" : "", x->ws);
-		buf_printf(b, " && chmod %o ", (unsigned)json_integer_value(json_array_get(v, 1)));
+		/* "--": a name starting with '-' is a name, not an option */
+		buf_printf(b, " && chmod %o -- ", (unsigned)json_integer_value(json_array_get(v, 1)));
 		dockerfile_shell_quote(b, p);
 		n++;
 	}

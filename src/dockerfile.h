@@ -16,6 +16,7 @@
 
 #include "buf.h"
 #include "errcode.h"
+#include "pathsafe.h"
 #include "session.h"
 
 /* Largest Dockerfile written. */
@@ -24,6 +25,8 @@
 #define DOCKERFILE_MODES_MAX 10000
 /* Paths per `RUN chmod` line. */
 #define DOCKERFILE_CHMOD_PER_LINE 40
+/* Size of a context name from dockerfile_context_name (a path, every byte possibly escaped as %XX). */
+#define DOCKERFILE_CONTEXT_NAME_MAX (PATHSAFE_MAX * 3 + 8)
 /* Lines of a pip freeze taken (it comes from the sandbox: bounded like any input). */
 #define DOCKERFILE_FREEZE_LINES_MAX 5000
 
@@ -65,6 +68,13 @@ void dockerfile_dist_name(const char *line, char *out, size_t outsz);
 bool dockerfile_archive_matches(const char *archive, const char *name, const char *version);
 /* Appends s single-quoted for sh. */
 void dockerfile_shell_quote(struct buf *b, const char *s);
+/*
+ * The name in the export's context of a local package file at path outside
+ * the workspace: "files" + path, with '%', '*', '?', '[' and '\\' as %XX
+ * (COPY takes its source as a glob, which cannot escape them). Distinct
+ * paths get distinct names. out holds DOCKERFILE_CONTEXT_NAME_MAX.
+ */
+void dockerfile_context_name(const char *path, char *out, size_t outsz);
 /* True for an absolute, normalised path free of control bytes. */
 bool dockerfile_path_normal(const char *path);
 /* Decodes a file:// URL's path into out; false unless it is a normalised absolute path. */

@@ -233,6 +233,12 @@ json_t *image_changes(json_t *config)
 	return out;
 }
 
+bool image_replaceable(json_t *labels, const char *ref)
+{
+	const char *made_as = json_string_value(json_object_get(labels, IMAGE_LABEL_REF));
+	return json_is_string(json_object_get(labels, IMAGE_LABEL_SESSION)) && made_as && image_same_ref(made_as, ref);
+}
+
 int image_target_check(struct engine *e, struct call *call, const char *ref, const struct session *s,
 		       const char *parent_id, struct err *err)
 {
@@ -253,10 +259,11 @@ int image_target_check(struct engine *e, struct call *call, const char *ref, con
 			    "%s names the image session %s started from, and it is never replaced: pass another tag (or "
 			    "omit tag for a unique one)",
 			    ref, s->id);
-	else if (!json_object_get(labels, IMAGE_LABEL_SESSION))
+	else if (!image_replaceable(labels, ref))
+		/* an image built FROM one of ours inherits its labels: the tag it was made under tells them apart */
 		r = err_set(err, ERRCODE_INVALID_ARGUMENT, -EEXIST,
-			    "%s already exists and was not made by session_commit or session_export, so it is not "
-			    "replaced: pass another repository or tag (or omit tag for a unique one)",
+			    "%s already exists and was not made under that name by session_commit or session_export, so it "
+			    "is not replaced: pass another repository or tag (or omit tag for a unique one)",
 			    ref);
 	json_decref(existing);
 	return r;

@@ -31,6 +31,13 @@
 #define IMAGE_LABEL_BASE SESSION_LABEL ".commit.base"
 #define IMAGE_LABEL_CREATED SESSION_LABEL ".commit.created"
 #define IMAGE_LABEL_VERSION SESSION_LABEL ".commit.version"
+/*
+ * The reference an image was created under (commits, flattenings, export
+ * builds; never an export's Dockerfile, which may be built under any name).
+ * Labels are inherited by images built FROM one, so only this, compared with
+ * the tag, tells sandbox-mcp's image at a tag from a user's image built on it.
+ */
+#define IMAGE_LABEL_REF SESSION_LABEL ".commit.ref"
 
 /* Checks a repository ("name", "host:port/a/b", lowercase). 0 or -EINVAL (ERRCODE_INVALID_ARGUMENT). */
 int image_repository_check(const char *repo, struct err *err);
@@ -54,11 +61,16 @@ int image_quote(const char *s, struct buf *out);
 json_t *image_changes(json_t *config);
 
 /*
+ * True when the image at ref, with these labels (its Config.Labels), is one
+ * sandbox-mcp created under ref itself: it carries IMAGE_LABEL_SESSION and
+ * IMAGE_LABEL_REF naming ref (in any spelling). Only such a tag is replaced.
+ */
+bool image_replaceable(json_t *labels, const char *ref);
+/*
  * Whether a commit or build may tag ref for session s (started from image
  * parent_id): never s's base tag (nor another tag naming its base image),
- * and an existing tag only when sandbox-mcp made the image it names (it
- * carries IMAGE_LABEL_SESSION). 0, or -EEXIST (ERRCODE_INVALID_ARGUMENT)
- * or an engine failure with err.
+ * and an existing tag only when image_replaceable. 0, or -EEXIST
+ * (ERRCODE_INVALID_ARGUMENT) or an engine failure with err.
  */
 int image_target_check(struct engine *e, struct call *call, const char *ref, const struct session *s,
 		       const char *parent_id, struct err *err);

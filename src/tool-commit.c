@@ -6,9 +6,10 @@
  * entrypoint, working dir, environment): the engine would otherwise copy the
  * session container's own keep-alive command and labels into it.  It never
  * takes the session's base tag, nor an existing tag sandbox-mcp did not make
- * (an image carrying the commit labels below), and it stays below the
- * engine's layer limit: past SANDBOX_MAX_LAYERS the container's filesystem is
- * exported and imported as one layer instead.
+ * (an image carrying the commit labels below, with that very tag as its
+ * commit.ref), and it stays below the engine's layer limit: past
+ * SANDBOX_MAX_LAYERS the container's filesystem is exported and imported as
+ * one layer instead.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,7 +28,8 @@ struct export_src {
 };
 
 static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
-static json_t *commit_config(json_t *parent, json_t *container, const struct session *s, const char *parent_id);
+static json_t *commit_config(json_t *parent, json_t *container, const struct session *s, const char *parent_id,
+			     const char *ref);
 static ssize_t export_source(void *arg, void *p, size_t n, struct err *err);
 static int flatten(struct tool_ctx *ctx, const struct session *s, const char *repo, const char *tag,
 		   const char *message, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
@@ -37,8 +39,11 @@ static int flatten(struct tool_ctx *ctx, const struct session *s, const char *re
  * provenance, and every session label the container carries reset to the
  * parent's value (or ""), so the image does not pass for a session's
  * container (the engine merges the container's labels into a commit).
+ * ref, the tag being made, is labelled too: a later commit may replace only
+ * the image created under that very tag (image_replaceable).
  */
-static json_t *commit_config(json_t *parent, json_t *container, const struct session *s, const char *parent_id)
+static json_t *commit_config(json_t *parent, json_t *container, const struct session *s, const char *parent_id,
+			     const char *ref)
 {
 	json_t *pc = json_object_get(parent, "Config");
 	json_t *cc = json_object_get(container, "Config");
@@ -77,6 +82,7 @@ static json_t *commit_config(json_t *parent, json_t *container, const struct ses
 	json_object_set_new(labels, IMAGE_LABEL_BASE, json_string(s->image));
 	json_object_set_new(labels, IMAGE_LABEL_CREATED, json_string(created));
 	json_object_set_new(labels, IMAGE_LABEL_VERSION, json_string(SANDBOX_VERSION));
+	json_object_set_new(labels, IMAGE_LABEL_REF, json_string(ref));
 	json_object_set_new(cfg, "Labels", labels);
 	return cfg;
 }
@@ -158,7 +164,7 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 
 	size_t layers = json_array_size(json_object_get(json_object_get(parent, "RootFS"), "Layers"));
 	bool flat = layers + 1 > ctx->svc->cfg->max_layers;
-	json_t *config = commit_config(parent, container, s, parent_id);
+	json_t *config = commit_config(parent, container, s, parent_id, ref);
 	int64_t t0 = now_ms();
 	tool_progress_stage(ctx, flat ? "exporting the container to flatten it" : "committing the container");
 	if (flat) {

@@ -5,7 +5,8 @@
  *
  * What "what it did" means here, so that the rebuild is offline and exact:
  *  - files: the whole workspace, read through a tar run by the sandbox user
- *    (xfer.h) and carried as `COPY --chown=<user> workspace/ <workspace>/`.
+ *    (xfer.h) and carried as `COPY --chown=<user> workspace/ <workspace>/`;
+ *    hard-linked files as separate copies.
  *    The context holds files as 0644 and folders as 0755 (a host folder gets
  *    no exec bits); other modes are restored by `RUN chmod` lines.
  *  - pip: `pip freeze --all` of the session against that of a fresh
@@ -49,6 +50,8 @@
 #define EXPORT_BUILD_TAIL 3000
 /* Bytes of a pip freeze read (it comes from the sandbox: bounded like any input). */
 #define EXPORT_FREEZE_MAX (1u << 20)
+/* Bytes of a failing pip freeze's error output quoted (the message holds ERR_MSG_MAX). */
+#define EXPORT_FREEZE_ERR_TAIL 340
 /* Wheels and sdists in the workspace looked at for `name==version` lines. */
 #define EXPORT_ARCHIVES_MAX 5000
 /* Base images whose pip freeze is remembered. */
@@ -56,11 +59,26 @@
 /* Local package files outside the workspace carried in the context (their bytes count against SANDBOX_MAX_UPLOAD_MB). */
 #define EXPORT_OUTSIDE_MAX 64
 
+/*
+ * A hard link's tar entry carries no data, and would be left out: GNU tar
+ * stores each name of a hard-linked file whole instead (a local git clone
+ * hard-links its objects to the origin's: without them its .git is broken).
+ */
 static const char workspace_script[] = FILES_TAR_ENV "cd -- \"$1\" || exit 66\n"
+						     "if tar --hard-dereference -c -f - -T /dev/null >/dev/null 2>&1; then\n"
+						     "  exec tar --hard-dereference -c -f - .\n"
+						     "fi\n"
 						     "exec tar -c -f - .\n";
+/*
+ * 127: no python, 126: no pip (nothing pip installed to export). "No pip" is
+ * whether the module exists, not whether it runs: a broken pip fails the
+ * freeze, which fails the export.
+ */
 static const char freeze_script[] = "command -v python3 >/dev/null 2>&1 || exit 127\n"
-				    "python3 -m pip --version >/dev/null 2>&1 || exit 126\n"
-				    "exec python3 -m pip freeze --all 2>/dev/null\n";
+				    "python3 -c 'import importlib.util, sys; "
+				    "sys.exit(0 if importlib.util.find_spec(\"pip\") else 126)' >/dev/null 2>&1\n"
+				    "[ $? -ne 126 ] || exit 126\n"
+				    "exec python3 -m pip freeze --all\n";
 
 /* Where the exported context goes: a tar being built, a host folder, or nowhere (listing only). */
 struct ctx_sink {
@@ -206,11 +224,15 @@ static int sink_add(struct ctx_sink *c, const char *path, const char *data, size
 	return 0;
 }
 
-/* Runs pip freeze in s: 0 with the lines (array of strings; empty when s has no python or pip), or -errno. */
+/*
+ * Runs pip freeze in s: 0 with the lines (array of strings; empty when s has
+ * no python or pip), or -errno. A freeze that fails is an error: an export
+ * without the packages would look complete and rebuild something else.
+ */
 static int freeze(struct tool_ctx *ctx, struct session *s, json_t **ret, struct err *err)
 {
 	struct buf out;
-	char errtext[512];
+	char errtext[4096];
 	int code = 0;
 
 	buf_init(&out, EXPORT_FREEZE_MAX);
@@ -219,11 +241,19 @@ static int freeze(struct tool_ctx *ctx, struct session *s, json_t **ret, struct 
 		buf_finish(&out);
 		return r;
 	}
-	if (code != 0) {
+	if (code == 127 || code == 126) {
 		/* no python or no pip: nothing pip installed to export */
 		buf_finish(&out);
 		*ret = json_array();
 		return 0;
+	}
+	if (code != 0) {
+		size_t n = strlen(errtext);
+		buf_finish(&out);
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
+			       "pip freeze failed in session %s (exit %d), so which packages to install is not known; "
+			       "fix pip there and export again. Its error output ends:\n%s",
+			       s->id, code, n > EXPORT_FREEZE_ERR_TAIL ? errtext + n - EXPORT_FREEZE_ERR_TAIL : errtext);
 	}
 	if (out.len == out.max) {
 		buf_finish(&out);
@@ -494,14 +524,14 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		struct buf data;
 		uint64_t size;
 		unsigned mode;
-		char cpath[PATHSAFE_MAX + 8];
+		char cpath[DOCKERFILE_CONTEXT_NAME_MAX];
 		if ((r = files_pull_file(ctx, s, json_string_value(v), 0, UINT64_MAX, files_max_bytes(cfg) - outside_bytes,
 					 &data, &size, &mode, &e_)) < 0) {
 			snprintf(e_.msg + strlen(e_.msg), sizeof(e_.msg) - strlen(e_.msg),
 				 " (a package was installed from it; the export needs it in its context)");
 			goto fail;
 		}
-		snprintf(cpath, sizeof(cpath), "files%s", json_string_value(v));
+		dockerfile_context_name(json_string_value(v), cpath, sizeof(cpath));
 		r = sink_add(&sink, cpath, data.data ? data.data : "", data.len, &e_);
 		sink.files++;
 		sink.bytes += data.len;
@@ -570,14 +600,22 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	if (build) {
 		struct build_tail bt = { .ctx = ctx };
 		buf_init(&bt.text, EXPORT_BUILD_TAIL * 3);
-		char eref[1024];
-		if (engine_url_escape(ref, eref, sizeof(eref)) < 0) {
+		char eref[1024], elabels[4096];
+		/*
+		 * The provenance labels are in the Dockerfile, right after FROM: every step's image carries
+		 * them. The reference is not (the Dockerfile may be built under any name): the build adds it
+		 * to the final image only, which is what lets a later export or commit replace this tag.
+		 */
+		json_t *reflabel = json_pack("{s:s}", IMAGE_LABEL_REF, ref);
+		_cleanup_free_ char *jlabels = json_dumps(reflabel, JSON_COMPACT);
+		json_decref(reflabel);
+		if (engine_url_escape(ref, eref, sizeof(eref)) < 0 || !jlabels ||
+		    engine_url_escape(jlabels, elabels, sizeof(elabels)) < 0) {
 			buf_finish(&bt.text);
 			err_set(&e_, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image reference too long");
 			goto fail;
 		}
-		/* the provenance labels are in the Dockerfile, right after FROM: every step's image carries them */
-		_cleanup_free_ char *query = xasprintf("t=%s&networkmode=none&rm=1&forcerm=1", eref);
+		_cleanup_free_ char *query = xasprintf("t=%s&networkmode=none&rm=1&forcerm=1&labels=%s", eref, elabels);
 		tool_progress_stage(ctx, "building the export");
 		int64_t t0 = now_ms();
 		struct spill_src src = { .fd = sink.spill_fd };

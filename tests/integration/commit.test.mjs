@@ -1,10 +1,14 @@
 // session_commit against the real engine: a session's files and a package
-// installed offline survive into an image a new session starts from; the base
-// tag, foreign tags and bad names are refused with nothing created; a parent
-// past SANDBOX_MAX_LAYERS is flattened to one layer.
+// installed offline (with pip_install) survive into an image a new session
+// starts from; the base tag, foreign tags, a user's image built FROM a commit
+// and bad names are refused with nothing created; a parent past
+// SANDBOX_MAX_LAYERS is flattened to one layer.
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Server, suite, requireEngine, cleanup, show, docker } from './lib/harness.mjs';
 import { writePackage } from './lib/packages.mjs';
 
@@ -47,8 +51,9 @@ describe('session_commit', suite({ timeout: 600000 }), () => {
   test('round trip: files and a package installed offline are in a new session started from the commit', async () => {
     await srv.ok('file_write', { session_id: sid, path: 'data/hello.txt', content: 'hello from the commit\n' });
     await writePackage(srv, sid, 'src/commitpkg', 'commitpkg', '0.3.1', 'committed');
-    await srv.sh('python3 -m pip install --no-index --no-build-isolation ./src/commitpkg', { session_id: sid },
-      { timeoutMs: 120000 });
+    // through the tool: offline, it installs from the path with --no-index --no-build-isolation
+    const pip = await srv.ok('pip_install', { session_id: sid, packages: ['./src/commitpkg'] }, { timeoutMs: 120000 });
+    assert.ok(pip.installed.includes('commitpkg-0.3.1'), JSON.stringify(pip));
 
     const t0 = Date.now();
     const res = await srv.call('session_commit', { session_id: sid, repository: REPO, message: 'integration test' },
@@ -73,6 +78,7 @@ describe('session_commit', suite({ timeout: 600000 }), () => {
     assert.equal(labels['io.sandbox-mcp.commit.base'], BASE);
     assert.match(labels['io.sandbox-mcp.commit.created'], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     assert.ok(labels['io.sandbox-mcp.commit.version']);
+    assert.equal(labels['io.sandbox-mcp.commit.ref'], c.reference, 'the tag it was made under');
     // the session container's labels do not make the image pass for a session
     assert.equal(labels['io.sandbox-mcp.instance'], '');
     assert.equal(labels['io.sandbox-mcp.persistent'], '');
@@ -119,7 +125,7 @@ describe('session_commit', suite({ timeout: 600000 }), () => {
     const slimId = (await imageInspect(SLIM)).Id;
     const [frepo, ftag] = FOREIGN.split(':');
     const st = await srv.fails('session_commit', { session_id: sid, repository: frepo, tag: ftag }, 'invalid_argument');
-    assert.match(st.error.message, /already exists and was not made by session_commit/);
+    assert.match(st.error.message, /already exists and was not made under that name by session_commit/);
     assert.equal((await imageInspect(FOREIGN)).Id, slimId, 'the foreign tag is untouched');
 
     for (const args of [{ repository: 'UpperCase' }, { repository: 'a//b' }, { repository: '-lead' },
@@ -129,6 +135,37 @@ describe('session_commit', suite({ timeout: 600000 }), () => {
       assert.match(r.error.message, /not a valid image (name|tag)/);
     }
     assert.equal(await imageIds(), before, 'no image was created or removed');
+  });
+
+  test("a user's image built FROM a commit (its labels inherited) is never replaced; the commit's own tag is", async () => {
+    const own = `own-${process.pid}`;
+    const c = await srv.ok('session_commit', { session_id: sid, repository: REPO, tag: own }, { timeoutMs: 300000 });
+    created.add(c.reference);
+    // the user's own image on top of the commit, in the commit's repository even
+    const userTag = `${REPO}:user-${process.pid}`;
+    const dir = mkdtempSync(join(tmpdir(), 'sbx-commit-user-'));
+    try {
+      writeFileSync(join(dir, 'Dockerfile'), `FROM ${c.reference}\nLABEL user.own=1\n`);
+      const b = await docker(['build', '--network', 'none', '-q', '-t', userTag, dir], { timeoutMs: 120000 });
+      assert.equal(b.code, 0, `docker build: ${b.stderr}`);
+      created.add(userTag);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const user = await imageInspect(userTag);
+    assert.notEqual(user.Id, c.image_id);
+    assert.equal(user.Config.Labels['io.sandbox-mcp.commit.session'], sid, 'inherited from the commit');
+
+    const st = await srv.fails('session_commit', { session_id: sid, repository: REPO, tag: `user-${process.pid}` },
+      'invalid_argument');
+    assert.match(st.error.message, /already exists and was not made under that name by session_commit/);
+    assert.equal((await imageInspect(userTag)).Id, user.Id, "the user's image keeps its tag");
+
+    const again = await srv.ok('session_commit', { session_id: sid, repository: REPO, tag: own }, { timeoutMs: 300000 });
+    assert.equal(again.reference, c.reference);
+    assert.equal((await imageInspect(c.reference)).Id, again.image_id, 'its own tag was replaced');
+    if (again.image_id !== c.image_id) created.add(c.image_id);
+    assert.equal((await imageInspect(userTag)).Id, user.Id);
   });
 
   test('a parent past SANDBOX_MAX_LAYERS is flattened to one layer that still starts a session', async () => {
@@ -145,6 +182,7 @@ describe('session_commit', suite({ timeout: 600000 }), () => {
     const img = await imageInspect(c.reference);
     assert.equal(img.RootFS.Layers.length, 1);
     assert.equal(img.Config.Labels['io.sandbox-mcp.commit.session'], s);
+    assert.equal(img.Config.Labels['io.sandbox-mcp.commit.ref'], c.reference);
     assert.deepEqual(img.Config.Cmd, (await imageInspect(SLIM)).Config.Cmd);
     const s2 = (await flat.createSession({ image: c.reference })).session_id;
     assert.equal((await flat.sh('cat flat.txt', { session_id: s2 })).stdout, 'flat\n');

@@ -1,9 +1,10 @@
 // session_export against the real engine: the Dockerfile a session's history
 // gives, built offline by the server, starts a session whose pip freeze,
-// workspace file hashes and modes and env equal the original's; the same
-// export written to an allowed host folder builds with the docker CLI; host
-// folders outside SANDBOX_HOST_DIRS are refused; a build that cannot work
-// offline reports the builder's error output.
+// workspace file hashes and modes and env equal the original's (a git clone
+// included, at its commit); the same export written to an allowed host
+// folder builds with the docker CLI; host folders outside SANDBOX_HOST_DIRS
+// are refused; a build that cannot work offline reports the builder's error
+// output; a pip freeze that fails fails the export.
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,6 +22,7 @@ const ENV_VALUE = 'a "quoted" $dollar \\back value';
 const LISTING = 'cd /workspace && find . -mindepth 1 -printf "%y %m %P\\n" | LC_ALL=C sort && ' +
   'find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum';
 const FREEZE = 'cd / && python3 -m pip freeze --all';
+const TMPWH = '/tmp/w h$x';
 
 /** Untagged images (all: intermediate ones too) labelled with session s, newline-separated ids. */
 async function labelled(s, all) {
@@ -53,18 +55,22 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     await srv.ok('file_write', { session_id: sid, path: 'data/deep/er/b.csv', content: 'x,y\n1,2\n' });
     await srv.ok('file_write', { session_id: sid, path: 'run.sh', content: '#!/bin/sh\necho run\n' });
     await srv.ok('file_write', { session_id: sid, path: 'private.txt', content: 'secret\n' });
+    // a name starting with '-' must not pass for an option of the Dockerfile's chmod
     await srv.sh('chmod 755 run.sh && chmod 600 private.txt && mkdir -p locked && chmod 700 locked && ' +
-      `head -c ${BIG_MIB}M /dev/urandom > data/big.bin`, { session_id: sid });
+      `echo dash > ./-dash && chmod 640 ./-dash && head -c ${BIG_MIB}M /dev/urandom > data/big.bin`, { session_id: sid });
     // one package from its source folder (freeze: name @ file://), one from a wheel via --find-links (name==version)
     await writePackage(srv, sid, 'src/exportpkg', 'exportpkg', '1.2.3', 'exported');
     await writePackage(srv, sid, 'src/wheelpkg', 'wheelpkg', '0.9', 'wheeled');
     await writePackage(srv, sid, 'src/tmppkg', 'tmppkg', '4.5', 'tmp');
-    await srv.sh('python3 -m pip install --no-index --no-build-isolation ./src/exportpkg && ' +
-      'python3 -m pip wheel --no-deps --no-index --no-build-isolation -w dist ./src/wheelpkg && ' +
-      'python3 -m pip install --no-index --find-links dist wheelpkg==0.9 && ' +
-      // and one from a wheel file outside the workspace (freeze: name @ file:///tmp/...)
-      'python3 -m pip wheel --no-deps --no-index --no-build-isolation -w /tmp/wh ./src/tmppkg && ' +
-      'python3 -m pip install --no-index /tmp/wh/tmppkg-4.5-py3-none-any.whl', { session_id: sid }, { timeoutMs: 180000 });
+    // the first two through pip_install (offline: --no-index --no-build-isolation, like a session without network)
+    await srv.ok('pip_install', { session_id: sid, packages: ['./src/exportpkg'] }, { timeoutMs: 120000 });
+    await srv.sh('python3 -m pip wheel --no-deps --no-index --no-build-isolation -w dist ./src/wheelpkg',
+      { session_id: sid }, { timeoutMs: 120000 });
+    await srv.ok('pip_install', { session_id: sid, packages: ['wheelpkg==0.9'], find_links: 'dist' }, { timeoutMs: 120000 });
+    // and one from a wheel file outside the workspace (freeze: name @ file:///tmp/...), in a folder whose
+    // name a Dockerfile would split (space) or substitute ($x) unless quoted
+    await srv.sh(`python3 -m pip wheel --no-deps --no-index --no-build-isolation -w '${TMPWH}' ./src/tmppkg && ` +
+      `python3 -m pip install --no-index '${TMPWH}/tmppkg-4.5-py3-none-any.whl'`, { session_id: sid }, { timeoutMs: 180000 });
   });
 
   after(async () => {
@@ -95,23 +101,28 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     assert.match(x.dockerfile, /--find-links '\/workspace\/dist' 'wheelpkg==0\.9'/);
     assert.match(x.dockerfile, /--no-build-isolation '\/workspace\/src\/exportpkg'/);
     assert.match(x.dockerfile, /^ENV EXPORT_VAR=/m);
-    assert.match(x.dockerfile, /^COPY --chown=sandbox files\/tmp\/wh\/tmppkg-4\.5-py3-none-any\.whl \/tmp\/wh\/tmppkg-4\.5-py3-none-any\.whl$/m);
+    assert.ok(x.dockerfile.includes('\nCOPY --chown=sandbox ["files/tmp/w h\\\\$x/tmppkg-4.5-py3-none-any.whl", ' +
+      '"/tmp/w h\\\\$x/tmppkg-4.5-py3-none-any.whl"]\n'), x.dockerfile);
+    assert.match(x.dockerfile, /&& chmod 640 -- '-dash'/);
     assert.deepEqual(x.pip_needs_index, []);
     assert.ok(x.pip.includes('wheelpkg==0.9'), JSON.stringify(x.pip));
     assert.ok(res.content.some((b) => b.type === 'text' && b.text.includes(`session_create {image: "${x.reference}"}`)));
     const labels = (JSON.parse((await docker(['image', 'inspect', x.reference])).stdout)[0]).Config.Labels;
     assert.equal(labels['io.sandbox-mcp.commit.session'], sid);
+    assert.equal(labels['io.sandbox-mcp.commit.ref'], x.reference, 'the tag it was built under (not in the Dockerfile)');
+    assert.doesNotMatch(x.dockerfile, /commit\.ref/);
 
     const s2 = (await srv.createSession({ image: x.reference })).session_id;
     const [a, b] = await Promise.all([srv.sh(LISTING, { session_id: sid }), srv.sh(LISTING, { session_id: s2 })]);
     assert.ok(a.stdout.includes('-rwxr-xr-x') || a.stdout.includes('f 755 run.sh'), a.stdout);
     assert.match(a.stdout, /^f 600 private\.txt$/m);
     assert.match(a.stdout, /^d 700 locked$/m);
+    assert.match(a.stdout, /^f 640 -dash$/m);
     assert.equal(b.stdout, a.stdout, 'the workspace files, their modes and hashes are identical');
     const [fa, fb] = [await srv.sh(FREEZE, { session_id: sid }), await srv.sh(FREEZE, { session_id: s2 })];
     assert.match(fa.stdout, /^exportpkg @ file:\/\/\/workspace\/src\/exportpkg$/m);
     assert.match(fa.stdout, /^wheelpkg==0\.9$/m);
-    assert.match(fa.stdout, /^tmppkg @ file:\/\/\/tmp\/wh\/tmppkg-4\.5-py3-none-any\.whl$/m);
+    assert.match(fa.stdout, /^tmppkg @ file:\/\/\/tmp\/w%20h%24x\/tmppkg-4\.5-py3-none-any\.whl$/m);
     assert.equal(fb.stdout, fa.stdout, 'pip freeze is identical');
     const imp = await srv.sh('cd / && python3 -c "import exportpkg, wheelpkg, tmppkg; print(exportpkg.VALUE, wheelpkg.VALUE, tmppkg.VALUE)"' +
       ' && printf %s "$EXPORT_VAR" && echo && id -un && pwd', { session_id: s2 });
@@ -134,7 +145,7 @@ describe('session_export', suite({ timeout: 900000 }), () => {
       assert.equal(statSync(join(dir, f)).mode & 0o111, 0, `${f} has no exec bits on the host`);
     }
     assert.ok(readdirSync(join(dir, 'workspace/dist')).some((n) => n.startsWith('wheelpkg-0.9-')));
-    assert.match(x.dockerfile, /chmod 755 'run\.sh'/);
+    assert.match(x.dockerfile, /chmod 755 -- 'run\.sh'/);
 
     const tag = `${REPO}:cli-${process.pid}`;
     const t0 = Date.now();
@@ -142,6 +153,14 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     console.log(`docker build of the host folder took ${Date.now() - t0} ms`);
     assert.equal(b.code, 0, `docker build: ${b.stderr}`);
     created.add(tag);
+    // built by hand from the folder: the session's labels, no reference, so an export never replaces it
+    const cli = JSON.parse((await docker(['image', 'inspect', tag])).stdout)[0];
+    assert.equal(cli.Config.Labels['io.sandbox-mcp.commit.session'], sid);
+    assert.equal(cli.Config.Labels['io.sandbox-mcp.commit.ref'], undefined);
+    const st = await srv.fails('session_export', { session_id: sid, build: true, repository: REPO, tag: `cli-${process.pid}` },
+      'invalid_argument');
+    assert.match(st.error.message, /already exists and was not made under that name/);
+    assert.equal(JSON.parse((await docker(['image', 'inspect', tag])).stdout)[0].Id, cli.Id, 'the CLI build keeps its tag');
     const s3 = (await srv.createSession({ image: tag })).session_id;
     const [a, c] = await Promise.all([srv.sh(LISTING, { session_id: sid }), srv.sh(LISTING, { session_id: s3 })]);
     assert.equal(c.stdout, a.stdout, 'the CLI build of the host folder has the same files');
@@ -177,6 +196,41 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     assert.equal((await srv.sh('echo $SLIM; id -u', { session_id: s2 })).stdout,
       (await srv.sh('echo $SLIM; id -u', { session_id: s })).stdout);
     await srv.ok('session_close', { session_id: s2 });
+    await srv.ok('session_close', { session_id: s });
+  });
+
+  test('a git_clone in the workspace comes back at the same commit with a clean tree, noted in the Dockerfile', async () => {
+    const s = (await srv.createSession({ name: 'export-git' })).session_id;
+    sessions.add(s);
+    await srv.sh('git init -q origin && cd origin && echo one > f.txt && mkdir sub && echo two > sub/g.txt && ' +
+      'git add -A && git -c user.name=t -c user.email=t@localhost commit -qm first', { session_id: s });
+    const c = await srv.ok('git_clone', { session_id: s, repo_url: '/workspace/origin', path: 'clone' });
+    assert.match(c.commit, /^[0-9a-f]{40}$/);
+    const head = (await srv.sh('git -C /workspace/origin rev-parse HEAD', { session_id: s })).stdout.trim();
+    assert.equal(c.commit, head);
+    const x = await srv.ok('session_export', { session_id: s, build: true, repository: REPO }, { timeoutMs: 300000 });
+    created.add(x.reference);
+    assert.match(x.dockerfile, /^# git clones \(their files and \.git are in the workspace copied above\)$/m);
+    assert.ok(x.dockerfile.includes(`\n#   /workspace/origin at ${head} into /workspace/clone\n`), x.dockerfile);
+    const s2 = (await srv.createSession({ image: x.reference })).session_id;
+    const r = await srv.sh('git -C /workspace/clone rev-parse HEAD && git -C /workspace/clone status --porcelain && ' +
+      'cat /workspace/clone/sub/g.txt', { session_id: s2 });
+    assert.equal(r.stdout, `${head}\ntwo\n`, 'the same commit, nothing changed or untracked');
+    await srv.ok('session_close', { session_id: s2 });
+    await srv.ok('session_close', { session_id: s });
+  });
+
+  test('a pip freeze that fails fails the export with its error, not a Dockerfile without the packages', async () => {
+    const s = (await srv.createSession({ name: 'export-nofreeze' })).session_id;
+    // pip --version still works; only its freeze command is broken (the venv belongs to the sandbox user)
+    await srv.sh('printf \'raise ImportError("freeze is corrupt")\\n\' > ' +
+      '"$(python3 -c \'import os, pip; print(os.path.dirname(pip.__file__))\')/_internal/commands/freeze.py"',
+    { session_id: s });
+    const res = await srv.call('session_export', { session_id: s }, { timeoutMs: 120000 });
+    assert.equal(res.isError, true, show(res));
+    assert.equal(res.structuredContent.error.code, 'engine_error');
+    assert.match(res.structuredContent.error.message, /pip freeze failed in session \w+ \(exit 1\)/);
+    assert.match(res.structuredContent.error.message, /ImportError: freeze is corrupt/);
     await srv.ok('session_close', { session_id: s });
   });
 

@@ -71,6 +71,19 @@ static void test_file_urls(void **state)
 	assert_false(dockerfile_file_url_path("file:///w//x", p, sizeof(p)));
 }
 
+static void test_context_name(void **state)
+{
+	char n[DOCKERFILE_CONTEXT_NAME_MAX];
+	(void)state;
+	dockerfile_context_name("/tmp/wh/p-1.whl", n, sizeof(n));
+	assert_string_equal(n, "files/tmp/wh/p-1.whl");
+	/* what a COPY source would read as a glob is escaped, and '%' too, so two paths never share a name */
+	dockerfile_context_name("/t/a*b?c[d]e\\f g$h'i\"%", n, sizeof(n));
+	assert_string_equal(n, "files/t/a%2Ab%3Fc%5Bd]e%5Cf g$h'i\"%25");
+	dockerfile_context_name("/t/%2A", n, sizeof(n));
+	assert_string_equal(n, "files/t/%252A");
+}
+
 static bool has(json_t *a, const char *s)
 {
 	size_t i;
@@ -119,11 +132,12 @@ static void test_write(void **state)
 	snprintf(s.id, sizeof(s.id), "0123456789ab");
 	snprintf(s.user, sizeof(s.user), "sandbox");
 	snprintf(s.image, sizeof(s.image), "base:1");
-	json_t *mine = json_pack("[s, s, s, s]", "a==1", "b @ file:///workspace/b", "d==2\\", "c @ file:///tmp/c.whl");
+	json_t *mine = json_pack("[s, s, s, s, s]", "a==1", "b @ file:///workspace/b", "d==2\\", "c @ file:///tmp/c.whl",
+				 "e @ file:///tmp/s%20p%24x%27q%22%5C%5B1%5D%2A%3F%25/e.whl");
 	json_t *base = json_pack("[s]", "gone==1");
 	json_t *archives = json_pack("[s]", "dist/a-1-py3-none-any.whl");
 	json_t *env = json_pack("[s, s]", "K=v \"$x\"", "NL=a\nb");
-	json_t *modes = json_pack("[[s, i], [s, i]]", "run.sh", 0755, "it's", 0600);
+	json_t *modes = json_pack("[[s, i], [s, i], [s, i]]", "run.sh", 0755, "it's", 0600, "-notes", 0600);
 	json_t *history = json_pack("[{s:s, s:s, s:s, s:s}]", "kind", "git_clone", "url", "https://h/r.git", "commit",
 				    "abc123", "path", "/workspace/r");
 	struct dockerfile_pip p;
@@ -141,13 +155,17 @@ static void test_write(void **state)
 	assert_non_null(strstr(d, "\nLABEL \"io.sandbox-mcp.commit.session\"=\"0123456789ab\" \"q\"=\"a\\\"b\"\n"));
 	assert_true(strstr(d, "\nLABEL ") > strstr(d, "\nFROM ") && strstr(d, "\nLABEL ") < strstr(d, "\nCOPY "));
 	assert_non_null(strstr(d, "\nCOPY --chown=sandbox workspace/ /workspace/\n"));
-	assert_non_null(strstr(d, "\nCOPY --chown=sandbox files/tmp/c.whl /tmp/c.whl\n"));
+	/* JSON form: one word each, '$', quotes and '\\' escaped from the builder's expansion, no glob in the source */
+	assert_non_null(strstr(d, "\nCOPY --chown=sandbox [\"files/tmp/c.whl\", \"/tmp/c.whl\"]\n"));
+	assert_non_null(strstr(d, "\nCOPY --chown=sandbox [\"files/tmp/s p\\\\$x\\\\'q\\\\\\\"%5C%5B1]%2A%3F%25/e.whl\", "
+				  "\"/tmp/s p\\\\$x\\\\'q\\\\\\\"\\\\\\\\[1]*?%/e.whl\"]\n"));
 	assert_non_null(strstr(d, "\nUSER sandbox\n"));
-	assert_non_null(strstr(d, "\nRUN cd /workspace && chmod 755 'run.sh' && chmod 600 'it'\\''s'\n"));
+	/* "--": a name starting with '-' is not read as an option */
+	assert_non_null(strstr(d, "\nRUN cd /workspace && chmod 755 -- 'run.sh' && chmod 600 -- 'it'\\''s' && chmod 600 -- '-notes'\n"));
 	assert_non_null(strstr(d, "\nENV K=\"v \\\"\\$x\\\"\"\n"));
 	assert_non_null(strstr(d, "# ENV NL is not set here"));
 	assert_non_null(strstr(d, "\nRUN python3 -m pip install --no-deps --no-index --find-links '/workspace/dist' 'a==1'\n"));
-	assert_non_null(strstr(d, "--no-build-isolation '/workspace/b' '/tmp/c.whl'\n"));
+	assert_non_null(strstr(d, "--no-build-isolation '/workspace/b' '/tmp/c.whl' '/tmp/s p$x'\\''q\"\\[1]*?%/e.whl'\n"));
 	assert_non_null(strstr(d, "needs network access"));
 	assert_non_null(strstr(d, "\nRUN python3 -m pip install --no-deps 'd==2\\'\n"));
 	assert_non_null(strstr(d, "\nRUN python3 -m pip uninstall -y 'gone'\n"));
@@ -185,7 +203,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_freeze_parse), cmocka_unit_test(test_names_and_archives),
 		cmocka_unit_test(test_file_urls),    cmocka_unit_test(test_plan),
-		cmocka_unit_test(test_write),
+		cmocka_unit_test(test_write),	     cmocka_unit_test(test_context_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

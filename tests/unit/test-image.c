@@ -1,7 +1,8 @@
 /*
  * test-image.c - image reference checks (docker's grammar: what the engine
  * would refuse is refused before it is asked), base-tag matching across the
- * spellings of one reference, and Dockerfile quoting of ENV/LABEL values.
+ * spellings of one reference, which existing tags may be replaced, and
+ * Dockerfile quoting of ENV/LABEL values.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -62,6 +63,30 @@ static void test_same_ref(void **state)
 	assert_false(image_same_ref("localhost:5000/x", "localhost/x"));
 }
 
+static void test_replaceable(void **state)
+{
+	(void)state;
+	/* what session_commit or an export build made under that tag */
+	json_t *ours = json_pack("{s:s, s:s}", IMAGE_LABEL_SESSION, "0123456789ab", IMAGE_LABEL_REF, "r/c:t1");
+	assert_true(image_replaceable(ours, "r/c:t1"));
+	assert_true(image_replaceable(ours, "docker.io/r/c:t1"));
+	/* the same image tagged elsewhere, or a user's image built FROM it (labels inherited) under another tag */
+	assert_false(image_replaceable(ours, "r/c:t2"));
+	assert_false(image_replaceable(ours, "user/img:1"));
+	/* labelled by an export's Dockerfile built by hand: the session label, no reference */
+	json_t *built = json_pack("{s:s}", IMAGE_LABEL_SESSION, "0123456789ab");
+	assert_false(image_replaceable(built, "r/c:t1"));
+	json_t *noses = json_pack("{s:s}", IMAGE_LABEL_REF, "r/c:t1");
+	assert_false(image_replaceable(noses, "r/c:t1"));
+	json_t *library = json_pack("{s:s, s:s}", IMAGE_LABEL_SESSION, "x", IMAGE_LABEL_REF, "docker.io/library/c:latest");
+	assert_true(image_replaceable(library, "c"));
+	assert_false(image_replaceable(NULL, "c"));
+	json_decref(ours);
+	json_decref(built);
+	json_decref(noses);
+	json_decref(library);
+}
+
 static void test_default_tag(void **state)
 {
 	struct session s = { 0 };
@@ -112,7 +137,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_repository), cmocka_unit_test(test_tag),
 		cmocka_unit_test(test_same_ref),   cmocka_unit_test(test_default_tag),
-		cmocka_unit_test(test_quote_and_changes),
+		cmocka_unit_test(test_quote_and_changes), cmocka_unit_test(test_replaceable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
