@@ -52,7 +52,9 @@ struct mcp {
  * put back as a jansson string, except the one a tool takes as its bulk_arg,
  * which the call owns and the tool reads through tool_arg_string.
  */
+#ifndef MCP_BULK_MIN /* the fuzz build sets it lower, as MCP_BIG_LINE */
 #define MCP_BULK_MIN (1u << 20)
+#endif
 #define MCP_BULK_MAX 4
 struct mcp_bulk {
 	int count;
@@ -847,10 +849,11 @@ static void bulk_settle(const struct mcp *m, struct mcp_bulk *b, json_t *msg)
 	const char *method = json_string_value(json_object_get(msg, "method"));
 	json_t *params = json_object_get(msg, "params");
 	json_t *args = json_object_get(params, "arguments");
+	const char *name = json_string_value(json_object_get(params, "name"));
 
-	if (method && strcmp(method, "tools/call") == 0 && json_is_object(args)) {
-		const struct tool_entry *t =
-			tools_find(json_string_value(json_object_get(params, "name")), m->svc->cfg->tool_groups);
+	/* any shape may come here (the checks of tools/call come later): no name, no bulk argument */
+	if (method && strcmp(method, "tools/call") == 0 && name && json_is_object(args)) {
+		const struct tool_entry *t = tools_find(name, m->svc->cfg->tool_groups);
 		json_t *v = t && t->bulk_arg ? json_object_get(args, t->bulk_arg) : NULL;
 		int i = bulk_index(m, b, v);
 		if (i >= 0) {

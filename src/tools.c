@@ -107,6 +107,8 @@ static size_t tool_index(const struct tool_entry *t)
 
 const struct tool_entry *tools_find(const char *name, unsigned groups)
 {
+	if (!name)
+		return NULL;
 	for (size_t i = 0; i < ARRAY_SIZE(tool_table); i++)
 		if ((tool_table[i]->group & groups) && strcmp(tool_table[i]->name, name) == 0)
 			return tool_table[i];

@@ -290,6 +290,40 @@ static void test_big_strings_restored(void **state)
 	assert_null(strstr(got, "sandbox-mcp-bulk"));
 }
 
+/*
+ * A big tools/call line of any shape: no name, a name that is no string.
+ * Found by fuzz-rpc (the fuzz build lowers MCP_BIG_LINE): the bulk argument
+ * was looked up by a name never checked, and the server crashed.
+ */
+static void test_big_line_without_name(void **state)
+{
+	(void)state;
+	size_t pad = MCP_BIG_LINE + 4096;
+	struct buf in;
+	buf_init(&in, SIZE_MAX);
+	const char *shapes[] = { "\"nAme\":\"file_write\"", "\"name\":7", "\"name\":null" };
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+					 "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":"
+					 "{\"name\":\"t\",\"version\":\"1\"}}}\n"),
+			 0);
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+						 "%s,\"arguments\":{\"path\":\"a\",\"content\":\"",
+					    k + 1, shapes[k]),
+				 0);
+		for (size_t i = 0; i < pad; i++)
+			assert_int_equal(buf_append(&in, "x", 1), 0);
+		assert_int_equal(buf_printf(&in, "\"}}}\n"), 0);
+	}
+	_cleanup_free_ char *got = run_lines(in.data, in.len);
+	buf_finish(&in);
+	for (int k = 1; k <= 3; k++) {
+		char want[64];
+		snprintf(want, sizeof(want), "\"id\":%d,\"error\":{\"code\":-32602", k);
+		assert_non_null(strstr(got, want));
+	}
+}
+
 int main(void)
 {
 	util_json_init();
@@ -299,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_one_reply_per_request),
 		cmocka_unit_test(test_big_lines),
 		cmocka_unit_test(test_big_strings_restored),
+		cmocka_unit_test(test_big_line_without_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
