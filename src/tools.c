@@ -55,7 +55,9 @@ static struct parsed_schemas schemas[ARRAY_SIZE(tool_table)];
 
 static const char error_schema[] =
 	"{\"type\":\"object\",\"description\":\"Present when the call failed\","
-	"\"properties\":{\"code\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}}}";
+	"\"properties\":{\"code\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"},"
+	"\"output\":{\"type\":\"string\",\"description\":\"The end of the failed program's output (pip_failed, "
+	"git_failed)\"}}}";
 
 static size_t tool_index(const struct tool_entry *t);
 
