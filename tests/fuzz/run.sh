@@ -39,7 +39,7 @@ for t in $targets; do
 	mkdir -p "$work/corpus" "$work/artifacts"
 	cp "$here/corpus/$t"/* "$work/corpus/"
 	echo "== fuzz-$t: $secs s (log: $work/log)"
-	if "$builddir/tests/fuzz/fuzz-$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
+	if "$builddir/tests/fuzz/fuzz-$t" -max_total_time="$secs" -rss_limit_mb=2048 -malloc_limit_mb=256 -timeout=10 \
 		-dict="$here/fuzz-$t.dict" -artifact_prefix="$work/artifacts/" -print_final_stats=1 \
 		"$work/corpus" >"$work/log" 2>&1; then
 		grep -E '^#[0-9]+[[:space:]]+DONE' "$work/log" | tail -n 1 || true
