@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "buildconf.h"
 #include "config.h"
@@ -54,6 +55,8 @@ static const struct opt opts[] = {
 	  "Tool groups to offer, ','-separated: session,run,files,pip,git,env (default: all)" },
 	{ "outbox", NULL, OPT_STRING, OFF(outbox), 0, 0, "Host directory new artifacts are also copied to" },
 	{ "runtime", NULL, OPT_STRING, OFF(runtime), 0, 0, "OCI runtime for sessions (e.g. runsc)" },
+	{ "networks", NULL, OPT_STRING, OFF(networks), 0, 0,
+	  "Docker networks session_create may join, ','-separated (default: none; host and container: never)" },
 	{ "log_level", NULL, OPT_STRING, OFF(log_level_name), 0, 0,
 	  "stderr log level: debug, info, notice, warning, error (default info)" },
 };
@@ -89,6 +92,7 @@ void config_init(struct config *c)
 	c->workspace = xstrdup("/workspace");
 	c->host_dirs = xstrdup("");
 	c->tools = xstrdup("session,run,files,pip,git,env");
+	c->networks = xstrdup("");
 	c->log_level_name = xstrdup("info");
 	c->log_level = LOG_LEVEL_INFO;
 	c->tool_groups = TOOL_GROUP_ALL;
@@ -148,6 +152,56 @@ static int opt_set(struct config *c, const struct opt *o, const char *value, con
 	return -EINVAL;
 }
 
+/*
+ * A network mode that shares a namespace (host, container:<id>, and any
+ * other mode with a ':' such as Podman's ns:<path>) hands the sandbox the
+ * host's or another container's network: no setting may allow it.
+ */
+bool config_network_forbidden(const char *name)
+{
+	return strcasecmp(name, "host") == 0 || strchr(name, ':') != NULL || strchr(name, '/') != NULL;
+}
+
+bool config_network_allowed(const struct config *c, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = c->networks;
+
+	if (strcmp(name, "none") == 0)
+		return true;
+	if (n == 0 || config_network_forbidden(name))
+		return false;
+	while (*p) {
+		size_t k = strcspn(p, ",");
+		if (k == n && strncmp(p, name, n) == 0)
+			return true;
+		p += k;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+static int config_networks_check(const struct config *c, struct err *err)
+{
+	const char *p = c->networks;
+
+	while (*p) {
+		size_t k = strcspn(p, ",");
+		char one[128];
+		snprintf(one, sizeof(one), "%.*s", (int)(k < sizeof(one) - 1 ? k : sizeof(one) - 1), p);
+		if (k == 0 || k >= sizeof(one) || config_network_forbidden(one) || strcmp(one, "none") == 0)
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "networks: '%.*s' cannot be allowed: list Docker network names (such as "
+				       "bridge), never host, container:<id> or another namespace-sharing mode",
+				       (int)(k > 80 ? 80 : k), p);
+		p += k;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
 static int config_validate(struct config *c, struct err *err)
 {
 	if (log_level_parse(c->log_level_name, &c->log_level) < 0)
@@ -159,6 +213,10 @@ static int config_validate(struct config *c, struct err *err)
 			       "workspace '%s' must be an absolute path without '..'", c->workspace);
 	if (c->image[0] == '\0')
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "image must not be empty");
+
+	int r = config_networks_check(c, err);
+	if (r < 0)
+		return r;
 
 	c->tool_groups = 0;
 	const char *p = c->tools;
@@ -261,7 +319,7 @@ void config_print_help(FILE *f)
 
 json_t *config_to_json(const struct config *c)
 {
-	return json_pack("{s:s?, s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s?, s:s?}",
+	return json_pack("{s:s?, s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s?, s:s?, s:s}",
 			 "docker_host", c->docker_host, "image", c->image, "memory_mb", (json_int_t)c->memory_mb,
 			 "cpus", c->cpus, "pids", (json_int_t)c->pids, "timeout_s", (json_int_t)c->timeout_s,
 			 "idle_ttl_s", (json_int_t)c->idle_ttl_s, "max_sessions", (json_int_t)c->max_sessions,
@@ -269,5 +327,5 @@ json_t *config_to_json(const struct config *c)
 			 (json_int_t)c->output_bytes, "max_code_bytes", (json_int_t)c->max_code_bytes,
 			 "engine_timeout_s", (json_int_t)c->engine_timeout_s, "workspace", c->workspace,
 			 "host_dirs", c->host_dirs, "tools", c->tools, "outbox", c->outbox, "runtime",
-			 c->runtime);
+			 c->runtime, "networks", c->networks);
 }

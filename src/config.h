@@ -49,6 +49,7 @@ struct config {
 	char *tools;
 	char *outbox;
 	char *runtime;
+	char *networks; /* Docker networks sessions may join besides none, ','-separated */
 	char *log_level_name;
 	enum log_level log_level;
 	unsigned tool_groups;
@@ -65,6 +66,11 @@ void config_finish(struct config *c);
  */
 int config_load(struct config *c, char **envp, int argc, char **argv, int start, int *ret_next,
 		struct err *err);
+
+/* True for a network mode no setting may allow (host, container:..., any ':' or '/'). */
+bool config_network_forbidden(const char *name);
+/* True for "none" and the networks SANDBOX_NETWORKS lists (never a forbidden one). */
+bool config_network_allowed(const struct config *c, const char *name);
 
 /* Prints the settings table for --help. */
 void config_print_help(FILE *f);
