@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ceiling.h"
 #include "tools.h"
 
 static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
@@ -25,8 +26,6 @@ static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		.persistent = json_is_true(json_object_get(args, "persistent")),
 		.network = json_string_value(json_object_get(args, "network")),
 		.env = json_object_get(args, "env"),
-		.memory_mb = (uint64_t)json_integer_value(json_object_get(args, "memory_mb")),
-		.cpus = json_number_value(json_object_get(args, "cpus")),
 		.read_only = json_is_true(json_object_get(args, "read_only")),
 	};
 	struct session *s;
@@ -42,6 +41,9 @@ static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		}
 	}
 	err_clear(&e);
+	if (ceiling_session(ctx->svc->cfg, json_object_get(args, "memory_mb"), json_object_get(args, "cpus"), &o.memory_mb,
+			   &o.cpus, &e) < 0)
+		return tool_fail(res, &e);
 	if (session_create(ctx->svc->sessions, ctx->call, &o, &s, &e) < 0)
 		return tool_fail(res, &e);
 	json_t *j = session_json(s);
