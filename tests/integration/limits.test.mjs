@@ -171,6 +171,20 @@ describe('saved output is capped (SANDBOX_OUTPUT_SAVE_MB default 8)', suite({ ti
     assert.match(rest.join('\n'), /saved output stops here, after 8388608 of 100000000 bytes/, 'the marker');
   });
 
+  test('run_python: 20 MB of stdout leaves a saved file of at most 8 MiB plus a marker', { timeout: 150000 }, async () => {
+    const res = await srv.call('run_python', {
+      session_id: sid, code: "import sys\nsys.stdout.write('y' * 20_000_000)\n'done'", timeout_s: 120,
+    }, { timeoutMs: 140000 });
+    const txt = (res.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+    assert.ok(!res.isError, `run_python: ${txt.slice(-600)}`);
+    const m = /The start of stdout \(20000000 bytes\) is saved at (\S+)/.exec(txt);
+    assert.ok(m, `the text says only the start is saved: ${txt.slice(-600)}`);
+    const chk = await srv.sh(`wc -c < '${m[1]}'; tail -c 200 '${m[1]}'`, { session_id: sid });
+    const [size, ...rest] = chk.stdout.split('\n');
+    assert.ok(Number(size) <= 8 * MiB + 512 && Number(size) >= 8 * MiB, `the saved file is ${size} bytes`);
+    assert.match(rest.join('\n'), /saved output stops here, after 8388608 of 20000000 bytes/, 'the marker');
+  });
+
   test('the output folder keeps only the newest 16 saved files', { timeout: 150000 }, async () => {
     await srv.sh('mkdir -p .sandbox-mcp/output && cd .sandbox-mcp/output && ' +
       'for i in $(seq 1 30); do echo old > run-0000$i-1.stdout.log; done; echo keep > mine.txt', { session_id: sid });
