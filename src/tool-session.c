@@ -100,7 +100,7 @@ const struct tool_entry tool_session_create_entry = {
 	.title = "Create a sandbox session",
 	.description =
 		"Start a new sandbox: a Docker container with a /workspace directory, no network, and limits. "
-		"Only needed for a second sandbox, another image, more memory, network access, or a persistent "
+		"Only needed for a second sandbox, another image, other limits, network access, or a persistent "
 		"session: the other tools create a default session on first use. Returns session_id for the "
 		"other tools.",
 	.input_schema =
@@ -115,8 +115,10 @@ const struct tool_entry tool_session_create_entry = {
 		"network such as 'bridge' to allow network access\"},"
 		"\"env\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":{\"type\":\"string\"},"
 		"\"description\":\"Environment variables for everything run in the session\"},"
-		"\"memory_mb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576},"
-		"\"cpus\":{\"type\":\"number\",\"minimum\":0.01,\"maximum\":256},"
+		"\"memory_mb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576,\"description\":\"Memory "
+		"limit, MB (default and most allowed: env_info limits.memory_mb and max_memory_mb)\"},"
+		"\"cpus\":{\"type\":\"number\",\"minimum\":0.01,\"maximum\":256,\"description\":\"CPU limit "
+		"(default and most allowed: env_info limits.cpus and max_cpus)\"},"
 		"\"read_only\":{\"type\":\"boolean\",\"description\":\"Read-only root filesystem (the workspace "
 		"and /tmp stay writable)\"}}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{" SESSION_PROPS
