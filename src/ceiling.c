@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ceiling.h"
+#include "log.h"
 #include "session.h"
 
 /* Label on the quota probe's container (never started, removed at once). */
@@ -118,6 +119,7 @@ int ceiling_container_create(struct engine *e, struct call *call, const struct c
 		return r;
 	const char *why = strstr(err->msg, ": ");
 	engine_storage_opt_note(e, -1, why ? why + 2 : err->msg);
+	log_infof("no workspace quota on this engine (only the per-file limit holds): %s", why ? why + 2 : err->msg);
 	json_object_del(hc, "StorageOpt");
 	err_clear(err);
 	return engine_container_create(e, call, body, ret_id, ret_warnings, err);
