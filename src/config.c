@@ -33,7 +33,15 @@ static const struct opt opts[] = {
 	{ "image", NULL, OPT_STRING, OFF(image), 0, 0, "Image for sessions created without one" },
 	{ "memory_mb", NULL, OPT_U64, OFF(memory_mb), 16, 1048576, "Memory limit per session, MB" },
 	{ "cpus", NULL, OPT_DOUBLE, OFF(cpus), 0, 0, "CPU limit per session (0.01 to 256)" },
-	{ "pids", NULL, OPT_U64, OFF(pids), 16, 1000000, "Process limit per session" },
+	{ "pids", NULL, OPT_U64, OFF(pids), 16, 1000000, "Process limit per session (sessions cannot ask for more)" },
+	{ "max_memory_mb", NULL, OPT_U64, OFF(max_memory_mb), 16, 1048576,
+	  "Most memory_mb a session may ask for, MB (default: SANDBOX_MEMORY_MB)" },
+	{ "max_cpus", NULL, OPT_DOUBLE, OFF(max_cpus), 0, 0,
+	  "Most cpus a session may ask for (default: SANDBOX_CPUS)" },
+	{ "workspace_mb", NULL, OPT_U64, OFF(workspace_mb), 0, 1048576,
+	  "Disk a session may write, MB, where the engine can enforce it; also the largest file (0: no limit)" },
+	{ "output_save_mb", NULL, OPT_U64, OFF(output_save_mb), 1, 1024,
+	  "Output of one call saved in the workspace per stream, MB; the rest is cut" },
 	{ "timeout_s", NULL, OPT_U64, OFF(timeout_s), 1, 86400, "Default timeout of one command or Python run, s" },
 	{ "idle_ttl_s", NULL, OPT_U64, OFF(idle_ttl_s), 0, 31536000,
 	  "Close a non-persistent session idle this long, s (0: never)" },
@@ -80,6 +88,8 @@ void config_init(struct config *c)
 	c->memory_mb = 512;
 	c->cpus = 1.0;
 	c->pids = 256;
+	c->workspace_mb = 10240;
+	c->output_save_mb = 8;
 	c->timeout_s = 60;
 	c->idle_ttl_s = 1800;
 	c->max_sessions = 10;
@@ -211,6 +221,19 @@ static int config_validate(struct config *c, struct err *err)
 	if (c->workspace[0] != '/' || strstr(c->workspace, "..") || strlen(c->workspace) > 255)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			       "workspace '%s' must be an absolute path without '..'", c->workspace);
+	if (c->max_memory_mb == 0)
+		c->max_memory_mb = c->memory_mb;
+	if (c->max_cpus == 0)
+		c->max_cpus = c->cpus;
+	if (c->memory_mb > c->max_memory_mb)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "memory_mb %llu is above max_memory_mb %llu: raise SANDBOX_MAX_MEMORY_MB or lower "
+			       "SANDBOX_MEMORY_MB",
+			       (unsigned long long)c->memory_mb, (unsigned long long)c->max_memory_mb);
+	if (c->cpus > c->max_cpus)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "cpus %g is above max_cpus %g: raise SANDBOX_MAX_CPUS or lower SANDBOX_CPUS", c->cpus,
+			       c->max_cpus);
 	if (c->image[0] == '\0')
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "image must not be empty");
 
@@ -319,7 +342,7 @@ void config_print_help(FILE *f)
 
 json_t *config_to_json(const struct config *c)
 {
-	return json_pack("{s:s?, s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s?, s:s?, s:s}",
+	json_t *j = json_pack("{s:s?, s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s?, s:s?, s:s}",
 			 "docker_host", c->docker_host, "image", c->image, "memory_mb", (json_int_t)c->memory_mb,
 			 "cpus", c->cpus, "pids", (json_int_t)c->pids, "timeout_s", (json_int_t)c->timeout_s,
 			 "idle_ttl_s", (json_int_t)c->idle_ttl_s, "max_sessions", (json_int_t)c->max_sessions,
@@ -328,4 +351,9 @@ json_t *config_to_json(const struct config *c)
 			 "engine_timeout_s", (json_int_t)c->engine_timeout_s, "workspace", c->workspace,
 			 "host_dirs", c->host_dirs, "tools", c->tools, "outbox", c->outbox, "runtime",
 			 c->runtime, "networks", c->networks);
+	json_object_set_new(j, "max_memory_mb", json_integer((json_int_t)c->max_memory_mb));
+	json_object_set_new(j, "max_cpus", json_real(c->max_cpus));
+	json_object_set_new(j, "workspace_mb", json_integer((json_int_t)c->workspace_mb));
+	json_object_set_new(j, "output_save_mb", json_integer((json_int_t)c->output_save_mb));
+	return j;
 }

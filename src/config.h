@@ -35,6 +35,11 @@ struct config {
 	uint64_t memory_mb;
 	double cpus;
 	uint64_t pids;
+	/* ceilings of what session_create may ask for; unset (0) means the default above */
+	uint64_t max_memory_mb;
+	double max_cpus;
+	uint64_t workspace_mb;	 /* workspace quota where the engine enforces one (0: none) */
+	uint64_t output_save_mb; /* run output saved in the workspace, per stream */
 	uint64_t timeout_s;
 	uint64_t idle_ttl_s;
 	uint64_t max_sessions;

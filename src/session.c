@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "buildconf.h"
+#include "ceiling.h"
 #include "log.h"
 #include "pyrepl.h"
 #include "session.h"
@@ -896,7 +897,7 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 				 cfg->workspace, "User", s->user, "Env", env, "Labels", labels, "HostConfig", hc,
 				 "Tty", 0, "OpenStdin", 0, "NetworkDisabled", strcmp(s->network, "none") == 0,
 				 "StopTimeout", 1);
-	r = engine_container_create(m->engine, call, body, s->container, &warnings, err);
+	r = ceiling_container_create(m->engine, call, cfg, body, s->container, &warnings, err);
 	json_decref(body);
 	if (r < 0) {
 		session_free(s);
