@@ -14,9 +14,11 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "buildconf.h"
@@ -44,6 +46,14 @@ static int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char
 #define EXTRACT_FILE "file"
 /* Directories removed below an old tree that a download replaces, at most. */
 #define REMOVE_DEPTH_MAX 256
+/* Why a file of a folder upload with more than one name is skipped (like a symlink, it may lead out). */
+#define HARD_LINK_SKIPPED                                                                                   \
+	"hard link (the file has another name, which may be outside the allowed host directories): copy it to "   \
+	"upload it"
+/* Entries of an old folder checked before a download replaces it, at most (more: not replaced). */
+#define OURS_ENTRIES_MAX 100000
+/* Bytes of a mark's value. */
+#define MARK_MAX 96
 
 struct hostfs {
 	size_t n;
@@ -64,7 +74,7 @@ struct hostfs_extract {
 	char name[NAME_MAX + 1];
 	char tmpname[64];
 	bool overwrite, committed, decided, is_dir, got_file;
-	unsigned root_mode;
+	unsigned root_mode, file_mode;
 	int64_t mtime;
 	uint64_t files, dirs, bytes;
 	struct skips skips;
@@ -95,6 +105,19 @@ struct hostfs_walk {
 static int open_beneath(int rootfd, const char *rel, int flags, mode_t mode);
 static int open_dir_beneath(int rootfd, const char *rel, bool create);
 static bool single_name(const char *name);
+static bool vcs_name(const char *name);
+static const char *unsafe_name(const char *name);
+static bool vcs_in_path(const char *path, struct skips *s);
+static void mark_value(const struct stat *st, char *out, size_t outsz);
+static int mark(int fd);
+static int open_same(int dfd, const char *name, const struct stat *st, struct stat *ret_st);
+static int mark_check(int fd, const struct stat *st);
+static int mkdir_marked(int dfd, const char *name, mode_t mode);
+static int ours_tree(int fd, char *path, size_t plen, int depth, uint64_t *left);
+static int check_ours(int dfd, const char *name, ino_t *ret_ino, struct err *err);
+static int dest_check(const char *path, const char *rel, struct err *err);
+static int open_checked(const struct hostfs *h, const char *path, int flags, bool dest, int *ret_fd,
+			char *ret_real, size_t realsz, struct err *err);
 static void skip(struct skips *s, const char *name, const char *why);
 static void remove_tree(int dfd, const char *name, int depth);
 static int x_entry(void *arg, const struct tar_entry *e, struct err *err);
@@ -107,6 +130,216 @@ static bool single_name(const char *name)
 {
 	return name[0] && strlen(name) <= NAME_MAX && !strchr(name, '/') && strcmp(name, ".") != 0 &&
 	       strcmp(name, "..") != 0;
+}
+
+/*
+ * Names whose files make a program on the host run a command without asking:
+ * version-control metadata (a .git/config's core.fsmonitor runs on `git
+ * status`, which shell prompts run in every folder entered; .hg/hgrc hooks
+ * likewise), and git's HEAD, without which git takes no folder for a (bare)
+ * repository. Compared without case, for case-insensitive filesystems.
+ */
+static const char *const vcs_names[] = { ".git", ".hg", ".svn", ".bzr", ".jj", "_darcs", ".fslckout", "_FOSSIL_", "HEAD" };
+
+static bool vcs_name(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(vcs_names); i++)
+		if (strcasecmp(name, vcs_names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Why name may never be written on the host nor be a folder written in (see hostfs.h), or NULL. */
+static const char *unsafe_name(const char *name)
+{
+	if (vcs_name(name))
+		return "is version-control metadata";
+	if (name[0] == '.')
+		return "is hidden (starts with '.')";
+	return NULL;
+}
+
+/*
+ * Whether a component of path (relative, clean) is version-control metadata:
+ * such an entry is skipped, and listed once, at the top of what is skipped.
+ */
+static bool vcs_in_path(const char *path, struct skips *s)
+{
+	char comp[NAME_MAX + 1];
+
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, "/");
+		snprintf(comp, sizeof(comp), "%.*s", (int)(n < NAME_MAX ? n : NAME_MAX), p);
+		if (vcs_name(comp)) {
+			if (!p[n])
+				skip(s, path,
+				     "version-control metadata is never written on the host (its config can make git "
+				     "or hg run a command in this folder)");
+			return true;
+		}
+		p += n;
+		while (*p == '/')
+			p++;
+	}
+	return false;
+}
+
+/* The mark's value for st: bound to the inode, and for a file also to its size and mtime. */
+static void mark_value(const struct stat *st, char *out, size_t outsz)
+{
+	if (S_ISDIR(st->st_mode))
+		snprintf(out, outsz, "1 dir %llu", (unsigned long long)st->st_ino);
+	else
+		snprintf(out, outsz, "1 file %llu %lld %lld.%09ld", (unsigned long long)st->st_ino, (long long)st->st_size,
+			 (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec);
+}
+
+/* Marks what fd is as written by the server now. 0 or -errno (ENOTSUP: a filesystem without user xattrs). */
+static int mark(int fd)
+{
+	struct stat st;
+	char v[MARK_MAX];
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	mark_value(&st, v, sizeof(v));
+	if (fsetxattr(fd, HOSTFS_MARK, v, strlen(v), 0) < 0) {
+		log_debugf("cannot mark a host file as written by the server: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* 0 when fd (of stat st) carries the mark of what it is now; -ENODATA without a mark, -ESTALE changed since. */
+static int mark_check(int fd, const struct stat *st)
+{
+	char want[MARK_MAX], got[MARK_MAX];
+
+	mark_value(st, want, sizeof(want));
+	ssize_t n = fgetxattr(fd, HOSTFS_MARK, got, sizeof(got));
+	if (n < 0)
+		return errno == ERANGE ? -ESTALE : -ENODATA;
+	return (size_t)n == strlen(want) && memcmp(got, want, (size_t)n) == 0 ? 0 : -ESTALE;
+}
+
+/* mkdirat, and marks the new folder (a folder left unmarked is only never replaced). 0 or -errno. */
+static int mkdir_marked(int dfd, const char *name, mode_t mode)
+{
+	if (mkdirat(dfd, name, mode) < 0)
+		return -errno;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)mark(fd);
+		close(fd);
+	}
+	return 0;
+}
+
+/* Opens name below dfd, a regular file or a folder of stat st, checking it is still that one. fd or -errno. */
+static int open_same(int dfd, const char *name, const struct stat *st, struct stat *ret_st)
+{
+	int fd = openat(dfd, name,
+			O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, ret_st) < 0 || ret_st->st_ino != st->st_ino || ret_st->st_dev != st->st_dev) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/*
+ * Whether everything below the folder fd (taken over) carries the mark; path
+ * (plen bytes used, PATHSAFE_MAX + 1 in all) names the first entry that does
+ * not. 0, or -ENODATA (not the server's), -ESTALE (changed), -E2BIG (too many
+ * or too deep to check).
+ */
+static int ours_tree(int fd, char *path, size_t plen, int depth, uint64_t *left)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d) {
+		close(fd);
+		return -ENODATA;
+	}
+	while (r == 0) {
+		errno = 0;
+		if (!(de = readdir(d))) {
+			r = errno ? -ENODATA : 0;
+			break;
+		}
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(path + plen, PATHSAFE_MAX + 1 - plen, "/%s", de->d_name);
+		struct stat st, cst;
+		if (*left == 0 || depth >= REMOVE_DEPTH_MAX) {
+			r = -E2BIG;
+			break;
+		}
+		(*left)--;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
+			r = -ENODATA; /* links, fifos, sockets, devices: never the server's */
+			break;
+		}
+		int cfd = open_same(dirfd(d), de->d_name, &st, &cst);
+		if (cfd < 0) {
+			r = cfd == -ESTALE ? cfd : -ENODATA;
+			break;
+		}
+		if ((r = mark_check(cfd, &cst)) < 0 || !S_ISDIR(cst.st_mode))
+			close(cfd);
+		else
+			r = ours_tree(cfd, path, strlen(path), depth + 1, left);
+	}
+	closedir(d);
+	return r;
+}
+
+/*
+ * Whether name below dfd may be replaced: 0 when nothing is there; 1 when it
+ * is a file or folder the server wrote, unchanged since (and so is everything
+ * in a folder), its inode in *ret_ino; else -EACCES
+ * (ERRCODE_HOST_PATH_NOT_ALLOWED) or -errno with err.
+ */
+static int check_ours(int dfd, const char *name, ino_t *ret_ino, struct err *err)
+{
+	struct stat st, fst;
+	char path[PATHSAFE_MAX + 1];
+	int r = -ENODATA;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0
+				       : err_set(err, ERRCODE_INVALID_ARGUMENT, -errno, "cannot look at %s on the host: %s", name,
+						 strerror(errno));
+	snprintf(path, sizeof(path), "%s", name);
+	if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
+		int fd = open_same(dfd, name, &st, &fst);
+		if (fd == -ESTALE)
+			r = fd;
+		else if (fd >= 0 && ((r = mark_check(fd, &fst)) < 0 || !S_ISDIR(fst.st_mode)))
+			close(fd);
+		else if (fd >= 0) {
+			uint64_t left = OURS_ENTRIES_MAX;
+			r = ours_tree(fd, path, strlen(path), 1, &left);
+		}
+	}
+	if (r == 0) {
+		*ret_ino = st.st_ino;
+		return 1;
+	}
+	return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
+		       "%.300s %s: a download replaces only files and folders that sandbox-mcp wrote itself and nobody "
+		       "changed since. Download into another host_dir, or move %.200s away on the host first",
+		       path,
+		       r == -ESTALE ? "was changed (or copied) on the host since sandbox-mcp wrote it"
+		       : r == -E2BIG ? "is past what sandbox-mcp checks before replacing a folder (too many entries or "
+				       "too deep)"
+				     : "exists on the host and was not written by sandbox-mcp",
+		       name);
 }
 
 static void skip(struct skips *s, const char *name, const char *why)
@@ -191,10 +424,10 @@ static int open_dir_beneath(int rootfd, const char *rel, bool create)
 		next = slash ? slash + 1 : NULL;
 		if (slash)
 			*slash = '\0';
-		if (create && mkdirat(dfd, p, 0755) < 0 && errno != EEXIST) {
-			int e = errno;
+		int m = create ? mkdir_marked(dfd, p, 0755) : 0;
+		if (m < 0 && m != -EEXIST) {
 			close(dfd);
-			return -e;
+			return m;
 		}
 		int nfd = openat(dfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		int e = errno;
@@ -319,6 +552,45 @@ const char *hostfs_dirs(const struct hostfs *h)
 int hostfs_open(const struct hostfs *h, const char *path, int flags, int *ret_fd, char *ret_real, size_t realsz,
 		struct err *err)
 {
+	return open_checked(h, path, flags, false, ret_fd, ret_real, realsz, err);
+}
+
+int hostfs_open_dest(const struct hostfs *h, const char *dir, int *ret_fd, char *ret_real, size_t realsz,
+		     struct err *err)
+{
+	return open_checked(h, dir, O_RDONLY | O_DIRECTORY, true, ret_fd, ret_real, realsz, err);
+}
+
+/*
+ * Refuses a destination folder with a component below its allowed directory
+ * that unsafe_name refuses. rel is the canonical path that open_beneath then
+ * follows component by component, no symlink allowed: a check on these
+ * names is a check on the folders the fd is opened through.
+ */
+static int dest_check(const char *path, const char *rel, struct err *err)
+{
+	char comp[NAME_MAX + 1];
+
+	for (const char *p = rel; *p;) {
+		size_t n = strcspn(p, "/");
+		snprintf(comp, sizeof(comp), "%.*s", (int)(n < NAME_MAX ? n : NAME_MAX), p);
+		const char *why = strcmp(comp, ".") == 0 ? NULL : unsafe_name(comp);
+		if (why)
+			return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
+				       "host folder %.300s: '%.100s' in it %s, and sandbox-mcp writes nothing in or below "
+				       "such a folder (files there configure programs on the host: .git/config can make git "
+				       "run a command, likewise .bashrc, .envrc, .vscode). Choose a folder without one",
+				       path, comp, why);
+		p += n;
+		while (*p == '/')
+			p++;
+	}
+	return 0;
+}
+
+static int open_checked(const struct hostfs *h, const char *path, int flags, bool dest, int *ret_fd,
+			char *ret_real, size_t realsz, struct err *err)
+{
 	char norm[PATHSAFE_MAX + 1];
 
 	if (!h || h->n == 0)
@@ -350,6 +622,8 @@ int hostfs_open(const struct hostfs *h, const char *path, int flags, int *ret_fd
 			       "host path %.300s: %s", path, strerror(rerr));
 
 	const char *rel = check[len] ? check + len + 1 : ".";
+	if (dest && dest_check(path, rel, err) < 0)
+		return -EACCES;
 	int fd = open_beneath(h->fd[i], rel, flags, 0);
 	if (fd < 0) {
 		if (fd == -ELOOP || fd == -EXDEV)
@@ -394,12 +668,31 @@ int hostfs_extract_begin(int dfd, const char *name, bool overwrite, struct hostf
 			 struct err *err)
 {
 	struct stat st;
+	const char *why;
+	ino_t ino;
 
 	if (!single_name(name))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "'%.200s' cannot be a file name on the host", name);
-	if (!overwrite && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+	if ((why = unsafe_name(name)))
+		return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
+			       "'%.200s' %s: sandbox-mcp never writes such a name on the host, since files like .bashrc, "
+			       ".envrc, .git or .vscode make programs there run commands. %s",
+			       name, why,
+			       vcs_name(name) ? "Copy the files you need out of it in the sandbox and download those"
+					      : "Rename it in the sandbox first (e.g. run_command mv), or download the folder "
+						"that holds it");
+	if (!overwrite && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		struct err ignored;
+		bool ours = check_ours(dfd, name, &ino, &ignored) == 1;
 		return err_set(err, ERRCODE_FILE_EXISTS, -EEXIST,
-			       "%s already exists in the host folder: pass overwrite: true to replace it", name);
+			       ours ? "%s already exists in the host folder: pass overwrite: true to replace it"
+				    : "%s already exists in the host folder, and sandbox-mcp did not write it (or it changed "
+				      "since), so no download replaces it: download into another host_dir, or move it away on "
+				      "the host first",
+			       name);
+	}
+	if (overwrite && check_ours(dfd, name, &ino, err) < 0)
+		return -EACCES;
 	struct hostfs_extract *x = xcalloc(1, sizeof(*x));
 	x->dirfd = dfd;
 	x->tmpfd = x->filefd = -1;
@@ -412,11 +705,12 @@ int hostfs_extract_begin(int dfd, const char *name, bool overwrite, struct hostf
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 			rnd = (uint32_t)now_us() ^ (uint32_t)getpid();
 		snprintf(x->tmpname, sizeof(x->tmpname), ".sandbox-mcp-download-%08x", rnd);
-		if (mkdirat(dfd, x->tmpname, 0700) == 0)
+		int m = mkdir_marked(dfd, x->tmpname, 0700); /* a folder download's folder */
+		if (m == 0)
 			break;
-		if (errno != EEXIST || tries == 16) {
-			int r = err_set(err, ERRCODE_INVALID_ARGUMENT, -errno, "cannot create a folder in the host folder: %s",
-					strerror(errno));
+		if (m != -EEXIST || tries == 16) {
+			int r = err_set(err, ERRCODE_INVALID_ARGUMENT, m, "cannot create a folder in the host folder: %s",
+					strerror(-m));
 			x->tmpname[0] = '\0';
 			hostfs_extract_destroy(x);
 			return r;
@@ -465,6 +759,8 @@ static int x_entry(void *arg, const struct tar_entry *e, struct err *err)
 	} else if (!path[0]) {
 		x->root_mode = e->mode;
 		return TAR_SKIP;
+	} else if (vcs_in_path(path, &x->skips)) {
+		return TAR_SKIP;
 	}
 
 	const char *slash = strrchr(path, '/');
@@ -477,18 +773,19 @@ static int x_entry(void *arg, const struct tar_entry *e, struct err *err)
 		return TAR_SKIP;
 	}
 	if (e->type == TAR_TYPE_DIR) {
-		if (mkdirat(dfd, base, (e->mode & 0755) | 0700) < 0 && errno != EEXIST) {
-			int en = errno;
+		int m = mkdir_marked(dfd, base, (e->mode & 0755) | 0700);
+		if (m < 0 && m != -EEXIST) {
 			close(dfd);
-			return err_set(err, ERRCODE_INTERNAL, -en, "cannot create folder %.300s on the host: %s", path,
-				       strerror(en));
+			return err_set(err, ERRCODE_INTERNAL, m, "cannot create folder %.300s on the host: %s", path,
+				       strerror(-m));
 		}
 		close(dfd);
 		x->dirs++;
 		return TAR_OK;
 	}
-	/* files never get exec bits on the host */
-	x->filefd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, e->mode & 0666);
+	/* files never get exec bits on the host; 0600 until marked (a user xattr needs write permission) */
+	x->file_mode = e->mode & 0666;
+	x->filefd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	int en = errno;
 	close(dfd);
 	if (x->filefd < 0) {
@@ -518,7 +815,10 @@ static int x_end(void *arg, struct err *err)
 	struct hostfs_extract *x = arg;
 	struct timespec ts[2] = { { .tv_sec = (time_t)x->mtime }, { .tv_sec = (time_t)x->mtime } };
 	(void)futimens(x->filefd, ts);
-	int r = close(x->filefd);
+	(void)mark(x->filefd); /* after the last change of size and mtime, which it records */
+	int r = fchmod(x->filefd, x->file_mode) < 0 ? -1 : 0;
+	if (close(x->filefd) < 0)
+		r = -1;
 	x->filefd = -1;
 	if (r < 0)
 		return err_set(err, ERRCODE_INTERNAL, -errno, "writing on the host failed: %s", strerror(errno));
@@ -528,7 +828,8 @@ static int x_end(void *arg, struct err *err)
 int hostfs_extract_commit(struct hostfs_extract *x, struct err *err)
 {
 	struct stat st;
-	int r;
+	ino_t old = 0;
+	int r = 0;
 
 	if (!x->is_dir && !x->got_file)
 		return err_set(err, ERRCODE_ENGINE_ERROR, -ENOENT, "the sandbox sent no file");
@@ -537,28 +838,39 @@ int hostfs_extract_commit(struct hostfs_extract *x, struct err *err)
 		return err_set(err, ERRCODE_FILE_EXISTS, -EEXIST,
 			       "%s appeared in the host folder during the download: pass overwrite: true to replace it",
 			       x->name);
-	if (x->is_dir) {
+	if (exists && (r = check_ours(x->dirfd, x->name, &old, err)) < 0)
+		return r;
+	exists = exists && r == 1;
+	int fromfd = x->is_dir ? x->dirfd : x->tmpfd;
+	const char *from = x->is_dir ? x->tmpname : EXTRACT_FILE;
+	if (x->is_dir)
 		(void)fchmod(x->tmpfd, (x->root_mode & 0755) | 0700);
-		if (!exists)
-			r = renameat2(x->dirfd, x->tmpname, x->dirfd, x->name, RENAME_NOREPLACE);
-		else
-			r = renameat2(x->dirfd, x->tmpname, x->dirfd, x->name, RENAME_EXCHANGE);
-		if (r < 0 && errno == EINVAL && !exists) /* a filesystem without these flags */
-			r = renameat(x->dirfd, x->tmpname, x->dirfd, x->name);
-		if (r < 0)
-			return err_set(err, errno == EEXIST ? ERRCODE_FILE_EXISTS : ERRCODE_INTERNAL, -errno,
-				       "cannot move the download into place as %s: %s", x->name, strerror(errno));
-		x->committed = true;
-		if (exists) /* the old one is now where the temporary folder was */
-			remove_tree(x->dirfd, x->tmpname, 0);
-		return 0;
+	if (!exists) {
+		r = renameat2(fromfd, from, x->dirfd, x->name, RENAME_NOREPLACE);
+		if (r < 0 && errno == EINVAL) /* a filesystem without these flags */
+			r = renameat(fromfd, from, x->dirfd, x->name);
+	} else {
+		/* swapped, then checked: what is replaced is the one found to be the server's */
+		r = renameat2(fromfd, from, x->dirfd, x->name, RENAME_EXCHANGE);
+		if (r < 0 && errno == EINVAL && !x->is_dir)
+			r = renameat(fromfd, from, x->dirfd, x->name); /* checked just above */
+		else if (r == 0 && (fstatat(fromfd, from, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_ino != old)) {
+			(void)renameat2(fromfd, from, x->dirfd, x->name, RENAME_EXCHANGE);
+			return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
+				       "%s was replaced on the host while the download was put in its place: nothing "
+				       "replaced, try again",
+				       x->name);
+		}
 	}
-	r = renameat2(x->tmpfd, EXTRACT_FILE, x->dirfd, x->name, exists ? 0 : RENAME_NOREPLACE);
-	if (r < 0 && errno == EINVAL && !exists)
-		r = renameat(x->tmpfd, EXTRACT_FILE, x->dirfd, x->name);
 	if (r < 0)
 		return err_set(err, errno == EEXIST ? ERRCODE_FILE_EXISTS : ERRCODE_INVALID_ARGUMENT, -errno,
 			       "cannot move the download into place as %s: %s", x->name, strerror(errno));
+	/* the old one, if any, is now where the download was: removed here, or with the temporary folder */
+	if (x->is_dir) {
+		x->committed = true;
+		if (exists)
+			remove_tree(x->dirfd, x->tmpname, 0);
+	}
 	return 0;
 }
 
@@ -593,6 +905,14 @@ int hostfs_walk_create(int fd, const char *top, const struct tar_limits *lim, st
 	if (fstat(fd, &st) < 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
 		close(fd);
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "only regular files and folders can be uploaded");
+	}
+	if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+		close(fd);
+		return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
+			       "the host file has %llu hard links (names), and another may be outside the allowed host "
+			       "directories, so it is not uploaded: copy it (cp, not ln) inside an allowed directory and "
+			       "upload the copy",
+			       (unsigned long long)st.st_nlink);
 	}
 	if (!single_name(top)) {
 		close(fd);
@@ -698,6 +1018,12 @@ static int walk_next(struct hostfs_walk *wk, struct tar_writer *w, struct err *e
 			if (fd >= 0)
 				close(fd);
 			skip(&wk->skips, rel, fd < 0 && errno == EACCES ? "permission denied" : "changed while being read");
+			wk->path[plen] = '\0';
+			continue;
+		}
+		if (fst.st_nlink > 1) {
+			close(fd);
+			skip(&wk->skips, rel, HARD_LINK_SKIPPED);
 			wk->path[plen] = '\0';
 			continue;
 		}

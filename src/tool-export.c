@@ -410,7 +410,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		repo = IMAGE_EXPORT_REPOSITORY;
 	if (build && (image_repository_check(repo, &e_) < 0 || (tag && image_tag_check(tag, &e_) < 0)))
 		goto fail;
-	if (host_dir && hostfs_open(ctx->svc->hostfs, host_dir, O_RDONLY | O_DIRECTORY, &dfd, real, sizeof(real), &e_) < 0)
+	if (host_dir && hostfs_open_dest(ctx->svc->hostfs, host_dir, &dfd, real, sizeof(real), &e_) < 0)
 		goto fail;
 	if (tool_session(ctx, args, &s, res) < 0) {
 		s = NULL;
