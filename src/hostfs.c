@@ -73,6 +73,7 @@ struct hostfs_extract {
 	int dirfd, tmpfd, filefd;
 	char name[NAME_MAX + 1];
 	char tmpname[64];
+	char vcs_top[PATHSAFE_MAX + 1]; /* the last version-control folder skipped */
 	bool overwrite, committed, decided, is_dir, got_file;
 	unsigned root_mode, file_mode;
 	int64_t mtime;
@@ -107,7 +108,7 @@ static int open_dir_beneath(int rootfd, const char *rel, bool create);
 static bool single_name(const char *name);
 static bool vcs_name(const char *name);
 static const char *unsafe_name(const char *name);
-static bool vcs_in_path(const char *path, struct skips *s);
+static bool vcs_in_path(const char *path, struct skips *s, char *last, size_t lastsz);
 static void mark_value(const struct stat *st, char *out, size_t outsz);
 static int mark(int fd);
 static int open_same(int dfd, const char *name, const struct stat *st, struct stat *ret_st);
@@ -161,9 +162,10 @@ static const char *unsafe_name(const char *name)
 
 /*
  * Whether a component of path (relative, clean) is version-control metadata:
- * such an entry is skipped, and listed once, at the top of what is skipped.
+ * such an entry is skipped, and listed by the path up to that component,
+ * once for the entries below it that follow (last remembers it).
  */
-static bool vcs_in_path(const char *path, struct skips *s)
+static bool vcs_in_path(const char *path, struct skips *s, char *last, size_t lastsz)
 {
 	char comp[NAME_MAX + 1];
 
@@ -171,10 +173,13 @@ static bool vcs_in_path(const char *path, struct skips *s)
 		size_t n = strcspn(p, "/");
 		snprintf(comp, sizeof(comp), "%.*s", (int)(n < NAME_MAX ? n : NAME_MAX), p);
 		if (vcs_name(comp)) {
-			if (!p[n])
-				skip(s, path,
+			int top = (int)(p - path + n);
+			if (strncmp(last, path, (size_t)top) != 0 || last[top]) {
+				snprintf(last, lastsz, "%.*s", top, path);
+				skip(s, last,
 				     "version-control metadata is never written on the host (its config can make git "
 				     "or hg run a command in this folder)");
+			}
 			return true;
 		}
 		p += n;
@@ -759,7 +764,7 @@ static int x_entry(void *arg, const struct tar_entry *e, struct err *err)
 	} else if (!path[0]) {
 		x->root_mode = e->mode;
 		return TAR_SKIP;
-	} else if (vcs_in_path(path, &x->skips)) {
+	} else if (vcs_in_path(path, &x->skips, x->vcs_top, sizeof(x->vcs_top))) {
 		return TAR_SKIP;
 	}
 
