@@ -117,6 +117,7 @@ static int mkdir_marked(int dfd, const char *name, mode_t mode);
 static int ours_tree(int fd, char *path, size_t plen, int depth, uint64_t *left);
 static int check_ours(int dfd, const char *name, ino_t *ret_ino, struct err *err);
 static int dest_check(const char *path, const char *rel, struct err *err);
+static int open_plain(int rootfd, const char *rel, int flags);
 static int open_checked(const struct hostfs *h, const char *path, int flags, bool dest, int *ret_fd,
 			char *ret_real, size_t realsz, struct err *err);
 static void skip(struct skips *s, const char *name, const char *why);
@@ -554,6 +555,34 @@ const char *hostfs_dirs(const struct hostfs *h)
 	return h ? h->joined : "";
 }
 
+/*
+ * Opens rel beneath rootfd with flags only if it is a regular file or a
+ * folder, looked at through an O_PATH fd first: opening a device or a fifo
+ * can act (a tape rewinds, a terminal is taken, a fifo blocks). fd, -ENXIO
+ * for anything else, -ESTALE when it was swapped between the two opens.
+ */
+static int open_plain(int rootfd, const char *rel, int flags)
+{
+	struct stat pst, st;
+	int fd = open_beneath(rootfd, rel, O_PATH, 0);
+
+	if (fd < 0)
+		return fd;
+	int r = fstat(fd, &pst) < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0)
+		return r;
+	if (!S_ISREG(pst.st_mode) && !S_ISDIR(pst.st_mode))
+		return -ENXIO;
+	if ((fd = open_beneath(rootfd, rel, flags | O_NOCTTY, 0)) < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || st.st_ino != pst.st_ino || st.st_dev != pst.st_dev) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
 int hostfs_open(const struct hostfs *h, const char *path, int flags, int *ret_fd, char *ret_real, size_t realsz,
 		struct err *err)
 {
@@ -629,11 +658,14 @@ static int open_checked(const struct hostfs *h, const char *path, int flags, boo
 	const char *rel = check[len] ? check + len + 1 : ".";
 	if (dest && dest_check(path, rel, err) < 0)
 		return -EACCES;
-	int fd = open_beneath(h->fd[i], rel, flags, 0);
+	int fd = (flags & O_PATH) ? open_beneath(h->fd[i], rel, flags, 0) : open_plain(h->fd[i], rel, flags);
+	if (fd == -ENXIO)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, fd,
+			       "host path %.300s is not a regular file or a folder: only those are copied", path);
 	if (fd < 0) {
-		if (fd == -ELOOP || fd == -EXDEV)
+		if (fd == -ELOOP || fd == -EXDEV || fd == -ESTALE)
 			return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, fd,
-				       "host path %.300s changed into a symbolic link while it was opened: refused", path);
+				       "host path %.300s changed (into a symbolic link?) while it was opened: refused", path);
 		return err_set(err, fd == -ENOENT ? ERRCODE_FILE_NOT_FOUND : ERRCODE_INVALID_ARGUMENT, fd,
 			       "cannot open host path %.300s: %s", path, strerror(-fd));
 	}

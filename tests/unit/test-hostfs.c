@@ -114,11 +114,22 @@ static void test_open(void **state)
 	}
 	assert_int_equal(hostfs_open(h, "relative/in.txt", O_RDONLY, &fd, NULL, 0, &err), -EACCES);
 	assert_int_equal(hostfs_open(h, "/etc/passwd", O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+	/* a fifo is not opened (this open would block): refused after a look through O_PATH */
+	snprintf(p, sizeof(p), "%s/ff", allowed);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -ENXIO);
+	assert_int_equal(err.code, ERRCODE_INVALID_ARGUMENT);
+	assert_int_equal(unlink(p), 0);
 	snprintf(p, sizeof(p), "%s/missing", allowed);
 	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -ENOENT);
 	assert_int_equal(err.code, ERRCODE_FILE_NOT_FOUND);
 	snprintf(p, sizeof(p), "%s/missing", outside);
 	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+	hostfs_destroy(h);
+
+	/* nor a device */
+	assert_int_equal(hostfs_create("/dev", &h, &err), 0);
+	assert_int_equal(hostfs_open(h, "/dev/null", O_RDONLY, &fd, NULL, 0, &err), -ENXIO);
 	hostfs_destroy(h);
 
 	assert_int_equal(hostfs_create("", &h, &err), 0);
