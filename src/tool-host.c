@@ -293,7 +293,7 @@ const struct tool_entry tool_file_upload_entry = {
 	.name = "file_upload",
 	.title = "Copy a host file or folder into the sandbox",
 	.description = "Copy a file or folder from the host into the sandbox. host_path must be inside a host folder the "
-		       "server allows (SANDBOX_HOST_DIRS); symbolic links inside a folder are not followed. path is "
+		       "server allows (SANDBOX_HOST_DIRS); symbolic links and hard-linked files are not copied. path is "
 		       "where it lands (default /workspace/<its name>); existing files there are replaced unless "
 		       "overwrite is false. Modes are kept.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"host_path\"],\"properties\":{"
@@ -319,17 +319,19 @@ const struct tool_entry tool_file_download_entry = {
 	.name = "file_download",
 	.title = "Copy a sandbox file or folder to the host",
 	.description = "Copy a file or folder out of the sandbox into host_dir, a host folder the server allows "
-		       "(SANDBOX_HOST_DIRS), under its own name. Refuses to replace an existing host file or folder "
-		       "unless overwrite is true. Links, devices and fifos are skipped and listed; files never get exec "
-		       "permission on the host.",
+		       "(SANDBOX_HOST_DIRS), under its own name. With overwrite: true it replaces only a file or folder "
+		       "that an earlier download wrote and nobody changed since, never other host files. Hidden names "
+		       "(.x) and version-control metadata (.git, ...) are never written, nor anything into a hidden "
+		       "folder. Links, devices and fifos are skipped and listed; files never get exec permission on the "
+		       "host.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"host_dir\"],"
 			"\"properties\":{"
 			"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"File or folder "
 			"in the sandbox (relative to /workspace, or absolute)\"},"
 			"\"host_dir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
 			"path of an existing host folder to copy into\"},"
-			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace an existing host file or folder of "
-			"that name (default false)\"}," TOOL_SESSION_ARG "}}",
+			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace a host file or folder of that "
+			"name that an earlier download wrote (default false)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"host_path\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},"
 			 "\"dirs\":{\"type\":\"integer\"},\"bytes\":{\"type\":\"integer\"},\"warnings\":{\"type\":\"string\"},"
