@@ -14,15 +14,14 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "buildconf.h"
 #include "hostfs.h"
+#include "hostmark.h"
 #include "log.h"
 #include "pathsafe.h"
 
@@ -50,10 +49,6 @@ static int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char
 #define HARD_LINK_SKIPPED                                                                                   \
 	"hard link (the file has another name, which may be outside the allowed host directories): copy it to "   \
 	"upload it"
-/* Entries of an old folder checked before a download replaces it, at most (more: not replaced). */
-#define OURS_ENTRIES_MAX 100000
-/* Bytes of a mark's value. */
-#define MARK_MAX 96
 
 struct hostfs {
 	size_t n;
@@ -106,16 +101,7 @@ struct hostfs_walk {
 static int open_beneath(int rootfd, const char *rel, int flags, mode_t mode);
 static int open_dir_beneath(int rootfd, const char *rel, bool create);
 static bool single_name(const char *name);
-static bool vcs_name(const char *name);
-static const char *unsafe_name(const char *name);
 static bool vcs_in_path(const char *path, struct skips *s, char *last, size_t lastsz);
-static void mark_value(const struct stat *st, char *out, size_t outsz);
-static int mark(int fd);
-static int open_same(int dfd, const char *name, const struct stat *st, struct stat *ret_st);
-static int mark_check(int fd, const struct stat *st);
-static int mkdir_marked(int dfd, const char *name, mode_t mode);
-static int ours_tree(int fd, char *path, size_t plen, int depth, uint64_t *left);
-static int check_ours(int dfd, const char *name, ino_t *ret_ino, struct err *err);
 static int dest_check(const char *path, const char *rel, struct err *err);
 static int open_plain(int rootfd, const char *rel, int flags);
 static int open_checked(const struct hostfs *h, const char *path, int flags, bool dest, int *ret_fd,
@@ -135,33 +121,6 @@ static bool single_name(const char *name)
 }
 
 /*
- * Names whose files make a program on the host run a command without asking:
- * version-control metadata (a .git/config's core.fsmonitor runs on `git
- * status`, which shell prompts run in every folder entered; .hg/hgrc hooks
- * likewise), and git's HEAD, without which git takes no folder for a (bare)
- * repository. Compared without case, for case-insensitive filesystems.
- */
-static const char *const vcs_names[] = { ".git", ".hg", ".svn", ".bzr", ".jj", "_darcs", ".fslckout", "_FOSSIL_", "HEAD" };
-
-static bool vcs_name(const char *name)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(vcs_names); i++)
-		if (strcasecmp(name, vcs_names[i]) == 0)
-			return true;
-	return false;
-}
-
-/* Why name may never be written on the host nor be a folder written in (see hostfs.h), or NULL. */
-static const char *unsafe_name(const char *name)
-{
-	if (vcs_name(name))
-		return "is version-control metadata";
-	if (name[0] == '.')
-		return "is hidden (starts with '.')";
-	return NULL;
-}
-
-/*
  * Whether a component of path (relative, clean) is version-control metadata:
  * such an entry is skipped, and listed by the path up to that component,
  * once for the entries below it that follow (last remembers it).
@@ -173,7 +132,7 @@ static bool vcs_in_path(const char *path, struct skips *s, char *last, size_t la
 	for (const char *p = path; *p;) {
 		size_t n = strcspn(p, "/");
 		snprintf(comp, sizeof(comp), "%.*s", (int)(n < NAME_MAX ? n : NAME_MAX), p);
-		if (vcs_name(comp)) {
+		if (hostmark_vcs_name(comp)) {
 			int top = (int)(p - path + n);
 			if (strncmp(last, path, (size_t)top) != 0 || last[top]) {
 				snprintf(last, lastsz, "%.*s", top, path);
@@ -188,164 +147,6 @@ static bool vcs_in_path(const char *path, struct skips *s, char *last, size_t la
 			p++;
 	}
 	return false;
-}
-
-/* The mark's value for st: bound to the inode, and for a file also to its size and mtime. */
-static void mark_value(const struct stat *st, char *out, size_t outsz)
-{
-	if (S_ISDIR(st->st_mode))
-		snprintf(out, outsz, "1 dir %llu", (unsigned long long)st->st_ino);
-	else
-		snprintf(out, outsz, "1 file %llu %lld %lld.%09ld", (unsigned long long)st->st_ino, (long long)st->st_size,
-			 (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec);
-}
-
-/* Marks what fd is as written by the server now. 0 or -errno (ENOTSUP: a filesystem without user xattrs). */
-static int mark(int fd)
-{
-	struct stat st;
-	char v[MARK_MAX];
-
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	mark_value(&st, v, sizeof(v));
-	if (fsetxattr(fd, HOSTFS_MARK, v, strlen(v), 0) < 0) {
-		log_debugf("cannot mark a host file as written by the server: %s", strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
-
-/* 0 when fd (of stat st) carries the mark of what it is now; -ENODATA without a mark, -ESTALE changed since. */
-static int mark_check(int fd, const struct stat *st)
-{
-	char want[MARK_MAX], got[MARK_MAX];
-
-	mark_value(st, want, sizeof(want));
-	ssize_t n = fgetxattr(fd, HOSTFS_MARK, got, sizeof(got));
-	if (n < 0)
-		return errno == ERANGE ? -ESTALE : -ENODATA;
-	return (size_t)n == strlen(want) && memcmp(got, want, (size_t)n) == 0 ? 0 : -ESTALE;
-}
-
-/* mkdirat, and marks the new folder (a folder left unmarked is only never replaced). 0 or -errno. */
-static int mkdir_marked(int dfd, const char *name, mode_t mode)
-{
-	if (mkdirat(dfd, name, mode) < 0)
-		return -errno;
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0) {
-		(void)mark(fd);
-		close(fd);
-	}
-	return 0;
-}
-
-/* Opens name below dfd, a regular file or a folder of stat st, checking it is still that one. fd or -errno. */
-static int open_same(int dfd, const char *name, const struct stat *st, struct stat *ret_st)
-{
-	int fd = openat(dfd, name,
-			O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, ret_st) < 0 || ret_st->st_ino != st->st_ino || ret_st->st_dev != st->st_dev) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
-}
-
-/*
- * Whether everything below the folder fd (taken over) carries the mark; path
- * (plen bytes used, PATHSAFE_MAX + 1 in all) names the first entry that does
- * not. 0, or -ENODATA (not the server's), -ESTALE (changed), -E2BIG (too many
- * or too deep to check).
- */
-static int ours_tree(int fd, char *path, size_t plen, int depth, uint64_t *left)
-{
-	DIR *d = fdopendir(fd);
-	struct dirent *de;
-	int r = 0;
-
-	if (!d) {
-		close(fd);
-		return -ENODATA;
-	}
-	while (r == 0) {
-		errno = 0;
-		if (!(de = readdir(d))) {
-			r = errno ? -ENODATA : 0;
-			break;
-		}
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(path + plen, PATHSAFE_MAX + 1 - plen, "/%s", de->d_name);
-		struct stat st, cst;
-		if (*left == 0 || depth >= REMOVE_DEPTH_MAX) {
-			r = -E2BIG;
-			break;
-		}
-		(*left)--;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
-			r = -ENODATA; /* links, fifos, sockets, devices: never the server's */
-			break;
-		}
-		int cfd = open_same(dirfd(d), de->d_name, &st, &cst);
-		if (cfd < 0) {
-			r = cfd == -ESTALE ? cfd : -ENODATA;
-			break;
-		}
-		if ((r = mark_check(cfd, &cst)) < 0 || !S_ISDIR(cst.st_mode))
-			close(cfd);
-		else
-			r = ours_tree(cfd, path, strlen(path), depth + 1, left);
-	}
-	closedir(d);
-	return r;
-}
-
-/*
- * Whether name below dfd may be replaced: 0 when nothing is there; 1 when it
- * is a file or folder the server wrote, unchanged since (and so is everything
- * in a folder), its inode in *ret_ino; else -EACCES
- * (ERRCODE_HOST_PATH_NOT_ALLOWED) or -errno with err.
- */
-static int check_ours(int dfd, const char *name, ino_t *ret_ino, struct err *err)
-{
-	struct stat st, fst;
-	char path[PATHSAFE_MAX + 1];
-	int r = -ENODATA;
-
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0
-				       : err_set(err, ERRCODE_INVALID_ARGUMENT, -errno, "cannot look at %s on the host: %s", name,
-						 strerror(errno));
-	snprintf(path, sizeof(path), "%s", name);
-	if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
-		int fd = open_same(dfd, name, &st, &fst);
-		if (fd == -ESTALE)
-			r = fd;
-		else if (fd >= 0 && ((r = mark_check(fd, &fst)) < 0 || !S_ISDIR(fst.st_mode)))
-			close(fd);
-		else if (fd >= 0) {
-			uint64_t left = OURS_ENTRIES_MAX;
-			r = ours_tree(fd, path, strlen(path), 1, &left);
-		}
-	}
-	if (r == 0) {
-		*ret_ino = st.st_ino;
-		return 1;
-	}
-	return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
-		       "%.300s %s: a download replaces only files and folders that sandbox-mcp wrote itself and nobody "
-		       "changed since. Download into another host_dir, or move %.200s away on the host first",
-		       path,
-		       r == -ESTALE ? "was changed (or copied) on the host since sandbox-mcp wrote it"
-		       : r == -E2BIG ? "is past what sandbox-mcp checks before replacing a folder (too many entries or "
-				       "too deep)"
-				     : "exists on the host and was not written by sandbox-mcp",
-		       name);
 }
 
 static void skip(struct skips *s, const char *name, const char *why)
@@ -430,7 +231,7 @@ static int open_dir_beneath(int rootfd, const char *rel, bool create)
 		next = slash ? slash + 1 : NULL;
 		if (slash)
 			*slash = '\0';
-		int m = create ? mkdir_marked(dfd, p, 0755) : 0;
+		int m = create ? hostmark_mkdir(dfd, p, 0755) : 0;
 		if (m < 0 && m != -EEXIST) {
 			close(dfd);
 			return m;
@@ -608,7 +409,7 @@ static int dest_check(const char *path, const char *rel, struct err *err)
 	for (const char *p = rel; *p;) {
 		size_t n = strcspn(p, "/");
 		snprintf(comp, sizeof(comp), "%.*s", (int)(n < NAME_MAX ? n : NAME_MAX), p);
-		const char *why = strcmp(comp, ".") == 0 ? NULL : unsafe_name(comp);
+		const char *why = strcmp(comp, ".") == 0 ? NULL : hostmark_unsafe_name(comp);
 		if (why)
 			return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
 				       "host folder %.300s: '%.100s' in it %s, and sandbox-mcp writes nothing in or below "
@@ -710,17 +511,17 @@ int hostfs_extract_begin(int dfd, const char *name, bool overwrite, struct hostf
 
 	if (!single_name(name))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "'%.200s' cannot be a file name on the host", name);
-	if ((why = unsafe_name(name)))
+	if ((why = hostmark_unsafe_name(name)))
 		return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
 			       "'%.200s' %s: sandbox-mcp never writes such a name on the host, since files like .bashrc, "
 			       ".envrc, .git or .vscode make programs there run commands. %s",
 			       name, why,
-			       vcs_name(name) ? "Copy the files you need out of it in the sandbox and download those"
+			       hostmark_vcs_name(name) ? "Copy the files you need out of it in the sandbox and download those"
 					      : "Rename it in the sandbox first (e.g. run_command mv), or download the folder "
 						"that holds it");
 	if (!overwrite && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		struct err ignored;
-		bool ours = check_ours(dfd, name, &ino, &ignored) == 1;
+		bool ours = hostmark_replaceable(dfd, name, &ino, &ignored) == 1;
 		return err_set(err, ERRCODE_FILE_EXISTS, -EEXIST,
 			       ours ? "%s already exists in the host folder: pass overwrite: true to replace it"
 				    : "%s already exists in the host folder, and sandbox-mcp did not write it (or it changed "
@@ -728,7 +529,7 @@ int hostfs_extract_begin(int dfd, const char *name, bool overwrite, struct hostf
 				      "the host first",
 			       name);
 	}
-	if (overwrite && check_ours(dfd, name, &ino, err) < 0)
+	if (overwrite && hostmark_replaceable(dfd, name, &ino, err) < 0)
 		return -EACCES;
 	struct hostfs_extract *x = xcalloc(1, sizeof(*x));
 	x->dirfd = dfd;
@@ -742,7 +543,7 @@ int hostfs_extract_begin(int dfd, const char *name, bool overwrite, struct hostf
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 			rnd = (uint32_t)now_us() ^ (uint32_t)getpid();
 		snprintf(x->tmpname, sizeof(x->tmpname), ".sandbox-mcp-download-%08x", rnd);
-		int m = mkdir_marked(dfd, x->tmpname, 0700); /* a folder download's folder */
+		int m = hostmark_mkdir(dfd, x->tmpname, 0700); /* a folder download's folder */
 		if (m == 0)
 			break;
 		if (m != -EEXIST || tries == 16) {
@@ -810,7 +611,7 @@ static int x_entry(void *arg, const struct tar_entry *e, struct err *err)
 		return TAR_SKIP;
 	}
 	if (e->type == TAR_TYPE_DIR) {
-		int m = mkdir_marked(dfd, base, (e->mode & 0755) | 0700);
+		int m = hostmark_mkdir(dfd, base, (e->mode & 0755) | 0700);
 		if (m < 0 && m != -EEXIST) {
 			close(dfd);
 			return err_set(err, ERRCODE_INTERNAL, m, "cannot create folder %.300s on the host: %s", path,
@@ -852,7 +653,7 @@ static int x_end(void *arg, struct err *err)
 	struct hostfs_extract *x = arg;
 	struct timespec ts[2] = { { .tv_sec = (time_t)x->mtime }, { .tv_sec = (time_t)x->mtime } };
 	(void)futimens(x->filefd, ts);
-	(void)mark(x->filefd); /* after the last change of size and mtime, which it records */
+	(void)hostmark_set(x->filefd); /* after the last change of size and mtime, which it records */
 	int r = fchmod(x->filefd, x->file_mode) < 0 ? -1 : 0;
 	if (close(x->filefd) < 0)
 		r = -1;
@@ -875,7 +676,7 @@ int hostfs_extract_commit(struct hostfs_extract *x, struct err *err)
 		return err_set(err, ERRCODE_FILE_EXISTS, -EEXIST,
 			       "%s appeared in the host folder during the download: pass overwrite: true to replace it",
 			       x->name);
-	if (exists && (r = check_ours(x->dirfd, x->name, &old, err)) < 0)
+	if (exists && (r = hostmark_replaceable(x->dirfd, x->name, &old, err)) < 0)
 		return r;
 	exists = exists && r == 1;
 	int fromfd = x->is_dir ? x->dirfd : x->tmpfd;

@@ -19,20 +19,13 @@
  * as tar pieces, never following a symlink inside it, and never send a file
  * with more than one name (a hard link may lead outside the allowed dirs).
  *
- * What a download may write (DESIGN §4: no host file overwritten that the
- * server did not write), so that nothing it writes makes a host program run
- * the sandbox's code unasked (a .git/config, a .bashrc):
- *  - never into a folder with a hidden (".x") or version-control component
- *    below its allowed directory (hostfs_open_dest), never under a hidden or
- *    version-control name, and inside a downloaded folder never an entry
- *    named like version-control metadata (.git, .hg, ..., git's HEAD);
- *  - every file and folder it creates gets the extended attribute
- *    HOSTFS_MARK, bound to its inode (and a file's size and mtime); it
- *    replaces only what carries a valid mark (in a folder: every entry),
- *    swapping atomically and checking that what it swapped out is what it
- *    checked. A user's file, an edited or copied one, a link, anything on a
- *    filesystem without user xattrs is never replaced. The sandbox cannot
- *    forge the mark: tar streams carry no xattrs to the host.
+ * What a download may write (hostmark.h has why): never into a folder with
+ * a hidden (".x") or version-control component below its allowed directory
+ * (hostfs_open_dest), never under such a name, and inside a downloaded folder
+ * never an entry named like version-control metadata (skipped and listed);
+ * it marks all it creates and replaces only what carries a valid mark,
+ * swapping atomically and checking that what it swapped out is what it
+ * checked.
  */
 #ifndef HOSTFS_H
 #define HOSTFS_H
@@ -51,8 +44,6 @@
 #define HOSTFS_DEPTH_MAX 64
 /* Skipped entries listed by name in a report (the rest are counted). */
 #define HOSTFS_SKIPPED_LISTED 100
-/* The extended attribute on what a download wrote: only that may be replaced. */
-#define HOSTFS_MARK "user.sandbox-mcp.written"
 
 struct hostfs;
 struct hostfs_extract;

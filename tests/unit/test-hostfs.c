@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "hostfs.h"
+#include "hostmark.h"
 #include "tar.h"
 
 static char base[64], allowed[128], outside[128];
@@ -475,7 +476,7 @@ static bool marked(int dfd, const char *name)
 	char v[128];
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
 	assert_true(fd >= 0);
-	ssize_t n = fgetxattr(fd, HOSTFS_MARK, v, sizeof(v));
+	ssize_t n = fgetxattr(fd, HOSTMARK_XATTR, v, sizeof(v));
 	close(fd);
 	return n > 0;
 }
@@ -578,12 +579,12 @@ static void test_replace_own(void **state)
 	/* a mark copied onto another file does not make it the server's */
 	char v[128];
 	int fd = openat(dfd, "out.txt", O_RDONLY);
-	ssize_t n = fgetxattr(fd, HOSTFS_MARK, v, sizeof(v));
+	ssize_t n = fgetxattr(fd, HOSTMARK_XATTR, v, sizeof(v));
 	assert_true(n > 0);
 	close(fd);
 	snprintf(p, sizeof(p), "%s/mine/forged", allowed);
 	put_file(p, "v2!\n", 0644);
-	assert_int_equal(lsetxattr(p, HOSTFS_MARK, v, (size_t)n, 0), 0);
+	assert_int_equal(lsetxattr(p, HOSTMARK_XATTR, v, (size_t)n, 0), 0);
 	assert_int_equal(extract(dfd, "forged", true, &t, NULL, &err), -EACCES);
 	/* a symlink in its place is never the server's */
 	assert_int_equal(symlinkat(outside, dfd, "lnk"), 0);
