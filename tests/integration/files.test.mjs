@@ -371,7 +371,8 @@ describe('host transfers: file_upload and file_download', suite({ timeout: 30000
     mkdirSync(`${allowed}X`.replace(base, base)); // a sibling whose name starts like the allowed one
     writeFileSync(join(outside, 'secret.txt'), 'host secret\n');
     writeFileSync(join(`${allowed}X`, 'secret.txt'), 'host secret\n');
-    srv = await Server.start('host-files', { SANDBOX_TIMEOUT_S: 60, SANDBOX_HOST_DIRS: allowed });
+    // a per-file limit past the 100 GiB sparse file below (the default, 10 GiB, would stop truncate)
+    srv = await Server.start('host-files', { SANDBOX_TIMEOUT_S: 60, SANDBOX_HOST_DIRS: allowed, SANDBOX_WORKSPACE_MB: 204800 });
     const st = await srv.createSession({ name: 'host-files' });
     sid = st.session_id;
     cid = st.container_id;
