@@ -38,6 +38,13 @@ extern char **environ;
  * calls/s the same (8.8, 9.0). MALLOC_ARENA_MAX, when set, wins.
  */
 #define MAIN_MALLOC_ARENAS 2
+/*
+ * The start-up check of the engine waits this long at most (or
+ * SANDBOX_ENGINE_TIMEOUT_S if shorter): a missing socket or a refused
+ * connection fails at once, a healthy engine answers in milliseconds, and
+ * only an engine that accepts but never answers costs the whole wait.
+ */
+#define MAIN_ENGINE_PROBE_MS 2000
 
 static volatile sig_atomic_t stop_signal;
 
@@ -53,6 +60,7 @@ struct command {
 static void on_signal(int sig);
 static void usage(FILE *f);
 static int serve(const struct config *cfg, char **args);
+static void engine_probe(const struct config *cfg, struct mcp *m);
 static int doctor(const struct config *cfg, char **args);
 static int doctor_host(const struct config *cfg);
 static int doctor_engine(const struct config *cfg);
@@ -120,6 +128,39 @@ static int help(const struct config *cfg, char **args)
 	return 0;
 }
 
+/*
+ * Asks the engine for its version once, before serving. Clients start a
+ * server and call it healthy when it answers initialize, so an engine that
+ * does not answer would otherwise surface only at the first tool call: say
+ * it on stderr (client logs) and first in the instructions (the model).
+ */
+static void engine_probe(const struct config *cfg, struct mcp *m)
+{
+	struct engine *probe = NULL;
+	struct engine_version ev;
+	struct err err;
+	uint64_t ms = cfg->engine_timeout_s * 1000 < MAIN_ENGINE_PROBE_MS ? cfg->engine_timeout_s * 1000
+									   : MAIN_ENGINE_PROBE_MS;
+
+	err_clear(&err);
+	int r = engine_create(cfg->docker_host, (int)ms, &probe, &err);
+	if (r == 0)
+		r = engine_version(probe, NULL, &ev, &err);
+	engine_destroy(probe);
+	if (r == 0)
+		return;
+	log_warnf("the Docker engine does not answer, so every sandbox tool will fail until it does: %s. "
+		  "`sandbox-mcp doctor` checks the setup",
+		  err.msg);
+	char notice[ERR_MSG_MAX + 400];
+	snprintf(notice, sizeof(notice),
+		 "WARNING: the Docker engine was unreachable when this server started (%s), so the sandbox tools "
+		 "fail until it answers. Tell the user to start Docker or fix DOCKER_HOST (`sandbox-mcp doctor` "
+		 "checks the setup); env_info checks the engine again.",
+		 err.msg);
+	mcp_add_notice(m, notice);
+}
+
 static int serve(const struct config *cfg, char **args)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -171,6 +212,7 @@ static int serve(const struct config *cfg, char **args)
 	struct out *out = out_create(STDOUT_FILENO);
 	struct tool_services svc = { .cfg = cfg, .engine = engine, .out = out, .sessions = sessions, .hostfs = hostfs };
 	struct mcp *m = mcp_create(&svc);
+	engine_probe(cfg, m);
 	struct rpc_reader reader;
 	rpc_reader_init(&reader, STDIN_FILENO, cfg->max_line_bytes);
 	log_debugf("serving on stdio (engine %s)", engine_endpoint(engine)->display);

@@ -217,6 +217,15 @@ static void instructions_build(struct mcp *m)
 	m->instructions = buf_steal(&b, NULL);
 }
 
+void mcp_add_notice(struct mcp *m, const char *text)
+{
+	struct buf b;
+	buf_init(&b, strlen(text) + strlen(m->instructions) + 2);
+	(void)buf_printf(&b, "%s %s", text, m->instructions);
+	free(m->instructions);
+	m->instructions = buf_steal(&b, NULL);
+}
+
 const char *mcp_instructions(const struct mcp *m)
 {
 	return m->instructions;

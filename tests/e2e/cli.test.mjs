@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { modernMeta, openPipe } from './lib/rawpipe.mjs';
 
 const bin = process.env.SANDBOX_MCP_BIN;
 if (!bin) throw new Error('SANDBOX_MCP_BIN must name the built sandbox-mcp binary');
@@ -197,4 +198,28 @@ test('doctor checks the host folders and the outbox, engine or not', () => {
   } finally {
     rmSync(base, { recursive: true, force: true });
   }
+});
+
+test('an engine that does not answer at start: a warning, the instructions and env_info say so', { timeout: 60000 }, async (t) => {
+  const p = openPipe(t, { env: { DOCKER_HOST: 'unix:///nonexistent/sandbox-mcp-e2e.sock' } });
+  const init = await p.initialize();
+  const instr = init.result.instructions;
+  assert.match(instr, /^WARNING: the Docker engine was unreachable when this server started/, instr);
+  assert.match(instr, /\/nonexistent\/sandbox-mcp-e2e\.sock/);
+  assert.match(instr, /start Docker or fix DOCKER_HOST/);
+  const disc = await p.request('server/discover', { _meta: modernMeta() });
+  assert.match(disc.result.instructions, /Docker engine was unreachable/);
+  const call = await p.request('tools/call', { name: 'env_info', arguments: {} });
+  assert.equal(call.result.isError, undefined);
+  assert.equal(call.result.structuredContent.engine.reachable, false);
+  assert.match(call.result.content.map((c) => c.text).join('\n'), /Docker engine not reachable at unix:\/\/\/nonexistent/);
+  assert.match(p.stderr, /warning: .*the Docker engine does not answer, so every sandbox tool will fail until it does: .*nonexistent.*sandbox-mcp doctor/);
+});
+
+test('a healthy engine: no warning at start', { timeout: 60000 }, async (t) => {
+  const p = openPipe(t, { env: { SANDBOX_LOG_LEVEL: 'warning' } });
+  const init = await p.initialize();
+  assert.doesNotMatch(init.result.instructions, /WARNING/);
+  await p.request('ping');
+  assert.doesNotMatch(p.stderr, /does not answer/);
 });
