@@ -41,8 +41,11 @@ int out_send(struct out *o, json_t *msg)
 {
 	if (atomic_load(&o->closed))
 		return -EPIPE;
-	/* JSON_COMPACT never emits a raw newline: strings escape it */
-	char *line = json_dumps(msg, JSON_COMPACT);
+	/*
+	 * JSON_COMPACT never emits a raw newline: strings escape it. Reals get
+	 * the fewest digits that read back the same (0.331, not 0.33100000000000002).
+	 */
+	char *line = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(json_real_digits(msg)));
 	if (!line)
 		return -EINVAL;
 	size_t n = strlen(line);
