@@ -11,7 +11,9 @@ static int session_list_tool(struct tool_ctx *ctx, json_t *args, struct tool_res
 static int session_close_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 
 #define SESSION_PROPS                                                                                               \
-	"\"session_id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"image\":{\"type\":\"string\"},"      \
+	"\"session_id\":{\"type\":\"string\"},"                                                                     \
+	"\"name\":{\"type\":\"string\",\"description\":\"absent when the session has none\"},"                         \
+	"\"image\":{\"type\":\"string\"},"                                                                          \
 	"\"container_id\":{\"type\":\"string\"},\"persistent\":{\"type\":\"boolean\"},"                            \
 	"\"network\":{\"type\":\"string\"},\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},"    \
 	"\"pids\":{\"type\":\"integer\"},\"read_only\":{\"type\":\"boolean\"},\"created\":{\"type\":\"integer\"}," \
