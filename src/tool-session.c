@@ -106,17 +106,19 @@ const struct tool_entry tool_session_create_entry = {
 	.input_schema =
 		"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 		"\"image\":{\"type\":\"string\",\"maxLength\":255,\"description\":\"Docker image (default: the "
-		"server's sandbox image with Python and data libraries)\"},"
+		"server's sandbox image with Python and data libraries; at most 255 characters)\"},"
 		"\"name\":{\"type\":\"string\",\"maxLength\":63,\"description\":\"A name usable wherever "
-		"session_id is\"},"
+		"session_id is (at most 63 characters)\"},"
 		"\"persistent\":{\"type\":\"boolean\",\"description\":\"Keep the session when the server exits "
 		"(default false)\"},"
 		"\"network\":{\"type\":\"string\",\"maxLength\":63,\"description\":\"'none' (default) or a Docker "
-		"network such as 'bridge' to allow network access\"},"
+		"network such as 'bridge' to allow network access (at most 63 characters)\"},"
 		"\"env\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":{\"type\":\"string\"},"
 		"\"description\":\"Environment variables for everything run in the session\"},"
-		"\"memory_mb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576},"
-		"\"cpus\":{\"type\":\"number\",\"minimum\":0.01,\"maximum\":256},"
+		"\"memory_mb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576,\"description\":\"Memory "
+		"limit, MB (default: the server's; from 16 to 1048576)\"},"
+		"\"cpus\":{\"type\":\"number\",\"minimum\":0.01,\"maximum\":256,\"description\":\"CPU limit "
+		"(default: the server's; from 0.01 to 256)\"},"
 		"\"read_only\":{\"type\":\"boolean\",\"description\":\"Read-only root filesystem (the workspace "
 		"and /tmp stay writable)\"}}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{" SESSION_PROPS
@@ -156,7 +158,7 @@ const struct tool_entry tool_session_close_entry = {
 		       "Without session_id, closes the default session.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or "
-			"name\"}}}",
+			"name (at most 128 characters)\"}}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"closed\":{\"type\":\"boolean\"}}}",
 	.group = TOOL_GROUP_SESSION,
