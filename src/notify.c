@@ -3,11 +3,18 @@
  *
  * The condition variable runs on CLOCK_MONOTONIC, like now_ms, so a change
  * of the wall clock cannot stall or hurry a delayed notification.
+ *
+ * The thread never allocates: the line is built once by notify_create. A
+ * thread that mallocs takes a glibc arena (main.c caps them at 2), which
+ * moves the workers to other arenas: with this thread sending through
+ * json_dumps, the peak RSS of reading 20 MiB in 6 MiB parts went from 37 to
+ * 69 MiB (tests/integration/files.test.mjs).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "notify.h"
@@ -16,7 +23,8 @@
 
 struct notify {
 	struct out *out;
-	const char *method; /* a string literal */
+	char *line; /* the notification, one line ending in '\n' */
+	size_t line_len;
 	int interval_ms;
 	pthread_t thread;
 	pthread_mutex_t lock; /* guards what follows */
@@ -33,8 +41,20 @@ struct notify *notify_create(struct out *out, const char *method, int interval_m
 	struct notify *n = xcalloc(1, sizeof(*n));
 	pthread_condattr_t ca;
 
+	json_t *msg = rpc_notification(method, json_object());
+	char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+	json_decref(msg);
+	if (!text) {
+		free(n);
+		return NULL;
+	}
+	n->line_len = strlen(text) + 1;
+	n->line = xmalloc(n->line_len + 1);
+	memcpy(n->line, text, n->line_len - 1);
+	n->line[n->line_len - 1] = '\n';
+	n->line[n->line_len] = '\0';
+	free(text);
 	n->out = out;
-	n->method = method;
 	n->interval_ms = interval_ms;
 	pthread_mutex_init(&n->lock, NULL);
 	pthread_condattr_init(&ca);
@@ -44,6 +64,7 @@ struct notify *notify_create(struct out *out, const char *method, int interval_m
 	if (thread_create_nosig(&n->thread, NULL, notify_main, n) != 0) {
 		pthread_cond_destroy(&n->wake);
 		pthread_mutex_destroy(&n->lock);
+		free(n->line);
 		free(n);
 		return NULL;
 	}
@@ -71,6 +92,7 @@ void notify_destroy(struct notify *n)
 	pthread_join(n->thread, NULL);
 	pthread_cond_destroy(&n->wake);
 	pthread_mutex_destroy(&n->lock);
+	free(n->line);
 	free(n);
 }
 
@@ -100,7 +122,7 @@ static void *notify_main(void *arg)
 		n->last_ms = now;
 		pthread_mutex_unlock(&n->lock);
 		/* outside the lock: a slow client blocks this thread, never a poke */
-		(void)out_send_new(n->out, rpc_notification(n->method, json_object()));
+		(void)out_send_line(n->out, n->line, n->line_len);
 		pthread_mutex_lock(&n->lock);
 	}
 	pthread_mutex_unlock(&n->lock);
