@@ -67,14 +67,14 @@ static int doctor_engine(const struct config *cfg);
 static int print_client_config(const struct config *cfg, char **args);
 static int help(const struct config *cfg, char **args);
 static const struct command *command_find(const char *name);
+static const char *command_names(void);
 static int run_command_line(const struct config *cfg, int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "serve", "", 0, 0, "Serve MCP on stdin/stdout (the default)", serve },
 	{ "doctor", "", 0, 0, "Check the Docker engine, the default image and the host folders; print fixes", doctor },
 	{ "config", "CLIENT", 1, 1,
-	  "Print the configuration that adds this binary to CLIENT: claude-desktop (mcpServers JSON), "
-	  "claude-code (a `claude mcp add` line), gemini (settings.json mcpServers JSON), codex (a config.toml table)",
+	  "Print what adds this binary to CLIENT: claude-desktop, claude-code, gemini or codex",
 	  print_client_config },
 	{ "help", "[COMMAND]", 0, 1, "Show this help, or one command's", help },
 };
@@ -109,6 +109,16 @@ static const struct command *command_find(const char *name)
 	return NULL;
 }
 
+/* "serve, doctor, config, help", from the table. */
+static const char *command_names(void)
+{
+	static char names[128];
+	size_t n = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(commands) && n < sizeof(names); i++)
+		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", i ? ", " : "", commands[i].name);
+	return names;
+}
+
 /* help [COMMAND] */
 static int help(const struct config *cfg, char **args)
 {
@@ -119,8 +129,7 @@ static int help(const struct config *cfg, char **args)
 	}
 	const struct command *c = command_find(args[0]);
 	if (!c) {
-		fprintf(stderr, "sandbox-mcp: help: unknown command '%s' (commands: serve, doctor, config, help)\n",
-			args[0]);
+		fprintf(stderr, "sandbox-mcp: help: unknown command '%s' (commands: %s)\n", args[0], command_names());
 		return 2;
 	}
 	printf("Usage: sandbox-mcp %s%s%s [SETTINGS]\n\n%s\n\nSettings: see sandbox-mcp --help\n", c->name,
@@ -407,9 +416,8 @@ static int run_command_line(const struct config *cfg, int argc, char **argv)
 	const char *name = argc > 0 ? argv[0] : "serve";
 	const struct command *c = command_find(name);
 	if (!c) {
-		fprintf(stderr, "sandbox-mcp: unknown command '%s' (commands: serve, doctor, config, help; see "
-				"sandbox-mcp --help)\n",
-			name);
+		fprintf(stderr, "sandbox-mcp: unknown command '%s' (commands: %s; see sandbox-mcp --help)\n", name,
+			command_names());
 		return 2;
 	}
 	int nargs = argc > 0 ? argc - 1 : 0;
