@@ -80,6 +80,7 @@ static const struct {
 static int opt_set(struct config *c, const struct opt *o, const char *value, const char *from, struct err *err);
 static int config_validate(struct config *c, struct err *err);
 static const char *env_lookup(char **envp, const char *name);
+static const struct opt *opt_by_flag(const char *flag);
 
 void config_init(struct config *c)
 {
@@ -126,6 +127,24 @@ static const char *env_lookup(char **envp, const char *name)
 	for (char **e = envp; e && *e; e++) {
 		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
 			return *e + n + 1;
+	}
+	return NULL;
+}
+
+/* The row of a flag without its "--" ("memory-mb" or "memory-mb=512"), or NULL. */
+static const struct opt *opt_by_flag(const char *flag)
+{
+	size_t n = strcspn(flag, "=");
+
+	for (size_t k = 0; k < ARRAY_SIZE(opts); k++) {
+		const char *on = opts[k].name;
+		if (strlen(on) != n)
+			continue;
+		bool same = true;
+		for (size_t j = 0; j < n && same; j++)
+			same = (on[j] == '_' ? '-' : on[j]) == flag[j];
+		if (same)
+			return &opts[k];
 	}
 	return NULL;
 }
@@ -284,38 +303,48 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 			return r;
 	}
 
-	int i = start;
-	for (; i < argc; i++) {
+	/*
+	 * Settings may stand before or after the command (`doctor --docker-host
+	 * X`): they are taken wherever they are, and the other arguments move, in
+	 * their order, to the end of argv, as GNU getopt permutes. After "--"
+	 * nothing is a setting.
+	 */
+	char **rest = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof(*rest));
+	int nrest = 0, out = start;
+	for (int i = start; i < argc; i++) {
 		const char *a = argv[i];
-		if (strncmp(a, "--", 2) != 0 || a[2] == '\0')
+		if (strcmp(a, "--") == 0) {
+			argv[out++] = argv[i]; /* consumed, like a setting */
+			while (++i < argc)
+				rest[nrest++] = argv[i];
 			break;
-		const char *name = a + 2;
-		const char *eq = strchr(name, '=');
-		size_t n = eq ? (size_t)(eq - name) : strlen(name);
-		const struct opt *o = NULL;
-		for (size_t k = 0; k < ARRAY_SIZE(opts) && !o; k++) {
-			const char *on = opts[k].name;
-			if (strlen(on) != n)
-				continue;
-			bool same = true;
-			for (size_t j = 0; j < n && same; j++)
-				same = (on[j] == '_' ? '-' : on[j]) == name[j];
-			if (same)
-				o = &opts[k];
 		}
-		if (!o)
-			break; /* not a setting: the caller decides (--help, unknown flag) */
+		const struct opt *o = strncmp(a, "--", 2) == 0 ? opt_by_flag(a + 2) : NULL;
+		if (!o) {
+			rest[nrest++] = argv[i]; /* a command, its argument, or an unknown flag: the caller's */
+			continue;
+		}
+		const char *eq = strchr(a, '=');
 		const char *v = eq ? eq + 1 : NULL;
-		if (!v) {
-			if (i + 1 >= argc)
-				return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s needs a value", a);
-			v = argv[++i];
+		if (!v && i + 1 >= argc) {
+			free(rest);
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s needs a value", a);
 		}
-		if ((r = opt_set(c, o, v, argv[i - (eq ? 0 : 1)], err)) < 0)
+		argv[out++] = argv[i];
+		if (!v) {
+			v = argv[++i];
+			argv[out++] = argv[i];
+		}
+		if ((r = opt_set(c, o, v, a, err)) < 0) {
+			free(rest);
 			return r;
+		}
 	}
+	for (int k = 0; k < nrest; k++)
+		argv[out + k] = rest[k];
+	free(rest);
 	if (ret_next)
-		*ret_next = i;
+		*ret_next = out;
 	return config_validate(c, err);
 }
 

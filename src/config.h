@@ -65,9 +65,10 @@ void config_init(struct config *c);
 void config_finish(struct config *c);
 
 /*
- * Reads the environment, then argv[start..argc). Stops at the first argument
- * that is not a flag and returns its index through ret_next (argc when none).
- * 0, or -EINVAL with a one-line message in err.
+ * Reads the environment, then the settings in argv[start..argc), wherever
+ * they stand (before or after a command; none after "--"). The other
+ * arguments (a command, its arguments, unknown flags) are moved, in their
+ * order, to argv[*ret_next..argc). 0, or -EINVAL with a one-line message in err.
  */
 int config_load(struct config *c, char **envp, int argc, char **argv, int start, int *ret_next,
 		struct err *err);

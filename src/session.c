@@ -1055,8 +1055,9 @@ int session_close(struct session_mgr *m, struct call *call, const char *ref, str
 
 json_t *session_json(const struct session *s)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:I, s:f, s:I, s:b, s:I, s:I, s:s}", "session_id", s->id,
-			 "name", s->name, "image", s->image, "container_id", s->container, "persistent",
+	/* s:s*: an unnamed session has no "name" (not "") */
+	return json_pack("{s:s, s:s*, s:s, s:s, s:b, s:s, s:I, s:f, s:I, s:b, s:I, s:I, s:s}", "session_id", s->id,
+			 "name", s->name[0] ? s->name : NULL, "image", s->image, "container_id", s->container, "persistent",
 			 s->persistent, "network", s->network, "memory_mb", (json_int_t)s->memory_mb, "cpus", s->cpus,
 			 "pids", (json_int_t)s->pids, "read_only", s->read_only, "created", (json_int_t)s->created,
 			 "last_used", (json_int_t)s->last_used, "user", s->user);

@@ -130,7 +130,7 @@ const struct tool_entry tool_env_info_entry = {
 		       "with docker_unavailable or image_not_found.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Also describe "
-			"this session (id or name; 'default' for the default one)\"}}}",
+			"this session (id or name; 'default' for the default one; at most 128 characters)\"}}}",
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{"
 		"\"server\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"

@@ -720,13 +720,13 @@ const struct tool_entry tool_session_export_entry = {
 		"for session_create {image}.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"host_dir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
-			"path of a host folder (inside SANDBOX_HOST_DIRS) to write a new export folder into\"},"
+			"path of a host folder (inside SANDBOX_HOST_DIRS) to write a new export folder into (at most 4096 characters)\"},"
 			"\"build\":{\"type\":\"boolean\",\"description\":\"Also build the export as an image (offline, "
 			"default false)\"},"
 			"\"repository\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Repository "
-			"of the built image (default " IMAGE_EXPORT_REPOSITORY ")\"},"
+			"of the built image (default " IMAGE_EXPORT_REPOSITORY "; at most 255 characters)\"},"
 			"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Tag of the built "
-			"image (default: unique)\"}," TOOL_SESSION_ARG "}}",
+			"image (default: unique; at most 128 characters)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"dockerfile\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},\"dirs\":{\"type\":\"integer\"},"
 			 "\"context_bytes\":{\"type\":\"integer\"},\"base_image\":{\"type\":\"string\"},"

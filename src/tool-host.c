@@ -298,9 +298,9 @@ const struct tool_entry tool_file_upload_entry = {
 		       "overwrite is false. Modes are kept.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"host_path\"],\"properties\":{"
 			"\"host_path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
-			"host path of the file or folder\"},"
+			"host path of the file or folder (at most 4096 characters)\"},"
 			"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Destination in "
-			"the sandbox (relative to /workspace, or absolute)\"},"
+			"the sandbox (relative to /workspace, or absolute; at most 4096 characters)\"},"
 			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace what is at path (default true)\"},"
 			TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
@@ -327,9 +327,9 @@ const struct tool_entry tool_file_download_entry = {
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"host_dir\"],"
 			"\"properties\":{"
 			"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"File or folder "
-			"in the sandbox (relative to /workspace, or absolute)\"},"
+			"in the sandbox (relative to /workspace, or absolute; at most 4096 characters)\"},"
 			"\"host_dir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
-			"path of an existing host folder to copy into\"},"
+			"path of an existing host folder to copy into (at most 4096 characters)\"},"
 			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace a host file or folder of that "
 			"name that an earlier download wrote (default false)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"

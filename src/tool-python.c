@@ -379,9 +379,9 @@ const struct tool_entry tool_run_python_entry = {
 		"\"code\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Python source (several statements; "
 		"the value of a final expression is returned)\"},"
 		"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name "
-		"(default: the default session)\"},"
+		"(default: the default session; at most 128 characters)\"},"
 		"\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"Interrupt the "
-		"code after this many seconds (default 60)\"},"
+		"code after this many seconds (default 60; from 1 to 86400)\"},"
 		"\"fresh\":{\"type\":\"boolean\",\"description\":\"Run in a new one-off interpreter, leaving the "
 		"session's persistent one untouched\"}}}",
 	.output_schema = NULL,

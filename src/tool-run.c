@@ -423,14 +423,14 @@ const struct tool_entry tool_run_command_entry = {
 		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"command\"],\"properties\":{"
 		"\"command\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Shell command\"},"
 		"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name "
-		"(default: the default session)\"},"
+		"(default: the default session; at most 128 characters)\"},"
 		"\"workdir\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"Working directory inside "
-		"the workspace (relative to it, or absolute under it)\"},"
+		"the workspace (relative to it, or absolute under it; at most 4096 characters)\"},"
 		"\"env\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":{\"type\":\"string\"},"
 		"\"description\":\"Extra environment variables\"},"
 		"\"stdin\":{\"type\":\"string\",\"description\":\"Text fed to the command's standard input\"},"
 		"\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"Kill the "
-		"command after this many seconds (default 60)\"}}}",
+		"command after this many seconds (default 60; from 1 to 86400)\"}}}",
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 		"\"exit_code\":{\"type\":\"integer\"},\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
