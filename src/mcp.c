@@ -23,6 +23,7 @@
 
 #include "buildconf.h"
 #include "bulk.h"
+#include "jsonscan.h"
 #include "log.h"
 #include "mcp.h"
 #include "resources.h"
@@ -99,6 +100,18 @@ struct line_feed {
 };
 /* Bytes of a big line handed back at a time. */
 #define MCP_GIVE_BACK_STEP (1u << 20)
+
+/*
+ * What decoding one line may cost (jsonscan's estimate): a fixed allowance
+ * plus a multiple of the line, so the server's peak stays near a small
+ * constant plus a few times the longest line.  Deeper nesting than
+ * MCP_JSON_DEPTH_MAX is refused too; an id longer than MCP_SCAN_ID_MAX is
+ * not recovered for an error reply.
+ */
+#define MCP_JSON_COST_BASE ((size_t)4 << 20)
+#define MCP_JSON_COST_PER_BYTE 6
+#define MCP_JSON_DEPTH_MAX 128
+#define MCP_SCAN_ID_MAX 256
 
 /* Return value of a method handler that will reply later (tools/call). */
 #define REPLY_DEFERRED 1
@@ -890,6 +903,63 @@ static void bulk_free(struct mcp_bulk *b)
 		free(b->data[i]);
 }
 
+/* The id a scan found, when it is one a request may carry (new reference), else NULL. */
+static json_t *scan_id(const char *line, const struct jsonscan *scan)
+{
+	if (scan->id_len == 0 || scan->id_len > MCP_SCAN_ID_MAX)
+		return NULL;
+	json_t *id = json_loadb(line + scan->id_start, scan->id_len, JSON_DECODE_ANY, NULL);
+	if (!rpc_id_valid(id)) {
+		json_decref(id);
+		return NULL;
+	}
+	return id;
+}
+
+/*
+ * Refuses a line whose decoding would cost more than its budget, before
+ * jansson sees it; true when it did (and replied).
+ */
+static bool over_budget(struct mcp *m, const char *line, size_t n, const struct jsonscan *scan)
+{
+	size_t budget = MCP_JSON_COST_BASE + MCP_JSON_COST_PER_BYTE * n;
+	if (scan->cost <= budget && scan->depth <= MCP_JSON_DEPTH_MAX)
+		return false;
+	char text[ERR_MSG_MAX];
+	if (scan->depth > MCP_JSON_DEPTH_MAX)
+		snprintf(text, sizeof(text),
+			 "Invalid Request: the message nests objects and arrays %zu deep, over the limit of %d; "
+			 "flatten the arguments",
+			 scan->depth, MCP_JSON_DEPTH_MAX);
+	else
+		snprintf(text, sizeof(text),
+			 "Invalid Request: the message holds too many JSON values to decode (%zu objects, %zu arrays, "
+			 "%zu strings, %zu other values: about %zu MiB in memory, over the %zu MiB this %zu-byte line "
+			 "may use); send bulk data as one string (e.g. base64 file content) or split the request",
+			 scan->objects, scan->arrays, scan->strings, scan->bare, scan->cost >> 20, budget >> 20, n);
+	json_t *id = scan_id(line, scan);
+	reply_error(m, id, RPC_INVALID_REQUEST, text, NULL);
+	json_decref(id);
+	return true;
+}
+
+/* Replies to a line jansson refused: -32602 for a valid id with a \u0000, else -32700. */
+static void parse_failed(struct mcp *m, const struct mcp_bulk *bulk, const json_error_t *jerr, json_t *scanned_id)
+{
+	char text[300];
+	if (json_error_code(jerr) == json_error_null_character || json_error_code(jerr) == json_error_null_byte_in_key) {
+		reply_error(m, scanned_id, RPC_INVALID_PARAMS,
+			    "Invalid params: a string in this request holds \\u0000 (the NUL character), which "
+			    "sandbox-mcp does not accept; remove it, or send binary data base64-encoded "
+			    "(file_write's encoding \"base64\")",
+			    NULL);
+		return;
+	}
+	snprintf(text, sizeof(text), "Parse error: %s (at byte %zu)", jerr->text,
+		 bulk_position(m, bulk, jerr->position < 0 ? 0 : (size_t)jerr->position));
+	reply_error(m, NULL, RPC_PARSE_ERROR, text, NULL);
+}
+
 void mcp_handle_line(struct mcp *m, char *line, size_t len)
 {
 	json_error_t jerr;
@@ -897,6 +967,7 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len)
 	struct err e;
 	json_t *id = NULL;
 	struct mcp_bulk bulk = { 0 };
+	struct jsonscan scan;
 
 	/* blank lines (and a CR left by a CRLF client) are not messages */
 	size_t n = len;
@@ -904,6 +975,12 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len)
 		n--;
 	if (n == 0)
 		return;
+
+	jsonscan_measure(line, n, &scan);
+	if (over_budget(m, line, n, &scan))
+		return;
+	/* read now: a big line's bytes are handed back while it is parsed */
+	json_t *scanned_id = scan.nul_escape ? scan_id(line, &scan) : NULL;
 
 	json_t *msg;
 	if (n >= MCP_BIG_LINE) {
@@ -918,13 +995,12 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len)
 		msg = json_loadb(line, n, JSON_DECODE_ANY, &jerr);
 	}
 	if (!msg) {
-		char text[300];
-		snprintf(text, sizeof(text), "Parse error: %s (at byte %zu)", jerr.text,
-			 bulk_position(m, &bulk, jerr.position < 0 ? 0 : (size_t)jerr.position));
-		reply_error(m, NULL, RPC_PARSE_ERROR, text, NULL);
+		parse_failed(m, &bulk, &jerr, scanned_id);
+		json_decref(scanned_id);
 		bulk_free(&bulk);
 		return;
 	}
+	json_decref(scanned_id);
 	if (json_is_array(msg)) {
 		reply_error(m, NULL, RPC_INVALID_REQUEST,
 			    "Invalid Request: JSON-RPC batches are not supported; send one message per line", NULL);

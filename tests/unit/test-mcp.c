@@ -324,6 +324,58 @@ static void test_big_line_without_name(void **state)
 	}
 }
 
+/*
+ * A line whose decoding would cost more than its budget is refused before
+ * jansson sees it, and answered with its own id even when the id comes after
+ * the values; so is one nested too deep.  A valid line holding \u0000 gets
+ * -32602 with its id, not -32700 with a null one.
+ */
+static void test_json_budget(void **state)
+{
+	(void)state;
+	struct buf in;
+	buf_init(&in, SIZE_MAX);
+	/* 400,000 empty objects: about 100 MB for jansson, from a 1.2 MB line */
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"x\":["), 0);
+	for (int i = 0; i < 400000; i++)
+		assert_int_equal(buf_append(&in, i ? ",{}" : "{}", i ? 3 : 2), 0);
+	assert_int_equal(buf_printf(&in, "]},\"id\":\"many\"}\n"), 0);
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{\"x\":"), 0);
+	for (int i = 0; i < 200; i++)
+		assert_int_equal(buf_append(&in, "[", 1), 0);
+	for (int i = 0; i < 200; i++)
+		assert_int_equal(buf_append(&in, "]", 1), 0);
+	assert_int_equal(buf_printf(&in, "}}\n"), 0);
+	/* within the budget: 1000 objects pass */
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\",\"params\":{\"x\":["), 0);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(buf_append(&in, i ? ",{}" : "{}", i ? 3 : 2), 0);
+	assert_int_equal(buf_printf(&in, "]}}\n"), 0);
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"params\":{\"_meta\":{\"s\":\"a\\u0000b\"}}}\n"), 0);
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"k\\u0000\":1},\"id\":\"eight\"}\n"), 0);
+	/* no recoverable id: still one reply, with a null id */
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"p\\u0000\"}\n"), 0);
+
+	_cleanup_free_ char *got = run_lines(in.data, in.len);
+	buf_finish(&in);
+	char *saveptr = NULL;
+	const char *want[] = {
+		"{\"jsonrpc\":\"2.0\",\"id\":\"many\",\"error\":{\"code\":-32600,\"message\":\"Invalid Request: the message holds too many JSON values",
+		"{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":-32600,\"message\":\"Invalid Request: the message nests objects and arrays 202 deep",
+		"{\"jsonrpc\":\"2.0\",\"id\":6,\"result\":{}}",
+		"{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-32602,\"message\":\"Invalid params: a string in this request holds \\\\u0000",
+		"{\"jsonrpc\":\"2.0\",\"id\":\"eight\",\"error\":{\"code\":-32602,",
+		"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32602,",
+	};
+	size_t i = 0;
+	for (char *l = strtok_r(got, "\n", &saveptr); l; l = strtok_r(NULL, "\n", &saveptr), i++) {
+		assert_true(i < sizeof(want) / sizeof(want[0]));
+		if (strncmp(l, want[i], strlen(want[i])) != 0)
+			fail_msg("reply %zu: %.300s\nwanted: %s", i, l, want[i]);
+	}
+	assert_int_equal(i, sizeof(want) / sizeof(want[0]));
+}
+
 int main(void)
 {
 	util_json_init();
@@ -334,6 +386,7 @@ int main(void)
 		cmocka_unit_test(test_big_lines),
 		cmocka_unit_test(test_big_strings_restored),
 		cmocka_unit_test(test_big_line_without_name),
+		cmocka_unit_test(test_json_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
