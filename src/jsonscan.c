@@ -57,7 +57,7 @@ static size_t skip_string(const char *p, size_t n, size_t i, bool *nul)
 void jsonscan_measure(const char *p, size_t n, struct jsonscan *ret)
 {
 	struct jsonscan s = { 0 };
-	size_t depth = 0, i = 0, cost = n;
+	size_t depth = 0, i = 0, cost = add_sat(n, JSONSCAN_COST_BASE);
 	bool top_object = false, top_done = false, want_id = false;
 
 	while (i < n) {
@@ -93,6 +93,8 @@ void jsonscan_measure(const char *p, size_t n, struct jsonscan *ret)
 			if (key) {
 				want_id = in_top && i - start == 4 && p[start + 1] == 'i' && p[start + 2] == 'd' &&
 					  p[start + 3] == '"';
+				if (want_id)
+					s.id_start = s.id_len = 0; /* the last "id" counts, as in jansson */
 			} else {
 				if (want_id)
 					s.id_start = start, s.id_len = i - start;

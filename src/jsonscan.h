@@ -35,6 +35,8 @@
  * a buffer that doubles as it grows, then decodes and copies it.
  */
 #define JSONSCAN_COST_LONGEST 3
+/* The parser's own state, whatever the text. */
+#define JSONSCAN_COST_BASE 1024
 
 struct jsonscan {
 	size_t objects, arrays, strings, bare; /* tokens seen (keys count as strings) */

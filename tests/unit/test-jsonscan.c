@@ -41,7 +41,8 @@ static void test_counts(void **state)
 	assert_int_equal(s.id_len, 0);
 
 	s = scan("");
-	assert_int_equal(s.objects + s.arrays + s.strings + s.bare + s.depth + s.cost, 0);
+	assert_int_equal(s.objects + s.arrays + s.strings + s.bare + s.depth + s.longest, 0);
+	assert_int_equal(s.cost, JSONSCAN_COST_BASE);
 	s = scan("   \t\r\n");
 	assert_int_equal(s.objects + s.arrays + s.strings + s.bare, 0);
 	/* closing more than was opened does not wrap the depth */
@@ -81,6 +82,9 @@ static void test_id(void **state)
 		if (s.id_len != 0)
 			fail_msg("case %zu (%s): found an id", i, none[i]);
 	}
+	/* a duplicate that is a container hides the earlier id, as in jansson */
+	s = scan("{\"id\":1,\"id\":[1,2,3],\"k\":{}}");
+	assert_int_equal(s.id_len, 0);
 	/* an id that is a container is found as nothing (no request has one) */
 	s = scan("{\"id\":{\"a\":1},\"method\":\"x\"}");
 	assert_int_equal(s.id_len, 0);
