@@ -45,6 +45,7 @@ struct mcp {
 	atomic_ullong seq;		/* for keys of calls that run alone */
 	char *instructions;		/* built once from the tools offered */
 	unsigned long long bulk_nonce;	/* makes this process's bulk markers unguessable */
+	atomic_uint big_lines;		/* big lines handed to a worker and not yet done with */
 };
 
 /*
@@ -77,6 +78,7 @@ struct req {
 	json_t *progress_token;
 	struct mcp_bulk *bulk; /* tools/call takes the kept bulk string from here */
 	size_t line_len;       /* the request's line: what a queued call holds, about */
+	bool in_order;	       /* parsed on the big-line worker: already behind what came before */
 };
 
 /* A protocol error to reply with. */
@@ -112,6 +114,29 @@ struct line_feed {
 #define MCP_JSON_COST_PER_BYTE 6
 #define MCP_JSON_DEPTH_MAX 128
 #define MCP_SCAN_ID_MAX 256
+
+/*
+ * Lines of MCP_BIG_LINE bytes or more are parsed on a worker, one after the
+ * other on this dispatch key, so the read loop answers what follows them
+ * (a ping) at once.  While one is there, the calls of later lines queue
+ * behind it on the same key before they go to their session's queue, so
+ * calls still start in the order they were sent.
+ */
+#define MCP_LINES_KEY "mcp:big-lines"
+
+/* A big line copied off the reader's buffer, for its worker. */
+struct line_job {
+	struct mcp *m;
+	char *line;
+	size_t n;
+	struct jsonscan scan;
+};
+
+/* A call that waits behind the big lines before it goes to its own queue. */
+struct forward {
+	struct mcp *m;
+	struct call *inner;
+};
 
 /* Return value of a method handler that will reply later (tools/call). */
 #define REPLY_DEFERRED 1
@@ -184,8 +209,14 @@ static json_t *server_info(void);
 static json_t *capabilities(void);
 static void finish_result(const struct req *rq, unsigned flags, json_t *result);
 static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm, struct mcp_bulk *bulk,
-			   size_t line_len);
+			   size_t line_len, bool in_order);
 static int submit(struct mcp *m, struct call *c, const struct req *rq, struct fail *f);
+static int submit_busy(struct mcp *m, int r, struct fail *f);
+static void forward_run(struct call *c, void *data);
+static void forward_free(void *data);
+static void line_job_run(struct call *c, void *data);
+static void line_job_free(void *data);
+static void line_parse(struct mcp *m, char *line, size_t n, const struct jsonscan *scan, struct call *job);
 static void handle_notification(struct mcp *m, const struct rpc_msg *rm);
 static void log_bridge(enum log_level level, const char *msg, void *data);
 static void call_run(struct call *c, void *data);
@@ -244,6 +275,7 @@ struct mcp *mcp_create(const struct tool_services *svc)
 	pthread_mutex_init(&m->lock, NULL);
 	atomic_init(&m->legacy_log_level, -1);
 	atomic_init(&m->seq, 0);
+	atomic_init(&m->big_lines, 0);
 	snprintf(m->version, sizeof(m->version), "%s", MCP_VERSION_LEGACY_NEWEST);
 	if (getrandom(&m->bulk_nonce, sizeof(m->bulk_nonce), GRND_NONBLOCK) != sizeof(m->bulk_nonce))
 		m->bulk_nonce = (unsigned long long)now_ms() ^ (unsigned long long)(uintptr_t)m;
@@ -432,10 +464,24 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
 static int submit(struct mcp *m, struct call *c, const struct req *rq, struct fail *f)
 {
 	call_set_weight(c, rq->line_len);
+	if (!rq->in_order && atomic_load(&m->big_lines) > 0) {
+		/* a big line sent before this one is still being parsed: queue behind it */
+		struct forward *fw = xcalloc(1, sizeof(*fw));
+		fw->m = m;
+		fw->inner = c;
+		c = call_create(rq->id, MCP_LINES_KEY, forward_run, forward_free, fw);
+		call_set_weight(c, rq->line_len);
+	}
 	int r = dispatch_submit(m->dispatch, c);
 	if (r == 0)
 		return REPLY_DEFERRED;
 	call_destroy(c);
+	return submit_busy(m, r, f);
+}
+
+/* The protocol error for a call the dispatcher refused with r. */
+static int submit_busy(struct mcp *m, int r, struct fail *f)
+{
 	if (r == -EBUSY)
 		return fail_set(f, RPC_INTERNAL_ERROR,
 				"Server busy: %u requests (%llu MiB of them at most) are already queued or running; "
@@ -443,6 +489,30 @@ static int submit(struct mcp *m, struct call *c, const struct req *rq, struct fa
 				dispatch_pending(m->dispatch),
 				(unsigned long long)(MCP_PENDING_LINES * m->svc->cfg->max_line_bytes) >> 20);
 	return fail_set(f, RPC_INTERNAL_ERROR, "cannot start a worker for this request: %s", strerror(-r));
+}
+
+/* Runs on the big-line key once the big lines before the call are done: queues it for real. */
+static void forward_run(struct call *c, void *data)
+{
+	struct forward *fw = data;
+	struct fail f = { 0 };
+
+	if (call_cancelled(c))
+		return; /* forward_free drops the call unanswered, as a cancelled one is */
+	int r = dispatch_submit(fw->m->dispatch, fw->inner);
+	if (r == 0) {
+		fw->inner = NULL;
+		return;
+	}
+	(void)submit_busy(fw->m, r, &f);
+	reply_error(fw->m, call_id(c), f.code, f.message, NULL);
+}
+
+static void forward_free(void *data)
+{
+	struct forward *fw = data;
+	call_destroy(fw->inner);
+	free(fw);
 }
 
 static int m_resources_templates(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
@@ -620,9 +690,10 @@ static void handle_notification(struct mcp *m, const struct rpc_msg *rm)
 }
 
 static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm, struct mcp_bulk *bulk,
-			   size_t line_len)
+			   size_t line_len, bool in_order)
 {
-	struct req rq = { .id = rm->id, .method = rm->method, .log_level = -1, .bulk = bulk, .line_len = line_len };
+	struct req rq = { .id = rm->id, .method = rm->method, .log_level = -1, .bulk = bulk, .line_len = line_len,
+			  .in_order = in_order };
 	struct fail f = { 0 };
 	json_t *empty = NULL;
 	char legacy_version[16];
@@ -962,11 +1033,6 @@ static void parse_failed(struct mcp *m, const struct mcp_bulk *bulk, const json_
 
 void mcp_handle_line(struct mcp *m, char *line, size_t len)
 {
-	json_error_t jerr;
-	struct rpc_msg rm;
-	struct err e;
-	json_t *id = NULL;
-	struct mcp_bulk bulk = { 0 };
 	struct jsonscan scan;
 
 	/* blank lines (and a CR left by a CRLF client) are not messages */
@@ -979,8 +1045,67 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len)
 	jsonscan_measure(line, n, &scan);
 	if (over_budget(m, line, n, &scan))
 		return;
+	if (n < MCP_BIG_LINE) {
+		line_parse(m, line, n, &scan, NULL);
+		return;
+	}
+	/* a copy for the worker; the reader's pages go back as they are copied */
+	struct line_job *lj = xcalloc(1, sizeof(*lj));
+	lj->m = m;
+	lj->n = n;
+	lj->scan = scan;
+	lj->line = xmalloc(n);
+	uintptr_t given_back = (uintptr_t)line;
+	for (size_t off = 0; off < n; off += MCP_GIVE_BACK_STEP) {
+		size_t k = n - off < MCP_GIVE_BACK_STEP ? n - off : MCP_GIVE_BACK_STEP;
+		memcpy(lj->line + off, line + off, k);
+		give_back(&given_back, (uintptr_t)line, (uintptr_t)(line + off + k), false);
+	}
+	give_back(&given_back, (uintptr_t)line, (uintptr_t)(line + n), true);
+	json_t *id = scan_id(lj->line, &scan); /* so that notifications/cancelled finds it */
+	struct call *c = call_create(id, MCP_LINES_KEY, line_job_run, line_job_free, lj);
+	json_decref(id);
+	call_set_weight(c, n);
+	atomic_fetch_add(&m->big_lines, 1);
+	int r = dispatch_submit(m->dispatch, c);
+	if (r < 0) {
+		struct fail f = { 0 };
+		(void)submit_busy(m, r, &f);
+		reply_error(m, call_id(c), f.code, f.message, NULL);
+		call_destroy(c); /* line_job_free undoes big_lines */
+	}
+}
+
+static void line_job_run(struct call *c, void *data)
+{
+	struct line_job *lj = data;
+	line_parse(lj->m, lj->line, lj->n, &lj->scan, c);
+}
+
+static void line_job_free(void *data)
+{
+	struct line_job *lj = data;
+	/* after the line's own call was queued: later calls may go straight to their queues */
+	atomic_fetch_sub(&lj->m->big_lines, 1);
+	free(lj->line);
+	free(lj);
+}
+
+/*
+ * Parses a line that fits its budget and acts on it.  job is the big-line
+ * worker's call (NULL on the read loop): a request it carries that was
+ * cancelled meanwhile is dropped, and its calls are already in order.
+ */
+static void line_parse(struct mcp *m, char *line, size_t n, const struct jsonscan *scan, struct call *job)
+{
+	json_error_t jerr;
+	struct rpc_msg rm;
+	struct err e;
+	json_t *id = NULL;
+	struct mcp_bulk bulk = { 0 };
+
 	/* read now: a big line's bytes are handed back while it is parsed */
-	json_t *scanned_id = scan.nul_escape ? scan_id(line, &scan) : NULL;
+	json_t *scanned_id = scan->nul_escape ? scan_id(line, scan) : NULL;
 
 	json_t *msg;
 	if (n >= MCP_BIG_LINE) {
@@ -1022,7 +1147,8 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len)
 		handle_notification(m, &rm);
 		break;
 	case RPC_KIND_REQUEST:
-		handle_request(m, msg, &rm, &bulk, n);
+		if (!(job && call_cancelled(job)))
+			handle_request(m, msg, &rm, &bulk, n, job != NULL);
 		break;
 	}
 	json_decref(msg);
