@@ -30,6 +30,10 @@
 #include "rpc.h"
 #include "schema.h"
 
+#if HAVE_MALLOC_TRIM
+#include <malloc.h>
+#endif
+
 /* Freshness hint for list results: the tool set is fixed for the process. */
 #define MCP_LIST_TTL_MS 300000
 
@@ -114,6 +118,8 @@ struct line_feed {
 #define MCP_JSON_COST_PER_BYTE 6
 #define MCP_JSON_DEPTH_MAX 128
 #define MCP_SCAN_ID_MAX 256
+/* Lines this long are followed by a trim of the heap (trim_heap). */
+#define MCP_TRIM_MIN ((size_t)1 << 20)
 
 /*
  * Lines of MCP_BIG_LINE bytes or more are parsed on a worker, one after the
@@ -217,6 +223,7 @@ static void forward_free(void *data);
 static void line_job_run(struct call *c, void *data);
 static void line_job_free(void *data);
 static void line_parse(struct mcp *m, char *line, size_t n, const struct jsonscan *scan, struct call *job);
+static void trim_heap(size_t n);
 static void handle_notification(struct mcp *m, const struct rpc_msg *rm);
 static void log_bridge(enum log_level level, const char *msg, void *data);
 static void call_run(struct call *c, void *data);
@@ -1080,6 +1087,9 @@ static void line_job_run(struct call *c, void *data)
 {
 	struct line_job *lj = data;
 	line_parse(lj->m, lj->line, lj->n, &lj->scan, c);
+	free(lj->line);
+	lj->line = NULL;
+	trim_heap(lj->n);
 }
 
 static void line_job_free(void *data)
@@ -1153,6 +1163,23 @@ static void line_parse(struct mcp *m, char *line, size_t n, const struct jsonsca
 	}
 	json_decref(msg);
 	bulk_free(&bulk);
+	if (!job)
+		trim_heap(n);
+}
+
+/*
+ * After a line of MCP_TRIM_MIN bytes or more: the many small blocks of a
+ * big message stay in the heap (in the parsing thread's arena) once freed
+ * unless handed back.  glibc's malloc_trim does that; elsewhere, nothing.
+ */
+static void trim_heap(size_t n)
+{
+#if HAVE_MALLOC_TRIM
+	if (n >= MCP_TRIM_MIN)
+		(void)malloc_trim(0);
+#else
+	(void)n;
+#endif
 }
 
 void mcp_handle_oversized(struct mcp *m)

@@ -33,6 +33,11 @@ function vmHwmKiB(pid) {
   return Number(m[1]);
 }
 
+function vmRssKiB(pid) {
+  const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m[1]);
+}
+
 /** Python that finds the driver's send() up the stack and sends a result frame of `expr` (bytes). */
 function forgeResult(expr) {
   return [
@@ -188,6 +193,28 @@ describe('big stdin lines', { timeout: 240000 }, () => {
       `VmHWM ${(hwm / 1024).toFixed(1)} MiB (bound ${(boundKiB(big.length) / 1024).toFixed(0)} MiB)`);
     assert.ok(ms < 5000, `ping answered ${ms} ms after the line was written`);
     assert.ok(hwm < boundKiB(big.length), `VmHWM ${hwm} KiB under ${boundKiB(big.length)} KiB`);
+  });
+
+  test('after a 19 MB line of 200,000 small strings the memory goes back (VmRSS)', async (t) => {
+    const p = openPipe(t, { env: { SANDBOX_LOG_LEVEL: 'warning' } });
+    await p.initialize();
+    const before = vmRssKiB(p.child.pid);
+    const arr = Array.from({ length: 200000 }, (_, i) => 'x'.repeat(90) + i);
+    const line = JSON.stringify({ jsonrpc: '2.0', id: 'many', method: 'ping', params: { _meta: { a: arr } } });
+    await p.send(line);
+    const r = await p.waitForId('many', 60000);
+    assert.deepEqual(r.result, {}, 'within the budget: parsed and answered');
+    // the reply is written once the message is freed; the trim follows at once
+    let rss = vmRssKiB(p.child.pid);
+    for (let i = 0; i < 50 && rss - before > 8 * 1024; i++) {
+      await sleep(100);
+      rss = vmRssKiB(p.child.pid);
+    }
+    const hwm = vmHwmKiB(p.child.pid);
+    console.log(`# ${(line.length / MiB).toFixed(1)} MiB of small strings: VmRSS ${(before / 1024).toFixed(1)} -> ` +
+      `${(rss / 1024).toFixed(1)} MiB after, VmHWM ${(hwm / 1024).toFixed(1)} MiB`);
+    assert.ok(hwm < boundKiB(line.length), `VmHWM ${hwm} KiB under ${boundKiB(line.length)} KiB`);
+    assert.ok(rss - before < 8 * 1024, `VmRSS back within 8 MiB of where it was: ${before} -> ${rss} KiB`);
   });
 
   test('a valid request holding \\u0000 is answered with its own id (-32602), not -32700 with null', async (t) => {
