@@ -206,7 +206,7 @@ describe('big stdin lines', { timeout: 240000 }, () => {
     assert.deepEqual(r.result, {}, 'within the budget: parsed and answered');
     // the reply is written once the message is freed; the trim follows at once
     let rss = vmRssKiB(p.child.pid);
-    for (let i = 0; i < 50 && rss - before > 8 * 1024; i++) {
+    for (let i = 0; i < 50 && !SANITIZED && rss - before > 8 * 1024; i++) {
       await sleep(100);
       rss = vmRssKiB(p.child.pid);
     }
@@ -214,7 +214,8 @@ describe('big stdin lines', { timeout: 240000 }, () => {
     console.log(`# ${(line.length / MiB).toFixed(1)} MiB of small strings: VmRSS ${(before / 1024).toFixed(1)} -> ` +
       `${(rss / 1024).toFixed(1)} MiB after, VmHWM ${(hwm / 1024).toFixed(1)} MiB`);
     assert.ok(hwm < boundKiB(line.length), `VmHWM ${hwm} KiB under ${boundKiB(line.length)} KiB`);
-    assert.ok(rss - before < 8 * 1024, `VmRSS back within 8 MiB of where it was: ${before} -> ${rss} KiB`);
+    // ASan's allocator keeps freed memory in its quarantine, and malloc_trim is glibc's
+    if (!SANITIZED) assert.ok(rss - before < 8 * 1024, `VmRSS back within 8 MiB of where it was: ${before} -> ${rss} KiB`);
   });
 
   test('a valid request holding \\u0000 is answered with its own id (-32602), not -32700 with null', async (t) => {
