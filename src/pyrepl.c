@@ -291,6 +291,8 @@ static int process(struct pyrepl *p, struct pyrepl_result *res)
 		}
 	}
 	buf_consume(&p->in, off);
+	if (p->in.len == 0 && p->in.cap > 2 * PYREPL_READ_CHUNK)
+		buf_finish(&p->in); /* a burst of output leaves no big buffer for the session's life */
 	return seen;
 
 broken:
