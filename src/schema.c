@@ -11,8 +11,10 @@
 
 #include "schema.h"
 
-static int check(const json_t *schema, const json_t *value, const char *path, int depth, struct err *err);
+static int check(const json_t *schema, json_t *value, const char *path, int depth, struct err *err);
 static bool type_matches(const char *type, const json_t *value);
+static bool integral(const json_t *value);
+static json_t *as_integer(const json_t *schema, const json_t *value);
 static const char *type_of(const json_t *value);
 static int lint(const json_t *schema, const char *path, int depth, struct err *err);
 
@@ -38,6 +40,26 @@ static const char *type_of(const json_t *v)
 	return "unknown";
 }
 
+/* A real that is a whole number json_int_t holds (4096.0, 1e3; not 1.5, not 1e300). */
+static bool integral(const json_t *v)
+{
+	double d = json_real_value(v);
+	return json_is_real(v) && floor(d) == d && d >= -9223372036854775808.0 && d < 9223372036854775808.0;
+}
+
+/*
+ * The integer an integral real stands for where the schema asks for an
+ * integer (a new reference), else NULL: the tools read integers with
+ * json_integer_value, which gives 0 for a real.
+ */
+static json_t *as_integer(const json_t *schema, const json_t *v)
+{
+	const char *type = json_string_value(json_object_get(schema, "type"));
+	if (!type || strcmp(type, "integer") != 0 || !integral(v))
+		return NULL;
+	return json_integer((json_int_t)json_real_value(v));
+}
+
 static bool type_matches(const char *type, const json_t *v)
 {
 	if (strcmp(type, "object") == 0)
@@ -47,7 +69,7 @@ static bool type_matches(const char *type, const json_t *v)
 	if (strcmp(type, "string") == 0)
 		return json_is_string(v);
 	if (strcmp(type, "integer") == 0)
-		return json_is_integer(v) || (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v));
+		return json_is_integer(v) || integral(v);
 	if (strcmp(type, "number") == 0)
 		return json_is_number(v);
 	if (strcmp(type, "boolean") == 0)
@@ -57,7 +79,7 @@ static bool type_matches(const char *type, const json_t *v)
 	return false;
 }
 
-static int check(const json_t *schema, const json_t *value, const char *path, int depth, struct err *err)
+static int check(const json_t *schema, json_t *value, const char *path, int depth, struct err *err)
 {
 	if (depth > SCHEMA_DEPTH_MAX)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s is nested too deeply", path);
@@ -117,13 +139,16 @@ static int check(const json_t *schema, const json_t *value, const char *path, in
 				       (long long)json_integer_value(mx));
 		if (json_is_object(items)) {
 			size_t i;
-			const json_t *el;
+			json_t *el;
 			json_array_foreach (value, i, el) {
 				char sub[256];
 				snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
 				int r = check(items, el, sub, depth + 1, err);
 				if (r < 0)
 					return r;
+				json_t *n = as_integer(items, el);
+				if (n)
+					json_array_set_new(value, i, n);
 			}
 		}
 	}
@@ -140,8 +165,8 @@ static int check(const json_t *schema, const json_t *value, const char *path, in
 					       path[0] ? path : "", path[0] ? "." : "", json_string_value(name));
 		}
 		const char *key;
-		const json_t *v;
-		json_object_foreach ((json_t *)value, key, v) {
+		json_t *v;
+		json_object_foreach (value, key, v) {
 			char sub[256];
 			snprintf(sub, sizeof(sub), "%s%s%s", path[0] ? path : "", path[0] ? "." : "", key);
 			const json_t *ps = json_object_get(props, key);
@@ -156,12 +181,15 @@ static int check(const json_t *schema, const json_t *value, const char *path, in
 			int r = check(ps, v, sub, depth + 1, err);
 			if (r < 0)
 				return r;
+			json_t *n = as_integer(ps, v);
+			if (n)
+				json_object_set_new(value, key, n); /* replaces in place: the iteration goes on */
 		}
 	}
 	return 0;
 }
 
-int schema_validate(const json_t *schema, const json_t *value, struct err *err)
+int schema_validate(const json_t *schema, json_t *value, struct err *err)
 {
 	return check(schema, value, "arguments", 0, err);
 }

@@ -3,7 +3,7 @@
  * tool table uses: type, properties, required, additionalProperties:false,
  * items, enum, minimum/maximum, minLength/maxLength, maxItems.
  *
- * Pure: no I/O, no allocation beyond what jansson lookups need.
+ * No I/O; allocates only the integers that replace whole-number reals.
  */
 #ifndef SCHEMA_H
 #define SCHEMA_H
@@ -17,9 +17,12 @@
 
 /*
  * 0 when value satisfies schema; -EINVAL with err (ERRCODE_INVALID_ARGUMENT)
- * naming the first offending argument and what it should be.
+ * naming the first offending argument and what it should be.  A whole-number
+ * real (4096.0) where the schema asks for an integer passes and is replaced
+ * in value by that integer, so the tools read it as one; any other real there
+ * is refused.
  */
-int schema_validate(const json_t *schema, const json_t *value, struct err *err);
+int schema_validate(const json_t *schema, json_t *value, struct err *err);
 
 /*
  * Checks that a schema is one clients accept everywhere: every object has

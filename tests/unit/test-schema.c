@@ -17,7 +17,8 @@ static const char schema_text[] =
 	"\"fresh\":{\"type\":\"boolean\"},"
 	"\"mode\":{\"type\":\"string\",\"enum\":[\"a\",\"b\"]},"
 	"\"env\":{\"type\":\"object\",\"properties\":{}},"
-	"\"pkgs\":{\"type\":\"array\",\"maxItems\":2,\"items\":{\"type\":\"string\"}}}}";
+	"\"pkgs\":{\"type\":\"array\",\"maxItems\":2,\"items\":{\"type\":\"string\"}},"
+	"\"sizes\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}}}";
 
 static int check(const char *args, char *msg, size_t msgsz)
 {
@@ -59,6 +60,10 @@ static void test_invalid(void **state)
 		{ "{\"code\":\"x\",\"timeout_s\":0}", "arguments.timeout_s must be at least 1" },
 		{ "{\"code\":\"x\",\"timeout_s\":601}", "at most 600" },
 		{ "{\"code\":\"x\",\"timeout_s\":1.5}", "must be an integer" },
+		{ "{\"code\":\"x\",\"timeout_s\":1e300}", "must be an integer" },
+		{ "{\"code\":\"x\",\"timeout_s\":-1e300}", "must be an integer" },
+		{ "{\"code\":\"x\",\"timeout_s\":9.3e18}", "must be an integer" },
+		{ "{\"code\":\"x\",\"sizes\":[1,2.5]}", "arguments.sizes[1] must be an integer" },
 		{ "{\"code\":\"x\",\"mode\":\"c\"}", "must be one of: a, b" },
 		{ "{\"code\":\"x\",\"pkgs\":[\"a\",1]}", "arguments.pkgs[1] must be a string" },
 		{ "{\"code\":\"x\",\"pkgs\":[\"a\",\"b\",\"c\"]}", "at most 2 items" },
@@ -70,6 +75,32 @@ static void test_invalid(void **state)
 		if (!strstr(msg, cases[i].want))
 			fail_msg("case %zu: '%s' does not contain '%s'", i, msg, cases[i].want);
 	}
+}
+
+/* A whole-number real where an integer is wanted is read as that integer, not as 0. */
+static void test_integral_reals(void **state)
+{
+	json_t *schema = json_loads(schema_text, 0, NULL);
+	json_t *v = json_loads("{\"code\":\"x\",\"timeout_s\":600.0,\"cpus\":2.0,\"sizes\":[4096.0,1e3,-0.0,7]}", 0,
+			       NULL);
+	struct err e;
+	err_clear(&e);
+	assert_non_null(schema);
+	assert_non_null(v);
+	assert_int_equal(schema_validate(schema, v, &e), 0);
+	json_t *t = json_object_get(v, "timeout_s");
+	assert_true(json_is_integer(t));
+	assert_int_equal(json_integer_value(t), 600);
+	assert_true(json_is_real(json_object_get(v, "cpus"))); /* a number stays a number */
+	json_t *sizes = json_object_get(v, "sizes");
+	assert_true(json_is_integer(json_array_get(sizes, 0)));
+	assert_int_equal(json_integer_value(json_array_get(sizes, 0)), 4096);
+	assert_int_equal(json_integer_value(json_array_get(sizes, 1)), 1000);
+	assert_true(json_is_integer(json_array_get(sizes, 2)));
+	assert_int_equal(json_integer_value(json_array_get(sizes, 2)), 0);
+	assert_int_equal(json_integer_value(json_array_get(sizes, 3)), 7);
+	json_decref(v);
+	json_decref(schema);
 }
 
 static void test_lint(void **state)
@@ -135,6 +166,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_integral_reals),
 		cmocka_unit_test(test_lint),
 		cmocka_unit_test(test_tool_table),
 		cmocka_unit_test(test_lossy),
