@@ -3,7 +3,8 @@
  * tool table uses: type, properties, required, additionalProperties:false,
  * items, enum, minimum/maximum, minLength/maxLength, maxItems.
  *
- * Pure: no I/O, no allocation beyond what jansson lookups need.
+ * Pure but for a debug log line naming an ignored argument: no other I/O,
+ * no allocation beyond what jansson lookups need.
  */
 #ifndef SCHEMA_H
 #define SCHEMA_H
@@ -17,7 +18,10 @@
 
 /*
  * 0 when value satisfies schema; -EINVAL with err (ERRCODE_INVALID_ARGUMENT)
- * naming the first offending argument and what it should be.
+ * naming the first offending argument and what it should be. A top-level
+ * property the schema does not name is ignored, unless it is a close
+ * misspelling of one it does ("did you mean 'timeout_s'?"); deeper objects
+ * with additionalProperties:false refuse every unknown property.
  */
 int schema_validate(const json_t *schema, const json_t *value, struct err *err);
 
