@@ -45,6 +45,59 @@ struct run_ctx {
 	struct spill spill[3]; /* by stream number: 1 stdout, 2 stderr */
 };
 
+/* Beyond this, stderr comes after stdout, with its tail repeated first. */
+#define RUN_STDERR_FIRST_MAX 1024
+
+/*
+ * The content blocks, short facts first: Claude Code shows the model only the
+ * first 2 KB of a large result, so the exit code, whether output was cut,
+ * where the full streams are saved and the end of stderr come before stdout.
+ */
+static void add_texts(struct tool_result *res, const struct run_ctx *rc, const struct buf *out,
+		      const struct buf *errb, json_t *files, bool truncated)
+{
+	const struct exec_result *xr = rc->res;
+	struct buf t;
+	const char *key;
+	json_t *path;
+
+	buf_init(&t, SIZE_MAX);
+	buf_printf(&t, "exit code %d (%.2f s)%s; stdout %llu bytes, stderr %llu bytes%s", xr->exit_code,
+		   (double)xr->duration_ms / 1000.0, xr->cancelled ? ", cancelled" : "",
+		   (unsigned long long)xr->out.total, (unsigned long long)xr->err.total,
+		   truncated ? " (truncated: each stream keeps its head and tail)" : "");
+	json_object_foreach (files, key, path) {
+		const struct spill *sp = &rc->spill[strcmp(key, "stdout") == 0 ? 1 : 2];
+		uint64_t total = strcmp(key, "stdout") == 0 ? xr->out.total : xr->err.total;
+		if (sp->cut)
+			buf_printf(&t,
+				   "\nThe first %llu of %llu bytes of %s are saved at %s (at most "
+				   "SANDBOX_OUTPUT_SAVE_MB=%llu MB per stream): redirect big output to a file yourself, "
+				   "e.g. cmd > out.txt",
+				   (unsigned long long)sp->written, (unsigned long long)total, key, json_string_value(path),
+				   (unsigned long long)rc->ctx->svc->cfg->output_save_mb);
+		else
+			buf_printf(&t, "\nThe full %s (%llu bytes) is saved at %s", key, (unsigned long long)total,
+				   json_string_value(path));
+	}
+	tool_text(res, "%s", t.data);
+	buf_finish(&t);
+	bool err_first = errb->len <= RUN_STDERR_FIRST_MAX;
+	if (errb->len && err_first)
+		tool_text_bytes(res, "stderr:\n", errb->data, errb->len);
+	else if (errb->len && out->len) {
+		size_t from = errb->len - RUN_STDERR_FIRST_MAX;
+		while (from < errb->len && ((unsigned char)errb->data[from] & 0xC0) == 0x80)
+			from++;
+		tool_text_bytes(res, "stderr ends with (all of it follows stdout):\n", errb->data + from,
+				errb->len - from);
+	}
+	if (out->len)
+		tool_text_bytes(res, "stdout:\n", out->data, out->len);
+	if (errb->len && !err_first)
+		tool_text_bytes(res, "stderr:\n", errb->data, errb->len);
+}
+
 static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 static int on_data(void *arg, int stream, const char *p, size_t n);
 static void on_tick(void *arg);
@@ -379,27 +432,7 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 		tool_text(res, "Error (%s): %s", err_code, err_msg);
 	}
 
-	tool_text(res, "exit code %d (%.2f s)%s", xr.exit_code, (double)xr.duration_ms / 1000.0,
-		  xr.cancelled ? ", cancelled" : "");
-	if (out.len)
-		tool_text_bytes(res, "stdout:\n", out.data, out.len);
-	if (errb.len)
-		tool_text_bytes(res, "stderr:\n", errb.data, errb.len);
-	const char *key2;
-	json_t *path;
-	json_object_foreach (files, key2, path) {
-		const struct spill *sp = &rc.spill[strcmp(key2, "stdout") == 0 ? 1 : 2];
-		uint64_t total = strcmp(key2, "stdout") == 0 ? xr.out.total : xr.err.total;
-		if (sp->cut)
-			tool_text(res,
-				  "The first %llu of %llu bytes of %s are saved at %s (at most SANDBOX_OUTPUT_SAVE_MB=%llu "
-				  "MB per stream): redirect big output to a file yourself, e.g. cmd > out.txt",
-				  (unsigned long long)sp->written, (unsigned long long)total, key2,
-				  json_string_value(path), (unsigned long long)cfg->output_save_mb);
-		else
-			tool_text(res, "The full %s (%llu bytes) is saved at %s", key2, (unsigned long long)total,
-				  json_string_value(path));
-	}
+	add_texts(res, &rc, &out, &errb, files, truncated);
 	json_decref(files);
 	tool_structured(res, st);
 	buf_finish(&out);

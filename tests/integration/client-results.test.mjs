@@ -1,0 +1,99 @@
+// What real clients do with a result, held against ours:
+// - Codex CLI gives the model only structuredContent when a result has it, so
+//   a failed call must carry its output and traceback there (error.output);
+// - Claude Code hands the model a 2 KB preview of a result over ~50 KB, so a
+//   whole result stays under 50,000 bytes and its short facts (exit code,
+//   truncation, saved files, stderr) come within the first 2 KB;
+// - Gemini CLI adds wait_for_previous to every call's arguments.
+
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Server, suite, requireEngine, cleanup, show } from './lib/harness.mjs';
+
+const PREVIEW_BYTES = 2000;
+const CLAUDE_LIMIT = 50000;
+
+/** The result as a client receives it, serialized. */
+function wireSize(res) {
+  const { content, structuredContent, isError } = res;
+  return Buffer.byteLength(JSON.stringify({ content, structuredContent, isError }));
+}
+
+/** The content's text blocks joined, as a preview would show them. */
+function textOf(res) {
+  return res.content.filter((b) => b.type === 'text').map((b) => b.text).join('\n');
+}
+
+describe('results as real clients see them', suite({ timeout: 240000 }), () => {
+  let srv;
+  let sid;
+
+  before(async () => {
+    requireEngine();
+    srv = await Server.start('client-results');
+    sid = (await srv.createSession({ name: 'client-results' })).session_id;
+  });
+
+  after(async () => {
+    await cleanup();
+  });
+
+  test('a run_python timeout carries stdout and the traceback in structuredContent (Codex)', async () => {
+    const res = await srv.call('run_python', {
+      session_id: sid, timeout_s: 2,
+      code: 'import sys, time\nprint("made it to step 3")\nprint("warning: slow", file=sys.stderr)\ntime.sleep(30)',
+    });
+    assert.equal(res.isError, true, `a timeout is a failed call: ${show(res)}`);
+    const error = res.structuredContent?.error;
+    assert.equal(error?.code, 'timeout', show(res));
+    assert.equal(typeof error.output, 'string', `error.output holds the result's text: ${show(res)}`);
+    assert.match(error.output, /made it to step 3/, 'stdout is in error.output');
+    assert.match(error.output, /warning: slow/, 'stderr is in error.output');
+    assert.match(error.output, /KeyboardInterrupt/, 'the traceback is in error.output');
+    assert.ok(!error.output.includes('Error (timeout)'), 'the error message itself is not repeated');
+  });
+
+  test('a failed file_read says what to do in structuredContent too', async () => {
+    const res = await srv.call('file_read', { session_id: sid, path: 'no/such/file.txt' });
+    assert.equal(res.isError, true, show(res));
+    assert.equal(typeof res.structuredContent?.error?.message, 'string', show(res));
+  });
+
+  test('both streams full: the whole result is under 50,000 bytes, the facts in its first 2 KB (Claude Code)', async () => {
+    // 200 kB on each stream, lines of 7 bytes (escaping adds one byte per line)
+    const res = await srv.call('run_command', {
+      session_id: sid,
+      command: 'seq 100000 130000 >&2; seq 100000 130000; echo "the last words on stderr" >&2; exit 3',
+    });
+    const size = wireSize(res);
+    assert.ok(size < CLAUDE_LIMIT, `result is ${size} bytes, over ${CLAUDE_LIMIT}`);
+    const head = textOf(res).slice(0, PREVIEW_BYTES);
+    assert.match(head, /exit code 3/, `exit code in the first 2 KB: ${head}`);
+    assert.match(head, /truncated/, `truncation in the first 2 KB: ${head}`);
+    assert.match(head, /full stdout .* is saved at \S+/, `saved stdout in the first 2 KB: ${head}`);
+    assert.match(head, /full stderr .* is saved at \S+/, `saved stderr in the first 2 KB: ${head}`);
+    assert.match(head, /the last words on stderr/, `the end of stderr in the first 2 KB: ${head}`);
+    const st = res.structuredContent;
+    assert.equal(st.truncated, true);
+    assert.match(st.stderr, /the last words on stderr\n$/, 'structuredContent keeps the tail of stderr');
+  });
+
+  test('output that escapes badly is still held under 50,000 bytes', async () => {
+    // control bytes serialize as \u00XX: six bytes each in JSON
+    const res = await srv.call('run_command', {
+      session_id: sid,
+      command: 'head -c 300000 /dev/zero | tr "\\0" "\\001"; head -c 300000 /dev/zero | tr "\\0" "\\002" >&2',
+    });
+    const size = wireSize(res);
+    assert.ok(size < CLAUDE_LIMIT, `result is ${size} bytes, over ${CLAUDE_LIMIT}`);
+    assert.match(textOf(res), /bytes cut to keep the result under/, 'the cut is marked');
+    assert.match(textOf(res).slice(0, PREVIEW_BYTES), /exit code 0/, 'the facts still lead');
+  });
+
+  test('an argument a client adds is ignored; a misspelled one is refused with a suggestion (Gemini)', async () => {
+    const st = await srv.ok('run_command', { session_id: sid, command: 'echo hi', wait_for_previous: true });
+    assert.equal(st.stdout, 'hi\n');
+    const bad = await srv.fails('run_command', { session_id: sid, command: 'sleep 0', timeout: 5 }, 'invalid_argument');
+    assert.match(bad.error.message, /did you mean 'timeout_s'\?/, JSON.stringify(bad));
+  });
+});
