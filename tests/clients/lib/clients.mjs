@@ -141,7 +141,7 @@ export async function runGemini(modelUrl, prompt, { timeoutMs }) {
   const settingsDir = join(home, '.gemini');
   mkdirSync(settingsDir, { recursive: true });
   writeFileSync(join(settingsDir, 'settings.json'), JSON.stringify({
-    mcpServers: { sandbox: { command: server.command, args: [], env: server.env, trust: true, timeout: 120000 } },
+    mcpServers: { sandbox: { command: server.command, args: [], env: server.env, trust: true, timeout: 600000 } },
     security: { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: false } },
     privacy: { usageStatisticsEnabled: false },
     telemetry: { enabled: false },
@@ -216,7 +216,7 @@ stream_max_retries = 0
 command = ${toml(server.command)}
 args = []
 startup_timeout_sec = 60
-tool_timeout_sec = 120
+tool_timeout_sec = 600
 # the script's calls run without asking (exec has nobody to ask)
 default_tools_approval_mode = "approve"
 
