@@ -446,13 +446,17 @@ static void fold_failure(struct tool_result *res, size_t cap)
 	buf_finish(&t);
 }
 
-/* Serialized size of the result without its images (their base64 is not text a client previews). */
+/*
+ * Serialized size of the result's text: images and embedded resources (a
+ * file_read blob) are left out, since clients pass them on as data, not as
+ * text to preview, and they cannot be cut.
+ */
 static size_t text_size(const struct tool_result *res)
 {
 	size_t i, n = res->structured ? json_dumpb(res->structured, NULL, 0, JSON_COMPACT) : 0;
 	json_t *block;
 	json_array_foreach (res->content, i, block)
-		if (!block_is(block, "image"))
+		if (!block_is(block, "image") && !block_is(block, "resource"))
 			n += json_dumpb(block, NULL, 0, JSON_COMPACT);
 	return n;
 }

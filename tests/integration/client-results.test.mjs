@@ -53,12 +53,6 @@ describe('results as real clients see them', suite({ timeout: 240000 }), () => {
     assert.ok(!error.output.includes('Error (timeout)'), 'the error message itself is not repeated');
   });
 
-  test('a failed file_read says what to do in structuredContent too', async () => {
-    const res = await srv.call('file_read', { session_id: sid, path: 'no/such/file.txt' });
-    assert.equal(res.isError, true, show(res));
-    assert.equal(typeof res.structuredContent?.error?.message, 'string', show(res));
-  });
-
   test('both streams full: the whole result is under 50,000 bytes, the facts in its first 2 KB (Claude Code)', async () => {
     // 200 kB on each stream, lines of 7 bytes (escaping adds one byte per line)
     const res = await srv.call('run_command', {
@@ -88,6 +82,25 @@ describe('results as real clients see them', suite({ timeout: 240000 }), () => {
     assert.ok(size < CLAUDE_LIMIT, `result is ${size} bytes, over ${CLAUDE_LIMIT}`);
     assert.match(textOf(res), /bytes cut to keep the result under/, 'the cut is marked');
     assert.match(textOf(res).slice(0, PREVIEW_BYTES), /exit code 0/, 'the facts still lead');
+  });
+
+  test('file_read of a long text without a length: a part that fits, ending on a line, naming the next offset', async () => {
+    await srv.sh('seq -f "line %06g of a long text file" 1 4000 > long.txt', { session_id: sid }); // 104 kB
+    const res = await srv.call('file_read', { session_id: sid, path: 'long.txt' });
+    assert.ok(!res.isError, show(res));
+    const size = wireSize(res);
+    assert.ok(size < CLAUDE_LIMIT, `result is ${size} bytes, over ${CLAUDE_LIMIT}`);
+    const texts = res.content.filter((b) => b.type === 'text').map((b) => b.text);
+    const m = /bytes 0-(\d+) shown/.exec(texts[0]);
+    assert.ok(m, `the first line says which bytes are shown: ${texts[0]}`);
+    const part = texts.find((t) => t.startsWith('line 000001'));
+    assert.ok(part?.endsWith('\n'), 'the part ends on a line');
+    assert.equal(Buffer.byteLength(part), Number(m[1]), 'the part is the bytes it says');
+    assert.ok(texts.some((t) => t.includes(`offset ${m[1]} reads the next part`)), `the next offset is named: ${texts.join(' | ').slice(-500)}`);
+    const next = await srv.call('file_read', { session_id: sid, path: 'long.txt', offset: Number(m[1]), length: 40 });
+    const last = Number(/^line (\d+)/.exec(part.trimEnd().split('\n').pop())[1]);
+    assert.ok(next.content.some((b) => b.type === 'text' && b.text.startsWith(`line ${String(last + 1).padStart(6, '0')}`)),
+      `the next part starts on the next line: ${show(next)}`);
   });
 
   test('an argument a client adds is ignored; a misspelled one is refused with a suggestion (Gemini)', async () => {
