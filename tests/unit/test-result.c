@@ -31,7 +31,8 @@ static size_t text_size(const struct tool_result *res)
 	size_t i, n = dumped(res->structured);
 	json_t *b;
 	json_array_foreach (res->content, i, b)
-		if (strcmp(json_string_value(json_object_get(b, "type")), "image") != 0)
+		if (strcmp(json_string_value(json_object_get(b, "type")), "image") != 0 &&
+		    strcmp(json_string_value(json_object_get(b, "type")), "resource") != 0)
 			n += dumped(b);
 	return n;
 }
@@ -146,9 +147,17 @@ static void test_budget(void **state)
 	assert_non_null(img);
 	memset(img, 'A', 200000);
 	json_array_append_new(res.content,
-			      json_pack("{s:s, s:s%, s:s}", "type", "image", "data", img, 200000, "mimeType", "image/png"));
+			      json_pack("{s:s, s:s%, s:s}", "type", "image", "data", img, (size_t)200000, "mimeType", "image/png"));
 	tool_result_seal(&ctx, &res);
 	assert_int_equal(json_string_length(json_object_get(json_array_get(res.content, 1), "data")), 200000);
+	check_fits(&res, "small");
+	/* nor do embedded resources (file_read's base64 blobs): data, not text to preview */
+	json_array_append_new(res.content, json_pack("{s:s, s:{s:s, s:s%}}", "type", "resource", "resource", "uri",
+						     "sandbox://x/a.bin", "blob", img, (size_t)200000));
+	tool_result_seal(&ctx, &res);
+	assert_int_equal(json_string_length(json_object_get(json_object_get(json_array_get(res.content, 2), "resource"),
+							    "blob")),
+			 200000);
 	check_fits(&res, "small");
 	free(img);
 	tool_result_finish(&res);
