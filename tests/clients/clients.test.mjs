@@ -19,6 +19,8 @@ import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startFakeModel } from './lib/fake-model.mjs';
 import { runClaude, runGemini, runCodex } from './lib/clients.mjs';
 import { lastMain, toolResults } from './lib/transcript.mjs';
@@ -96,24 +98,30 @@ for (const c of CLIENTS) {
     let model;
     let r;
     let got; // step key -> { text, images }
-    let dumped = false;
-
-    const dump = () => {
-      if (dumped || !model) return '';
-      dumped = true;
-      const file = `/tmp/sandbox-mcp-clients-${c.name}-requests.json`;
-      writeFileSync(file, JSON.stringify({ log: model.log, stdout: r?.stdout, stderr: r?.stderr, logs: r?.logs }, null, 1));
-      return ` (request log and client output: ${file})`;
-    };
-    const why = (msg) => `${c.label}: ${msg}${dump()}`;
+    let failed = false;
+    // written only when a test failed (see after)
+    const dumpFile = join(tmpdir(), `sandbox-mcp-clients-${c.name}-${process.pid}-requests.json`);
+    const why = (msg) => `${c.label}: ${msg} (request log and client output: ${dumpFile})`;
+    /** A test whose failure keeps the request log for a look. */
+    const check = (name, opts, fn) => test(name, opts, async (t) => {
+      try {
+        await fn(t);
+      } catch (e) {
+        failed = true;
+        throw e;
+      }
+    });
 
     after(async () => {
+      if (failed && model) {
+        writeFileSync(dumpFile, JSON.stringify({ log: model.log, stdout: r?.stdout, stderr: r?.stderr, logs: r?.logs }, null, 1));
+      }
       if (model) removeSessions(model.log);
       await model?.close();
       if (r?.home) rmSync(r.home, { recursive: true, force: true });
     });
 
-    test('runs the scripted conversation to its end', { timeout: RUN_MS + 30000 }, async () => {
+    check('runs the scripted conversation to its end', { timeout: RUN_MS + 30000 }, async () => {
       model = await startFakeModel({ script: turns.map((t) => t.map(({ tool, args }) => ({ tool, args }))) });
       const prompt = 'Use the sandbox MCP tools as instructed, step by step.';
       r = await c.run(model.url, prompt, { timeoutMs: RUN_MS });
@@ -128,7 +136,7 @@ for (const c of CLIENTS) {
         why(`the client came back after every turn (turns seen: ${turnsSeen.join(', ')})`));
     });
 
-    test('every tool result reached the model', () => {
+    check('every tool result reached the model', {}, () => {
       const missing = [...keyOf.values()].filter((k) => !got?.has(k));
       assert.deepEqual(missing, [], why(`no result sent to the model for: ${missing.join(', ')}`));
       for (const [k, v] of got) {
@@ -136,7 +144,7 @@ for (const c of CLIENTS) {
       }
     });
 
-    test('the results say what happened', () => {
+    check('the results say what happened', {}, () => {
       const t = (k) => got?.get(k)?.text ?? '';
       assert.match(t('env'), /sandbox-mcp/, why(`env_info: ${t('env').slice(0, 800)}`));
       assert.match(t('run'), /hello-from-run/, why(`run_command stdout: ${t('run').slice(0, 800)}`));
@@ -149,21 +157,21 @@ for (const c of CLIENTS) {
       assert.ok(t('close') && !/error/i.test(t('close')), why(`session_close: ${t('close').slice(0, 800)}`));
     });
 
-    test('images arrived as images', () => {
+    check('images arrived as images', {}, () => {
       assert.ok(got?.get('figure')?.images >= 1,
         why(`run_python's figure: ${got?.get('figure')?.images} images; text ${got?.get('figure')?.text.slice(0, 800)}`));
       assert.ok(got?.get('read_png')?.images >= 1,
         why(`file_read of a PNG: ${got?.get('read_png')?.images} images; text ${got?.get('read_png')?.text.slice(0, 800)}`));
     });
 
-    test('a failed call carries its output (the timeout)', () => {
+    check('a failed call carries its output (the timeout)', {}, () => {
       const t = got?.get('timeout')?.text ?? '';
       assert.match(t, /timeout/i, why(`the timeout is named: ${t.slice(0, 1500)}`));
       assert.match(t, /before-the-sleep/, why(`what the code printed before it timed out: ${t.slice(0, 1500)}`));
       assert.match(t, /KeyboardInterrupt/, why(`the traceback: ${t.slice(0, 1500)}`));
     });
 
-    test('a large result arrives whole, its facts first', () => {
+    check('a large result arrives whole, its facts first', {}, () => {
       const t = got?.get('big')?.text ?? '';
       assert.ok(t.length < 50000, why(`the big result is ${t.length} characters`));
       assert.match(t, /stderr-last-line/, why(`the end of stderr reached the model: ${t.slice(0, 2500)}`));
@@ -171,7 +179,7 @@ for (const c of CLIENTS) {
       assert.match(t, /truncated|"truncated":\s*true/, why(`truncation is said: ${t.slice(0, 2500)}`));
     });
 
-    test('the client logged no protocol error', () => {
+    check('the client logged no protocol error', {}, () => {
       const all = `${r?.stdout ?? ''}\n${r?.stderr ?? ''}\n${r?.logs ?? ''}`;
       const m = PROTOCOL_ERRORS.exec(all);
       assert.equal(m, null, why(`"${m?.[0]}" in: ${all.slice(Math.max(0, (m?.index ?? 0) - 600), (m?.index ?? 0) + 600)}`));
