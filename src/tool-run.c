@@ -356,12 +356,11 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 			break;
 	}
 
-	json_t *st = json_pack("{s:s, s:i, s:o, s:o, s:I, s:b, s:b, s:I, s:I, s:b}", "session_id", s->id, "exit_code",
-			       xr.exit_code, "stdout", json_string_lossy(out.data ? out.data : "", out.len), "stderr",
-			       json_string_lossy(errb.data ? errb.data : "", errb.len), "duration_ms",
-			       (json_int_t)xr.duration_ms, "timed_out", xr.timed_out, "truncated", truncated,
-			       "stdout_bytes", (json_int_t)xr.out.total, "stderr_bytes", (json_int_t)xr.err.total,
-			       "restarted", xr.restarted);
+	/* the streams go in last (see below): Claude Code passes on only this object */
+	json_t *st = json_pack("{s:s, s:i, s:I, s:b, s:b, s:I, s:I, s:b}", "session_id", s->id, "exit_code",
+			       xr.exit_code, "duration_ms", (json_int_t)xr.duration_ms, "timed_out", xr.timed_out,
+			       "truncated", truncated, "stdout_bytes", (json_int_t)xr.out.total, "stderr_bytes",
+			       (json_int_t)xr.err.total, "restarted", xr.restarted);
 	json_t *files = json_object();
 	bool files_cut = false;
 	for (int k = 1; k <= 2; k++) {
@@ -432,6 +431,14 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 		tool_text(res, "Error (%s): %s", err_code, err_msg);
 	}
 
+	/*
+	 * Claude Code and Codex give the model only structuredContent, as JSON.
+	 * Claude Code previews the first 2 KB of a large one; Codex keeps the
+	 * head and tail of one over ~12 KB and drops the middle. So the facts
+	 * above come first, and stderr, whose end says what went wrong, last.
+	 */
+	json_object_set_new(st, "stdout", json_string_lossy(out.data ? out.data : "", out.len));
+	json_object_set_new(st, "stderr", json_string_lossy(errb.data ? errb.data : "", errb.len));
 	add_texts(res, &rc, &out, &errb, files, truncated);
 	json_decref(files);
 	tool_structured(res, st);

@@ -67,6 +67,11 @@ describe('results as real clients see them', suite({ timeout: 240000 }), () => {
     assert.match(head, /full stdout .* is saved at \S+/, `saved stdout in the first 2 KB: ${head}`);
     assert.match(head, /full stderr .* is saved at \S+/, `saved stderr in the first 2 KB: ${head}`);
     assert.match(head, /the last words on stderr/, `the end of stderr in the first 2 KB: ${head}`);
+    // Claude Code passes on only structuredContent, as JSON: the facts lead there too
+    const jhead = JSON.stringify(res.structuredContent).slice(0, PREVIEW_BYTES);
+    for (const key of ['"exit_code":3', '"truncated":true', '"output_files":', '"stderr_bytes":']) {
+      assert.ok(jhead.includes(key), `${key} in the first 2 KB of structuredContent: ${jhead}`);
+    }
     const st = res.structuredContent;
     assert.equal(st.truncated, true);
     assert.match(st.stderr, /the last words on stderr\n$/, 'structuredContent keeps the tail of stderr');
