@@ -315,7 +315,8 @@ static int file_read(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 		return tool_fail(res, &e);
 	}
 	size_t n = jlen ? data.len : text_part(path, data.data ? data.data : "", data.len);
-	files_render_content(ctx, res, s, path, data.data ? data.data : "", n, size, offset, joff || jlen || n < data.len);
+	files_render_content(ctx, res, s, path, data.data ? data.data : "", n, size, offset,
+			     joff || jlen || n < data.len);
 	if (n < data.len)
 		tool_text(res, "The file goes on: file_read with offset %llu reads the next part",
 			  (unsigned long long)(offset + n));

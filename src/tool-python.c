@@ -345,8 +345,9 @@ static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	}
 	size_t dropped = pr.figures_dropped + (size_t)json_integer_value(json_object_get(pr.result, "figures_dropped"));
 	if (dropped)
-		tool_text(res, "%zu more figure%s not returned (at most %d per call, %u MB each): save them with "
-			       "savefig and read the files instead.",
+		tool_text(res,
+			  "%zu more figure%s not returned (at most %d per call, %u MB each): save them with "
+			  "savefig and read the files instead.",
 			  dropped, dropped == 1 ? " was" : "s were", PYREPL_FIGURES_MAX, PYREPL_FIGURE_MAX >> 20);
 	add_files(ctx, res, s, json_object_get(pr.result, "files"),
 		  json_is_true(json_object_get(pr.result, "files_incomplete")));

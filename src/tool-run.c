@@ -53,8 +53,8 @@ struct run_ctx {
  * first 2 KB of a large result, so the exit code, whether output was cut,
  * where the full streams are saved and the end of stderr come before stdout.
  */
-static void add_texts(struct tool_result *res, const struct run_ctx *rc, const struct buf *out,
-		      const struct buf *errb, json_t *files, bool truncated)
+static void add_texts(struct tool_result *res, const struct run_ctx *rc, const struct buf *out, const struct buf *errb,
+		      json_t *files, bool truncated)
 {
 	const struct exec_result *xr = rc->res;
 	struct buf t;
@@ -74,8 +74,8 @@ static void add_texts(struct tool_result *res, const struct run_ctx *rc, const s
 				   "\nThe first %llu of %llu bytes of %s are saved at %s (at most "
 				   "SANDBOX_OUTPUT_SAVE_MB=%llu MB per stream): redirect big output to a file yourself, "
 				   "e.g. cmd > out.txt",
-				   (unsigned long long)sp->written, (unsigned long long)total, key, json_string_value(path),
-				   (unsigned long long)rc->ctx->svc->cfg->output_save_mb);
+				   (unsigned long long)sp->written, (unsigned long long)total, key,
+				   json_string_value(path), (unsigned long long)rc->ctx->svc->cfg->output_save_mb);
 		else
 			buf_printf(&t, "\nThe full %s (%llu bytes) is saved at %s", key, (unsigned long long)total,
 				   json_string_value(path));

@@ -440,7 +440,8 @@ static void fold_failure(struct tool_result *res, size_t cap)
 		buf_printf(&t, "%s%s", t.len ? "\n" : "", text);
 	}
 	if (images)
-		buf_printf(&t, "%s[%zu image%s in the result's content]", t.len ? "\n" : "", images, images == 1 ? "" : "s");
+		buf_printf(&t, "%s[%zu image%s in the result's content]", t.len ? "\n" : "", images,
+			   images == 1 ? "" : "s");
 	if (t.len)
 		json_object_set_new(error, "output", cut_middle(t.data, t.len, cap, "from the middle"));
 	buf_finish(&t);

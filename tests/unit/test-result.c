@@ -49,8 +49,8 @@ static void test_failure_folded(void **state)
 
 	tool_result_init(&res);
 	add_text(&res, "stdout:\nstep 3\n", 15);
-	json_array_append_new(res.content, json_pack("{s:s, s:s, s:s}", "type", "image", "data", "iVBORw0K",
-						     "mimeType", "image/png"));
+	json_array_append_new(res.content, json_pack("{s:s, s:s, s:s}", "type", "image", "data", "iVBORw0K", "mimeType",
+						     "image/png"));
 	add_text(&res, "Traceback: KeyboardInterrupt", 28);
 	/* as add_outcome and tool_fail build it: the error first */
 	json_array_insert_new(res.content, 0, json_pack("{s:s, s:s}", "type", "text", "text", "Error (timeout): slow"));
@@ -66,7 +66,8 @@ static void test_failure_folded(void **state)
 	tool_result_init(&res);
 	add_text(&res, "stdout:\nx", 9);
 	res.is_error = true;
-	tool_structured(&res, json_pack("{s:s, s:{s:s, s:s}}", "stdout", "x", "error", "code", "timeout", "message", "m"));
+	tool_structured(&res,
+			json_pack("{s:s, s:{s:s, s:s}}", "stdout", "x", "error", "code", "timeout", "message", "m"));
 	tool_result_seal(&ctx, &res);
 	assert_null(json_object_get(json_object_get(res.structured, "error"), "output"));
 	tool_result_finish(&res);
@@ -146,8 +147,8 @@ static void test_budget(void **state)
 	char *img = malloc(200000);
 	assert_non_null(img);
 	memset(img, 'A', 200000);
-	json_array_append_new(res.content,
-			      json_pack("{s:s, s:s%, s:s}", "type", "image", "data", img, (size_t)200000, "mimeType", "image/png"));
+	json_array_append_new(res.content, json_pack("{s:s, s:s%, s:s}", "type", "image", "data", img, (size_t)200000,
+						     "mimeType", "image/png"));
 	tool_result_seal(&ctx, &res);
 	assert_int_equal(json_string_length(json_object_get(json_array_get(res.content, 1), "data")), 200000);
 	check_fits(&res, "small");
@@ -155,8 +156,8 @@ static void test_budget(void **state)
 	json_array_append_new(res.content, json_pack("{s:s, s:{s:s, s:s%}}", "type", "resource", "resource", "uri",
 						     "sandbox://x/a.bin", "blob", img, (size_t)200000));
 	tool_result_seal(&ctx, &res);
-	assert_int_equal(json_string_length(json_object_get(json_object_get(json_array_get(res.content, 2), "resource"),
-							    "blob")),
+	assert_int_equal(json_string_length(
+				 json_object_get(json_object_get(json_array_get(res.content, 2), "resource"), "blob")),
 			 200000);
 	check_fits(&res, "small");
 	free(img);
