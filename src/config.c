@@ -95,7 +95,8 @@ void config_init(struct config *c)
 	c->idle_ttl_s = 1800;
 	c->max_sessions = 10;
 	c->max_upload_mb = 50;
-	c->output_bytes = 32 * 1024;
+	/* 4 streams of it (stdout, stderr; in content and structuredContent) stay under TOOL_RESULT_BUDGET */
+	c->output_bytes = 8 * 1024;
 	c->max_code_bytes = 100 * 1000;
 	c->max_line_bytes = 64u << 20;
 	c->engine_timeout_s = 30;

@@ -689,6 +689,7 @@ static void call_run(struct call *c, void *data)
 		files_maybe_changed(m, cd);
 		return;
 	}
+	tool_result_seal(&ctx, &res);
 	json_t *result = json_pack("{s:O}", "content", res.content);
 	if (res.is_error)
 		json_object_set_new(result, "isError", json_true());

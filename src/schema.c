@@ -3,13 +3,25 @@
  *
  * Only the keywords our own schemas use are understood; a schema that uses
  * another keyword is a bug in the tool table, caught by the unit tests.
+ *
+ * Unknown top-level arguments are ignored (with a debug log line) although
+ * the published schemas say additionalProperties:false: real clients add
+ * their own (Gemini CLI sends wait_for_previous with every call). A name
+ * close to a known one is still refused, since it is almost surely a typo
+ * whose value would otherwise be dropped without a word (timeout for
+ * timeout_s).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "log.h"
 #include "schema.h"
+
+/* Names longer than this are never "close" (and the distance table stays small). */
+#define NAME_CLOSE_MAX 64
 
 static int check(const json_t *schema, json_t *value, const char *path, int depth, struct err *err);
 static bool type_matches(const char *type, const json_t *value);
@@ -17,6 +29,54 @@ static bool integral(const json_t *value);
 static json_t *as_integer(const json_t *schema, const json_t *value);
 static const char *type_of(const json_t *value);
 static int lint(const json_t *schema, const char *path, int depth, struct err *err);
+
+/* Optimal string alignment distance of a and b (adjacent swaps count 1), case folded. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b);
+	unsigned char d[NAME_CLOSE_MAX + 1][NAME_CLOSE_MAX + 1]; /* 4 KiB: worker stacks are small */
+
+	for (size_t i = 0; i <= na; i++)
+		d[i][0] = (unsigned char)i;
+	for (size_t j = 0; j <= nb; j++)
+		d[0][j] = (unsigned char)j;
+	for (size_t i = 1; i <= na; i++) {
+		for (size_t j = 1; j <= nb; j++) {
+			int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+			unsigned best = d[i - 1][j - 1] + (unsigned)(ca != cb);
+			if (d[i - 1][j] + 1u < best)
+				best = d[i - 1][j] + 1u;
+			if (d[i][j - 1] + 1u < best)
+				best = d[i][j - 1] + 1u;
+			if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+			    tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1u < best)
+				best = d[i - 2][j - 2] + 1u;
+			d[i][j] = (unsigned char)best;
+		}
+	}
+	return d[na][nb];
+}
+
+/*
+ * The known property that key is probably a misspelling of, or NULL: the same
+ * name in another case, or at most 2 edits away (1 for names of up to 4
+ * characters, where 2 edits reach unrelated words).
+ */
+static const char *close_name(const json_t *props, const char *key)
+{
+	const char *name;
+	const json_t *v;
+
+	if (strlen(key) > NAME_CLOSE_MAX)
+		return NULL;
+	json_object_foreach ((json_t *)props, name, v) {
+		if (strlen(name) > NAME_CLOSE_MAX)
+			continue;
+		if (edit_distance(key, name) <= (strlen(name) <= 4 ? 1u : 2u))
+			return name;
+	}
+	return NULL;
+}
 
 static const char *type_of(const json_t *v)
 {
@@ -173,9 +233,17 @@ static int check(const json_t *schema, json_t *value, const char *path, int dept
 			if (!ps && json_is_object(addl))
 				ps = addl; /* a schema for every other property */
 			if (!ps) {
-				if (json_is_false(addl))
+				if (!json_is_false(addl))
+					continue;
+				const char *near = close_name(props, key);
+				if (near)
+					return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+						       "unknown argument '%s': did you mean '%s'?", sub, near);
+				if (depth > 0)
 					return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 						       "unknown argument '%s'", sub);
+				/* a client's own addition (Gemini CLI's wait_for_previous): not ours to refuse */
+				log_debugf("ignoring unknown argument '%.200s'", sub);
 				continue;
 			}
 			int r = check(ps, v, sub, depth + 1, err);

@@ -117,7 +117,7 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 	}
 	json_object_set_new(out, "sessions_open", json_integer(session_count(ctx->svc->sessions)));
 	tool_structured(res, out);
-	tool_progress(ctx, 2, 2, "done");
+	/* no "done" progress: one sent with the result makes SDK 1.x clients report an error */
 	return 0;
 }
 

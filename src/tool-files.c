@@ -262,6 +262,35 @@ static int file_write(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	return 0;
 }
 
+/*
+ * Text file_read returns when no length is given: Claude Code shows the model
+ * only a 2 KB preview of a result over ~50 KB (TOOL_RESULT_BUDGET), so a long
+ * text comes in parts, each ending on a line, and the result names the offset
+ * of the next.
+ */
+#define FILE_READ_TEXT_DEFAULT (32u << 10)
+
+/* How much of a text of n bytes to show without a length: all, or a part ending on a line or a character. */
+static size_t text_part(const char *path, const char *data, size_t n)
+{
+	bool text, image;
+
+	if (n <= FILE_READ_TEXT_DEFAULT)
+		return n;
+	(void)files_mime(path, data, n, &text, &image);
+	if (!text)
+		return n;
+	size_t k = FILE_READ_TEXT_DEFAULT;
+	while (k > FILE_READ_TEXT_DEFAULT / 2 && data[k - 1] != '\n')
+		k--;
+	if (k > FILE_READ_TEXT_DEFAULT / 2)
+		return k;
+	k = FILE_READ_TEXT_DEFAULT;
+	while (k > 0 && ((unsigned char)data[k] & 0xC0) == 0x80)
+		k--;
+	return k;
+}
+
 static int file_read(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
 	const struct config *cfg = ctx->svc->cfg;
@@ -285,7 +314,12 @@ static int file_read(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 		session_put(ctx->svc->sessions, s);
 		return tool_fail(res, &e);
 	}
-	files_render_content(ctx, res, s, path, data.data ? data.data : "", data.len, size, offset, joff || jlen);
+	size_t n = jlen ? data.len : text_part(path, data.data ? data.data : "", data.len);
+	files_render_content(ctx, res, s, path, data.data ? data.data : "", n, size, offset,
+			     joff || jlen || n < data.len);
+	if (n < data.len)
+		tool_text(res, "The file goes on: file_read with offset %llu reads the next part",
+			  (unsigned long long)(offset + n));
 	buf_finish(&data);
 	session_put(ctx->svc->sessions, s);
 	return 0;

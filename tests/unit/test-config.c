@@ -31,7 +31,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.idle_ttl_s, 1800);
 	assert_int_equal(c.max_sessions, 10);
 	assert_int_equal(c.max_upload_mb, 50);
-	assert_int_equal(c.output_bytes, 32768);
+	assert_int_equal(c.output_bytes, 8192);
 	assert_int_equal(c.max_code_bytes, 100000);
 	assert_string_equal(c.workspace, "/workspace");
 	assert_string_equal(c.host_dirs, "");

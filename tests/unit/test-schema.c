@@ -17,6 +17,7 @@ static const char schema_text[] =
 	"\"fresh\":{\"type\":\"boolean\"},"
 	"\"mode\":{\"type\":\"string\",\"enum\":[\"a\",\"b\"]},"
 	"\"env\":{\"type\":\"object\",\"properties\":{}},"
+	"\"opts\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{\"a\":{\"type\":\"integer\"}}},"
 	"\"pkgs\":{\"type\":\"array\",\"maxItems\":2,\"items\":{\"type\":\"string\"}},"
 	"\"sizes\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}}}";
 
@@ -46,6 +47,39 @@ static void test_valid(void **state)
 	assert_int_equal(check("{\"code\":\"x\",\"timeout_s\":5.0}", msg, sizeof(msg)), 0);
 }
 
+/*
+ * Clients add top-level arguments of their own (Gemini CLI: wait_for_previous
+ * on every call): ignored, while the schema still says additionalProperties:false.
+ */
+static void test_client_additions(void **state)
+{
+	char msg[ERR_MSG_MAX];
+	const char *ok[] = {
+		"{\"code\":\"x\",\"wait_for_previous\":true}",
+		"{\"code\":\"x\",\"extra\":1}",
+		"{\"code\":\"x\",\"zz\":null,\"_meta\":{\"a\":1}}",
+		"{\"code\":\"x\",\"\":1}",
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (check(ok[i], msg, sizeof(msg)) != 0)
+			fail_msg("case %zu (%s) refused: %s", i, ok[i], msg);
+	}
+	/* hostile: a 100 kB name is neither close to anything nor echoed whole */
+	size_t n = 100000;
+	char *big = malloc(n + 32);
+	assert_non_null(big);
+	const char *head = "{\"code\":\"x\",\"";
+	size_t h = strlen(head);
+	memcpy(big, head, h);
+	memset(big + h, 't', n);
+	memcpy(big + h + n, "\":1}", 5);
+	assert_int_equal(check(big, msg, sizeof(msg)), 0);
+	memcpy(big + h, "timeou_s\":1}", 13); /* a typo next to a known name */
+	assert_int_equal(check(big, msg, sizeof(msg)), -EINVAL);
+	assert_non_null(strstr(msg, "did you mean 'timeout_s'?"));
+	free(big);
+}
+
 static void test_invalid(void **state)
 {
 	char msg[ERR_MSG_MAX];
@@ -67,7 +101,16 @@ static void test_invalid(void **state)
 		{ "{\"code\":\"x\",\"mode\":\"c\"}", "must be one of: a, b" },
 		{ "{\"code\":\"x\",\"pkgs\":[\"a\",1]}", "arguments.pkgs[1] must be a string" },
 		{ "{\"code\":\"x\",\"pkgs\":[\"a\",\"b\",\"c\"]}", "at most 2 items" },
-		{ "{\"code\":\"x\",\"extra\":1}", "unknown argument 'arguments.extra'" },
+		/* a close misspelling of a known argument is refused, naming it */
+		{ "{\"code\":\"x\",\"timeout\":5}", "unknown argument 'arguments.timeout': did you mean 'timeout_s'?" },
+		{ "{\"code\":\"x\",\"Timeout_S\":5}", "did you mean 'timeout_s'?" },
+		{ "{\"code\":\"x\",\"timeuot_s\":5}", "did you mean 'timeout_s'?" },
+		{ "{\"code\":\"x\",\"timeout-s\":5}", "did you mean 'timeout_s'?" },
+		{ "{\"code\":\"x\",\"cpu\":1}", "did you mean 'cpus'?" },
+		{ "{\"code\":\"x\",\"CODE\":\"y\"}", "did you mean 'code'?" },
+		{ "{\"code\":\"x\",\"modes\":\"a\"}", "did you mean 'mode'?" },
+		/* nested objects with additionalProperties:false still refuse every unknown name */
+		{ "{\"code\":\"x\",\"opts\":{\"a\":1,\"zzz\":2}}", "unknown argument 'arguments.opts.zzz'" },
 		{ "[]", "must be an object" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -167,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_integral_reals),
+		cmocka_unit_test(test_client_additions),
 		cmocka_unit_test(test_lint),
 		cmocka_unit_test(test_tool_table),
 		cmocka_unit_test(test_lossy),
