@@ -54,6 +54,9 @@ static const struct opt opts[] = {
 	  "Tool groups to offer, ','-separated: session,run,files,pip,git,env (default: all)" },
 	{ "outbox", NULL, OPT_STRING, OFF(outbox), 0, 0, "Host directory new artifacts are also copied to" },
 	{ "runtime", NULL, OPT_STRING, OFF(runtime), 0, 0, "OCI runtime for sessions (e.g. runsc)" },
+	{ "commit_repos", NULL, OPT_STRING, OFF(commit_repos), 0, 0,
+	  "Repositories session_commit/session_export may tag, ','-separated, trailing * = any rest (default "
+	  CONFIG_COMMIT_REPOS_DEFAULT ")" },
 	{ "log_level", NULL, OPT_STRING, OFF(log_level_name), 0, 0,
 	  "stderr log level: debug, info, notice, warning, error (default info)" },
 };
@@ -89,6 +92,7 @@ void config_init(struct config *c)
 	c->workspace = xstrdup("/workspace");
 	c->host_dirs = xstrdup("");
 	c->tools = xstrdup("session,run,files,pip,git,env");
+	c->commit_repos = xstrdup(CONFIG_COMMIT_REPOS_DEFAULT);
 	c->log_level_name = xstrdup("info");
 	c->log_level = LOG_LEVEL_INFO;
 	c->tool_groups = TOOL_GROUP_ALL;
@@ -159,6 +163,14 @@ static int config_validate(struct config *c, struct err *err)
 			       "workspace '%s' must be an absolute path without '..'", c->workspace);
 	if (c->image[0] == '\0')
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "image must not be empty");
+
+	for (const char *q = c->commit_repos; *q; q++) {
+		/* '*' only ends a pattern: a wildcard inside one would be easy to misread as narrower than it is */
+		if (*q == '*' && q[1] != '\0' && q[1] != ',')
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "commit_repos: '*' may only end a pattern (e.g. sandbox-mcp-*,myorg/*), in '%s'",
+				       c->commit_repos);
+	}
 
 	c->tool_groups = 0;
 	const char *p = c->tools;
@@ -261,7 +273,7 @@ void config_print_help(FILE *f)
 
 json_t *config_to_json(const struct config *c)
 {
-	return json_pack("{s:s?, s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s?, s:s?}",
+	json_t *o = json_pack("{s:s?, s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s?, s:s?}",
 			 "docker_host", c->docker_host, "image", c->image, "memory_mb", (json_int_t)c->memory_mb,
 			 "cpus", c->cpus, "pids", (json_int_t)c->pids, "timeout_s", (json_int_t)c->timeout_s,
 			 "idle_ttl_s", (json_int_t)c->idle_ttl_s, "max_sessions", (json_int_t)c->max_sessions,
@@ -270,4 +282,6 @@ json_t *config_to_json(const struct config *c)
 			 "engine_timeout_s", (json_int_t)c->engine_timeout_s, "workspace", c->workspace,
 			 "host_dirs", c->host_dirs, "tools", c->tools, "outbox", c->outbox, "runtime",
 			 c->runtime);
+	json_object_set_new(o, "commit_repos", json_string(c->commit_repos));
+	return o;
 }

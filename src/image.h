@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "config.h"
 #include "dispatch.h"
 #include "engine.h"
 #include "errcode.h"
@@ -38,11 +39,35 @@
  * the tag, tells sandbox-mcp's image at a tag from a user's image built on it.
  */
 #define IMAGE_LABEL_REF SESSION_LABEL ".commit.ref"
+/*
+ * A random id per export build, in the LABEL of the Dockerfile the server
+ * builds (not the one it returns): every image of that build carries it, so
+ * a failed build's images are found by it, and nothing else is removed.
+ */
+#define IMAGE_LABEL_BUILD SESSION_LABEL ".commit.build"
 
 /* Checks a repository ("name", "host:port/a/b", lowercase). 0 or -EINVAL (ERRCODE_INVALID_ARGUMENT). */
 int image_repository_check(const char *repo, struct err *err);
 /* Checks a tag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}. 0 or -EINVAL. */
 int image_tag_check(const char *tag, struct err *err);
+/*
+ * repo in the form its name has for whoever pulls it: the registry host
+ * lowercased, docker.io/ (index.docker.io/, registry-1.docker.io/) and
+ * library/ dropped ("Docker.io/library/debian" is "debian").
+ */
+void image_familiar(const char *repo, char *out, size_t outsz);
+/*
+ * True when repo matches one of patterns (','-separated repositories; a
+ * trailing '*' matches any rest), both compared in their familiar form.
+ */
+bool image_repo_matches(const char *repo, const char *patterns);
+/*
+ * Whether a commit or export may create repo:tag at all: repo matches
+ * SANDBOX_COMMIT_REPOS and the reference is not the image sessions start
+ * from (SANDBOX_IMAGE or the built-in default). 0 or -EPERM
+ * (ERRCODE_INVALID_ARGUMENT, naming the setting).
+ */
+int image_ref_allowed(const struct config *cfg, const char *repo, const char *tag, struct err *err);
 /* A unique tag for s: <name or id>-<yyyymmddhhmmss>-<4 hex>. */
 void image_default_tag(const struct session *s, char *out, size_t outsz);
 /* True when references a and b name the same tag ("debian" is "docker.io/library/debian:latest"). */
@@ -74,5 +99,26 @@ bool image_replaceable(json_t *labels, const char *ref);
  */
 int image_target_check(struct engine *e, struct call *call, const char *ref, const struct session *s,
 		       const char *parent_id, struct err *err);
+
+/*
+ * The config for committing container as an image with image's settings:
+ * its user, working dir, entrypoint, cmd, env and labels, and every session
+ * label the container carries reset to image's value (or ""), since the
+ * engine merges the container's labels into a commit. New reference.
+ */
+json_t *image_commit_config(json_t *image, json_t *container);
+/*
+ * Tags image id as repo:tag, after image_target_check (for session s, from
+ * parent_id) allows it once more: images are made untagged and tagged last,
+ * so a check made before a long build cannot go stale. 0 or -errno.
+ */
+int image_tag_checked(struct engine *e, struct call *call, const char *id, const char *repo, const char *tag,
+		      const struct session *s, const char *parent_id, struct err *err);
+/*
+ * Removes the untagged images carrying label ("name=value"): a failed
+ * build's own, never a tagged one, never one another image builds on (the
+ * engine refuses those). Failures are logged at debug.
+ */
+void image_remove_labelled(struct engine *e, const char *label);
 
 #endif
