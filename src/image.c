@@ -192,10 +192,8 @@ bool image_repo_matches(const char *repo, const char *patterns)
 	return false;
 }
 
-int image_ref_allowed(const struct config *cfg, const char *repo, const char *tag, struct err *err)
+int image_ref_allowed(const struct config *cfg, const char *repo, struct err *err)
 {
-	char ref[IMAGE_REF_MAX + IMAGE_TAG_MAX + 2];
-	snprintf(ref, sizeof(ref), "%s:%s", repo, tag ? tag : "latest");
 	if (!image_repo_matches(repo, cfg->commit_repos))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
 			       "repository '%.100s' is not one session_commit and session_export may create: they tag only "
@@ -203,12 +201,6 @@ int image_ref_allowed(const struct config *cfg, const char *repo, const char *ta
 			       "by name can be replaced. Omit repository for the default, or pick one that matches; the "
 			       "operator may widen SANDBOX_COMMIT_REPOS",
 			       repo, cfg->commit_repos);
-	/* sessions without an image start this one: a tag it does not have yet must not be planted */
-	if (image_same_ref(ref, cfg->image) || image_same_ref(ref, SANDBOX_DEFAULT_IMAGE))
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
-			       "%.200s is the image new sessions start from (SANDBOX_IMAGE), which session_commit and "
-			       "session_export never tag, whatever SANDBOX_COMMIT_REPOS allows: pass another tag",
-			       ref);
 	return 0;
 }
 
@@ -303,8 +295,8 @@ bool image_replaceable(json_t *labels, const char *ref)
 	return json_is_string(json_object_get(labels, IMAGE_LABEL_SESSION)) && made_as && image_same_ref(made_as, ref);
 }
 
-int image_target_check(struct engine *e, struct call *call, const char *ref, const struct session *s,
-		       const char *parent_id, struct err *err)
+int image_target_check(struct engine *e, struct call *call, const struct config *cfg, const char *ref,
+		       const struct session *s, const char *parent_id, struct err *err)
 {
 	json_t *existing = NULL;
 
@@ -313,6 +305,12 @@ int image_target_check(struct engine *e, struct call *call, const char *ref, con
 			       "%s is the image session %s started from, and it is never replaced: pass another tag "
 			       "(or omit tag for a unique one)",
 			       s->image, s->id);
+	/* sessions without an image start this one: a tag it does not have yet must not be planted either */
+	if (image_same_ref(ref, cfg->image) || image_same_ref(ref, SANDBOX_DEFAULT_IMAGE))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			       "%.200s is the image new sessions start from (SANDBOX_IMAGE), which session_commit and "
+			       "session_export never tag, whatever SANDBOX_COMMIT_REPOS allows: pass another tag",
+			       ref);
 	int r = engine_image_inspect(e, call, ref, &existing, err);
 	if (r < 0)
 		return err->code == ERRCODE_IMAGE_NOT_FOUND ? 0 : r;
@@ -367,12 +365,12 @@ json_t *image_commit_config(json_t *image, json_t *container)
 	return cfg;
 }
 
-int image_tag_checked(struct engine *e, struct call *call, const char *id, const char *repo, const char *tag,
-		      const struct session *s, const char *parent_id, struct err *err)
+int image_tag_checked(struct engine *e, struct call *call, const struct config *cfg, const char *id,
+		      const char *repo, const char *tag, const struct session *s, const char *parent_id, struct err *err)
 {
 	char ref[IMAGE_REF_MAX + IMAGE_TAG_MAX + 2];
 	snprintf(ref, sizeof(ref), "%s:%s", repo, tag);
-	int r = image_target_check(e, call, ref, s, parent_id, err);
+	int r = image_target_check(e, call, cfg, ref, s, parent_id, err);
 	if (r == 0)
 		r = engine_image_tag(e, call, id, repo, tag, err);
 	return r;

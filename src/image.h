@@ -62,12 +62,11 @@ void image_familiar(const char *repo, char *out, size_t outsz);
  */
 bool image_repo_matches(const char *repo, const char *patterns);
 /*
- * Whether a commit or export may create repo:tag at all: repo matches
- * SANDBOX_COMMIT_REPOS and the reference is not the image sessions start
- * from (SANDBOX_IMAGE or the built-in default). 0 or -EPERM
- * (ERRCODE_INVALID_ARGUMENT, naming the setting).
+ * Whether a commit or export may create tags in repo at all: it matches
+ * SANDBOX_COMMIT_REPOS. 0 or -EPERM (ERRCODE_INVALID_ARGUMENT, naming the
+ * setting).
  */
-int image_ref_allowed(const struct config *cfg, const char *repo, const char *tag, struct err *err);
+int image_ref_allowed(const struct config *cfg, const char *repo, struct err *err);
 /* A unique tag for s: <name or id>-<yyyymmddhhmmss>-<4 hex>. */
 void image_default_tag(const struct session *s, char *out, size_t outsz);
 /* True when references a and b name the same tag ("debian" is "docker.io/library/debian:latest"). */
@@ -94,11 +93,12 @@ bool image_replaceable(json_t *labels, const char *ref);
 /*
  * Whether a commit or build may tag ref for session s (started from image
  * parent_id): never s's base tag (nor another tag naming its base image),
- * and an existing tag only when image_replaceable. 0, or -EEXIST
- * (ERRCODE_INVALID_ARGUMENT) or an engine failure with err.
+ * never the image new sessions start from (cfg->image, the built-in
+ * default), and an existing tag only when image_replaceable. 0, or
+ * -EEXIST/-EPERM (ERRCODE_INVALID_ARGUMENT) or an engine failure with err.
  */
-int image_target_check(struct engine *e, struct call *call, const char *ref, const struct session *s,
-		       const char *parent_id, struct err *err);
+int image_target_check(struct engine *e, struct call *call, const struct config *cfg, const char *ref,
+		       const struct session *s, const char *parent_id, struct err *err);
 
 /*
  * The config for committing container as an image with image's settings:
@@ -112,8 +112,8 @@ json_t *image_commit_config(json_t *image, json_t *container);
  * parent_id) allows it once more: images are made untagged and tagged last,
  * so a check made before a long build cannot go stale. 0 or -errno.
  */
-int image_tag_checked(struct engine *e, struct call *call, const char *id, const char *repo, const char *tag,
-		      const struct session *s, const char *parent_id, struct err *err);
+int image_tag_checked(struct engine *e, struct call *call, const struct config *cfg, const char *id,
+		      const char *repo, const char *tag, const struct session *s, const char *parent_id, struct err *err);
 /*
  * Removes the untagged images carrying label ("name=value"): a failed
  * build's own, never a tagged one, never one another image builds on (the

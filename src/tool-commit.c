@@ -113,7 +113,7 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	if (!repo)
 		repo = IMAGE_COMMIT_REPOSITORY;
 	if (image_repository_check(repo, &e_) < 0 || (tag && image_tag_check(tag, &e_) < 0) ||
-	    image_ref_allowed(ctx->svc->cfg, repo, tag, &e_) < 0)
+	    image_ref_allowed(ctx->svc->cfg, repo, &e_) < 0)
 		return tool_fail(res, &e_);
 	if (tool_session(ctx, args, &s, res) < 0)
 		return 0;
@@ -131,7 +131,7 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			err_set(&e_, ERRCODE_ENGINE_ERROR, -EPROTO, "the session's container names no image");
 		goto fail;
 	}
-	if ((r = image_target_check(e, ctx->call, ref, s, parent_id, &e_)) < 0)
+	if ((r = image_target_check(e, ctx->call, ctx->svc->cfg, ref, s, parent_id, &e_)) < 0)
 		goto fail;
 	err_clear(&e_);
 
@@ -156,7 +156,7 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		goto fail;
 	}
 	/* made untagged, tagged last: the tag names a finished image, checked right before */
-	if ((r = image_tag_checked(e, ctx->call, id, repo, tag, s, parent_id, &e_)) < 0) {
+	if ((r = image_tag_checked(e, ctx->call, ctx->svc->cfg, id, repo, tag, s, parent_id, &e_)) < 0) {
 		struct err rerr;
 		if (engine_image_remove(e, NULL, id, &rerr) < 0)
 			log_warnf("session_commit: removing the untagged image %.19s: %s", id, rerr.msg);

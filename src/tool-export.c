@@ -397,6 +397,13 @@ static int run_data(void *arg, int stream, const char *p, size_t n)
 	return 0;
 }
 
+/* A silent step (a long setup.py) still shows the client that the call is alive. */
+static void run_tick(void *arg)
+{
+	struct build_tail *t = arg;
+	tool_progress_tick(t->ctx);
+}
+
 /*
  * Files of the context under /tmp (local package sources outside the
  * workspace) are in the built image, but hidden in a session by its /tmp
@@ -449,7 +456,7 @@ static int run_steps(struct tool_ctx *ctx, struct session *t, json_t *runs, size
 		const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 		struct exec_spec spec = { .argv = argv, .user = t->user, .workdir = wd,
 					  .timeout_ms = ENGINE_LONG_TIMEOUT_MS, .cap = 4096, .on_data = run_data,
-					  .arg = bt };
+					  .on_tick = run_tick, .arg = bt };
 		struct exec_result xr;
 		int r = exec_run(ctx->svc->engine, ctx->call, t->container, &spec, &xr, err);
 		if (r == 0 && xr.cancelled)
@@ -547,7 +554,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	if (!repo)
 		repo = IMAGE_EXPORT_REPOSITORY;
 	if (build && (image_repository_check(repo, &e_) < 0 || (tag && image_tag_check(tag, &e_) < 0) ||
-		      image_ref_allowed(cfg, repo, tag, &e_) < 0))
+		      image_ref_allowed(cfg, repo, &e_) < 0))
 		goto fail;
 	if (host_dir && hostfs_open(ctx->svc->hostfs, host_dir, O_RDONLY | O_DIRECTORY, &dfd, real, sizeof(real), &e_) < 0)
 		goto fail;
@@ -574,8 +581,16 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			err_set(&e_, ERRCODE_ENGINE_ERROR, -EPROTO, "the session's container names no image");
 		goto fail;
 	}
-	if (build && image_target_check(e, ctx->call, ref, s, base_id, &e_) < 0)
+	if (build && image_target_check(e, ctx->call, ctx->svc->cfg, ref, s, base_id, &e_) < 0)
 		goto fail;
+	if (build && json_array_size(json_object_get(json_object_get(parent, "Config"), "OnBuild"))) {
+		/* FROM would run them in the builder, where nothing is hardened */
+		err_set(&e_, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			"the session's base image has ONBUILD triggers, which a build would run outside the session's "
+			"hardening: export without build (and build the Dockerfile yourself), or start the session "
+			"from an image without them");
+		goto fail;
+	}
 	const char *base_ref_id = "";
 	if (engine_image_inspect(e, ctx->call, s->image, &baseref, &e_) == 0)
 		base_ref_id = json_string_value(json_object_get(baseref, "Id"));
@@ -802,7 +817,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			goto out;
 		}
 		buf_finish(&bt.text);
-		if ((r = image_tag_checked(e, ctx->call, image_id, repo, tag, s, base_id, &e_)) < 0) {
+		if ((r = image_tag_checked(e, ctx->call, cfg, image_id, repo, tag, s, base_id, &e_)) < 0) {
 			image_remove_labelled(e, nonce);
 			goto fail;
 		}

@@ -352,6 +352,12 @@ describe('session_export on a full server', suite({ timeout: 300000 }), () => {
   });
 });
 
+/** The image id a reference names, or null. */
+async function imageId(ref) {
+  const r = await docker(['image', 'inspect', '--format', '{{.Id}}', ref]);
+  return r.code === 0 ? r.stdout.trim() : null;
+}
+
 // A package whose setup.py does what a hostile model's would: it runs whenever pip builds the package,
 // here only once the file EXPORTING sits next to it (written after the session's own install, so only
 // a rebuild of the export sees it). body: Python run then, with `here` (its folder) defined.
@@ -478,12 +484,14 @@ sys.exit('liar: failing the build on purpose')`);
     for (const [repository, tag] of [['postgres', '16'], ['Docker.io/library/debian', `sbx-${process.pid}`],
       ['ghcr.io/org/app', 'latest'], ['index.docker.io/library/redis', `sbx-${process.pid}`]]) {
       const ref = `${repository}:${tag}`;
+      // the engine is shared: whatever the name holds before (usually nothing) it holds after
+      const was = await imageId(ref);
       const res = await srv.call('session_export', { session_id: s, build: true, repository, tag }, { timeoutMs: 300000 });
-      if (!res.isError) refs.add(res.structuredContent.reference);
+      if (!res.isError && !was) refs.add(res.structuredContent.reference);
       assert.equal(res.isError, true, `${ref}: ${show(res)}`);
       assert.equal(res.structuredContent.error.code, 'invalid_argument', show(res));
       assert.match(res.structuredContent.error.message, /SANDBOX_COMMIT_REPOS/);
-      assert.notEqual((await docker(['image', 'inspect', ref])).code, 0, `${ref} was not created`);
+      assert.equal(await imageId(ref), was, `${ref} was not created or moved`);
     }
   });
 
