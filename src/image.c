@@ -172,6 +172,14 @@ void image_familiar(const char *repo, char *out, size_t outsz)
 	snprintf(out, outsz, "%s", p);
 }
 
+/* True when repository name (familiar form) starts with a registry host. */
+static bool has_host(const char *name)
+{
+	const char *slash = strchr(name, '/');
+	size_t dn = slash ? (size_t)(slash - name) : 0;
+	return slash && (memchr(name, '.', dn) || memchr(name, ':', dn) || (dn == 9 && !strncmp(name, "localhost", 9)));
+}
+
 bool image_repo_matches(const char *repo, const char *patterns)
 {
 	char fam[IMAGE_REF_MAX * 2 + 16], pat[IMAGE_REF_MAX * 2 + 16], fpat[IMAGE_REF_MAX * 2 + 16];
@@ -183,7 +191,15 @@ bool image_repo_matches(const char *repo, const char *patterns)
 		/* the pattern is spelled like a repository: compare both in their familiar form */
 		image_familiar(pat, fpat, sizeof(fpat));
 		size_t k = strlen(fpat);
-		if ((n > 0 || prefix) && (prefix ? strncmp(fam, fpat, k) == 0 : strcmp(fam, fpat) == 0))
+		/*
+		 * docker.io/ followed by a star is every Docker Hub name (no registry host), not every
+		 * name; docker.io/library/ with a star only the official images (no '/' at all)
+		 */
+		size_t pn = strlen(pat);
+		bool hub_only = prefix && k == 0 && pn > 0;
+		bool lib_only = hub_only && pn >= 8 && strcmp(pat + pn - 8, "library/") == 0;
+		if (n > 0 && (prefix ? strncmp(fam, fpat, k) == 0 : strcmp(fam, fpat) == 0) &&
+		    !(hub_only && has_host(fam)) && !(lib_only && strchr(fam, '/')))
 			return true;
 		p += n;
 		if (*p == ',')

@@ -8,7 +8,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, readFileSync, statSync, readdirSync, rmSync, realpathSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, statSync, readdirSync, rmSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Server, suite, requireEngine, cleanup, show, docker, serverIsSanitized } from './lib/harness.mjs';
@@ -493,6 +493,30 @@ sys.exit('liar: failing the build on purpose')`);
       assert.match(res.structuredContent.error.message, /SANDBOX_COMMIT_REPOS/);
       assert.equal(await imageId(ref), was, `${ref} was not created or moved`);
     }
+  });
+
+  test('build: true refuses a base image with ONBUILD triggers, which FROM would run in the builder', async () => {
+    const base = `sandbox-mcp-test/onbuild:${process.pid}`;
+    const dir = mkdtempSync(join(tmpdir(), 'sbx-onbuild-'));
+    try {
+      writeFileSync(join(dir, 'Dockerfile'), 'FROM debian:bookworm-slim\nONBUILD RUN id > /onbuild-ran\n');
+      const b = await docker(['build', '--network', 'none', '-q', '-t', base, dir], { timeoutMs: 120000 });
+      assert.equal(b.code, 0, `docker build: ${b.stderr}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const s = (await srv.createSession({ image: base })).session_id;
+    mine.add(s);
+    const res = await srv.call('session_export', { session_id: s, build: true, repository: REPO, tag: `onbuild-${process.pid}` },
+      { timeoutMs: 300000 });
+    if (!res.isError) refs.add(res.structuredContent.reference);
+    refs.add(base);
+    assert.equal(res.isError, true, show(res));
+    assert.equal(res.structuredContent.error.code, 'invalid_argument', show(res));
+    assert.match(res.structuredContent.error.message, /ONBUILD triggers/);
+    const x = await srv.ok('session_export', { session_id: s });
+    assert.match(x.dockerfile, new RegExp(`^FROM ${base}$`, 'm'), 'without build the Dockerfile is still given');
+    await srv.ok('session_close', { session_id: s });
   });
 
   test('the tag is set only after the build succeeded: one planted meanwhile is not replaced', async () => {

@@ -94,6 +94,14 @@ static void test_allowed(void **state)
 	assert_false(image_repo_matches("anything", ""));
 	assert_false(image_repo_matches("anything", ","));
 	assert_true(image_repo_matches("anything/at/all", "*"));
+	assert_true(image_repo_matches("ghcr.io/org/app", "*"));
+	/* every Docker Hub name, and no other registry's */
+	assert_true(image_repo_matches("postgres", "docker.io/*"));
+	assert_true(image_repo_matches("org/app", "index.docker.io/*"));
+	assert_false(image_repo_matches("ghcr.io/org/app", "docker.io/*"));
+	assert_false(image_repo_matches("localhost/app", "docker.io/library/*"));
+	assert_false(image_repo_matches("org/app", "docker.io/library/*"));
+	assert_true(image_repo_matches("docker.io/library/redis", "docker.io/library/*"));
 
 	config_init(&c);
 	assert_int_equal(image_ref_allowed(&c, "sandbox-mcp-commit", &e), 0);
