@@ -201,7 +201,8 @@ const struct tool_entry tool_session_commit_entry = {
 		       "image the session started from nor an existing image it did not create.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"repository\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Image "
-			"repository, lowercase (default " IMAGE_COMMIT_REPOSITORY ")\"},"
+			"repository, lowercase, one the server allows (SANDBOX_COMMIT_REPOS, by default starting with "
+			"sandbox-mcp-) (default " IMAGE_COMMIT_REPOSITORY ")\"},"
 			"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Image tag "
 			"(default: unique, from the session and the time)\"},"
 			"\"message\":{\"type\":\"string\",\"maxLength\":1000,\"description\":\"Commit message\"},"

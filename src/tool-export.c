@@ -904,7 +904,8 @@ const struct tool_entry tool_session_export_entry = {
 			"\"build\":{\"type\":\"boolean\",\"description\":\"Also build the export as an image (offline, "
 			"default false)\"},"
 			"\"repository\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Repository "
-			"of the built image (default " IMAGE_EXPORT_REPOSITORY ")\"},"
+			"of the built image, one the server allows (SANDBOX_COMMIT_REPOS, by default starting with "
+			"sandbox-mcp-) (default " IMAGE_EXPORT_REPOSITORY ")\"},"
 			"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Tag of the built "
 			"image (default: unique)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
