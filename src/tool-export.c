@@ -493,6 +493,7 @@ static int hardened_steps(struct tool_ctx *ctx, struct session *s, json_t *runs,
 	json_t *img = NULL, *ct = NULL;
 	struct err cerr;
 
+	bt->step[0] = '\0'; /* the builder's last step is done: a failure from here is not its */
 	tool_progress_stage(ctx, "running the RUN steps in a container with the session's hardening");
 	int r = session_create(ctx->svc->sessions, ctx->call, &o, &t, err);
 	if (r < 0)
@@ -804,7 +805,12 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			image_remove_labelled(e, nonce);
 			char msg[ERR_MSG_MAX];
 			snprintf(msg, sizeof(msg), "%s", e_.msg);
-			err_set(&e_, e_.code == ERRCODE_CANCELLED ? ERRCODE_CANCELLED : ERRCODE_ENGINE_ERROR, r,
+			/* cancelled, timed out, or no room for the build's session: the caller's next step differs */
+			enum errcode code = e_.code == ERRCODE_CANCELLED || e_.code == ERRCODE_TIMEOUT ||
+							    e_.code == ERRCODE_SESSION_LIMIT
+						    ? e_.code
+						    : ERRCODE_ENGINE_ERROR;
+			err_set(&e_, code, r,
 				"the build of the export failed%s%s: %s. The Dockerfile is below; fix the session (or build "
 				"it yourself with network access) and try again",
 				bt.step[0] ? " at " : "", bt.step, msg);
