@@ -1,8 +1,11 @@
 /*
  * image.h - what session_commit and session_export share about images:
- * reference grammar checks, default tags, the provenance labels, and image
- * settings written as Dockerfile instructions.  Pure functions, except
- * image_target_check, which asks the engine what a tag names.
+ * reference grammar checks, which repositories may be made
+ * (SANDBOX_COMMIT_REPOS), default tags, the provenance labels, commit
+ * configs, and image settings written as Dockerfile instructions.  Pure
+ * functions, except image_target_check (what a tag names now),
+ * image_tag_checked (the tag, set last) and image_remove_labelled (a failed
+ * build's own images), which call the engine.
  */
 #ifndef IMAGE_H
 #define IMAGE_H
