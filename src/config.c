@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "buildconf.h"
 #include "config.h"
@@ -32,7 +33,15 @@ static const struct opt opts[] = {
 	{ "image", NULL, OPT_STRING, OFF(image), 0, 0, "Image for sessions created without one" },
 	{ "memory_mb", NULL, OPT_U64, OFF(memory_mb), 16, 1048576, "Memory limit per session, MB" },
 	{ "cpus", NULL, OPT_DOUBLE, OFF(cpus), 0, 0, "CPU limit per session (0.01 to 256)" },
-	{ "pids", NULL, OPT_U64, OFF(pids), 16, 1000000, "Process limit per session" },
+	{ "pids", NULL, OPT_U64, OFF(pids), 16, 1000000, "Process limit per session (sessions cannot ask for more)" },
+	{ "max_memory_mb", NULL, OPT_U64, OFF(max_memory_mb), 16, 1048576,
+	  "Most memory_mb a session may ask for, MB (default: SANDBOX_MEMORY_MB)" },
+	{ "max_cpus", NULL, OPT_DOUBLE, OFF(max_cpus), 0, 0,
+	  "Most cpus a session may ask for (default: SANDBOX_CPUS)" },
+	{ "workspace_mb", NULL, OPT_U64, OFF(workspace_mb), 0, 1048576,
+	  "Disk a session may write, MB, where the engine can enforce it; also the largest file (0: no limit)" },
+	{ "output_save_mb", NULL, OPT_U64, OFF(output_save_mb), 1, 1024,
+	  "Output of one call saved in the workspace per stream, MB; the rest is cut" },
 	{ "timeout_s", NULL, OPT_U64, OFF(timeout_s), 1, 86400, "Default timeout of one command or Python run, s" },
 	{ "idle_ttl_s", NULL, OPT_U64, OFF(idle_ttl_s), 0, 31536000,
 	  "Close a non-persistent session idle this long, s (0: never)" },
@@ -57,6 +66,8 @@ static const struct opt opts[] = {
 	{ "commit_repos", NULL, OPT_STRING, OFF(commit_repos), 0, 0,
 	  "Repositories session_commit/session_export may tag, ','-separated, trailing * = any rest (default "
 	  CONFIG_COMMIT_REPOS_DEFAULT ")" },
+	{ "networks", NULL, OPT_STRING, OFF(networks), 0, 0,
+	  "Docker networks session_create may join, ','-separated (default: none; host and container: never)" },
 	{ "log_level", NULL, OPT_STRING, OFF(log_level_name), 0, 0,
 	  "stderr log level: debug, info, notice, warning, error (default info)" },
 };
@@ -72,6 +83,7 @@ static const struct {
 static int opt_set(struct config *c, const struct opt *o, const char *value, const char *from, struct err *err);
 static int config_validate(struct config *c, struct err *err);
 static const char *env_lookup(char **envp, const char *name);
+static const struct opt *opt_by_flag(const char *flag);
 
 void config_init(struct config *c)
 {
@@ -80,6 +92,8 @@ void config_init(struct config *c)
 	c->memory_mb = 512;
 	c->cpus = 1.0;
 	c->pids = 256;
+	c->workspace_mb = 10240;
+	c->output_save_mb = 8;
 	c->timeout_s = 60;
 	c->idle_ttl_s = 1800;
 	c->max_sessions = 10;
@@ -93,6 +107,7 @@ void config_init(struct config *c)
 	c->host_dirs = xstrdup("");
 	c->tools = xstrdup("session,run,files,pip,git,env");
 	c->commit_repos = xstrdup(CONFIG_COMMIT_REPOS_DEFAULT);
+	c->networks = xstrdup("");
 	c->log_level_name = xstrdup("info");
 	c->log_level = LOG_LEVEL_INFO;
 	c->tool_groups = TOOL_GROUP_ALL;
@@ -116,6 +131,24 @@ static const char *env_lookup(char **envp, const char *name)
 	for (char **e = envp; e && *e; e++) {
 		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
 			return *e + n + 1;
+	}
+	return NULL;
+}
+
+/* The row of a flag without its "--" ("memory-mb" or "memory-mb=512"), or NULL. */
+static const struct opt *opt_by_flag(const char *flag)
+{
+	size_t n = strcspn(flag, "=");
+
+	for (size_t k = 0; k < ARRAY_SIZE(opts); k++) {
+		const char *on = opts[k].name;
+		if (strlen(on) != n)
+			continue;
+		bool same = true;
+		for (size_t j = 0; j < n && same; j++)
+			same = (on[j] == '_' ? '-' : on[j]) == flag[j];
+		if (same)
+			return &opts[k];
 	}
 	return NULL;
 }
@@ -152,6 +185,56 @@ static int opt_set(struct config *c, const struct opt *o, const char *value, con
 	return -EINVAL;
 }
 
+/*
+ * A network mode that shares a namespace (host, container:<id>, and any
+ * other mode with a ':' such as Podman's ns:<path>) hands the sandbox the
+ * host's or another container's network: no setting may allow it.
+ */
+bool config_network_forbidden(const char *name)
+{
+	return strcasecmp(name, "host") == 0 || strchr(name, ':') != NULL || strchr(name, '/') != NULL;
+}
+
+bool config_network_allowed(const struct config *c, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = c->networks;
+
+	if (strcmp(name, "none") == 0)
+		return true;
+	if (n == 0 || config_network_forbidden(name))
+		return false;
+	while (*p) {
+		size_t k = strcspn(p, ",");
+		if (k == n && strncmp(p, name, n) == 0)
+			return true;
+		p += k;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+static int config_networks_check(const struct config *c, struct err *err)
+{
+	const char *p = c->networks;
+
+	while (*p) {
+		size_t k = strcspn(p, ",");
+		char one[128];
+		snprintf(one, sizeof(one), "%.*s", (int)(k < sizeof(one) - 1 ? k : sizeof(one) - 1), p);
+		if (k == 0 || k >= sizeof(one) || config_network_forbidden(one) || strcmp(one, "none") == 0)
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "networks: '%.*s' cannot be allowed: list Docker network names (such as "
+				       "bridge), never host, container:<id> or another namespace-sharing mode",
+				       (int)(k > 80 ? 80 : k), p);
+		p += k;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
 static int config_validate(struct config *c, struct err *err)
 {
 	if (log_level_parse(c->log_level_name, &c->log_level) < 0)
@@ -161,6 +244,19 @@ static int config_validate(struct config *c, struct err *err)
 	if (c->workspace[0] != '/' || strstr(c->workspace, "..") || strlen(c->workspace) > 255)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			       "workspace '%s' must be an absolute path without '..'", c->workspace);
+	if (c->max_memory_mb == 0)
+		c->max_memory_mb = c->memory_mb;
+	if (c->max_cpus == 0)
+		c->max_cpus = c->cpus;
+	if (c->memory_mb > c->max_memory_mb)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "memory_mb %llu is above max_memory_mb %llu: raise SANDBOX_MAX_MEMORY_MB or lower "
+			       "SANDBOX_MEMORY_MB",
+			       (unsigned long long)c->memory_mb, (unsigned long long)c->max_memory_mb);
+	if (c->cpus > c->max_cpus)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "cpus %g is above max_cpus %g: raise SANDBOX_MAX_CPUS or lower SANDBOX_CPUS", c->cpus,
+			       c->max_cpus);
 	if (c->image[0] == '\0')
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "image must not be empty");
 
@@ -171,6 +267,10 @@ static int config_validate(struct config *c, struct err *err)
 				       "commit_repos: '*' may only end a pattern (e.g. sandbox-mcp-*,myorg/*), in '%s'",
 				       c->commit_repos);
 	}
+
+	int r = config_networks_check(c, err);
+	if (r < 0)
+		return r;
 
 	c->tool_groups = 0;
 	const char *p = c->tools;
@@ -215,38 +315,48 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 			return r;
 	}
 
-	int i = start;
-	for (; i < argc; i++) {
+	/*
+	 * Settings may stand before or after the command (`doctor --docker-host
+	 * X`): they are taken wherever they are, and the other arguments move, in
+	 * their order, to the end of argv, as GNU getopt permutes. After "--"
+	 * nothing is a setting.
+	 */
+	char **rest = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof(*rest));
+	int nrest = 0, out = start;
+	for (int i = start; i < argc; i++) {
 		const char *a = argv[i];
-		if (strncmp(a, "--", 2) != 0 || a[2] == '\0')
+		if (strcmp(a, "--") == 0) {
+			argv[out++] = argv[i]; /* consumed, like a setting */
+			while (++i < argc)
+				rest[nrest++] = argv[i];
 			break;
-		const char *name = a + 2;
-		const char *eq = strchr(name, '=');
-		size_t n = eq ? (size_t)(eq - name) : strlen(name);
-		const struct opt *o = NULL;
-		for (size_t k = 0; k < ARRAY_SIZE(opts) && !o; k++) {
-			const char *on = opts[k].name;
-			if (strlen(on) != n)
-				continue;
-			bool same = true;
-			for (size_t j = 0; j < n && same; j++)
-				same = (on[j] == '_' ? '-' : on[j]) == name[j];
-			if (same)
-				o = &opts[k];
 		}
-		if (!o)
-			break; /* not a setting: the caller decides (--help, unknown flag) */
+		const struct opt *o = strncmp(a, "--", 2) == 0 ? opt_by_flag(a + 2) : NULL;
+		if (!o) {
+			rest[nrest++] = argv[i]; /* a command, its argument, or an unknown flag: the caller's */
+			continue;
+		}
+		const char *eq = strchr(a, '=');
 		const char *v = eq ? eq + 1 : NULL;
-		if (!v) {
-			if (i + 1 >= argc)
-				return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s needs a value", a);
-			v = argv[++i];
+		if (!v && i + 1 >= argc) {
+			free(rest);
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s needs a value", a);
 		}
-		if ((r = opt_set(c, o, v, argv[i - (eq ? 0 : 1)], err)) < 0)
+		argv[out++] = argv[i];
+		if (!v) {
+			v = argv[++i];
+			argv[out++] = argv[i];
+		}
+		if ((r = opt_set(c, o, v, a, err)) < 0) {
+			free(rest);
 			return r;
+		}
 	}
+	for (int k = 0; k < nrest; k++)
+		argv[out + k] = rest[k];
+	free(rest);
 	if (ret_next)
-		*ret_next = i;
+		*ret_next = out;
 	return config_validate(c, err);
 }
 
@@ -273,7 +383,7 @@ void config_print_help(FILE *f)
 
 json_t *config_to_json(const struct config *c)
 {
-	json_t *o = json_pack("{s:s?, s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s?, s:s?}",
+	json_t *j = json_pack("{s:s?, s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s?, s:s?, s:s}",
 			 "docker_host", c->docker_host, "image", c->image, "memory_mb", (json_int_t)c->memory_mb,
 			 "cpus", c->cpus, "pids", (json_int_t)c->pids, "timeout_s", (json_int_t)c->timeout_s,
 			 "idle_ttl_s", (json_int_t)c->idle_ttl_s, "max_sessions", (json_int_t)c->max_sessions,
@@ -281,7 +391,11 @@ json_t *config_to_json(const struct config *c)
 			 (json_int_t)c->output_bytes, "max_code_bytes", (json_int_t)c->max_code_bytes,
 			 "engine_timeout_s", (json_int_t)c->engine_timeout_s, "workspace", c->workspace,
 			 "host_dirs", c->host_dirs, "tools", c->tools, "outbox", c->outbox, "runtime",
-			 c->runtime);
-	json_object_set_new(o, "commit_repos", json_string(c->commit_repos));
-	return o;
+			 c->runtime, "networks", c->networks);
+	json_object_set_new(j, "max_memory_mb", json_integer((json_int_t)c->max_memory_mb));
+	json_object_set_new(j, "max_cpus", json_real(c->max_cpus));
+	json_object_set_new(j, "workspace_mb", json_integer((json_int_t)c->workspace_mb));
+	json_object_set_new(j, "output_save_mb", json_integer((json_int_t)c->output_save_mb));
+	json_object_set_new(j, "commit_repos", json_string(c->commit_repos));
+	return j;
 }

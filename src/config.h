@@ -38,6 +38,11 @@ struct config {
 	uint64_t memory_mb;
 	double cpus;
 	uint64_t pids;
+	/* ceilings of what session_create may ask for; unset (0) means the default above */
+	uint64_t max_memory_mb;
+	double max_cpus;
+	uint64_t workspace_mb;	 /* workspace quota where the engine enforces one (0: none) */
+	uint64_t output_save_mb; /* run output saved in the workspace, per stream */
 	uint64_t timeout_s;
 	uint64_t idle_ttl_s;
 	uint64_t max_sessions;
@@ -53,6 +58,7 @@ struct config {
 	char *outbox;
 	char *runtime;
 	char *commit_repos; /* repository patterns session_commit and session_export may tag (image.h) */
+	char *networks; /* Docker networks sessions may join besides none, ','-separated */
 	char *log_level_name;
 	enum log_level log_level;
 	unsigned tool_groups;
@@ -63,12 +69,18 @@ void config_init(struct config *c);
 void config_finish(struct config *c);
 
 /*
- * Reads the environment, then argv[start..argc). Stops at the first argument
- * that is not a flag and returns its index through ret_next (argc when none).
- * 0, or -EINVAL with a one-line message in err.
+ * Reads the environment, then the settings in argv[start..argc), wherever
+ * they stand (before or after a command; none after "--"). The other
+ * arguments (a command, its arguments, unknown flags) are moved, in their
+ * order, to argv[*ret_next..argc). 0, or -EINVAL with a one-line message in err.
  */
 int config_load(struct config *c, char **envp, int argc, char **argv, int start, int *ret_next,
 		struct err *err);
+
+/* True for a network mode no setting may allow (host, container:..., any ':' or '/'). */
+bool config_network_forbidden(const char *name);
+/* True for "none" and the networks SANDBOX_NETWORKS lists (never a forbidden one). */
+bool config_network_allowed(const struct config *c, const char *name);
 
 /* Prints the settings table for --help. */
 void config_print_help(FILE *f);

@@ -4,7 +4,7 @@
 # with stdin and stdout attached to one exec stream, and speaks frames both
 # ways: [type byte][4-byte big-endian length][payload] (see src/repl.h).
 #
-#   server -> driver  'c' {cell, code, workspace, cap}   'i' interrupt cell N
+#   server -> driver  'c' {cell, code, workspace, cap, save_cap}   'i' interrupt cell N
 #   driver -> server  'h' {python, pid}   'o'/'e' output chunks   'f' PNG
 #                     'r' {cell, value, error, files, ...} (ends a cell)
 #
@@ -35,6 +35,7 @@ TB_MAX = 20000       # characters of traceback kept
 SCAN_MAX = 5000      # workspace entries looked at per scan
 FILES_MAX = 100      # changed files listed
 SYNC_MAX = 1 << 20   # bytes drained at the end of a cell
+OUTPUT_KEEP = 16     # saved output files kept, as run_command keeps (tool-run.c RUN_OUTPUT_KEEP)
 SKIP_DIRS = {".sandbox-mcp", ".git", "__pycache__", ".ipynb_checkpoints", "node_modules"}
 HERE = sys._getframe().f_code.co_filename
 
@@ -104,14 +105,15 @@ class _Tee:
 
     def __init__(self, name):
         self.name, self.lock = name, threading.Lock()
-        self.reset(None, 0, None)
+        self.reset(None, 0, None, 0)
 
-    def reset(self, ws, cap, tag):
+    def reset(self, ws, cap, tag, save_cap):
         with self.lock:
             if getattr(self, "file", None):
                 self.file.close()
-            self.ws, self.cap, self.tag = ws, cap, tag
+            self.ws, self.cap, self.tag, self.save_cap = ws, cap, tag, save_cap
             self.head, self.total, self.file, self.path, self.failed = bytearray(), 0, None, None, False
+            self.written, self.cut = 0, False
 
     def add(self, d):
         with self.lock:
@@ -122,6 +124,7 @@ class _Tee:
                 try:
                     folder = os.path.join(self.ws, ".sandbox-mcp", "output")
                     os.makedirs(folder, exist_ok=True)
+                    _prune(folder)
                     self.path = os.path.join(folder, "python-%s.%s.log" % (self.tag, self.name))
                     self.file = open(self.path, "wb")
                 except OSError:
@@ -134,13 +137,23 @@ class _Tee:
                 self.head += d
 
     def _write(self, d):
+        if self.save_cap and len(d) > self.save_cap - self.written:
+            d, self.cut = d[:self.save_cap - self.written], True
         try:
             self.file.write(d)
+            self.written += len(d)
         except (OSError, ValueError):
             self.failed = True
 
     def finish(self):
         with self.lock:
+            if self.file and self.cut and not self.failed:
+                try:
+                    self.file.write(("\n[sandbox-mcp: the saved output stops here, after %d of %d bytes "
+                                     "(SANDBOX_OUTPUT_SAVE_MB=%d)]\n"
+                                     % (self.written, self.total, self.save_cap >> 20)).encode())
+                except (OSError, ValueError):
+                    self.failed = True
             if self.file:
                 try:
                     self.file.close()
@@ -151,6 +164,21 @@ class _Tee:
 
 
 _tees = {b"o": _Tee("stdout"), b"e": _Tee("stderr")}
+
+
+def _prune(folder):
+    """Keeps the newest OUTPUT_KEEP - 1 saved output files (only ours, by name), making room for one more."""
+    try:
+        old = []
+        for n in os.listdir(folder):
+            if (n.startswith("run-") or n.startswith("python-")) and n.endswith(".log"):
+                st = os.lstat(os.path.join(folder, n))
+                old.append((st.st_mtime, n))
+        old.sort(reverse=True)
+        for _, n in old[OUTPUT_KEEP - 1:]:
+            os.unlink(os.path.join(folder, n))
+    except OSError:
+        pass
 
 
 def _drain(fd, t, budget):
@@ -374,7 +402,7 @@ def run_cell(req, ns):
     _figs = 0
     tag = "%d-%d" % (int(time.time() * 1000), cell)
     for t in _tees.values():
-        t.reset(ws, int(req.get("cap") or 0), tag)
+        t.reset(ws, int(req.get("cap") or 0), tag, int(req.get("save_cap") or 0))
     before = _scan(ws) if ws else None
     plt = sys.modules.get("matplotlib.pyplot")
     if plt is not None:
@@ -423,6 +451,8 @@ def run_cell(req, ns):
         path = t.finish()
         if path:
             saved[t.name] = path
+            if t.cut:
+                res["output_files_cut"] = True
     if saved:
         res["output_files"] = saved
     return res

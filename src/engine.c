@@ -27,6 +27,9 @@ struct engine {
 	struct http_conn *pool[ENGINE_POOL_MAX];
 	size_t pool_len;
 	char api[16]; /* negotiated version, "" until known */
+	/* what a create with HostConfig.StorageOpt got (guarded by lock): 0 not tried, 1 applied, -1 refused */
+	int storage_opt;
+	char storage_opt_why[160];
 };
 
 struct engine_stream {
@@ -79,6 +82,24 @@ void engine_destroy(struct engine *e)
 		http_conn_destroy(e->pool[i]);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
+}
+
+void engine_storage_opt_note(struct engine *e, int state, const char *why)
+{
+	pthread_mutex_lock(&e->lock);
+	e->storage_opt = state;
+	snprintf(e->storage_opt_why, sizeof(e->storage_opt_why), "%s", why ? why : "");
+	pthread_mutex_unlock(&e->lock);
+}
+
+int engine_storage_opt_state(struct engine *e, char *ret_why, size_t n)
+{
+	pthread_mutex_lock(&e->lock);
+	int state = e->storage_opt;
+	if (ret_why && n)
+		snprintf(ret_why, n, "%s", e->storage_opt_why);
+	pthread_mutex_unlock(&e->lock);
+	return state;
 }
 
 const struct endpoint *engine_endpoint(const struct engine *e)

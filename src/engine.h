@@ -81,6 +81,15 @@ int engine_version(struct engine *e, struct call *call, struct engine_version *r
 int engine_image_inspect(struct engine *e, struct call *call, const char *name, json_t **ret_json,
 			 struct err *err);
 
+/*
+ * What this engine answered to HostConfig.StorageOpt (a disk quota): state 1
+ * applied, -1 refused with the engine's reason in why, 0 not tried yet.
+ * Remembered for the engine's lifetime, so a refusal costs one request.
+ */
+void engine_storage_opt_note(struct engine *e, int state, const char *why);
+/* The noted state; copies the reason into ret_why (may be NULL). */
+int engine_storage_opt_state(struct engine *e, char *ret_why, size_t n);
+
 /* POST /containers/create; ret_id receives the 64-hex id. */
 int engine_container_create(struct engine *e, struct call *call, json_t *body, char ret_id[ENGINE_ID_LEN + 1],
 			    json_t **ret_warnings, struct err *err);

@@ -25,9 +25,16 @@
 #include "bulk.h"
 #include "log.h"
 #include "mcp.h"
+#include "notify.h"
 #include "resources.h"
 #include "rpc.h"
 #include "schema.h"
+
+/*
+ * notifications/resources/list_changed at most this often: Claude Code and
+ * Gemini CLI list resources at connect and again only when told.
+ */
+#define MCP_LIST_CHANGED_MS 1000
 
 /* Freshness hint for list results: the tool set is fixed for the process. */
 #define MCP_LIST_TTL_MS 300000
@@ -44,6 +51,8 @@ struct mcp {
 	atomic_ullong seq;		/* for keys of calls that run alone */
 	char *instructions;		/* built once from the tools offered */
 	unsigned long long bulk_nonce;	/* makes this process's bulk markers unguessable */
+	struct notify *resources_changed; /* NULL: no thread, no list_changed */
+	atomic_bool initialized_legacy;	  /* notifications/initialized came: list_changed may go out */
 };
 
 /*
@@ -168,7 +177,7 @@ static const struct method mcp_method_table[] = {
 static int fail_set(struct fail *f, int code, const char *fmt, ...) PRINTF_LIKE(3, 4);
 static void reply_error(struct mcp *m, json_t *id, int code, const char *message, json_t *data);
 static json_t *server_info(void);
-static json_t *capabilities(void);
+static json_t *capabilities(bool list_changed);
 static void finish_result(const struct req *rq, unsigned flags, json_t *result);
 static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm, struct mcp_bulk *bulk,
 			   size_t line_len);
@@ -180,6 +189,7 @@ static void call_data_free(void *data);
 static size_t feed_line(void *buffer, size_t buflen, void *data);
 static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char *key, struct fail *f);
 static void resources_run(struct call *c, struct call_data *cd);
+static void files_maybe_changed(struct mcp *m, const struct call_data *cd);
 
 /* Server instructions: a few lines, each kept only when its tool is offered. */
 static const struct {
@@ -217,6 +227,15 @@ static void instructions_build(struct mcp *m)
 	m->instructions = buf_steal(&b, NULL);
 }
 
+void mcp_add_notice(struct mcp *m, const char *text)
+{
+	struct buf b;
+	buf_init(&b, strlen(text) + strlen(m->instructions) + 2);
+	(void)buf_printf(&b, "%s %s", text, m->instructions);
+	free(m->instructions);
+	m->instructions = buf_steal(&b, NULL);
+}
+
 const char *mcp_instructions(const struct mcp *m)
 {
 	return m->instructions;
@@ -235,6 +254,10 @@ struct mcp *mcp_create(const struct tool_services *svc)
 	if (getrandom(&m->bulk_nonce, sizeof(m->bulk_nonce), GRND_NONBLOCK) != sizeof(m->bulk_nonce))
 		m->bulk_nonce = (unsigned long long)now_ms() ^ (unsigned long long)(uintptr_t)m;
 	instructions_build(m);
+	atomic_init(&m->initialized_legacy, false);
+	m->resources_changed = notify_create(svc->out, "notifications/resources/list_changed", MCP_LIST_CHANGED_MS);
+	if (!m->resources_changed)
+		log_warnf("no thread for resources/list_changed: clients see new files when they list again");
 	log_set_hook(log_bridge, m);
 	return m;
 }
@@ -252,6 +275,7 @@ bool mcp_destroy(struct mcp *m)
 	log_set_hook(NULL, NULL);
 	if (!dispatch_destroy(m->dispatch, 500))
 		return false; /* workers still hold m: the process is about to exit */
+	notify_destroy(m->resources_changed); /* after the workers, which poke it */
 	pthread_mutex_destroy(&m->lock);
 	free(m->instructions);
 	free(m);
@@ -280,10 +304,15 @@ static json_t *server_info(void)
 			 SANDBOX_VERSION);
 }
 
-static json_t *capabilities(void)
+/*
+ * list_changed: resources/list_changed is sent, which a legacy session
+ * gets; the modern era sends it only on subscriptions/listen, which this
+ * server does not offer.
+ */
+static json_t *capabilities(bool list_changed)
 {
-	return json_pack("{s:{s:b}, s:{s:b}, s:{}}", "tools", "listChanged", 0, "resources", "listChanged", 0,
-			 "logging");
+	return json_pack("{s:{s:b}, s:{s:b}, s:{}}", "tools", "listChanged", 0, "resources", "listChanged",
+			 list_changed, "logging");
 }
 
 /* Adds what the modern era requires of every result. */
@@ -320,7 +349,8 @@ static int m_initialize(struct mcp *m, struct req *rq, json_t **ret, struct fail
 	snprintf(m->version, sizeof(m->version), "%s", chosen);
 	pthread_mutex_unlock(&m->lock);
 
-	*ret = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", chosen, "capabilities", capabilities(),
+	*ret = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", chosen, "capabilities",
+			 capabilities(m->resources_changed != NULL),
 			 "serverInfo", server_info(), "instructions", m->instructions);
 	return 0;
 }
@@ -337,7 +367,7 @@ static int m_discover(struct mcp *m, struct req *rq, json_t **ret, struct fail *
 	json_array_append_new(versions, json_string(MCP_VERSION_MODERN));
 	for (size_t i = 0; i < ARRAY_SIZE(legacy_versions); i++)
 		json_array_append_new(versions, json_string(legacy_versions[i]));
-	*ret = json_pack("{s:o, s:o, s:s}", "supportedVersions", versions, "capabilities", capabilities(),
+	*ret = json_pack("{s:o, s:o, s:s}", "supportedVersions", versions, "capabilities", capabilities(false),
 			 "instructions", m->instructions);
 	/* a discover result is modern-shaped whichever era asked */
 	struct req modern = *rq;
@@ -448,7 +478,7 @@ static int m_resources_list(struct mcp *m, struct req *rq, json_t **ret, struct 
 
 static int m_resources_read(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
 {
-	char sid[SESSION_ID_LEN + 1], key[DISPATCH_KEY_MAX + 8];
+	char sid[RESOURCES_SESSION_REF_MAX + 1], key[DISPATCH_KEY_MAX + 8];
 
 	if (!json_is_string(json_object_get(rq->params, "uri")))
 		return fail_set(f, RPC_INVALID_PARAMS, "resources/read: params.uri must be a string");
@@ -565,6 +595,7 @@ static void call_run(struct call *c, void *data)
 	if (call_cancelled(c)) {
 		/* the client gave up on this request: send nothing for it */
 		tool_result_finish(&res);
+		files_maybe_changed(m, cd);
 		return;
 	}
 	json_t *result = json_pack("{s:O}", "content", res.content);
@@ -576,6 +607,18 @@ static void call_run(struct call *c, void *data)
 	finish_result(&rq, 0, result);
 	(void)out_send_new(m->svc->out, rpc_result(cd->id, result));
 	tool_result_finish(&res);
+	files_maybe_changed(m, cd); /* after the result: the client reads the list with the call done */
+}
+
+/*
+ * After a tool that is not read-only (file_write, run_command, git, pip,
+ * session_create/close, ...): the workspace files, so the resource list, may
+ * have changed. Legacy sessions only, once initialized.
+ */
+static void files_maybe_changed(struct mcp *m, const struct call_data *cd)
+{
+	if (!cd->tool->read_only && !cd->modern && atomic_load(&m->initialized_legacy))
+		notify_poke(m->resources_changed);
 }
 
 /* Forwards log records to the client where it asked for them. */
@@ -601,8 +644,10 @@ static void handle_notification(struct mcp *m, const struct rpc_msg *rm)
 				   json_is_string(id) ? json_string_value(id) : "(integer id)");
 		return;
 	}
-	if (strcmp(rm->method, "notifications/initialized") == 0)
+	if (strcmp(rm->method, "notifications/initialized") == 0) {
+		atomic_store(&m->initialized_legacy, true);
 		return;
+	}
 	/* other notifications (progress, roots changes, ...) need nothing from us */
 }
 

@@ -463,6 +463,8 @@ int pyrepl_run(struct pyrepl *p, struct call *call, const struct pyrepl_request 
 	if (p->workdir[0])
 		json_object_set_new(msg, "workspace", json_string(p->workdir));
 	json_object_set_new(msg, "cap", json_integer((json_int_t)req->cap));
+	if (req->save_cap)
+		json_object_set_new(msg, "save_cap", json_integer((json_int_t)req->save_cap));
 	char *payload = json_dumps(msg, JSON_COMPACT);
 	json_decref(msg);
 	size_t plen = strlen(payload);

@@ -60,6 +60,7 @@ struct pyrepl_request {
 	size_t code_len;
 	int timeout_ms; /* 0: no deadline */
 	size_t cap;	/* bytes of each stream kept */
+	size_t save_cap; /* bytes of each stream the driver saves in the workspace past cap (0: no limit) */
 	pyrepl_output_fn on_output;
 	void (*on_tick)(void *arg); /* at least once a second while running */
 	void *arg;

@@ -20,10 +20,12 @@
 #include <unistd.h>
 
 #include "buildconf.h"
+#include "ceiling.h"
 #include "log.h"
 #include "pyrepl.h"
 #include "session.h"
 #include "tar.h"
+#include "userdb.h"
 
 /* The container's main process: idles, ends at once on SIGKILL. */
 static const char session_idle_cmd[] = "while sleep 3600; do :; done";
@@ -35,6 +37,8 @@ static const char session_idle_cmd[] = "while sleep 3600; do :; done";
 #define SESSION_NPROC 8192
 /* UID:GID used when the image runs as root or names no user. */
 #define SESSION_FALLBACK_USER "1000:1000"
+/* Bytes of an image's /etc/passwd or /etc/group read to resolve its USER. */
+#define SESSION_USERDB_MAX (1u << 20)
 
 struct session_mgr {
 	const struct config *cfg;
@@ -42,7 +46,11 @@ struct session_mgr {
 	char instance[17];
 	char host[65];
 	char lock_dir[PATH_MAX];
+	char lock_path[PATH_MAX + 32]; /* this instance's lock, named in the .lock label */
 	int lock_fd;
+	json_t *users; /* image id -> "uid:gid" its sessions run as (image_user) */
+	json_t *held;  /* instance -> fd of the dead instance's lock this one took over */
+	size_t adopted; /* persistent sessions adopted at start (they do not count as created) */
 
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* reaper wake-up */
@@ -54,6 +62,14 @@ struct session_mgr {
 	bool reaper_started;
 	pthread_t starter;
 	bool starter_started;
+	/* creates under way, each holding a place under the limit and its name */
+	struct pending *pending;
+	size_t npending;
+};
+
+struct pending {
+	const char *name; /* NULL: unnamed */
+	struct pending *next;
 };
 
 static int64_t wall_now(void);
@@ -64,10 +80,13 @@ static void session_free(struct session *s);
 static void remove_container(struct session_mgr *m, struct session *s);
 static bool name_valid(const char *name);
 static void *reaper_main(void *arg);
-static bool instance_dead(struct session_mgr *m, const char *instance);
 static int lock_dir_path(char *out, size_t outsz);
-static const char *exec_user(json_t *image);
 static int verify_hardening(json_t *inspect, const struct session *s, struct err *err);
+static bool spec_numeric(const char *spec);
+static bool user_numeric_nonroot(const char *u);
+static int reserve(struct session_mgr *m, const struct session_opts *o, struct pending *pend, struct err *err);
+static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o,
+			   const char *image, const char *network, struct session **ret, struct err *err);
 
 static int64_t wall_now(void)
 {
@@ -105,12 +124,13 @@ static int lock_dir_path(char *out, size_t outsz)
 int session_mgr_create(const struct config *cfg, struct engine *e, struct session_mgr **ret, struct err *err)
 {
 	struct session_mgr *m = xcalloc(1, sizeof(*m));
-	char path[PATH_MAX + 32];
 	struct stat st;
 
 	m->cfg = cfg;
 	m->engine = e;
 	m->lock_fd = -1;
+	m->users = json_object();
+	m->held = json_object();
 	random_hex(m->instance, 16);
 	if (gethostname(m->host, sizeof(m->host) - 1) < 0)
 		snprintf(m->host, sizeof(m->host), "unknown");
@@ -125,12 +145,12 @@ int session_mgr_create(const struct config *cfg, struct engine *e, struct sessio
 		return err_set(err, ERRCODE_INTERNAL, -(e2 ? e2 : EPERM),
 			       "cannot use the lock directory %s: it must be a directory owned by you", m->lock_dir);
 	}
-	snprintf(path, sizeof(path), "%s/%s.lock", m->lock_dir, m->instance);
-	m->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	snprintf(m->lock_path, sizeof(m->lock_path), "%s/%s.lock", m->lock_dir, m->instance);
+	m->lock_fd = open(m->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (m->lock_fd < 0 || flock(m->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 		int e2 = errno;
 		session_mgr_destroy(m);
-		return err_set(err, ERRCODE_INTERNAL, -e2, "cannot lock %s: %s", path, strerror(e2));
+		return err_set(err, ERRCODE_INTERNAL, -e2, "cannot lock %s: %s", m->lock_path, strerror(e2));
 	}
 	*ret = m;
 	return 0;
@@ -139,24 +159,6 @@ int session_mgr_create(const struct config *cfg, struct engine *e, struct sessio
 const char *session_mgr_instance(const struct session_mgr *m)
 {
 	return m->instance;
-}
-
-/* True when no live process holds the instance's lock on this host. */
-static bool instance_dead(struct session_mgr *m, const char *instance)
-{
-	char path[PATH_MAX + 32];
-
-	if (strlen(instance) != 16 || !is_hex(instance, 16))
-		return false;
-	snprintf(path, sizeof(path), "%s/%s.lock", m->lock_dir, instance);
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return errno == ENOENT; /* never existed here, or removed: its owner is gone */
-	bool dead = flock(fd, LOCK_EX | LOCK_NB) == 0;
-	if (dead)
-		unlink(path);
-	close(fd);
-	return dead;
 }
 
 static void *starter_main(void *arg);
@@ -180,6 +182,228 @@ static void wait_ready(struct session_mgr *m)
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* What is known of the instance that labelled a container. */
+enum owner {
+	OWNER_ALIVE,   /* its lock is held: hands off */
+	OWNER_DEAD,    /* its lock is free, and now held by this instance */
+	OWNER_UNKNOWN, /* cannot be proven either way: hands off */
+};
+
+/*
+ * A lock path from a label, accepted only as what a server names: an
+ * absolute ".../sandbox-mcp[-N]/<instance>.lock" without "." or ".."
+ * components. Anything else in a label (a forged one in an image) is refused
+ * before the path is opened.
+ */
+static bool lock_path_valid(const char *path, const char *instance)
+{
+	char tail[32];
+	size_t n = strlen(path);
+	const char *base = strrchr(path, '/');
+
+	snprintf(tail, sizeof(tail), "/%s.lock", instance);
+	if (path[0] != '/' || n >= PATH_MAX || !base || strcmp(base, tail) != 0 || strstr(path, "/./") ||
+	    strstr(path, "/../") || strstr(path, "//"))
+		return false;
+	const char *dir = base;
+	while (dir > path && dir[-1] != '/')
+		dir--;
+	size_t dn = (size_t)(base - dir);
+	if (dn == 11 && strncmp(dir, "sandbox-mcp", 11) == 0)
+		return true;
+	if (dn <= 12 || strncmp(dir, "sandbox-mcp-", 12) != 0)
+		return false;
+	for (const char *c = dir + 12; c < base; c++)
+		if (*c < '0' || *c > '9')
+			return false;
+	return true;
+}
+
+/*
+ * Opens an instance's lock: the path its container names (the lock lives
+ * where its server put it, whatever this server's XDG_RUNTIME_DIR), created
+ * again when its owner removed it on a clean exit and its folder is ours.
+ */
+static int open_lock(const char *path, bool may_create)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 || errno != ENOENT || !may_create)
+		return fd;
+	char dir[PATH_MAX];
+	struct stat st;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(path, '/') - path), path);
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+		return -1;
+	fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	return fd;
+}
+
+/*
+ * Whether the instance that labelled a container lives: proven only by its
+ * lock, never guessed from this server's environment. A free lock is taken
+ * and kept for as long as this server runs, so the dead instance's persistent
+ * sessions pass to this server alone: another server starting now or later
+ * finds the lock held and leaves them be.
+ */
+static enum owner owner_state(struct session_mgr *m, json_t *labels)
+{
+	const char *inst = json_string_value(json_object_get(labels, SESSION_LABEL ".instance"));
+	const char *host = json_string_value(json_object_get(labels, SESSION_LABEL ".host"));
+	const char *lock = json_string_value(json_object_get(labels, SESSION_LABEL ".lock"));
+	char legacy[PATH_MAX + 32];
+	struct stat st;
+
+	if (!inst || strlen(inst) != 16 || !is_hex(inst, 16) || !host || strcmp(host, m->host) != 0)
+		return OWNER_UNKNOWN;
+	if (json_object_get(m->held, inst))
+		return OWNER_DEAD; /* taken over already, for another of its containers */
+	if (!lock) {
+		/* a server from before the label: its lock only counts where this server would put it */
+		snprintf(legacy, sizeof(legacy), "%s/%s.lock", m->lock_dir, inst);
+		lock = legacy;
+	}
+	if (!lock_path_valid(lock, inst))
+		return OWNER_UNKNOWN;
+	int fd = open_lock(lock, lock != legacy);
+	if (fd < 0)
+		return OWNER_UNKNOWN;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return OWNER_UNKNOWN;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		bool held = errno == EWOULDBLOCK;
+		close(fd);
+		return held ? OWNER_ALIVE : OWNER_UNKNOWN;
+	}
+	json_object_set_new(m->held, inst, json_integer(fd));
+	return OWNER_DEAD;
+}
+
+/* "uid:gid" in numbers, neither 0. */
+static bool user_numeric_nonroot(const char *u)
+{
+	unsigned long uid, gid;
+	char *end;
+
+	if (!u || !spec_numeric(u))
+		return false;
+	uid = strtoul(u, &end, 10);
+	gid = strtoul(end + 1, NULL, 10);
+	return uid > 0 && gid > 0 && uid <= USERDB_ID_MAX && gid <= USERDB_ID_MAX;
+}
+
+/*
+ * A persistent session of a dead instance, rebuilt from what the engine says
+ * of its container (inspect), not from labels alone: its real limits, user
+ * and network, and the same hardening a new session must have.
+ */
+static int adopt_one(struct session_mgr *m, const char *id, json_t *labels, struct session **ret, struct err *err)
+{
+	json_t *inspect = NULL;
+	int r = engine_container_inspect(m->engine, NULL, id, &inspect, err);
+	if (r < 0)
+		return r;
+	json_t *hc = json_object_get(inspect, "HostConfig");
+	json_t *cfg = json_object_get(inspect, "Config");
+	const char *sid = json_string_value(json_object_get(labels, SESSION_LABEL ".session"));
+	const char *nm = json_string_value(json_object_get(labels, SESSION_LABEL ".name"));
+	const char *user = json_string_value(json_object_get(cfg, "User"));
+	const char *net = json_string_value(json_object_get(hc, "NetworkMode"));
+	const char *img = json_string_value(json_object_get(cfg, "Image"));
+	const char *rt = json_string_value(json_object_get(hc, "Runtime"));
+	const char *created = json_string_value(json_object_get(labels, SESSION_LABEL ".created"));
+	struct session *s = xcalloc(1, sizeof(*s));
+	uint64_t cv = 0;
+
+	if (!sid || strlen(sid) != SESSION_ID_LEN || !is_hex(sid, SESSION_ID_LEN))
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EINVAL, "its session label is not a session id");
+	else if (!user_numeric_nonroot(user))
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EPERM,
+			    "its user '%.40s' is not a numeric non-root uid:gid (made by an older server?)",
+			    user ? user : "");
+	else if (!net || !config_network_allowed(m->cfg, net))
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EPERM, "its network '%.40s' is not allowed (SANDBOX_NETWORKS)",
+			    net ? net : "");
+	if (r == 0) {
+		snprintf(s->id, sizeof(s->id), "%s", sid);
+		/* a reserved name would make it the default session of every call */
+		if (nm && name_valid(nm) && strcmp(nm, "default") != 0)
+			snprintf(s->name, sizeof(s->name), "%s", nm);
+		memcpy(s->container, id, ENGINE_ID_LEN + 1);
+		snprintf(s->image, sizeof(s->image), "%s", img ? img : "");
+		snprintf(s->user, sizeof(s->user), "%s", user);
+		snprintf(s->network, sizeof(s->network), "%s", net);
+		snprintf(s->runtime, sizeof(s->runtime), "%s", rt && strcmp(rt, "runc") != 0 ? rt : "");
+		s->memory_mb = (uint64_t)json_integer_value(json_object_get(hc, "Memory")) >> 20;
+		s->cpus = (double)json_integer_value(json_object_get(hc, "NanoCpus")) / 1e9;
+		s->pids = (uint64_t)json_integer_value(json_object_get(hc, "PidsLimit"));
+		s->read_only = json_is_true(json_object_get(hc, "ReadonlyRootfs"));
+		if (created && parse_u64(created, 0, INT64_MAX, &cv) == 0)
+			s->created = (int64_t)cv;
+		s->last_used = wall_now();
+		s->persistent = true;
+		s->adopted = true;
+		if (s->memory_mb == 0 || s->pids == 0 || s->cpus <= 0)
+			r = err_set(err, ERRCODE_ENGINE_ERROR, -EPERM, "it has no memory, CPU or pids limit");
+		else
+			r = verify_hardening(inspect, s, err);
+	}
+	json_decref(inspect);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+/* Adopts a dead instance's persistent container: started if stopped, listed. */
+static void adopt(struct session_mgr *m, const char *id, json_t *labels, const char *state)
+{
+	struct session *s;
+	struct err err;
+
+	if (m->adopted >= m->cfg->max_sessions) {
+		log_warnf("not adopting persistent container %.12s: %zu adopted already (SANDBOX_MAX_SESSIONS); a "
+			  "later server may",
+			  id, m->adopted);
+		return;
+	}
+	if (adopt_one(m, id, labels, &s, &err) < 0) {
+		log_warnf("not adopting persistent container %.12s: %s; it is left as it is (docker rm -f %.12s "
+			  "removes it)",
+			  id, err.msg, id);
+		return;
+	}
+	if (state && strcmp(state, "running") != 0 && engine_container_start(m->engine, NULL, id, &err) < 0)
+		log_warnf("persistent session %s: cannot start its container: %s", s->id, err.msg);
+	pthread_mutex_lock(&m->lock);
+	bool dup = find_locked(m, s->id) != NULL;
+	if (!dup) {
+		if (m->len == m->cap) {
+			m->cap = m->cap ? m->cap * 2 : 8;
+			m->list = xreallocarray(m->list, m->cap, sizeof(*m->list));
+		}
+		s->refs = 1;
+		m->list[m->len++] = s;
+		m->adopted++;
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (dup)
+		free(s);
+	else
+		log_infof("adopted persistent session %s (%s)", s->id, s->name);
+}
+
+/*
+ * The start-up scan: containers of instances proven dead are this server's
+ * now: the persistent ones adopted, the rest removed. Those of live
+ * instances, of other hosts, or whose owner cannot be proven dead are left
+ * alone.
+ */
 static void *starter_main(void *arg)
 {
 	struct session_mgr *m = arg;
@@ -195,63 +419,17 @@ static void *starter_main(void *arg)
 			json_t *labels = json_object_get(c, "Labels");
 			const char *id = json_string_value(json_object_get(c, "Id"));
 			const char *inst = json_string_value(json_object_get(labels, SESSION_LABEL ".instance"));
-			const char *host = json_string_value(json_object_get(labels, SESSION_LABEL ".host"));
 			const char *persist = json_string_value(json_object_get(labels, SESSION_LABEL ".persistent"));
-			const char *sid = json_string_value(json_object_get(labels, SESSION_LABEL ".session"));
-			if (!engine_id_valid(id) || !inst)
+			if (!engine_id_valid(id) || !inst || strcmp(inst, m->instance) == 0 ||
+			    owner_state(m, labels) != OWNER_DEAD)
 				continue;
 			if (persist && strcmp(persist, "true") == 0) {
-				/* adopt: persistent sessions outlive their server */
-				if (!sid || strlen(sid) != SESSION_ID_LEN)
-					continue;
-				struct session *s = xcalloc(1, sizeof(*s));
-				snprintf(s->id, sizeof(s->id), "%s", sid);
-				const char *nm = json_string_value(json_object_get(labels, SESSION_LABEL ".name"));
-				snprintf(s->name, sizeof(s->name), "%s", nm ? nm : "");
-				memcpy(s->container, id, ENGINE_ID_LEN + 1);
-				const char *img = json_string_value(json_object_get(c, "Image"));
-				snprintf(s->image, sizeof(s->image), "%s", img ? img : "");
-				const char *u = json_string_value(json_object_get(labels, SESSION_LABEL ".user"));
-				snprintf(s->user, sizeof(s->user), "%s", u ? u : SESSION_FALLBACK_USER);
-				const char *created = json_string_value(json_object_get(labels, SESSION_LABEL ".created"));
-				uint64_t cv = 0;
-				if (created && parse_u64(created, 0, INT64_MAX, &cv) == 0)
-					s->created = (int64_t)cv;
-				s->last_used = wall_now();
-				s->persistent = true;
-				s->adopted = true;
-				snprintf(s->network, sizeof(s->network), "%s",
-					 json_string_value(json_object_get(labels, SESSION_LABEL ".network"))
-						 ? json_string_value(json_object_get(labels, SESSION_LABEL ".network"))
-						 : "none");
-				const char *state = json_string_value(json_object_get(c, "State"));
-				if (state && strcmp(state, "running") != 0 &&
-				    engine_container_start(m->engine, NULL, id, &err) < 0)
-					log_warnf("persistent session %s: cannot start its container: %s", s->id, err.msg);
-				pthread_mutex_lock(&m->lock);
-				bool dup = find_locked(m, s->id) != NULL;
-				if (!dup) {
-					if (m->len == m->cap) {
-						m->cap = m->cap ? m->cap * 2 : 8;
-						m->list = xreallocarray(m->list, m->cap, sizeof(*m->list));
-					}
-					s->refs = 1;
-					m->list[m->len++] = s;
-				}
-				pthread_mutex_unlock(&m->lock);
-				if (dup)
-					free(s);
-				else
-					log_infof("adopted persistent session %s (%s)", s->id, s->name);
+				adopt(m, id, labels, json_string_value(json_object_get(c, "State")));
 				continue;
 			}
-			if (strcmp(inst, m->instance) == 0 || !host || strcmp(host, m->host) != 0)
-				continue;
-			if (instance_dead(m, inst)) {
-				log_infof("removing container %.12s left by dead instance %s", id, inst);
-				if (engine_container_remove(m->engine, NULL, id, &err) < 0)
-					log_warnf("removing %.12s: %s", id, err.msg);
-			}
+			log_infof("removing container %.12s left by dead instance %s", id, inst);
+			if (engine_container_remove(m->engine, NULL, id, &err) < 0)
+				log_warnf("removing %.12s: %s", id, err.msg);
 		}
 		json_decref(list);
 	}
@@ -309,11 +487,8 @@ void session_mgr_cleanup(struct session_mgr *m)
 		if (!all[i]->persistent)
 			remove_container(m, all[i]);
 	free(all);
-	if (m->lock_fd >= 0) {
-		char path[PATH_MAX + 32];
-		snprintf(path, sizeof(path), "%s/%s.lock", m->lock_dir, m->instance);
-		unlink(path);
-	}
+	if (m->lock_fd >= 0)
+		unlink(m->lock_path);
 }
 
 void session_mgr_destroy(struct session_mgr *m)
@@ -328,6 +503,12 @@ void session_mgr_destroy(struct session_mgr *m)
 			session_free(s);
 	}
 	free(m->list);
+	json_decref(m->users);
+	const char *inst;
+	json_t *fd;
+	json_object_foreach (m->held, inst, fd)
+		close((int)json_integer_value(fd));
+	json_decref(m->held);
 	if (m->lock_fd >= 0)
 		close(m->lock_fd);
 	pthread_cond_destroy(&m->wake);
@@ -371,14 +552,150 @@ static bool name_valid(const char *name)
 	return true;
 }
 
-/* The user execs run as: the image's own unless it is root (or unset). */
-static const char *exec_user(json_t *image)
+/* Collects the one regular file of an archive GET into a buf. */
+struct file_sink {
+	struct buf *out;
+};
+
+static int file_entry(void *arg, const struct tar_entry *e, struct err *err)
 {
-	const char *u = json_string_value(json_object_get(json_object_get(image, "Config"), "User"));
-	if (!u || !*u || strcmp(u, "root") == 0 || strcmp(u, "0") == 0 || strncmp(u, "0:", 2) == 0 ||
-	    strncmp(u, "root:", 5) == 0)
-		return SESSION_FALLBACK_USER;
-	return u;
+	(void)arg;
+	(void)err;
+	return e->type == TAR_TYPE_FILE ? TAR_OK : TAR_SKIP;
+}
+
+static int file_data(void *arg, const char *p, size_t n, struct err *err)
+{
+	struct file_sink *fs = arg;
+	if (buf_append(fs->out, p, n) < 0)
+		return err_set(err, ERRCODE_TOO_LARGE, -EMSGSIZE, "the file is larger than %zu bytes", fs->out->max);
+	return TAR_OK;
+}
+
+struct body_src {
+	struct engine_body *b;
+	struct err err;
+};
+
+static ssize_t body_source(void *arg, void *p, size_t n)
+{
+	struct body_src *bs = arg;
+	return engine_body_read(bs->b, p, n, &bs->err);
+}
+
+/*
+ * Reads the regular file path of a container (created, never started: the
+ * image's own bytes) into out, whose max caps it. A missing file, or a link
+ * or anything else in its place, reads as empty.
+ */
+static int read_image_file(struct session_mgr *m, struct call *call, const char *container, const char *path,
+			   struct buf *out, struct err *err)
+{
+	struct tar_limits lim = { .entries = 4, .entry_size = out->max, .total_size = out->max };
+	struct file_sink fs = { out };
+	struct tar_sink sink = { .entry = file_entry, .data = file_data, .arg = &fs };
+	struct body_src bs;
+
+	int r = engine_archive_get(m->engine, call, container, path, &bs.b, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	r = tar_read(body_source, &bs, &lim, &sink, NULL, err);
+	engine_body_destroy(bs.b);
+	return r;
+}
+
+/*
+ * The image's /etc/passwd and /etc/group, read from a container that is
+ * created and removed without ever starting: nothing of the image runs.
+ */
+static int read_user_files(struct session_mgr *m, struct call *call, const char *image_id, struct buf *passwd,
+			   struct buf *group, struct err *err)
+{
+	char probe[ENGINE_ID_LEN + 1];
+	json_t *warnings = NULL;
+	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1", SESSION_LABEL ".instance",
+				   m->instance, SESSION_LABEL ".host", m->host, SESSION_LABEL ".lock", m->lock_path,
+				   SESSION_LABEL ".persistent", "false", SESSION_LABEL ".probe", "user");
+	json_t *body = json_pack("{s:s, s:[s], s:[], s:o, s:b, s:{s:s, s:{s:s}}}", "Image", image_id, "Entrypoint",
+				 "/nonexistent", "Cmd", "Labels", labels, "NetworkDisabled", 1, "HostConfig",
+				 "NetworkMode", "none", "LogConfig", "Type", "none");
+	int r = engine_container_create(m->engine, call, body, probe, &warnings, err);
+	json_decref(body);
+	json_decref(warnings);
+	if (r < 0)
+		return r;
+	r = read_image_file(m, call, probe, "/etc/passwd", passwd, err);
+	if (r == 0)
+		r = read_image_file(m, call, probe, "/etc/group", group, err);
+	struct err rerr;
+	if (engine_container_remove(m->engine, NULL, probe, &rerr) < 0)
+		log_warnf("removing the probe container %.12s: %s", probe, rerr.msg);
+	return r;
+}
+
+/* True when spec is "uid:gid" in numbers: it needs no files to resolve. */
+static bool spec_numeric(const char *spec)
+{
+	const char *colon = strchr(spec, ':');
+	if (!colon || colon == spec || !colon[1])
+		return false;
+	for (const char *p = spec; *p; p++)
+		if (p != colon && !(*p >= '0' && *p <= '9'))
+			return false;
+	return true;
+}
+
+/*
+ * The user every process of a session runs as, in numbers ("uid:gid"): the
+ * image's USER resolved from the image's own files (userdb.h), once per image
+ * id. An image that runs as root, by any name or number, gets the fallback
+ * user; a root group alone is replaced by the user's own number.
+ */
+static int image_user(struct session_mgr *m, struct call *call, json_t *img, char *out, size_t outsz,
+		      bool *ret_fallback, struct err *err)
+{
+	const char *spec = json_string_value(json_object_get(json_object_get(img, "Config"), "User"));
+	const char *id = json_string_value(json_object_get(img, "Id"));
+	struct buf passwd, group;
+	unsigned long uid, gid;
+	int r;
+
+	*ret_fallback = true;
+	if (!spec || !*spec || !id || strlen(id) > 200)
+		return snprintf(out, outsz, "%s", SESSION_FALLBACK_USER) < (int)outsz ? 0 : -ENAMETOOLONG;
+	pthread_mutex_lock(&m->lock);
+	json_t *known = json_object_get(m->users, id);
+	if (known) {
+		snprintf(out, outsz, "%s", json_string_value(json_object_get(known, "user")));
+		*ret_fallback = json_is_true(json_object_get(known, "fallback"));
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (known)
+		return 0;
+	buf_init(&passwd, SESSION_USERDB_MAX);
+	buf_init(&group, SESSION_USERDB_MAX);
+	r = spec_numeric(spec) ? 0 : read_user_files(m, call, id, &passwd, &group, err);
+	if (r == 0)
+		r = userdb_resolve(spec, passwd.data ? passwd.data : "", passwd.len, group.data ? group.data : "",
+				   group.len, &uid, &gid, err);
+	buf_finish(&passwd);
+	buf_finish(&group);
+	if (r < 0)
+		return r;
+	*ret_fallback = uid == 0;
+	if (uid == 0)
+		snprintf(out, outsz, "%s", SESSION_FALLBACK_USER);
+	else
+		snprintf(out, outsz, "%lu:%lu", uid, gid ? gid : uid);
+	if (uid == 0 || gid == 0)
+		log_infof("image %.80s runs as '%.40s', which is root's %s: sessions run as %s", id, spec,
+			  uid == 0 ? "uid" : "group", out);
+	pthread_mutex_lock(&m->lock);
+	json_object_set_new(m->users, id, json_pack("{s:s, s:b}", "user", out, "fallback", *ret_fallback));
+	pthread_mutex_unlock(&m->lock);
+	return 0;
 }
 
 /* Checks that the engine applied what we asked for (an engine may ignore options). */
@@ -401,14 +718,17 @@ static int verify_hardening(json_t *inspect, const struct session *s, struct err
 		why = "capabilities were not dropped";
 	else if (!nnp)
 		why = "no-new-privileges was not set";
-	else if (!user || !*user || strcmp(user, "root") == 0 || strcmp(user, "0") == 0 || strncmp(user, "0:", 2) == 0)
-		why = "the container would run as root";
+	else if (!user_numeric_nonroot(user) || strcmp(user, s->user) != 0)
+		why = "the container would not run as the numeric non-root user asked for";
 	else if (json_integer_value(json_object_get(hc, "Memory")) != (json_int_t)(s->memory_mb << 20))
 		why = "the memory limit was not applied";
 	else if (json_integer_value(json_object_get(hc, "PidsLimit")) != (json_int_t)s->pids)
 		why = "the pids limit was not applied";
 	else if (json_is_true(json_object_get(hc, "Privileged")))
 		why = "the container is privileged";
+	else if (!json_is_string(json_object_get(hc, "NetworkMode")) ||
+		 strcmp(json_string_value(json_object_get(hc, "NetworkMode")), s->network) != 0)
+		why = "the network mode is not the one asked for";
 	if (why)
 		return err_set(err, ERRCODE_ENGINE_ERROR, -EPERM,
 			       "refusing the session: the Docker engine did not apply the sandbox settings (%s)", why);
@@ -421,26 +741,88 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 	const struct config *cfg = m->cfg;
 	const char *image = o->image && *o->image ? o->image : cfg->image;
 	const char *network = o->network && *o->network ? o->network : "none";
-	json_t *img = NULL, *inspect = NULL, *warnings = NULL;
 	int r;
 
 	if (o->name && *o->name && !name_valid(o->name))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			       "name '%.80s' must be 1-63 letters, digits, '-', '_' or '.'", o->name);
+	if (o->name && !o->default_session &&
+	    (strcmp(o->name, "default") == 0 || (strlen(o->name) == SESSION_ID_LEN && is_hex(o->name, SESSION_ID_LEN))))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "name '%s' is reserved (it names the default session, or looks like a session id): "
+			       "pick another name, or omit session_id in the other tools to use the default session",
+			       o->name);
+	if (config_network_forbidden(network))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			       "network '%.80s' would share the host's or another container's namespace, which no "
+			       "setting allows: omit network (none), or name a Docker network the operator lists "
+			       "in SANDBOX_NETWORKS",
+			       network);
+	if (!config_network_allowed(cfg, network))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			       "network '%.80s' is not allowed: sessions have no network unless the operator lists "
+			       "the Docker network in SANDBOX_NETWORKS (now: %s); omit network to run without one",
+			       network, cfg->networks[0] ? cfg->networks : "empty");
 	wait_ready(m);
+	/* the name and the place under the limit are held from this check until the session is listed */
+	struct pending pend = { .name = o->name && *o->name ? o->name : NULL };
+	r = reserve(m, o, &pend, err);
+	if (r < 0)
+		return r;
+	r = create_reserved(m, call, o, image, network, ret, err);
 	pthread_mutex_lock(&m->lock);
-	bool taken = o->name && *o->name && find_locked(m, o->name);
-	size_t live = m->len;
+	for (struct pending **pp = &m->pending; *pp; pp = &(*pp)->next) {
+		if (*pp == &pend) {
+			*pp = pend.next;
+			break;
+		}
+	}
+	m->npending--;
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+/*
+ * Holds a place for a session being created: concurrent creates must not
+ * both take the last place under SANDBOX_MAX_SESSIONS or the same name.
+ */
+static int reserve(struct session_mgr *m, const struct session_opts *o, struct pending *pend, struct err *err)
+{
+	const struct config *cfg = m->cfg;
+
+	pthread_mutex_lock(&m->lock);
+	bool taken = pend->name && find_locked(m, pend->name);
+	for (struct pending *p = m->pending; p && pend->name && !taken; p = p->next)
+		taken = p->name && strcmp(p->name, pend->name) == 0;
+	size_t live = m->npending;
+	for (size_t i = 0; i < m->len; i++)
+		live += !m->list[i]->adopted;
+	bool full = live >= cfg->max_sessions + (o->transient ? SESSION_TRANSIENT_EXTRA : 0);
+	if (!taken && !full) {
+		pend->next = m->pending;
+		m->pending = pend;
+		m->npending++;
+	}
 	pthread_mutex_unlock(&m->lock);
 	if (taken)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EEXIST,
 			       "a session named '%s' already exists: use it, or close it with session_close first",
-			       o->name);
-	if (live >= cfg->max_sessions + (o->transient ? SESSION_TRANSIENT_EXTRA : 0))
+			       pend->name);
+	if (full)
 		return err_set(err, ERRCODE_SESSION_LIMIT, -EUSERS,
-			       "%zu sessions are open, the limit (SANDBOX_MAX_SESSIONS=%llu): close one with "
-			       "session_close (session_list shows them) and try again",
+			       "%zu sessions made by this server are open or starting, the limit "
+			       "(SANDBOX_MAX_SESSIONS=%llu): close one with session_close (session_list shows them) "
+			       "and try again",
 			       live, (unsigned long long)cfg->max_sessions);
+	return 0;
+}
+
+static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o,
+			   const char *image, const char *network, struct session **ret, struct err *err)
+{
+	const struct config *cfg = m->cfg;
+	json_t *img = NULL, *inspect = NULL, *warnings = NULL;
+	int r;
 
 	r = engine_image_inspect(m->engine, call, image, &img, err);
 	if (r < 0) {
@@ -459,11 +841,18 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 		return r;
 	}
 
+	char user[sizeof(((struct session *)0)->user)];
+	bool fallback;
+	r = image_user(m, call, img, user, sizeof(user), &fallback, err);
+	if (r < 0) {
+		json_decref(img);
+		return r;
+	}
 	struct session *s = xcalloc(1, sizeof(*s));
 	random_hex(s->id, SESSION_ID_LEN);
 	snprintf(s->name, sizeof(s->name), "%s", o->name ? o->name : "");
 	snprintf(s->image, sizeof(s->image), "%s", image);
-	snprintf(s->user, sizeof(s->user), "%s", exec_user(img));
+	snprintf(s->user, sizeof(s->user), "%s", user);
 	snprintf(s->network, sizeof(s->network), "%s", network);
 	snprintf(s->runtime, sizeof(s->runtime), "%s", o->runtime ? o->runtime : (cfg->runtime ? cfg->runtime : ""));
 	s->persistent = o->persistent;
@@ -476,8 +865,9 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 
 	char created[24];
 	snprintf(created, sizeof(created), "%lld", (long long)s->created);
-	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1",
+	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1",
 				   SESSION_LABEL ".instance", m->instance, SESSION_LABEL ".host", m->host,
+				   SESSION_LABEL ".lock", m->lock_path,
 				   SESSION_LABEL ".session", s->id, SESSION_LABEL ".name", s->name,
 				   SESSION_LABEL ".persistent", s->persistent ? "true" : "false", SESSION_LABEL ".created",
 				   created, SESSION_LABEL ".user", s->user, SESSION_LABEL ".network", s->network);
@@ -489,7 +879,7 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 		json_array_append_new(env, json_string_lossy(kv, strlen(kv)));
 		free(kv);
 	}
-	if (strcmp(s->user, SESSION_FALLBACK_USER) == 0)
+	if (fallback) /* the image's own user has a home; the fallback user may not */
 		json_array_append_new(env, json_string("HOME=/tmp"));
 	json_t *hc = json_pack(
 		"{s:s, s:[s], s:[s], s:I, s:I, s:I, s:I, s:b, s:b, s:{s:s}, s:{s:s, s:{}}, s:[{s:s, s:I, s:I}, "
@@ -512,7 +902,7 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 				 cfg->workspace, "User", s->user, "Env", env, "Labels", labels, "HostConfig", hc,
 				 "Tty", 0, "OpenStdin", 0, "NetworkDisabled", strcmp(s->network, "none") == 0,
 				 "StopTimeout", 1);
-	r = engine_container_create(m->engine, call, body, s->container, &warnings, err);
+	r = ceiling_container_create(m->engine, call, cfg, body, s->container, &warnings, err);
 	json_decref(body);
 	if (r < 0) {
 		session_free(s);
@@ -599,7 +989,7 @@ int session_get(struct session_mgr *m, struct call *call, const char *ref, struc
 			       "no session '%.80s': it was closed or never existed. session_list shows the open "
 			       "sessions; omit session_id to use the default one",
 			       ref);
-	struct session_opts o = { .name = "default" };
+	struct session_opts o = { .name = "default", .default_session = true };
 	return session_create(m, call, &o, ret, err);
 }
 
@@ -665,8 +1055,9 @@ int session_close(struct session_mgr *m, struct call *call, const char *ref, str
 
 json_t *session_json(const struct session *s)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:I, s:f, s:I, s:b, s:I, s:I, s:s}", "session_id", s->id,
-			 "name", s->name, "image", s->image, "container_id", s->container, "persistent",
+	/* s:s*: an unnamed session has no "name" (not "") */
+	return json_pack("{s:s, s:s*, s:s, s:s, s:b, s:s, s:I, s:f, s:I, s:b, s:I, s:I, s:s}", "session_id", s->id,
+			 "name", s->name[0] ? s->name : NULL, "image", s->image, "container_id", s->container, "persistent",
 			 s->persistent, "network", s->network, "memory_mb", (json_int_t)s->memory_mb, "cpus", s->cpus,
 			 "pids", (json_int_t)s->pids, "read_only", s->read_only, "created", (json_int_t)s->created,
 			 "last_used", (json_int_t)s->last_used, "user", s->user);

@@ -81,6 +81,8 @@ struct session_opts {
 	 * SANDBOX_MAX_SESSIONS, so that a full server can still export.
 	 */
 	bool transient;
+	/* the implicit session of calls without session_id: the one allowed the name "default" */
+	bool default_session;
 };
 
 int session_mgr_create(const struct config *cfg, struct engine *e, struct session_mgr **ret, struct err *err);

@@ -202,10 +202,10 @@ const struct tool_entry tool_session_commit_entry = {
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"repository\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Image "
 			"repository, lowercase, one the server allows (SANDBOX_COMMIT_REPOS, by default starting with "
-			"sandbox-mcp-) (default " IMAGE_COMMIT_REPOSITORY ")\"},"
+			"sandbox-mcp-) (default " IMAGE_COMMIT_REPOSITORY "; at most 255 characters)\"},"
 			"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Image tag "
-			"(default: unique, from the session and the time)\"},"
-			"\"message\":{\"type\":\"string\",\"maxLength\":1000,\"description\":\"Commit message\"},"
+			"(default: unique, from the session and the time; at most 128 characters)\"},"
+			"\"message\":{\"type\":\"string\",\"maxLength\":1000,\"description\":\"Commit message (at most 1000 characters)\"},"
 			TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"image_id\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\"},"

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "buildconf.h"
+#include "ceiling.h"
 #include "exec.h"
 #include "tools.h"
 
@@ -85,6 +86,7 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 		engine = json_pack("{s:b, s:s, s:s, s:s}", "reachable", 0, "endpoint", endpoint, "error_code",
 				   errcode_name(err.code), "error", err.msg);
 	}
+	json_t *limits = ceiling_json(ctx->svc->engine, ctx->call, ctx->svc->cfg, r == 0);
 	json_t *out = json_pack("{s:{s:s, s:s, s:s}, s:o, s:o}", "server", "name", "sandbox-mcp", "version",
 				SANDBOX_VERSION, "protocol_version", ctx->protocol_version, "config",
 				config_to_json(ctx->svc->cfg), "engine", engine);
@@ -98,6 +100,13 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 	tool_text(res, "Default image %s; limits: %llu MB memory, %.2f CPUs, %llu pids, %llu s per call",
 		  ctx->svc->cfg->image, (unsigned long long)ctx->svc->cfg->memory_mb, ctx->svc->cfg->cpus,
 		  (unsigned long long)ctx->svc->cfg->pids, (unsigned long long)ctx->svc->cfg->timeout_s);
+	tool_text(res, "Sessions may ask for up to %llu MB and %g CPUs; workspace %s, quota %s; saved output %llu MB per stream",
+		  (unsigned long long)json_integer_value(json_object_get(limits, "max_memory_mb")),
+		  json_number_value(json_object_get(limits, "max_cpus")),
+		  ctx->svc->cfg->workspace_mb ? "limited" : "unlimited",
+		  json_string_value(json_object_get(limits, "workspace_quota")),
+		  (unsigned long long)ctx->svc->cfg->output_save_mb);
+	json_object_set_new(out, "limits", limits);
 	if (json_object_get(args, "session_id")) {
 		json_t *si = session_info(ctx, args, res);
 		if (!si) {
@@ -121,7 +130,7 @@ const struct tool_entry tool_env_info_entry = {
 		       "with docker_unavailable or image_not_found.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Also describe "
-			"this session (id or name; 'default' for the default one)\"}}}",
+			"this session (id or name; 'default' for the default one; at most 128 characters)\"}}}",
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{"
 		"\"server\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
@@ -134,6 +143,11 @@ const struct tool_entry tool_env_info_entry = {
 		"\"endpoint\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"},"
 		"\"api_version\":{\"type\":\"string\"},\"os\":{\"type\":\"string\"},\"arch\":{\"type\":\"string\"},"
 		"\"error\":{\"type\":\"string\"},\"error_code\":{\"type\":\"string\"}}},"
+		"\"limits\":{\"type\":\"object\",\"properties\":{\"memory_mb\":{\"type\":\"integer\"},"
+		"\"max_memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},"
+		"\"max_cpus\":{\"type\":\"number\"},\"pids\":{\"type\":\"integer\"},"
+		"\"workspace_mb\":{\"type\":\"integer\"},\"workspace_quota\":{\"type\":\"string\"},"
+		"\"output_save_mb\":{\"type\":\"integer\"}}},"
 		"\"sessions_open\":{\"type\":\"integer\"},"
 		"\"session\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 		"\"image\":{\"type\":\"string\"},\"os\":{\"type\":\"string\"},\"python\":{\"type\":\"string\"},"

@@ -557,7 +557,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	if (build && (image_repository_check(repo, &e_) < 0 || (tag && image_tag_check(tag, &e_) < 0) ||
 		      image_ref_allowed(cfg, repo, &e_) < 0))
 		goto fail;
-	if (host_dir && hostfs_open(ctx->svc->hostfs, host_dir, O_RDONLY | O_DIRECTORY, &dfd, real, sizeof(real), &e_) < 0)
+	if (host_dir && hostfs_open_dest(ctx->svc->hostfs, host_dir, &dfd, real, sizeof(real), &e_) < 0)
 		goto fail;
 	if (tool_session(ctx, args, &s, res) < 0) {
 		s = NULL;
@@ -906,14 +906,14 @@ const struct tool_entry tool_session_export_entry = {
 		"for session_create {image}.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"host_dir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
-			"path of a host folder (inside SANDBOX_HOST_DIRS) to write a new export folder into\"},"
+			"path of a host folder (inside SANDBOX_HOST_DIRS) to write a new export folder into (at most 4096 characters)\"},"
 			"\"build\":{\"type\":\"boolean\",\"description\":\"Also build the export as an image (offline, "
 			"default false)\"},"
 			"\"repository\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Repository "
 			"of the built image, one the server allows (SANDBOX_COMMIT_REPOS, by default starting with "
-			"sandbox-mcp-) (default " IMAGE_EXPORT_REPOSITORY ")\"},"
+			"sandbox-mcp-) (default " IMAGE_EXPORT_REPOSITORY "; at most 255 characters)\"},"
 			"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Tag of the built "
-			"image (default: unique)\"}," TOOL_SESSION_ARG "}}",
+			"image (default: unique; at most 128 characters)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"dockerfile\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},\"dirs\":{\"type\":\"integer\"},"
 			 "\"context_bytes\":{\"type\":\"integer\"},\"base_image\":{\"type\":\"string\"},"

@@ -447,7 +447,7 @@ static int file_delete(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 
 #define PATH_ARG(what)                                                                                              \
 	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"" what                    \
-	" (relative to /workspace, or absolute)\"}"
+	" (relative to /workspace, or absolute; at most 4096 characters)\"}"
 
 const struct tool_entry tool_file_read_entry = {
 	.name = "file_read",
@@ -458,9 +458,9 @@ const struct tool_entry tool_file_read_entry = {
 		"length (bytes) to read part of a large file. Relative paths are in /workspace.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
 			PATH_ARG("File to read") ","
-			"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"First byte to return (default 0)\"},"
+			"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"First byte to return (0 or more, default 0)\"},"
 			"\"length\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Bytes to return (default: to the "
-			"end)\"}," TOOL_SESSION_ARG "}}",
+			"end; 0 or more)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = NULL, /* may return images */
 	.group = TOOL_GROUP_FILES,
 	.read_only = true,
@@ -487,7 +487,7 @@ const struct tool_entry tool_file_write_entry = {
 			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace an existing file (default "
 			"true)\"},"
 			"\"mode\":{\"type\":\"string\",\"minLength\":3,\"maxLength\":4,\"description\":\"Permissions in "
-			"octal, e.g. \\\"755\\\"\"}," TOOL_SESSION_ARG "}}",
+			"octal, e.g. \\\"755\\\" (3 to 4 characters)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},\"mode\":{\"type\":\"string\"}}}",
 	.group = TOOL_GROUP_FILES,
@@ -511,12 +511,12 @@ const struct tool_entry tool_file_patch_entry = {
 		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"patches\"],"
 		"\"properties\":{" PATH_ARG("File to patch") ","
 		"\"patches\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":100,\"description\":\"Replacements, "
-		"applied in order\",\"items\":{\"type\":\"object\",\"additionalProperties\":false,"
+		"applied in order (at most 100 items)\",\"items\":{\"type\":\"object\",\"additionalProperties\":false,"
 		"\"required\":[\"old\",\"new\"],\"properties\":{"
 		"\"old\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Exact text to find\"},"
 		"\"new\":{\"type\":\"string\",\"description\":\"Text to put in its place\"},"
 		"\"count\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"How many times old must occur "
-		"(all are replaced; default 1)\"}}}}," TOOL_SESSION_ARG "}}",
+		"(all are replaced; default 1; at least 1)\"}}}}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},"
 			 "\"patches\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"

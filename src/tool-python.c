@@ -273,6 +273,7 @@ static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 		.code_len = json_string_length(jcode),
 		.timeout_ms = tmo * 1000,
 		.cap = cfg->output_bytes,
+		.save_cap = (size_t)(cfg->output_save_mb << 20),
 		.on_output = on_output,
 		.on_tick = on_tick,
 		.arg = ctx,
@@ -337,11 +338,15 @@ static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	json_t *saved = json_object_get(pr.result, "output_files");
 	const char *skey;
 	json_t *spath;
+	bool saved_cut = json_is_true(json_object_get(pr.result, "output_files_cut"));
 	json_object_foreach (saved, skey, spath)
 		if (json_is_string(spath))
-			tool_text(res, "The full %s (%llu bytes) is saved at %s", skey,
+			tool_text(res, "The %s %s (%llu bytes) is saved at %s%s", saved_cut ? "start of" : "full", skey,
 				  (unsigned long long)(strcmp(skey, "stdout") == 0 ? pr.out.total : pr.err.total),
-				  json_string_value(spath));
+				  json_string_value(spath),
+				  saved_cut ? " (a saved file stops at SANDBOX_OUTPUT_SAVE_MB; write big output to a "
+					      "file yourself)"
+					    : "");
 	add_files(ctx, res, s, json_object_get(pr.result, "files"),
 		  json_is_true(json_object_get(pr.result, "files_incomplete")));
 
@@ -374,9 +379,9 @@ const struct tool_entry tool_run_python_entry = {
 		"\"code\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Python source (several statements; "
 		"the value of a final expression is returned)\"},"
 		"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name "
-		"(default: the default session)\"},"
+		"(default: the default session; at most 128 characters)\"},"
 		"\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"Interrupt the "
-		"code after this many seconds (default 60)\"},"
+		"code after this many seconds (default 60; from 1 to 86400)\"},"
 		"\"fresh\":{\"type\":\"boolean\",\"description\":\"Run in a new one-off interpreter, leaving the "
 		"session's persistent one untouched\"}}}",
 	.output_schema = NULL,

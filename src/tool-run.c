@@ -6,6 +6,9 @@
  * The full output is saved by a second exec started only once a stream passes
  * the cap (`cat > file`, fed by the server as bytes arrive), so small outputs
  * cost nothing extra and a 50 MB output never sits in the server's memory.
+ * A saved file stops at SANDBOX_OUTPUT_SAVE_MB with a marker line, and the
+ * folder keeps only the newest RUN_OUTPUT_KEEP files, so a chatty command
+ * cannot fill the disk through the server.
  */
 #include <errno.h>
 #include <poll.h>
@@ -24,12 +27,15 @@
 #define RUN_ENV_MAX 64
 /* Where cut output is saved, below the workspace. */
 #define RUN_OUTPUT_DIR ".sandbox-mcp/output"
+/* Saved output files kept in RUN_OUTPUT_DIR (run_command's and run_python's), the new one included. */
+#define RUN_OUTPUT_KEEP 16
 
 struct spill {
 	struct engine_stream *stream;
 	char exec_id[ENGINE_ID_LEN + 1];
 	char path[512];
-	bool started, failed;
+	uint64_t written; /* bytes sent to the file, at most SANDBOX_OUTPUT_SAVE_MB */
+	bool started, failed, cut;
 };
 
 struct run_ctx {
@@ -43,7 +49,24 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 static int on_data(void *arg, int stream, const char *p, size_t n);
 static void on_tick(void *arg);
 static void spill_start(struct run_ctx *rc, int stream);
-static void spill_finish(struct run_ctx *rc, struct spill *sp);
+static void spill_finish(struct run_ctx *rc, struct spill *sp, uint64_t total);
+static void spill_write(struct run_ctx *rc, struct spill *sp, const char *p, size_t n);
+
+/* Sends what fits under SANDBOX_OUTPUT_SAVE_MB to the saving exec; notes a cut. */
+static void spill_write(struct run_ctx *rc, struct spill *sp, const char *p, size_t n)
+{
+	uint64_t max = rc->ctx->svc->cfg->output_save_mb << 20;
+
+	if (!sp->stream || sp->failed || n == 0)
+		return;
+	if (n > max - sp->written) {
+		n = (size_t)(max - sp->written);
+		sp->cut = true;
+	}
+	if (n && engine_stream_write(sp->stream, p, n) < 0)
+		sp->failed = true;
+	sp->written += n;
+}
 
 static void spill_start(struct run_ctx *rc, int stream)
 {
@@ -59,9 +82,15 @@ static void spill_start(struct run_ctx *rc, int stream)
 	snprintf(sp->path, sizeof(sp->path), "%s/" RUN_OUTPUT_DIR "/run-%lld%03ld-%lu.%s.log", cfg->workspace,
 		 (long long)ts.tv_sec, ts.tv_nsec / 1000000, __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED),
 		 stream == 1 ? "stdout" : "stderr");
+	/* older saved files past the newest RUN_OUTPUT_KEEP go first (only ours, by name) */
+	char script[384];
+	snprintf(script, sizeof(script),
+		 "mkdir -p \"${1%%/*}\" && cd \"${1%%/*}\" && { ls -1td -- run-*.log python-*.log 2>/dev/null | "
+		 "tail -n +%d | while IFS= read -r f; do rm -f -- \"$f\"; done; exec cat > \"$1\"; }",
+		 RUN_OUTPUT_KEEP);
 	json_t *body = json_pack("{s:b, s:b, s:b, s:b, s:s, s:[s, s, s, s, s]}", "AttachStdin", 1, "AttachStdout", 1,
-				 "AttachStderr", 1, "Tty", 0, "User", rc->s->user, "Cmd", "/bin/sh", "-c",
-				 "mkdir -p \"${1%/*}\" && exec cat > \"$1\"", "sandbox-mcp-save", sp->path);
+				 "AttachStderr", 1, "Tty", 0, "User", rc->s->user, "Cmd", "/bin/sh", "-c", script,
+				 "sandbox-mcp-save", sp->path);
 	int r = engine_exec_create(e, NULL, rc->s->container, body, sp->exec_id, &err);
 	json_decref(body);
 	if (r == 0)
@@ -75,15 +104,24 @@ static void spill_start(struct run_ctx *rc, int stream)
 	struct buf kept;
 	buf_init(&kept, SIZE_MAX);
 	capture_raw(stream == 1 ? &rc->res->out : &rc->res->err, &kept);
-	if (kept.len && engine_stream_write(sp->stream, kept.data, kept.len) < 0)
-		sp->failed = true;
+	spill_write(rc, sp, kept.data, kept.len);
 	buf_finish(&kept);
 }
 
-static void spill_finish(struct run_ctx *rc, struct spill *sp)
+static void spill_finish(struct run_ctx *rc, struct spill *sp, uint64_t total)
 {
 	if (!sp->stream)
 		return;
+	if (sp->cut && !sp->failed) {
+		char mark[200];
+		int n = snprintf(mark, sizeof(mark),
+				 "\n[sandbox-mcp: the saved output stops here, after %llu of %llu bytes "
+				 "(SANDBOX_OUTPUT_SAVE_MB=%llu)]\n",
+				 (unsigned long long)sp->written, (unsigned long long)total,
+				 (unsigned long long)rc->ctx->svc->cfg->output_save_mb);
+		if (engine_stream_write(sp->stream, mark, (size_t)n) < 0)
+			sp->failed = true;
+	}
 	engine_stream_close_write(sp->stream);
 	/* wait for cat to finish writing: the stream ends when it exits */
 	char tmp[512];
@@ -111,8 +149,7 @@ static int on_data(void *arg, int stream, const char *p, size_t n)
 
 	if (!sp->started && c->total + n > c->cap)
 		spill_start(rc, stream);
-	if (sp->stream && !sp->failed && engine_stream_write(sp->stream, p, n) < 0)
-		sp->failed = true;
+	spill_write(rc, sp, p, n);
 
 	tool_progress_output(rc->ctx, p, n);
 	return 0;
@@ -207,8 +244,8 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	r = exec_run(ctx->svc->engine, ctx->call, s->container, &spec, &xr, &e);
 	for (size_t i = 0; i < nenv; i++)
 		free(envbuf[i]);
-	spill_finish(&rc, &rc.spill[1]);
-	spill_finish(&rc, &rc.spill[2]);
+	spill_finish(&rc, &rc.spill[1], xr.out.total);
+	spill_finish(&rc, &rc.spill[2], xr.err.total);
 	if (r < 0) {
 		if (e.code == ERRCODE_SESSION_NOT_FOUND) {
 			session_forget(ctx->svc->sessions, s);
@@ -273,13 +310,18 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 			       "stdout_bytes", (json_int_t)xr.out.total, "stderr_bytes", (json_int_t)xr.err.total,
 			       "restarted", xr.restarted);
 	json_t *files = json_object();
+	bool files_cut = false;
 	for (int k = 1; k <= 2; k++) {
 		struct spill *sp = &rc.spill[k];
-		if (sp->started && !sp->failed)
+		if (sp->started && !sp->failed) {
 			json_object_set_new(files, k == 1 ? "stdout" : "stderr", json_string(sp->path));
+			files_cut = files_cut || sp->cut;
+		}
 	}
-	if (json_object_size(files))
+	if (json_object_size(files)) {
 		json_object_set(st, "output_files", files);
+		json_object_set_new(st, "output_files_cut", json_boolean(files_cut));
+	}
 
 	const char *err_code = NULL;
 	char err_msg[ERR_MSG_MAX] = "";
@@ -345,10 +387,19 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 		tool_text_bytes(res, "stderr:\n", errb.data, errb.len);
 	const char *key2;
 	json_t *path;
-	json_object_foreach (files, key2, path)
-		tool_text(res, "The full %s (%llu bytes) is saved at %s", key2,
-			  (unsigned long long)(strcmp(key2, "stdout") == 0 ? xr.out.total : xr.err.total),
-			  json_string_value(path));
+	json_object_foreach (files, key2, path) {
+		const struct spill *sp = &rc.spill[strcmp(key2, "stdout") == 0 ? 1 : 2];
+		uint64_t total = strcmp(key2, "stdout") == 0 ? xr.out.total : xr.err.total;
+		if (sp->cut)
+			tool_text(res,
+				  "The first %llu of %llu bytes of %s are saved at %s (at most SANDBOX_OUTPUT_SAVE_MB=%llu "
+				  "MB per stream): redirect big output to a file yourself, e.g. cmd > out.txt",
+				  (unsigned long long)sp->written, (unsigned long long)total, key2,
+				  json_string_value(path), (unsigned long long)cfg->output_save_mb);
+		else
+			tool_text(res, "The full %s (%llu bytes) is saved at %s", key2, (unsigned long long)total,
+				  json_string_value(path));
+	}
 	json_decref(files);
 	tool_structured(res, st);
 	buf_finish(&out);
@@ -372,20 +423,21 @@ const struct tool_entry tool_run_command_entry = {
 		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"command\"],\"properties\":{"
 		"\"command\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Shell command\"},"
 		"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name "
-		"(default: the default session)\"},"
+		"(default: the default session; at most 128 characters)\"},"
 		"\"workdir\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"Working directory inside "
-		"the workspace (relative to it, or absolute under it)\"},"
+		"the workspace (relative to it, or absolute under it; at most 4096 characters)\"},"
 		"\"env\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":{\"type\":\"string\"},"
 		"\"description\":\"Extra environment variables\"},"
 		"\"stdin\":{\"type\":\"string\",\"description\":\"Text fed to the command's standard input\"},"
 		"\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"Kill the "
-		"command after this many seconds (default 60)\"}}}",
+		"command after this many seconds (default 60; from 1 to 86400)\"}}}",
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 		"\"exit_code\":{\"type\":\"integer\"},\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
 		"\"duration_ms\":{\"type\":\"integer\"},\"timed_out\":{\"type\":\"boolean\"},"
 		"\"truncated\":{\"type\":\"boolean\"},\"stdout_bytes\":{\"type\":\"integer\"},"
 		"\"stderr_bytes\":{\"type\":\"integer\"},\"restarted\":{\"type\":\"boolean\"},"
+		"\"output_files_cut\":{\"type\":\"boolean\"},"
 		"\"output_files\":{\"type\":\"object\",\"properties\":{\"stdout\":{\"type\":\"string\"},"
 		"\"stderr\":{\"type\":\"string\"}}}}}",
 	.group = TOOL_GROUP_RUN,

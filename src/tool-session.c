@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ceiling.h"
 #include "tools.h"
 
 static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
@@ -11,7 +12,9 @@ static int session_list_tool(struct tool_ctx *ctx, json_t *args, struct tool_res
 static int session_close_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 
 #define SESSION_PROPS                                                                                               \
-	"\"session_id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"image\":{\"type\":\"string\"},"      \
+	"\"session_id\":{\"type\":\"string\"},"                                                                     \
+	"\"name\":{\"type\":\"string\",\"description\":\"absent when the session has none\"},"                         \
+	"\"image\":{\"type\":\"string\"},"                                                                          \
 	"\"container_id\":{\"type\":\"string\"},\"persistent\":{\"type\":\"boolean\"},"                            \
 	"\"network\":{\"type\":\"string\"},\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},"    \
 	"\"pids\":{\"type\":\"integer\"},\"read_only\":{\"type\":\"boolean\"},\"created\":{\"type\":\"integer\"}," \
@@ -25,8 +28,6 @@ static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		.persistent = json_is_true(json_object_get(args, "persistent")),
 		.network = json_string_value(json_object_get(args, "network")),
 		.env = json_object_get(args, "env"),
-		.memory_mb = (uint64_t)json_integer_value(json_object_get(args, "memory_mb")),
-		.cpus = json_number_value(json_object_get(args, "cpus")),
 		.read_only = json_is_true(json_object_get(args, "read_only")),
 	};
 	struct session *s;
@@ -42,6 +43,9 @@ static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		}
 	}
 	err_clear(&e);
+	if (ceiling_session(ctx->svc->cfg, json_object_get(args, "memory_mb"), json_object_get(args, "cpus"), &o.memory_mb,
+			   &o.cpus, &e) < 0)
+		return tool_fail(res, &e);
 	if (session_create(ctx->svc->sessions, ctx->call, &o, &s, &e) < 0)
 		return tool_fail(res, &e);
 	json_t *j = session_json(s);
@@ -98,23 +102,26 @@ const struct tool_entry tool_session_create_entry = {
 	.title = "Create a sandbox session",
 	.description =
 		"Start a new sandbox: a Docker container with a /workspace directory, no network, and limits. "
-		"Only needed for a second sandbox, another image, more memory, network access, or a persistent "
+		"Only needed for a second sandbox, another image, other limits, network access, or a persistent "
 		"session: the other tools create a default session on first use. Returns session_id for the "
 		"other tools.",
 	.input_schema =
 		"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 		"\"image\":{\"type\":\"string\",\"maxLength\":255,\"description\":\"Docker image (default: the "
-		"server's sandbox image with Python and data libraries)\"},"
+		"server's sandbox image with Python and data libraries; at most 255 characters)\"},"
 		"\"name\":{\"type\":\"string\",\"maxLength\":63,\"description\":\"A name usable wherever "
-		"session_id is\"},"
+		"session_id is (at most 63 characters)\"},"
 		"\"persistent\":{\"type\":\"boolean\",\"description\":\"Keep the session when the server exits "
 		"(default false)\"},"
-		"\"network\":{\"type\":\"string\",\"maxLength\":63,\"description\":\"'none' (default) or a Docker "
-		"network such as 'bridge' to allow network access\"},"
+		"\"network\":{\"type\":\"string\",\"maxLength\":63,\"description\":\"'none' (default), or a Docker "
+		"network the operator allows (SANDBOX_NETWORKS; env_info config.networks lists them) for network access. "
+		"Never host or container:<id>. At most 63 characters.\"},"
 		"\"env\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":{\"type\":\"string\"},"
 		"\"description\":\"Environment variables for everything run in the session\"},"
-		"\"memory_mb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576},"
-		"\"cpus\":{\"type\":\"number\",\"minimum\":0.01,\"maximum\":256},"
+		"\"memory_mb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576,\"description\":\"Memory "
+		"limit, MB (default and most allowed: env_info limits.memory_mb and max_memory_mb; from 16 to 1048576)\"},"
+		"\"cpus\":{\"type\":\"number\",\"minimum\":0.01,\"maximum\":256,\"description\":\"CPU limit "
+		"(default and most allowed: env_info limits.cpus and max_cpus; from 0.01 to 256)\"},"
 		"\"read_only\":{\"type\":\"boolean\",\"description\":\"Read-only root filesystem (the workspace "
 		"and /tmp stay writable)\"}}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{" SESSION_PROPS
@@ -154,7 +161,7 @@ const struct tool_entry tool_session_close_entry = {
 		       "Without session_id, closes the default session.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or "
-			"name\"}}}",
+			"name (at most 128 characters)\"}}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"closed\":{\"type\":\"boolean\"}}}",
 	.group = TOOL_GROUP_SESSION,

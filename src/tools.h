@@ -141,7 +141,7 @@ char *tool_exec_output(const struct exec_result *xr, size_t *len);
 /* The session_id property of a tool's input schema (JSON text). */
 #define TOOL_SESSION_ARG                                                                                            \
 	"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name (default: the " \
-	"default session)\"}"
+	"default session; at most 128 characters)\"}"
 
 /* The tools, one entry each (tool-*.c). */
 extern const struct tool_entry tool_session_create_entry;

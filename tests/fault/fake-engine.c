@@ -172,6 +172,7 @@ struct container {
 	bool used;
 	char id[ID_LEN + 1];
 	char image[256];
+	char network[64]; /* HostConfig.NetworkMode as asked for, echoed by inspect */
 	json_int_t memory, pids;
 	json_t *labels;
 	bool running;
@@ -563,6 +564,8 @@ static void container_create(struct conn *c, const struct request *rq)
 	json_t *hc = json_object_get(body, "HostConfig");
 	ct->memory = json_integer_value(json_object_get(hc, "Memory"));
 	ct->pids = json_integer_value(json_object_get(hc, "PidsLimit"));
+	const char *net = json_string_value(json_object_get(hc, "NetworkMode"));
+	snprintf(ct->network, sizeof(ct->network), "%s", net ? net : "default");
 	json_t *labels = json_object_get(body, "Labels");
 	ct->labels = json_is_object(labels) ? json_incref(labels) : json_object();
 	json_decref(body);
@@ -585,11 +588,12 @@ static void container_remove(struct container *ct)
 
 static json_t *container_json(const struct container *ct)
 {
-	return json_pack("{s:s, s:s, s:{s:b, s:s, s:i, s:i}, s:{s:[s], s:[s], s:I, s:I, s:b}, s:{s:s, s:O}}", "Id",
+	return json_pack("{s:s, s:s, s:{s:b, s:s, s:i, s:i}, s:{s:[s], s:[s], s:I, s:I, s:b, s:s}, s:{s:s, s:O}}", "Id",
 			 ct->id, "Image", ct->image, "State", "Running", ct->running, "Status",
 			 ct->running ? "running" : "created", "Pid", ct->running ? FAKE_PID : 0, "ExitCode", 0,
 			 "HostConfig", "CapDrop", "ALL", "SecurityOpt", "no-new-privileges", "Memory", ct->memory,
-			 "PidsLimit", ct->pids, "Privileged", 0, "Config", "User", "1000:1000", "Labels", ct->labels);
+			 "PidsLimit", ct->pids, "Privileged", 0, "NetworkMode", ct->network, "Config", "User", "1000:1000",
+			 "Labels", ct->labels);
 }
 
 static void exec_create(struct conn *c, struct container *ct)

@@ -97,11 +97,11 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     assert.ok(srv.peakRssKiB() < RSS_CAP_KIB, `the context streams: server peak RSS ${srv.peakRssKiB()} KiB`);
     assert.match(x.image_id, /^sha256:[0-9a-f]{64}$/);
     assert.match(x.dockerfile, /^FROM sandbox-mcp-python:latest$/m);
-    assert.match(x.dockerfile, /^COPY --chown=sandbox workspace\/ \/workspace\/$/m);
+    assert.match(x.dockerfile, /^COPY --chown=1000:1000 workspace\/ \/workspace\/$/m);
     assert.match(x.dockerfile, /--find-links '\/workspace\/dist' 'wheelpkg==0\.9'/);
     assert.match(x.dockerfile, /--no-build-isolation '\/workspace\/src\/exportpkg'/);
     assert.match(x.dockerfile, /^ENV EXPORT_VAR=/m);
-    assert.ok(x.dockerfile.includes('\nCOPY --chown=sandbox ["files/tmp/w h\\\\$x/tmppkg-4.5-py3-none-any.whl", ' +
+    assert.ok(x.dockerfile.includes('\nCOPY --chown=1000:1000 ["files/tmp/w h\\\\$x/tmppkg-4.5-py3-none-any.whl", ' +
       '"/tmp/w h\\\\$x/tmppkg-4.5-py3-none-any.whl"]\n'), x.dockerfile);
     assert.match(x.dockerfile, /&& chmod 640 -- '-dash'/);
     assert.deepEqual(x.pip_needs_index, []);

@@ -27,7 +27,8 @@ describe('run_command input and output', suite({ timeout: 240000 }), () => {
 
   before(async () => {
     requireEngine();
-    srv = await Server.start('output', { SANDBOX_TIMEOUT_S: 30 });
+    // the 50 MB test checks that all of a big output can be saved: allow that much
+    srv = await Server.start('output', { SANDBOX_TIMEOUT_S: 30, SANDBOX_OUTPUT_SAVE_MB: 100 });
     sid = (await srv.createSession({ name: 'output' })).session_id;
   });
 

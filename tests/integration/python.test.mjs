@@ -56,7 +56,8 @@ describe('run_python', suite({ timeout: 300000 }), () => {
 
   before(async () => {
     requireEngine();
-    srv = await Server.start('python', { SANDBOX_TIMEOUT_S: 30 });
+    // the 10 MB output test checks that all of it can be saved: allow that much
+    srv = await Server.start('python', { SANDBOX_TIMEOUT_S: 30, SANDBOX_OUTPUT_SAVE_MB: 16 });
     sid = (await srv.createSession({ name: 'python' })).session_id;
   });
 

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "clientcfg.h"
 #include "config.h"
 #include "transport.h"
 
@@ -111,6 +112,74 @@ static void test_unknown_flag_stops(void **state)
 	config_finish(&c);
 }
 
+/* Settings after the command are taken too; the command and its arguments keep their order. */
+static void test_settings_after_command(void **state)
+{
+	struct config c;
+	struct err e;
+	char *envp[] = { NULL };
+	char *argv[] = { "x", "--image", "i1", "config", "--docker-host", "tcp://127.0.0.1:1", "codex",
+			 "--pids=99", "--bogus", "--", "--memory-mb", NULL };
+	int next;
+	config_init(&c);
+	assert_int_equal(config_load(&c, envp, 11, argv, 1, &next, &e), 0);
+	assert_string_equal(c.image, "i1");
+	assert_string_equal(c.docker_host, "tcp://127.0.0.1:1");
+	assert_int_equal(c.pids, 99);
+	assert_int_equal(c.memory_mb, 512); /* after "--": not a setting */
+	assert_int_equal(next, 7); /* "--" counts with the settings */
+	assert_string_equal(argv[6], "--");
+	assert_string_equal(argv[7], "config");
+	assert_string_equal(argv[8], "codex");
+	assert_string_equal(argv[9], "--bogus");
+	assert_string_equal(argv[10], "--memory-mb");
+	config_finish(&c);
+}
+
+/* What clientcfg_print writes for client with binary path self. */
+static char *client_text(const char *client, const char *self, int *ret)
+{
+	char *text = NULL;
+	size_t n = 0;
+	struct err e;
+	FILE *f = open_memstream(&text, &n);
+	assert_non_null(f);
+	err_clear(&e);
+	*ret = clientcfg_print(f, client, self, &e);
+	fclose(f);
+	return text;
+}
+
+static void test_client_quoting(void **state)
+{
+	int r;
+	char *t = client_text("claude-code", "/a b/it's", &r);
+	assert_int_equal(r, 0);
+	assert_non_null(strstr(t, "claude mcp add -s user sandbox -- '/a b/it'\\''s'\n"));
+	free(t);
+	t = client_text("codex", "/q\"b\\s\tt/x", &r);
+	assert_int_equal(r, 0);
+	assert_non_null(strstr(t, "command = \"/q\\\"b\\\\s\\u0009t/x\"\n"));
+	free(t);
+	t = client_text("gemini", "/p\"q", &r);
+	assert_int_equal(r, 0);
+	assert_non_null(strstr(t, "\"command\": \"/p\\\"q\""));
+	free(t);
+	/* JSON and TOML hold only UTF-8; sh takes any byte */
+	t = client_text("codex", "/bad\xff", &r);
+	assert_int_equal(r, -EILSEQ);
+	free(t);
+	t = client_text("claude-desktop", "/bad\xff", &r);
+	assert_int_equal(r, -EILSEQ);
+	free(t);
+	t = client_text("claude-code", "/bad\xff", &r);
+	assert_int_equal(r, 0);
+	free(t);
+	t = client_text("vim", "/x", &r);
+	assert_int_equal(r, -ENOENT);
+	free(t);
+}
+
 static void test_docker_host(void **state)
 {
 	struct endpoint ep;
@@ -205,6 +274,8 @@ int main(void)
 		cmocka_unit_test(test_env_then_flags),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_unknown_flag_stops),
+		cmocka_unit_test(test_settings_after_command),
+		cmocka_unit_test(test_client_quoting),
 		cmocka_unit_test(test_docker_host),
 		cmocka_unit_test(test_connect_refused_says_how_to_fix),
 		cmocka_unit_test(test_connect_backlog_full_times_out),

@@ -1,0 +1,197 @@
+// The operator's limits are ceilings (issue 14, finding 8): session_create may
+// ask for less memory and fewer CPUs than the server's ceilings, never more;
+// the workspace gets a disk quota where the engine can enforce one (and a
+// per-file limit everywhere); run_command's saved output is capped; env_info
+// says what is enforced.
+
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  Server, suite, requireEngine, cleanup, show, docker, inspectContainer, containersOfInstance,
+} from './lib/harness.mjs';
+
+const MiB = 1024 * 1024;
+
+/** session_create that must be refused with invalid_argument; returns the message. */
+async function refused(srv, args, re) {
+  const st = await srv.fails('session_create', args, 'invalid_argument');
+  assert.match(st.error.message, re, `message of session_create ${JSON.stringify(args)}`);
+  return st.error.message;
+}
+
+describe('memory and CPU ceilings (defaults)', suite({ timeout: 120000 }), () => {
+  let srv;
+
+  before(async () => {
+    requireEngine();
+    srv = await Server.start('limits-default', { SANDBOX_TIMEOUT_S: 30 });
+  });
+
+  after(async () => {
+    await cleanup();
+  });
+
+  test('memory_mb 1048576 (1 TiB) is refused, naming the ceiling and SANDBOX_MAX_MEMORY_MB', async () => {
+    await refused(srv, { memory_mb: 1048576 }, /ceiling of 512 MB.*SANDBOX_MAX_MEMORY_MB/);
+    await refused(srv, { memory_mb: 513 }, /memory_mb 513 is above .*512/);
+    assert.deepEqual(await containersOfInstance(srv.instance), [], 'no container was created');
+  });
+
+  test('cpus over the ceiling is refused, naming SANDBOX_MAX_CPUS', async () => {
+    await refused(srv, { cpus: 256 }, /cpus 256 is above this server's ceiling of 1.*SANDBOX_MAX_CPUS/);
+    await refused(srv, { cpus: 1.01 }, /ceiling of 1/);
+    assert.deepEqual(await containersOfInstance(srv.instance), [], 'no container was created');
+  });
+
+  test('tiny values are refused too (floors 16 MB, 0.01 CPUs)', async () => {
+    await srv.fails('session_create', { memory_mb: 4 }, 'invalid_argument');
+    await srv.fails('session_create', { cpus: 0.001 }, 'invalid_argument');
+    await srv.fails('session_create', { cpus: 0 }, 'invalid_argument');
+    assert.deepEqual(await containersOfInstance(srv.instance), [], 'no container was created');
+  });
+
+  test('less than the ceiling is granted and applied', async () => {
+    const s = await srv.createSession({ memory_mb: 256, cpus: 0.5 });
+    assert.equal(s.memory_mb, 256);
+    assert.equal(s.cpus, 0.5);
+    const info = await inspectContainer(s.container_id);
+    assert.equal(info.HostConfig.Memory, 256 * MiB);
+    assert.equal(info.HostConfig.NanoCpus, 5e8);
+    await srv.ok('session_close', { session_id: s.session_id });
+  });
+
+  test('env_info reports the ceilings and whether the workspace quota is enforced', async () => {
+    const st = await srv.ok('env_info');
+    const l = st.limits;
+    assert.ok(l, `env_info has limits: ${JSON.stringify(st)}`);
+    assert.equal(l.memory_mb, 512);
+    assert.equal(l.max_memory_mb, 512);
+    assert.equal(l.cpus, 1);
+    assert.equal(l.max_cpus, 1);
+    assert.equal(l.pids, 256);
+    assert.equal(l.workspace_mb, 10240);
+    assert.equal(l.output_save_mb, 8);
+    assert.match(l.workspace_quota, /^(enforced|unavailable: .+)$/, `workspace_quota: ${l.workspace_quota}`);
+    const di = await docker(['info', '--format', '{{.Driver}} {{json .DriverStatus}}']);
+    if (/^overlay2 /.test(di.stdout) && !/xfs/.test(di.stdout)) {
+      assert.match(l.workspace_quota, /^unavailable: .*(xfs|pquota|storage-opt)/i,
+        `overlay2 without xfs cannot enforce a quota (${di.stdout.trim()}): ${l.workspace_quota}`);
+    }
+    assert.equal(st.config.max_memory_mb, 512, 'config.max_memory_mb');
+    assert.equal(st.config.max_cpus, 1, 'config.max_cpus');
+  });
+});
+
+describe('raised ceilings (SANDBOX_MAX_MEMORY_MB=1024, SANDBOX_MAX_CPUS=1.5)', suite({ timeout: 120000 }), () => {
+  let srv;
+
+  before(async () => {
+    requireEngine();
+    srv = await Server.start('limits-raised', {
+      SANDBOX_TIMEOUT_S: 30, SANDBOX_MAX_MEMORY_MB: 1024, SANDBOX_MAX_CPUS: 1.5,
+    });
+  });
+
+  after(async () => {
+    await cleanup();
+  });
+
+  test('up to the ceiling is granted, past it refused; the default stays the default', async () => {
+    await refused(srv, { memory_mb: 1025 }, /ceiling of 1024 MB/);
+    await refused(srv, { cpus: 1.6 }, /ceiling of 1.5/);
+    const s = await srv.createSession({ memory_mb: 1024, cpus: 1.5 });
+    assert.equal(s.memory_mb, 1024);
+    const info = await inspectContainer(s.container_id);
+    assert.equal(info.HostConfig.Memory, 1024 * MiB);
+    assert.equal(info.HostConfig.NanoCpus, 1.5e9);
+    const { limits } = await srv.ok('env_info');
+    assert.equal(limits.memory_mb, 512);
+    assert.equal(limits.max_memory_mb, 1024);
+    assert.equal(limits.max_cpus, 1.5);
+  });
+});
+
+describe('workspace size (SANDBOX_WORKSPACE_MB=16)', suite({ timeout: 120000 }), () => {
+  let srv;
+
+  before(async () => {
+    requireEngine();
+    srv = await Server.start('limits-workspace', { SANDBOX_TIMEOUT_S: 30, SANDBOX_WORKSPACE_MB: 16 });
+  });
+
+  after(async () => {
+    await cleanup();
+  });
+
+  test('no file grows past 16 MB, quota or not; the session still starts', async () => {
+    const s = await srv.createSession();
+    const info = await inspectContainer(s.container_id);
+    const fsize = (info.HostConfig.Ulimits ?? []).find((u) => u.Name === 'fsize');
+    assert.deepEqual(fsize && [fsize.Soft, fsize.Hard], [16 * MiB, 16 * MiB], 'ulimit fsize is the workspace size');
+    const { limits } = await srv.ok('env_info');
+    if (limits.workspace_quota === 'enforced') {
+      assert.equal(info.HostConfig.StorageOpt?.size, '16M', 'StorageOpt size');
+    } else {
+      assert.ok(!info.HostConfig.StorageOpt, 'no StorageOpt where the engine refused it');
+    }
+    const st = await srv.ok('run_command', {
+      session_id: s.session_id, command: 'head -c 40000000 /dev/zero > big; echo "exit $?"; wc -c < big',
+    });
+    const size = Number(st.stdout.trim().split('\n').pop());
+    assert.ok(size <= 16 * MiB, `the file stopped at 16 MiB: ${size} bytes; ${show({ structuredContent: st })}`);
+    assert.match(st.stdout + st.stderr, /exit [1-9]|File too large|No space/i, 'the write failed');
+  });
+});
+
+describe('saved output is capped (SANDBOX_OUTPUT_SAVE_MB default 8)', suite({ timeout: 180000 }), () => {
+  let srv;
+  let sid;
+
+  before(async () => {
+    requireEngine();
+    srv = await Server.start('limits-output', { SANDBOX_TIMEOUT_S: 120 });
+    sid = (await srv.createSession()).session_id;
+  });
+
+  after(async () => {
+    await cleanup();
+  });
+
+  test('100 MB of stdout leaves a saved file of at most 8 MiB plus a marker', { timeout: 150000 }, async () => {
+    const st = await srv.sh('head -c 100000000 /dev/zero | tr "\\0" x', { session_id: sid, timeout_s: 120 },
+      { timeoutMs: 140000 });
+    assert.equal(st.stdout_bytes, 100000000, 'stdout_bytes counts every byte');
+    const file = st.output_files?.stdout;
+    assert.equal(typeof file, 'string', `output_files.stdout: ${JSON.stringify(st.output_files)}`);
+    assert.equal(st.output_files_cut, true, 'output_files_cut');
+    const chk = await srv.sh(`wc -c < '${file}'; tail -c 200 '${file}'`, { session_id: sid });
+    const [size, ...rest] = chk.stdout.split('\n');
+    assert.ok(Number(size) <= 8 * MiB + 512, `the saved file is ${size} bytes, over 8 MiB + a marker`);
+    assert.ok(Number(size) >= 8 * MiB, `the saved file keeps the first 8 MiB: ${size} bytes`);
+    assert.match(rest.join('\n'), /saved output stops here, after 8388608 of 100000000 bytes/, 'the marker');
+  });
+
+  test('run_python: 20 MB of stdout leaves a saved file of at most 8 MiB plus a marker', { timeout: 150000 }, async () => {
+    const res = await srv.call('run_python', {
+      session_id: sid, code: "import sys\nsys.stdout.write('y' * 20_000_000)\n'done'", timeout_s: 120,
+    }, { timeoutMs: 140000 });
+    const txt = (res.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+    assert.ok(!res.isError, `run_python: ${txt.slice(-600)}`);
+    const m = /The start of stdout \(20000000 bytes\) is saved at (\S+)/.exec(txt);
+    assert.ok(m, `the text says only the start is saved: ${txt.slice(-600)}`);
+    const chk = await srv.sh(`wc -c < '${m[1]}'; tail -c 200 '${m[1]}'`, { session_id: sid });
+    const [size, ...rest] = chk.stdout.split('\n');
+    assert.ok(Number(size) <= 8 * MiB + 512 && Number(size) >= 8 * MiB, `the saved file is ${size} bytes`);
+    assert.match(rest.join('\n'), /saved output stops here, after 8388608 of 20000000 bytes/, 'the marker');
+  });
+
+  test('the output folder keeps only the newest 16 saved files', { timeout: 150000 }, async () => {
+    await srv.sh('mkdir -p .sandbox-mcp/output && cd .sandbox-mcp/output && ' +
+      'for i in $(seq 1 30); do echo old > run-0000$i-1.stdout.log; done; echo keep > mine.txt', { session_id: sid });
+    await srv.sh('head -c 100000 /dev/zero', { session_id: sid });
+    const ls = await srv.sh('ls -1 .sandbox-mcp/output', { session_id: sid });
+    const names = ls.stdout.trim().split('\n');
+    assert.equal(names.filter((n) => /^(run|python)-.*\.log$/.test(n)).length, 16, `kept: ${ls.stdout}`);
+    assert.ok(names.includes('mine.txt'), 'files not named like saved output are left alone');
+  });
+});
