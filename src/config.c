@@ -63,6 +63,9 @@ static const struct opt opts[] = {
 	  "Tool groups to offer, ','-separated: session,run,files,pip,git,env (default: all)" },
 	{ "outbox", NULL, OPT_STRING, OFF(outbox), 0, 0, "Host directory new artifacts are also copied to" },
 	{ "runtime", NULL, OPT_STRING, OFF(runtime), 0, 0, "OCI runtime for sessions (e.g. runsc)" },
+	{ "commit_repos", NULL, OPT_STRING, OFF(commit_repos), 0, 0,
+	  "Repositories session_commit/session_export may tag, ','-separated, trailing * = any rest (default "
+	  CONFIG_COMMIT_REPOS_DEFAULT ")" },
 	{ "networks", NULL, OPT_STRING, OFF(networks), 0, 0,
 	  "Docker networks session_create may join, ','-separated (default: none; host and container: never)" },
 	{ "log_level", NULL, OPT_STRING, OFF(log_level_name), 0, 0,
@@ -104,6 +107,7 @@ void config_init(struct config *c)
 	c->workspace = xstrdup("/workspace");
 	c->host_dirs = xstrdup("");
 	c->tools = xstrdup("session,run,files,pip,git,env");
+	c->commit_repos = xstrdup(CONFIG_COMMIT_REPOS_DEFAULT);
 	c->networks = xstrdup("");
 	c->log_level_name = xstrdup("info");
 	c->log_level = LOG_LEVEL_INFO;
@@ -257,6 +261,14 @@ static int config_validate(struct config *c, struct err *err)
 	if (c->image[0] == '\0')
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "image must not be empty");
 
+	for (const char *q = c->commit_repos; *q; q++) {
+		/* '*' only ends a pattern: a wildcard inside one would be easy to misread as narrower than it is */
+		if (*q == '*' && q[1] != '\0' && q[1] != ',')
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "commit_repos: '*' may only end a pattern (e.g. sandbox-mcp-*,myorg/*), in '%s'",
+				       c->commit_repos);
+	}
+
 	int r = config_networks_check(c, err);
 	if (r < 0)
 		return r;
@@ -385,5 +397,6 @@ json_t *config_to_json(const struct config *c)
 	json_object_set_new(j, "max_cpus", json_real(c->max_cpus));
 	json_object_set_new(j, "workspace_mb", json_integer((json_int_t)c->workspace_mb));
 	json_object_set_new(j, "output_save_mb", json_integer((json_int_t)c->output_save_mb));
+	json_object_set_new(j, "commit_repos", json_string(c->commit_repos));
 	return j;
 }

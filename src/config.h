@@ -29,6 +29,9 @@ enum tool_group {
 	TOOL_GROUP_ALL = (1u << 6) - 1,
 };
 
+/* Repositories a commit or export may create unless SANDBOX_COMMIT_REPOS says otherwise. */
+#define CONFIG_COMMIT_REPOS_DEFAULT "sandbox-mcp-*,localhost/sandbox-mcp/*"
+
 struct config {
 	char *docker_host; /* NULL: DOCKER_HOST unset, use the default socket */
 	char *image;
@@ -54,6 +57,7 @@ struct config {
 	char *tools;
 	char *outbox;
 	char *runtime;
+	char *commit_repos; /* repository patterns session_commit and session_export may tag (image.h) */
 	char *networks; /* Docker networks sessions may join besides none, ','-separated */
 	char *log_level_name;
 	enum log_level log_level;

@@ -58,7 +58,9 @@ static void test_env_then_flags(void **state)
 	assert_int_equal(c.max_sessions, 3);
 	assert_string_equal(c.docker_host, "tcp://127.0.0.1:2375");
 	assert_int_equal(c.tool_groups, TOOL_GROUP_RUN | TOOL_GROUP_ENV);
+	assert_string_equal(c.commit_repos, CONFIG_COMMIT_REPOS_DEFAULT);
 	json_t *j = config_to_json(&c);
+	assert_string_equal(json_string_value(json_object_get(j, "commit_repos")), CONFIG_COMMIT_REPOS_DEFAULT);
 	assert_string_equal(json_string_value(json_object_get(j, "image")), "flagimg");
 	assert_int_equal(json_integer_value(json_object_get(j, "memory_mb")), 1024);
 	json_decref(j);
@@ -79,6 +81,8 @@ static void test_errors(void **state)
 		{ "SANDBOX_TOOLS=run,bogus", NULL, "unknown group 'bogus'" },
 		{ "SANDBOX_WORKSPACE=relative", NULL, "must be an absolute path" },
 		{ "SANDBOX_LOG_LEVEL=loud", NULL, "log level 'loud'" },
+		{ "SANDBOX_COMMIT_REPOS=sandbox-*-x", NULL, "'*' may only end a pattern" },
+		{ NULL, "--commit-repos=a,*b", "'*' may only end a pattern" },
 		{ NULL, "--timeout-s", "--timeout-s needs a value" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
