@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "buildconf.h"
 #include "config.h"
+#include "transport.h"
 
-enum opt_type { OPT_STRING, OPT_U64, OPT_DOUBLE };
+enum opt_type { OPT_STRING, OPT_U64, OPT_DOUBLE, OPT_SWITCH /* bool; a flag without a value means true */ };
 
 struct opt {
 	const char *name; /* setting name; env SANDBOX_NAME, flag --name */
@@ -29,7 +31,14 @@ struct opt {
 
 static const struct opt opts[] = {
 	{ "docker_host", "DOCKER_HOST", OPT_STRING, OFF(docker_host), 0, 0,
-	  "Engine endpoint, unix:///path or tcp://host:port (default unix://" SANDBOX_DEFAULT_DOCKER_SOCKET ")" },
+	  "Engine endpoint, unix:///path or tcp://host:port (TLS with --tlsverify; default unix://" SANDBOX_DEFAULT_DOCKER_SOCKET ")" },
+	{ "tlsverify", "DOCKER_TLS_VERIFY", OPT_SWITCH, OFF(tls_verify), 0, 0,
+	  "TLS to a tcp:// engine, verifying its certificate (DOCKER_TLS_VERIFY: any non-empty value)" },
+	{ "cert_path", "DOCKER_CERT_PATH", OPT_STRING, OFF(cert_path), 0, 0,
+	  "Directory of ca.pem, cert.pem, key.pem for TLS (default $DOCKER_CONFIG, else ~/.docker)" },
+	{ "tlscacert", NULL, OPT_STRING, OFF(tlscacert), 0, 0, "CA the engine's certificate must chain to" },
+	{ "tlscert", NULL, OPT_STRING, OFF(tlscert), 0, 0, "Client certificate for TLS" },
+	{ "tlskey", NULL, OPT_STRING, OFF(tlskey), 0, 0, "Client key for TLS" },
 	{ "image", NULL, OPT_STRING, OFF(image), 0, 0, "Image for sessions created without one" },
 	{ "memory_mb", NULL, OPT_U64, OFF(memory_mb), 16, 1048576, "Memory limit per session, MB" },
 	{ "cpus", NULL, OPT_DOUBLE, OFF(cpus), 0, 0, "CPU limit per session (0.01 to 256)" },
@@ -172,6 +181,18 @@ static int opt_set(struct config *c, const struct opt *o, const char *value, con
 				       "%s: '%s' is not a whole number from %llu to %llu", from, value,
 				       (unsigned long long)o->min, (unsigned long long)o->max);
 		*(uint64_t *)field = v;
+		return 0;
+	}
+	case OPT_SWITCH: {
+		/* like the docker CLI: the variable is on when non-empty; the flag takes true/false */
+		bool *b = field;
+		if (strncmp(from, "--", 2) != 0 || strcmp(value, "true") == 0 || strcmp(value, "1") == 0)
+			*b = true;
+		else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
+			*b = false;
+		else
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s: '%s' is not true or false", from,
+				       value);
 		return 0;
 	}
 	case OPT_DOUBLE: {
@@ -339,6 +360,8 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 		}
 		const char *eq = strchr(a, '=');
 		const char *v = eq ? eq + 1 : NULL;
+		if (!v && o->type == OPT_SWITCH)
+			v = "true";
 		if (!v && i + 1 >= argc) {
 			free(rest);
 			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s needs a value", a);
@@ -358,7 +381,33 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 	free(rest);
 	if (ret_next)
 		*ret_next = out;
+	if (!c->cert_path || !c->cert_path[0]) {
+		/* the docker CLI's config.Dir(): $DOCKER_CONFIG, else ~/.docker */
+		const char *dc = env_lookup(envp, "DOCKER_CONFIG"), *home = env_lookup(envp, "HOME");
+		char dir[4096];
+		snprintf(dir, sizeof(dir), "%s%s", dc && *dc ? dc : home ? home : "", dc && *dc ? "" : "/.docker");
+		free(c->cert_path);
+		c->cert_path = xstrdup(dir);
+	}
 	return config_validate(c, err);
+}
+
+static const char *tls_file(const char *flag, const char *dir, const char *name, char *path)
+{
+	if (flag && flag[0])
+		return flag; /* named: a missing file is an error when it is read, not silently skipped */
+	snprintf(path, 4096, "%s/%s", dir, name);
+	return access(path, R_OK) == 0 ? path : NULL;
+}
+
+void config_tls(const struct config *c, struct transport_tls *ret, char paths[3][4096])
+{
+	const char *dir = c->cert_path ? c->cert_path : ".";
+
+	ret->verify = c->tls_verify;
+	ret->ca = tls_file(c->tlscacert, dir, "ca.pem", paths[0]);
+	ret->cert = tls_file(c->tlscert, dir, "cert.pem", paths[1]);
+	ret->key = tls_file(c->tlskey, dir, "key.pem", paths[2]);
 }
 
 void config_print_help(FILE *f)
@@ -398,5 +447,6 @@ json_t *config_to_json(const struct config *c)
 	json_object_set_new(j, "workspace_mb", json_integer((json_int_t)c->workspace_mb));
 	json_object_set_new(j, "output_save_mb", json_integer((json_int_t)c->output_save_mb));
 	json_object_set_new(j, "commit_repos", json_string(c->commit_repos));
+	json_object_set_new(j, "tlsverify", json_boolean(c->tls_verify));
 	return j;
 }

@@ -19,6 +19,7 @@
 #include "engine.h"
 #include "http.h"
 #include "log.h"
+#include "tls.h"
 
 struct engine {
 	struct endpoint ep;
@@ -60,10 +61,11 @@ static int roundtrip(struct engine *e, struct call *call, const char *method, co
 		     const char *content_type, const void *body, size_t len, int *ret_status, json_t **ret_json,
 		     struct err *err);
 
-int engine_create(const char *docker_host, int timeout_ms, struct engine **ret, struct err *err)
+int engine_create(const char *docker_host, const struct transport_tls *tls, int timeout_ms, struct engine **ret,
+		  struct err *err)
 {
 	struct endpoint ep;
-	int r = transport_parse(docker_host, &ep, err);
+	int r = transport_open(docker_host, tls, &ep, err);
 	if (r < 0)
 		return r;
 	struct engine *e = xcalloc(1, sizeof(*e));
@@ -80,6 +82,7 @@ void engine_destroy(struct engine *e)
 		return;
 	for (size_t i = 0; i < e->pool_len; i++)
 		http_conn_destroy(e->pool[i]);
+	transport_release(&e->ep);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }
@@ -126,7 +129,16 @@ static int engine_hint(struct err *err, int r)
 {
 	const char *hint;
 
-	if (!err || strstr(err->msg, "docker info") || strstr(err->msg, "doctor") || strstr(err->msg, "DOCKER_HOST"))
+	char alert[200];
+
+	if (err && err->code == ERRCODE_DOCKER_UNAVAILABLE && strstr(err->msg, "closed the connection") &&
+	    tls_take_refusal(alert, sizeof(alert)))
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r,
+			       "TLS: the engine refused the client certificate (%s): use a cert.pem/key.pem signed by "
+			       "the CA the engine trusts (dockerd --tlscacert), via DOCKER_CERT_PATH or --tlscert/--tlskey",
+			       alert);
+	if (!err || strstr(err->msg, "docker info") || strstr(err->msg, "doctor") || strstr(err->msg, "DOCKER_HOST") ||
+	    strncmp(err->msg, "TLS: ", 5) == 0)
 		return r;
 	switch (err->code) {
 	case ERRCODE_TIMEOUT:

@@ -50,7 +50,8 @@ struct engine_version {
 };
 
 /* 0 with *ret, or -EINVAL when DOCKER_HOST cannot be parsed. */
-int engine_create(const char *docker_host, int timeout_ms, struct engine **ret, struct err *err);
+int engine_create(const char *docker_host, const struct transport_tls *tls, int timeout_ms, struct engine **ret,
+		  struct err *err);
 void engine_destroy(struct engine *e);
 const struct endpoint *engine_endpoint(const struct engine *e);
 /* The negotiated API version ("1.41"), or "" before the first call. */

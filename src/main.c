@@ -58,6 +58,7 @@ struct command {
 };
 
 static void on_signal(int sig);
+static int engine_create_cfg(const struct config *cfg, int timeout_ms, struct engine **ret, struct err *err);
 static void usage(FILE *f);
 static int serve(const struct config *cfg, char **args);
 static void engine_probe(const struct config *cfg, struct mcp *m);
@@ -137,6 +138,16 @@ static int help(const struct config *cfg, char **args)
 	return 0;
 }
 
+/* The engine DOCKER_HOST and the TLS settings name. */
+static int engine_create_cfg(const struct config *cfg, int timeout_ms, struct engine **ret, struct err *err)
+{
+	struct transport_tls tls;
+	char paths[3][4096];
+
+	config_tls(cfg, &tls, paths);
+	return engine_create(cfg->docker_host, &tls, timeout_ms, ret, err);
+}
+
 /*
  * Asks the engine for its version once, before serving. Clients start a
  * server and call it healthy when it answers initialize, so an engine that
@@ -152,7 +163,7 @@ static void engine_probe(const struct config *cfg, struct mcp *m)
 									   : MAIN_ENGINE_PROBE_MS;
 
 	err_clear(&err);
-	int r = engine_create(cfg->docker_host, (int)ms, &probe, &err);
+	int r = engine_create_cfg(cfg, (int)ms, &probe, &err);
 	if (r == 0)
 		r = engine_version(probe, NULL, &ev, &err);
 	engine_destroy(probe);
@@ -203,7 +214,7 @@ static int serve(const struct config *cfg, char **args)
 	/* a misplaced outbox is not fatal: the tools work, artifacts are just not copied */
 	if (cfg->outbox && cfg->outbox[0] && hostfs_outbox_open(hostfs, cfg->outbox, &err) < 0)
 		log_warnf("SANDBOX_OUTBOX: %s; new artifacts are not copied to the host", err.msg);
-	if ((r = engine_create(cfg->docker_host, (int)cfg->engine_timeout_s * 1000, &engine, &err)) < 0) {
+	if ((r = engine_create_cfg(cfg, (int)cfg->engine_timeout_s * 1000, &engine, &err)) < 0) {
 		log_errorf("%s", err.msg);
 		hostfs_destroy(hostfs);
 		tools_finish();
@@ -292,7 +303,7 @@ static int doctor_engine(const struct config *cfg)
 	int problems = 0;
 
 	err_clear(&err);
-	if (engine_create(cfg->docker_host, (int)cfg->engine_timeout_s * 1000, &engine, &err) < 0) {
+	if (engine_create_cfg(cfg, (int)cfg->engine_timeout_s * 1000, &engine, &err) < 0) {
 		printf("FAIL  DOCKER_HOST: %s\n", err.msg);
 		return 1;
 	}

@@ -1,6 +1,7 @@
 /*
  * transport.c - DOCKER_HOST parsing and non-blocking connect with a deadline.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -11,6 +12,8 @@
 #include <sys/un.h>
 
 #include "buildconf.h"
+#include "log.h"
+#include "tls.h"
 #include "transport.h"
 
 static int connect_with_timeout(int fd, const struct sockaddr *sa, socklen_t salen, int timeout_ms);
@@ -75,6 +78,42 @@ int transport_parse(const char *docker_host, struct endpoint *ret, struct err *e
 	return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 		       "DOCKER_HOST '%s' is not supported: use unix:///path/to/docker.sock or tcp://host:port",
 		       docker_host);
+}
+
+bool transport_host_is_loopback(const char *host)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (strcmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+int transport_open(const char *docker_host, const struct transport_tls *tls, struct endpoint *ret,
+		   struct err *err)
+{
+	int r = transport_parse(docker_host, ret, err);
+
+	if (r < 0 || ret->kind != TRANSPORT_TCP)
+		return r;
+	if (!tls || !tls->verify) {
+		if (!transport_host_is_loopback(ret->host))
+			log_warnf("DOCKER_HOST %s is plain TCP without TLS: anyone who reaches that port controls the "
+				  "engine (root on its host). Set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH (or "
+				  "--tlsverify), or use ssh://",
+				  ret->display);
+		return 0;
+	}
+	return tls_ctx_create(tls->ca, tls->cert, tls->key, &ret->tls, err);
+}
+
+void transport_release(struct endpoint *ep)
+{
+	tls_ctx_destroy(ep->tls);
+	ep->tls = NULL;
 }
 
 static int connect_with_timeout(int fd, const struct sockaddr *sa, socklen_t salen, int timeout_ms)
@@ -168,11 +207,16 @@ int transport_connect(const struct endpoint *ep, int timeout_ms, int *ret_fd, st
 			r = -errno;
 			continue;
 		}
+		int64_t t0 = now_ms();
 		r = connect_with_timeout(fd, ai->ai_addr, ai->ai_addrlen, timeout_ms);
 		if (r == 0) {
 			freeaddrinfo(res);
-			*ret_fd = fd;
-			return 0;
+			if (!ep->tls) {
+				*ret_fd = fd;
+				return 0;
+			}
+			int left = timeout_ms - (int)(now_ms() - t0);
+			return tls_connect(ep->tls, fd, ep->host, ep->display, left > 100 ? left : 100, ret_fd, err);
 		}
 		close(fd);
 	}

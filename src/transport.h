@@ -2,15 +2,20 @@
  * transport.h - where the Docker Engine listens, and connecting to it.
  *
  * DOCKER_HOST is read as the docker CLI reads it: unix:///path or
- * tcp://host:port (plain HTTP; TLS is not supported).  Unset or empty means
- * the compiled-in default socket.
+ * tcp://host:port, the latter in TLS when DOCKER_TLS_VERIFY/--tlsverify says
+ * so (struct transport_tls, from config.c, as the CLI reads it).  Unset or
+ * empty means the compiled-in default socket.
  */
 #ifndef TRANSPORT_H
 #define TRANSPORT_H
 
 #include <sys/un.h>
 
+#include <stdbool.h>
+
 #include "errcode.h"
+
+struct tls_ctx;
 
 enum transport_kind {
 	TRANSPORT_UNIX,
@@ -23,10 +28,27 @@ struct endpoint {
 	char host[256];
 	char port[8];
 	char display[300]; /* as the user wrote it, for messages */
+	struct tls_ctx *tls; /* TLS on tcp://, owned (transport_release); NULL: plain */
+};
+
+/* TLS settings as the docker CLI resolves them; a NULL file is not used (CA: system store). */
+struct transport_tls {
+	bool verify;
+	const char *ca, *cert, *key;
 };
 
 /* 0, or -EINVAL with a message saying what DOCKER_HOST must look like. */
 int transport_parse(const char *docker_host, struct endpoint *ret, struct err *err);
+/*
+ * transport_parse, then loads the TLS material when tls->verify (tcp://
+ * only; tls may be NULL). A plain tcp:// to a host other than loopback is
+ * logged as a warning. Release with transport_release.
+ */
+int transport_open(const char *docker_host, const struct transport_tls *tls, struct endpoint *ret,
+		   struct err *err);
+void transport_release(struct endpoint *ep);
+/* True when host is localhost or a loopback address. */
+bool transport_host_is_loopback(const char *host);
 
 /*
  * Connects with a timeout; the fd is CLOEXEC and blocking. 0 with *ret_fd,

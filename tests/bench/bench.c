@@ -490,7 +490,7 @@ int main(int argc, char **argv)
 
 	struct engine *e;
 	struct err err;
-	if (engine_create(getenv("DOCKER_HOST"), 30000, &e, &err) < 0) {
+	if (engine_create(getenv("DOCKER_HOST"), NULL, 30000, &e, &err) < 0) {
 		fprintf(stderr, "bench: %s\n", err.msg);
 		return 1;
 	}

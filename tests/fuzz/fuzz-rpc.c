@@ -53,7 +53,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	cfg.max_line_bytes = FUZZ_RPC_LINE_MAX;
 	err_clear(&e);
 	FUZZ_CHECK(tools_init(&e) == 0);
-	FUZZ_CHECK(engine_create("unix:///nonexistent/sandbox-mcp-fuzz.sock", 1000, &engine, &e) == 0);
+	FUZZ_CHECK(engine_create("unix:///nonexistent/sandbox-mcp-fuzz.sock", NULL, 1000, &engine, &e) == 0);
 	FUZZ_CHECK(session_mgr_create(&cfg, engine, &sessions, &e) == 0);
 	session_mgr_start(sessions);
 	atexit(finish);

@@ -11,6 +11,7 @@
 
 #include "clientcfg.h"
 #include "config.h"
+#include "log.h"
 #include "transport.h"
 
 static void test_defaults(void **state)
@@ -209,6 +210,131 @@ static void test_docker_host(void **state)
 	assert_non_null(strstr(e.msg, "longer than"));
 }
 
+/* DOCKER_TLS_VERIFY is on when non-empty (even "0"), as the docker CLI reads it; the flag is a switch. */
+static void test_tls_settings(void **state)
+{
+	struct config c;
+	struct err e;
+	int next;
+	struct transport_tls t;
+	char paths[3][4096];
+
+	char *env1[] = { "DOCKER_TLS_VERIFY=0", "HOME=/nonexistent-home", NULL };
+	char *argv1[] = { "x", NULL };
+	config_init(&c);
+	assert_int_equal(config_load(&c, env1, 1, argv1, 1, &next, &e), 0);
+	assert_true(c.tls_verify);
+	assert_string_equal(c.cert_path, "/nonexistent-home/.docker");
+	config_tls(&c, &t, paths);
+	assert_true(t.verify);
+	assert_null(t.ca); /* missing default files are not used */
+	assert_null(t.cert);
+	assert_null(t.key);
+	config_finish(&c);
+
+	char *env2[] = { "DOCKER_TLS_VERIFY=", "DOCKER_CONFIG=/cfg", "HOME=/h", NULL };
+	char *argv2[] = { "x", "doctor", "--tlsverify", "--tlscacert", "/a/ca.pem", NULL };
+	config_init(&c);
+	assert_int_equal(config_load(&c, env2, 5, argv2, 1, &next, &e), 0);
+	assert_true(c.tls_verify);
+	assert_string_equal(argv2[next], "doctor"); /* the switch took no value */
+	assert_string_equal(c.cert_path, "/cfg");
+	config_tls(&c, &t, paths);
+	assert_string_equal(t.ca, "/a/ca.pem"); /* named: used even if missing, to fail clearly */
+	config_finish(&c);
+
+	char *env3[] = { "DOCKER_TLS_VERIFY=1", "DOCKER_CERT_PATH=/certs", NULL };
+	char *argv3[] = { "x", "--tlsverify=false", NULL };
+	config_init(&c);
+	assert_int_equal(config_load(&c, env3, 2, argv3, 1, &next, &e), 0);
+	assert_false(c.tls_verify);
+	assert_string_equal(c.cert_path, "/certs");
+	config_finish(&c);
+
+	char *argv4[] = { "x", "--tlsverify=yes", NULL };
+	config_init(&c);
+	assert_int_equal(config_load(&c, env3, 2, argv4, 1, &next, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "not true or false"));
+	config_finish(&c);
+
+	/* the default files are used when they exist */
+	char dir[] = "/tmp/sandbox-mcp-test-certs-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char f[4200];
+	snprintf(f, sizeof(f), "%s/ca.pem", dir);
+	FILE *fp = fopen(f, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	char cp[4200];
+	snprintf(cp, sizeof(cp), "DOCKER_CERT_PATH=%s", dir);
+	char *env5[] = { "DOCKER_TLS_VERIFY=1", cp, NULL };
+	config_init(&c);
+	assert_int_equal(config_load(&c, env5, 1, argv1, 1, &next, &e), 0);
+	config_tls(&c, &t, paths);
+	assert_string_equal(t.ca, f);
+	assert_null(t.cert);
+	config_finish(&c);
+	unlink(f);
+	rmdir(dir);
+}
+
+static char warned[512];
+static void capture_log(enum log_level level, const char *msg, void *data)
+{
+	if (level == LOG_LEVEL_WARNING)
+		snprintf(warned, sizeof(warned), "%s", msg);
+}
+
+/* Plain tcp:// to a host other than loopback is exposed: a warning; loopback is quiet. */
+static void test_plain_tcp_warning(void **state)
+{
+	struct endpoint ep;
+	struct err e;
+
+	assert_true(transport_host_is_loopback("127.0.0.1"));
+	assert_true(transport_host_is_loopback("127.9.8.7"));
+	assert_true(transport_host_is_loopback("::1"));
+	assert_true(transport_host_is_loopback("localhost"));
+	assert_false(transport_host_is_loopback("128.0.0.1"));
+	assert_false(transport_host_is_loopback("10.0.0.1"));
+	assert_false(transport_host_is_loopback("::2"));
+	assert_false(transport_host_is_loopback("localhost.example"));
+	assert_false(transport_host_is_loopback("docker.example"));
+
+	log_set_hook(capture_log, NULL);
+	warned[0] = '\0';
+	assert_int_equal(transport_open("tcp://127.0.0.1:2375", NULL, &ep, &e), 0);
+	assert_string_equal(warned, "");
+	assert_int_equal(transport_open("tcp://10.1.2.3:2375", NULL, &ep, &e), 0);
+	assert_non_null(strstr(warned, "without TLS"));
+	assert_non_null(strstr(warned, "DOCKER_TLS_VERIFY"));
+	transport_release(&ep);
+	warned[0] = '\0';
+	struct transport_tls tls = { .verify = false };
+	assert_int_equal(transport_open("tcp://[2001:db8::1]:2375", &tls, &ep, &e), 0);
+	assert_non_null(strstr(warned, "without TLS"));
+	log_set_hook(NULL, NULL);
+}
+
+/* A CA file that is missing or holds no certificate is named in a docker_unavailable error. */
+static void test_tls_bad_files(void **state)
+{
+	struct endpoint ep;
+	struct err e;
+	struct transport_tls tls = { .verify = true, .ca = "/nonexistent/ca.pem" };
+
+	assert_true(transport_open("tcp://127.0.0.1:2376", &tls, &ep, &e) < 0);
+	assert_int_equal(e.code, ERRCODE_DOCKER_UNAVAILABLE);
+	assert_non_null(strstr(e.msg, "/nonexistent/ca.pem"));
+	tls.ca = "/dev/null";
+	assert_true(transport_open("tcp://127.0.0.1:2376", &tls, &ep, &e) < 0);
+	assert_non_null(strstr(e.msg, "/dev/null"));
+	tls.ca = NULL;
+	tls.cert = "/nonexistent/cert.pem";
+	assert_true(transport_open("tcp://127.0.0.1:2376", &tls, &ep, &e) < 0);
+	assert_non_null(strstr(e.msg, "both cert.pem and key.pem"));
+}
+
 static void test_connect_refused_says_how_to_fix(void **state)
 {
 	struct endpoint ep;
@@ -277,6 +403,9 @@ int main(void)
 		cmocka_unit_test(test_settings_after_command),
 		cmocka_unit_test(test_client_quoting),
 		cmocka_unit_test(test_docker_host),
+		cmocka_unit_test(test_tls_settings),
+		cmocka_unit_test(test_plain_tcp_warning),
+		cmocka_unit_test(test_tls_bad_files),
 		cmocka_unit_test(test_connect_refused_says_how_to_fix),
 		cmocka_unit_test(test_connect_backlog_full_times_out),
 	};

@@ -49,7 +49,7 @@ static char *run_lines(const char *input, size_t len)
 	struct drain d;
 
 	config_init(&cfg);
-	assert_int_equal(engine_create("unix:///nonexistent/sandbox-mcp-test.sock", 1000, &engine, &e), 0);
+	assert_int_equal(engine_create("unix:///nonexistent/sandbox-mcp-test.sock", NULL, 1000, &engine, &e), 0);
 	assert_int_equal(pipe(p), 0);
 	d.fd = p[0];
 	buf_init(&d.got, 64u << 20);

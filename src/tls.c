@@ -1,0 +1,403 @@
+/*
+ * tls.c - GnuTLS client sessions to a Docker engine, relayed to a socketpair
+ * so the HTTP client and the exec streams keep working on a plain fd (tls.h).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+
+#include "log.h"
+#include "tls.h"
+#include "util.h"
+
+/* One buffer per direction: what a connection may hold in flight, besides the sockets' own. */
+#define TLS_RELAY_BUF (16 * 1024)
+/* The relay's stack: it calls GnuTLS record functions only. */
+#define TLS_RELAY_STACK (256 * 1024)
+/* A refusal explains a closed connection this soon after it (tls_take_refusal). */
+#define TLS_REFUSAL_FRESH_MS 60000
+
+struct tls_ctx {
+	int refs; /* the owner's and one per live relay: a session must not outlive its credentials */
+	gnutls_certificate_credentials_t cred;
+	bool have_cert; /* a client certificate is configured */
+	char ca[256];	/* for messages: where the trusted CA came from */
+};
+
+struct dir {
+	char buf[TLS_RELAY_BUF];
+	size_t len, off;
+};
+
+struct relay {
+	struct tls_ctx *t; /* a reference */
+	gnutls_session_t s;
+	bool got_data; /* the engine has sent application data on this connection */
+	int net;	 /* the TCP socket under the session, non-blocking */
+	int app;	 /* our end of the socketpair, non-blocking */
+	struct dir up;	 /* app -> engine */
+	struct dir down; /* engine -> app */
+	bool app_eof, net_eof, bye_done;
+};
+
+/*
+ * Under TLS 1.3 an engine refuses a client certificate after our handshake
+ * has succeeded, as an alert in place of the first answer; the HTTP layer
+ * then sees only a closed connection. The relay notes the alert here before
+ * it closes, and tls_take_refusal lets that error say what happened.
+ */
+static pthread_mutex_t refusal_lock = PTHREAD_MUTEX_INITIALIZER;
+static char refusal[200];
+static int64_t refusal_ms;
+
+static void refusal_note(const char *alert)
+{
+	pthread_mutex_lock(&refusal_lock);
+	snprintf(refusal, sizeof(refusal), "%s", alert ? alert : "alert");
+	refusal_ms = now_ms();
+	pthread_mutex_unlock(&refusal_lock);
+}
+
+bool tls_take_refusal(char *buf, size_t n)
+{
+	pthread_mutex_lock(&refusal_lock);
+	bool have = refusal[0] && now_ms() - refusal_ms < TLS_REFUSAL_FRESH_MS;
+	if (have)
+		snprintf(buf, n, "%s", refusal);
+	refusal[0] = '\0';
+	pthread_mutex_unlock(&refusal_lock);
+	return have;
+}
+
+static struct tls_ctx *ctx_ref(struct tls_ctx *t)
+{
+	__atomic_add_fetch(&t->refs, 1, __ATOMIC_RELAXED);
+	return t;
+}
+
+static void ctx_unref(struct tls_ctx *t)
+{
+	if (t && __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		gnutls_certificate_free_credentials(t->cred);
+		free(t);
+	}
+}
+
+int tls_ctx_create(const char *ca, const char *cert, const char *key, struct tls_ctx **ret, struct err *err)
+{
+	struct tls_ctx *t = xcalloc(1, sizeof(*t));
+	int r = gnutls_certificate_allocate_credentials(&t->cred);
+
+	t->refs = 1;
+	if (r < 0) {
+		free(t);
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -ENOMEM, "TLS: %s", gnutls_strerror(r));
+	}
+	if (ca) {
+		r = gnutls_certificate_set_x509_trust_file(t->cred, ca, GNUTLS_X509_FMT_PEM);
+		if (r <= 0) {
+			tls_ctx_destroy(t);
+			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EINVAL,
+				       "TLS: cannot read a CA certificate from %s (%s): check DOCKER_CERT_PATH or --tlscacert",
+				       ca, r == 0 ? "no certificate in it" : gnutls_strerror(r));
+		}
+		snprintf(t->ca, sizeof(t->ca), "the CA in %s", ca);
+	} else {
+		r = gnutls_certificate_set_x509_system_trust(t->cred);
+		if (r < 0) {
+			tls_ctx_destroy(t);
+			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EINVAL,
+				       "TLS: no CA given and the system trust store cannot be read (%s): put ca.pem in "
+				       "DOCKER_CERT_PATH or pass --tlscacert",
+				       gnutls_strerror(r));
+		}
+		snprintf(t->ca, sizeof(t->ca), "the system trust store (no ca.pem in DOCKER_CERT_PATH)");
+	}
+	if (cert || key) {
+		if (!cert || !key) {
+			tls_ctx_destroy(t);
+			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EINVAL,
+				       "TLS: a client certificate needs both cert.pem and key.pem (--tlscert and --tlskey); "
+				       "only %s was found",
+				       cert ? cert : key);
+		}
+		r = gnutls_certificate_set_x509_key_file(t->cred, cert, key, GNUTLS_X509_FMT_PEM);
+		if (r < 0) {
+			tls_ctx_destroy(t);
+			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EINVAL,
+				       "TLS: cannot load the client certificate %s with key %s: %s", cert, key,
+				       gnutls_strerror(r));
+		}
+		t->have_cert = true;
+	}
+	*ret = t;
+	return 0;
+}
+
+void tls_ctx_destroy(struct tls_ctx *t)
+{
+	ctx_unref(t);
+}
+
+static bool is_ip_literal(const char *host)
+{
+	unsigned char a[16];
+	return inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
+}
+
+/* The message of a failed handshake: which of the usual causes it was, and what to do. */
+static int handshake_error(struct tls_ctx *t, gnutls_session_t s, int r, const char *host, const char *display,
+			   struct err *err)
+{
+	if (r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+		unsigned st = gnutls_session_get_verify_cert_status(s);
+		if (st & GNUTLS_CERT_SIGNER_NOT_FOUND)
+			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPROTO,
+				       "TLS: the engine at %s presented a certificate from an unknown CA (not signed by %s): "
+				       "point DOCKER_CERT_PATH or --tlscacert at the engine's CA",
+				       display, t->ca);
+		if (st & GNUTLS_CERT_UNEXPECTED_OWNER)
+			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPROTO,
+				       "TLS: name mismatch: the engine's certificate is not valid for '%s': use the host "
+				       "name or IP its certificate names (subjectAltName) in DOCKER_HOST",
+				       host);
+		if (st & (GNUTLS_CERT_EXPIRED | GNUTLS_CERT_NOT_ACTIVATED))
+			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPROTO,
+				       "TLS: the engine's certificate at %s is expired or not yet valid", display);
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPROTO,
+			       "TLS: the engine's certificate at %s is not trusted (status 0x%x)", display, st);
+	}
+	if (r == GNUTLS_E_FATAL_ALERT_RECEIVED) {
+		gnutls_alert_description_t a = gnutls_alert_get(s);
+		const char *name = gnutls_alert_get_name(a);
+		if (a == GNUTLS_A_BAD_CERTIFICATE || a == GNUTLS_A_UNKNOWN_CA || a == GNUTLS_A_CERTIFICATE_REQUIRED ||
+		    a == GNUTLS_A_UNSUPPORTED_CERTIFICATE || a == GNUTLS_A_CERTIFICATE_UNKNOWN ||
+		    a == GNUTLS_A_HANDSHAKE_FAILURE)
+			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EACCES,
+				       "TLS: the engine at %s refused the client certificate (%s): use a cert.pem/key.pem "
+				       "signed by the CA the engine trusts (--tlscacert of dockerd)",
+				       display, name ? name : "alert");
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPROTO, "TLS: the engine at %s ended the handshake (%s)",
+			       display, name ? name : "alert");
+	}
+	if (r == GNUTLS_E_TIMEDOUT)
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -ETIMEDOUT,
+			       "TLS: the handshake with %s did not finish in time; check that the port is the engine's "
+			       "TLS port (2376)",
+			       display);
+	if (r == GNUTLS_E_UNEXPECTED_PACKET_LENGTH || r == GNUTLS_E_UNSUPPORTED_VERSION_PACKET ||
+	    r == GNUTLS_E_UNEXPECTED_PACKET)
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPROTO,
+			       "TLS: %s does not answer in TLS (%s): it may be a plain-HTTP port; unset "
+			       "DOCKER_TLS_VERIFY or use the engine's TLS port",
+			       display, gnutls_strerror(r));
+	return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPROTO, "TLS: handshake with %s failed: %s", display,
+		       gnutls_strerror(r));
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+/* One pass engine -> app. false when the relay must end. */
+static bool pump_down(struct relay *rl)
+{
+	struct dir *d = &rl->down;
+
+	if (d->len == 0 && !rl->net_eof) {
+		ssize_t n = gnutls_record_recv(rl->s, d->buf, sizeof(d->buf));
+		if (n > 0) {
+			d->len = (size_t)n;
+			d->off = 0;
+			rl->got_data = true;
+		} else if (n == 0 || n == GNUTLS_E_PREMATURE_TERMINATION) {
+			rl->net_eof = true;
+			(void)shutdown(rl->app, SHUT_WR);
+		} else if (n != GNUTLS_E_AGAIN && n != GNUTLS_E_INTERRUPTED) {
+			if (n == GNUTLS_E_FATAL_ALERT_RECEIVED && !rl->got_data)
+				refusal_note(gnutls_alert_get_name(gnutls_alert_get(rl->s)));
+			else
+				log_debugf("TLS: read: %s", gnutls_strerror((int)n));
+			return false;
+		}
+	}
+	while (d->off < d->len) {
+		ssize_t w = send(rl->app, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0)
+			return errno == EAGAIN || errno == EINTR;
+		d->off += (size_t)w;
+	}
+	d->len = d->off = 0;
+	return true;
+}
+
+/* One pass app -> engine. false when the relay must end. */
+static bool pump_up(struct relay *rl)
+{
+	struct dir *u = &rl->up;
+
+	if (u->len == 0 && !rl->app_eof) {
+		ssize_t n = recv(rl->app, u->buf, sizeof(u->buf), MSG_DONTWAIT);
+		if (n > 0) {
+			u->len = (size_t)n;
+			u->off = 0;
+		} else if (n == 0) {
+			rl->app_eof = true;
+		} else if (errno != EAGAIN && errno != EINTR) {
+			return false;
+		}
+	}
+	while (u->off < u->len) {
+		/* after GNUTLS_E_AGAIN the same call is repeated with the same arguments, as GnuTLS asks */
+		ssize_t w = gnutls_record_send(rl->s, u->buf + u->off, u->len - u->off);
+		if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED)
+			return true;
+		if (w < 0)
+			return false;
+		u->off += (size_t)w;
+	}
+	u->len = u->off = 0;
+	if (rl->app_eof && !rl->bye_done) {
+		/* the caller's shutdown(SHUT_WR): a close_notify, which the engine reads as EOF */
+		int r = gnutls_bye(rl->s, GNUTLS_SHUT_WR);
+		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+			return true;
+		rl->bye_done = true;
+	}
+	return true;
+}
+
+static void *relay_main(void *arg)
+{
+	struct relay *rl = arg;
+
+	for (;;) {
+		if (!pump_down(rl) || !pump_up(rl))
+			break;
+		if (rl->net_eof && rl->down.len == 0 && rl->app_eof && rl->bye_done)
+			break;
+		if (gnutls_record_check_pending(rl->s) > 0 && rl->down.len == 0)
+			continue;
+		struct pollfd p[2] = { { .fd = rl->net }, { .fd = rl->app } };
+		if (rl->down.len == 0 && !rl->net_eof)
+			p[0].events |= POLLIN;
+		if (rl->up.len > 0 || (rl->app_eof && !rl->bye_done))
+			p[0].events |= gnutls_record_get_direction(rl->s) ? POLLOUT : POLLIN;
+		if (rl->up.len == 0 && !rl->app_eof)
+			p[1].events |= POLLIN;
+		if (rl->down.len > 0)
+			p[1].events |= POLLOUT;
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		/* the caller closed or aborted (shutdown both ways) its end: nobody reads any more */
+		if ((p[1].revents & (POLLHUP | POLLERR)) && (rl->app_eof || (p[1].revents & POLLERR)))
+			break;
+		if ((p[0].revents & (POLLHUP | POLLERR)) && !(p[0].revents & POLLIN) && rl->down.len == 0 &&
+		    !rl->net_eof) {
+			rl->net_eof = true;
+			(void)shutdown(rl->app, SHUT_WR);
+		}
+	}
+	gnutls_deinit(rl->s);
+	close(rl->net);
+	close(rl->app);
+	ctx_unref(rl->t);
+	free(rl);
+	return NULL;
+}
+
+static int relay_start(struct tls_ctx *t, gnutls_session_t s, int net, int *ret_fd, struct err *err)
+{
+	int sv[2];
+	pthread_attr_t attr;
+	pthread_t th;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -errno, "TLS: socketpair: %s", strerror(errno));
+	struct relay *rl = xcalloc(1, sizeof(*rl));
+	rl->t = t;
+	rl->s = s;
+	rl->net = net;
+	rl->app = sv[1];
+	int r = set_nonblock(net);
+	if (r == 0)
+		r = set_nonblock(sv[1]);
+	if (r == 0 && (r = -pthread_attr_init(&attr)) == 0) {
+		(void)pthread_attr_setstacksize(&attr, TLS_RELAY_STACK);
+		(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		ctx_ref(t);
+		r = -pthread_create(&th, &attr, relay_main, rl);
+		pthread_attr_destroy(&attr);
+		if (r < 0)
+			ctx_unref(t);
+	}
+	if (r < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		free(rl);
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "TLS: cannot start the relay: %s", strerror(-r));
+	}
+	*ret_fd = sv[0];
+	return 0;
+}
+
+int tls_connect(struct tls_ctx *t, int tcp_fd, const char *host, const char *display, int timeout_ms,
+		int *ret_fd, struct err *err)
+{
+	gnutls_session_t s;
+	int r = gnutls_init(&s, GNUTLS_CLIENT);
+
+	if (r < 0) {
+		close(tcp_fd);
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -ENOMEM, "TLS: %s", gnutls_strerror(r));
+	}
+	if ((r = gnutls_set_default_priority(s)) == 0 &&
+	    (r = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, t->cred)) == 0 && !is_ip_literal(host))
+		r = gnutls_server_name_set(s, GNUTLS_NAME_DNS, host, strlen(host));
+	if (r == 0) {
+		/* verifies the chain and that the certificate names host (DNS or IP subjectAltName) */
+		gnutls_session_set_verify_cert(s, host, 0);
+		gnutls_transport_set_int(s, tcp_fd);
+		gnutls_handshake_set_timeout(s, (unsigned)timeout_ms);
+		do {
+			r = gnutls_handshake(s);
+		} while (r < 0 && !gnutls_error_is_fatal(r));
+	}
+	if (r < 0) {
+		r = handshake_error(t, s, r, host, display, err);
+		gnutls_deinit(s);
+		close(tcp_fd);
+		return r;
+	}
+	/*
+	 * An engine run with --tlsverify asks for a client certificate. Under
+	 * TLS 1.3 it refuses a missing one only after our side of the handshake
+	 * is done, as a bare disconnect: say it here, where it is clear.
+	 */
+	if (gnutls_certificate_client_get_request_status(s) && !t->have_cert) {
+		gnutls_deinit(s);
+		close(tcp_fd);
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EACCES,
+			       "TLS: the engine at %s requires a client certificate and none is configured: put "
+			       "cert.pem and key.pem in DOCKER_CERT_PATH (default ~/.docker) or pass --tlscert and --tlskey",
+			       display);
+	}
+	if ((r = relay_start(t, s, tcp_fd, ret_fd, err)) < 0) {
+		gnutls_deinit(s);
+		close(tcp_fd);
+		return r;
+	}
+	return 0;
+}
