@@ -14,6 +14,7 @@
 
 #include "buildconf.h"
 #include "config.h"
+#include "dockerctx.h"
 #include "transport.h"
 
 enum opt_type { OPT_STRING, OPT_U64, OPT_DOUBLE, OPT_SWITCH /* bool; a flag without a value means true */ };
@@ -39,6 +40,8 @@ static const struct opt opts[] = {
 	{ "tlscacert", NULL, OPT_STRING, OFF(tlscacert), 0, 0, "CA the engine's certificate must chain to" },
 	{ "tlscert", NULL, OPT_STRING, OFF(tlscert), 0, 0, "Client certificate for TLS" },
 	{ "tlskey", NULL, OPT_STRING, OFF(tlskey), 0, 0, "Client key for TLS" },
+	{ "context", "DOCKER_CONTEXT", OPT_STRING, OFF(context), 0, 0,
+	  "Docker context (docker context ls); DOCKER_HOST wins over DOCKER_CONTEXT, as for the CLI" },
 	{ "image", NULL, OPT_STRING, OFF(image), 0, 0, "Image for sessions created without one" },
 	{ "memory_mb", NULL, OPT_U64, OFF(memory_mb), 16, 1048576, "Memory limit per session, MB" },
 	{ "cpus", NULL, OPT_DOUBLE, OFF(cpus), 0, 0, "CPU limit per session (0.01 to 256)" },
@@ -91,6 +94,7 @@ static const struct {
 
 static int opt_set(struct config *c, const struct opt *o, const char *value, const char *from, struct err *err);
 static int config_validate(struct config *c, struct err *err);
+static int config_context(struct config *c, char **envp, bool host_flag, bool ctx_flag, struct err *err);
 static const char *env_lookup(char **envp, const char *name);
 static const struct opt *opt_by_flag(const char *flag);
 
@@ -316,6 +320,69 @@ static int config_validate(struct config *c, struct err *err)
 	return 0;
 }
 
+void config_docker_dir(char **envp, char *ret, size_t n)
+{
+	const char *dc = env_lookup(envp, "DOCKER_CONFIG"), *home = env_lookup(envp, "HOME");
+
+	if (dc && *dc)
+		snprintf(ret, n, "%s", dc);
+	else
+		snprintf(ret, n, "%s/.docker", home ? home : "");
+}
+
+/*
+ * Which context, in the docker CLI's order: --context; else none when
+ * --docker-host or DOCKER_HOST (even empty) is given; else DOCKER_CONTEXT;
+ * else config.json's currentContext. A context other than "default" sets
+ * the endpoint and its TLS files.
+ */
+static int config_context(struct config *c, char **envp, bool host_flag, bool ctx_flag, struct err *err)
+{
+	char dir[4096], cur[DOCKERCTX_NAME_MAX + 1];
+	const char *name = NULL;
+	int r;
+
+	config_docker_dir(envp, dir, sizeof(dir));
+	if (ctx_flag && host_flag)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "conflicting options: give either --docker-host or --context, not both");
+	if (ctx_flag)
+		name = c->context;
+	else if (!host_flag && !env_lookup(envp, "DOCKER_HOST") && c->context && c->context[0])
+		name = c->context;
+	else if (!host_flag && !env_lookup(envp, "DOCKER_HOST")) {
+		if ((r = dockerctx_current(dir, cur, sizeof(cur), err)) < 0)
+			return r;
+		name = cur;
+	}
+	if (!name || !name[0] || strcmp(name, "default") == 0) {
+		free(c->context);
+		c->context = NULL;
+		return 0;
+	}
+	struct dockerctx *dc = xmalloc(sizeof(*dc));
+	if ((r = dockerctx_load(dir, name, dc, err)) < 0) {
+		free(dc);
+		return r;
+	}
+	char *keep = xstrdup(name);
+	free(c->context);
+	c->context = keep;
+	free(c->docker_host);
+	c->docker_host = xstrdup(dc->host);
+	c->tls_from_context = true;
+	c->tls_verify = dc->tls || dc->skip_tls_verify;
+	c->tls_skip_verify = dc->skip_tls_verify;
+	char **files[3] = { &c->tlscacert, &c->tlscert, &c->tlskey };
+	const char *src[3] = { dc->ca, dc->cert, dc->key };
+	for (int i = 0; i < 3; i++) {
+		free(*files[i]);
+		*files[i] = src[i][0] ? xstrdup(src[i]) : NULL;
+	}
+	free(dc);
+	return 0;
+}
+
 int config_load(struct config *c, char **envp, int argc, char **argv, int start, int *ret_next,
 		struct err *err)
 {
@@ -345,6 +412,7 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 	 */
 	char **rest = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof(*rest));
 	int nrest = 0, out = start;
+	bool host_flag = false, ctx_flag = false;
 	for (int i = start; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0) {
@@ -375,6 +443,8 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 			free(rest);
 			return r;
 		}
+		host_flag |= o->offset == OFF(docker_host);
+		ctx_flag |= o->offset == OFF(context);
 	}
 	for (int k = 0; k < nrest; k++)
 		argv[out + k] = rest[k];
@@ -382,13 +452,13 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 	if (ret_next)
 		*ret_next = out;
 	if (!c->cert_path || !c->cert_path[0]) {
-		/* the docker CLI's config.Dir(): $DOCKER_CONFIG, else ~/.docker */
-		const char *dc = env_lookup(envp, "DOCKER_CONFIG"), *home = env_lookup(envp, "HOME");
 		char dir[4096];
-		snprintf(dir, sizeof(dir), "%s%s", dc && *dc ? dc : home ? home : "", dc && *dc ? "" : "/.docker");
+		config_docker_dir(envp, dir, sizeof(dir));
 		free(c->cert_path);
 		c->cert_path = xstrdup(dir);
 	}
+	if ((r = config_context(c, envp, host_flag, ctx_flag, err)) < 0)
+		return r;
 	return config_validate(c, err);
 }
 
@@ -396,15 +466,19 @@ static const char *tls_file(const char *flag, const char *dir, const char *name,
 {
 	if (flag && flag[0])
 		return flag; /* named: a missing file is an error when it is read, not silently skipped */
+	if (!dir)
+		return NULL;
 	snprintf(path, 4096, "%s/%s", dir, name);
 	return access(path, R_OK) == 0 ? path : NULL;
 }
 
 void config_tls(const struct config *c, struct transport_tls *ret, char paths[3][4096])
 {
-	const char *dir = c->cert_path ? c->cert_path : ".";
+	/* a context's TLS files are its own: DOCKER_CERT_PATH does not fill the gaps */
+	const char *dir = c->tls_from_context ? NULL : c->cert_path ? c->cert_path : ".";
 
 	ret->verify = c->tls_verify;
+	ret->skip_verify = c->tls_skip_verify;
 	ret->ca = tls_file(c->tlscacert, dir, "ca.pem", paths[0]);
 	ret->cert = tls_file(c->tlscert, dir, "cert.pem", paths[1]);
 	ret->key = tls_file(c->tlskey, dir, "key.pem", paths[2]);
@@ -448,5 +522,6 @@ json_t *config_to_json(const struct config *c)
 	json_object_set_new(j, "output_save_mb", json_integer((json_int_t)c->output_save_mb));
 	json_object_set_new(j, "commit_repos", json_string(c->commit_repos));
 	json_object_set_new(j, "tlsverify", json_boolean(c->tls_verify));
+	json_object_set_new(j, "context", c->context ? json_string(c->context) : json_null());
 	return j;
 }

@@ -38,6 +38,10 @@ struct config {
 	bool tls_verify;   /* DOCKER_TLS_VERIFY non-empty, or --tlsverify[=true] */
 	char *cert_path;   /* DOCKER_CERT_PATH; default $DOCKER_CONFIG, else ~/.docker */
 	char *tlscacert, *tlscert, *tlskey; /* --tlscacert...: override cert_path/{ca,cert,key}.pem */
+	/* Docker context (dockerctx.h): DOCKER_CONTEXT, --context, or config.json's currentContext */
+	char *context;	      /* the context in use; NULL or "default": DOCKER_HOST's */
+	bool tls_from_context; /* TLS files came from the context: no cert_path defaults */
+	bool tls_skip_verify;  /* the context's SkipTLSVerify */
 	char *image;
 	uint64_t memory_mb;
 	double cpus;
@@ -67,6 +71,9 @@ struct config {
 	enum log_level log_level;
 	unsigned tool_groups;
 };
+
+/* The docker CLI's config dir: $DOCKER_CONFIG, else $HOME/.docker. */
+void config_docker_dir(char **envp, char *ret, size_t n);
 
 /* Fills c with the defaults. Release with config_finish. */
 void config_init(struct config *c);

@@ -23,9 +23,11 @@ struct tls_ctx;
 /*
  * Loads the CA (NULL: the system trust store) and the client certificate
  * and key (both NULL: none). -errno with err (ERRCODE_DOCKER_UNAVAILABLE)
- * naming the file that could not be read.
+ * naming the file that could not be read. verify false (a context's
+ * SkipTLSVerify) skips checking the engine's certificate.
  */
-int tls_ctx_create(const char *ca, const char *cert, const char *key, struct tls_ctx **ret, struct err *err);
+int tls_ctx_create(const char *ca, const char *cert, const char *key, bool verify, struct tls_ctx **ret,
+		   struct err *err);
 /* Drops the owner's reference; live connections keep the credentials until they end. */
 void tls_ctx_destroy(struct tls_ctx *t);
 

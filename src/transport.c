@@ -107,7 +107,11 @@ int transport_open(const char *docker_host, const struct transport_tls *tls, str
 				  ret->display);
 		return 0;
 	}
-	return tls_ctx_create(tls->ca, tls->cert, tls->key, &ret->tls, err);
+	if (tls->skip_verify)
+		log_warnf("%s: the context says SkipTLSVerify: the engine's certificate is not checked, so anyone on the "
+			  "path can pose as the engine",
+			  ret->display);
+	return tls_ctx_create(tls->ca, tls->cert, tls->key, !tls->skip_verify, &ret->tls, err);
 }
 
 void transport_release(struct endpoint *ep)

@@ -34,6 +34,7 @@ struct endpoint {
 /* TLS settings as the docker CLI resolves them; a NULL file is not used (CA: system store). */
 struct transport_tls {
 	bool verify;
+	bool skip_verify; /* a context's SkipTLSVerify: TLS without checking the engine's certificate */
 	const char *ca, *cert, *key;
 };
 

@@ -10,6 +10,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync, execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync, copyFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Server, suite, requireEngine, cleanup, show } from './lib/harness.mjs';
@@ -135,6 +136,52 @@ describe('a remote engine over TLS', suite({ timeout: 300000 }), () => {
       SANDBOX_TLSCERT: `${DIR}/other/cert.pem`, SANDBOX_TLSKEY: `${DIR}/other/key.pem`,
     }));
     assert.match(m, /refused the client certificate/, m);
+  });
+
+  /** A docker config dir holding context `name` (the CLI's layout, made by hand) pointing at the TLS engine. */
+  function contextStore(dir, name, certs, { current = false } = {}) {
+    const h = createHash('sha256').update(name).digest('hex');
+    mkdirSync(`${dir}/contexts/meta/${h}`, { recursive: true });
+    writeFileSync(`${dir}/contexts/meta/${h}/meta.json`, JSON.stringify({
+      Name: name, Metadata: {}, Endpoints: { docker: { Host: HOST, SkipTLSVerify: false } },
+    }));
+    mkdirSync(`${dir}/contexts/tls/${h}/docker`, { recursive: true });
+    for (const f of ['ca.pem', 'cert.pem', 'key.pem']) {
+      copyFileSync(`${certs}/${f}`, `${dir}/contexts/tls/${h}/docker/${f}`);
+    }
+    if (current) writeFileSync(`${dir}/config.json`, JSON.stringify({ auths: {}, currentContext: name }));
+    return dir;
+  }
+
+  test('Docker contexts: DOCKER_CONTEXT, --context and currentContext reach the TLS engine', async () => {
+    const cfg = contextStore(`${DIR}/dockercfg`, 'tls-remote', `${DIR}/client`, { current: true });
+    // the docker CLI reads the same files the same way (a check of the hand-made layout)
+    const cli = spawnSync('docker', ['--context', 'tls-remote', 'version', '--format', '{{.Server.Version}}'],
+      { env: { ...process.env, DOCKER_CONFIG: cfg, DOCKER_HOST: '' }, encoding: 'utf8', timeout: 60000 });
+    assert.equal(cli.status, 0, `docker --context: ${cli.stderr}`);
+    const base = { DOCKER_CONFIG: cfg, DOCKER_TLS_VERIFY: '', DOCKER_CERT_PATH: '/nonexistent', SANDBOX_IMAGE: IMAGE };
+    const noHost = { ...process.env, ...base };
+    delete noHost.DOCKER_HOST;
+    // currentContext (no DOCKER_HOST, no DOCKER_CONTEXT)
+    const cur = spawnSync(bin(), ['doctor'], { env: noHost, encoding: 'utf8', timeout: 60000 });
+    assert.match(cur.stdout, new RegExp(`^ok {4}endpoint ${HOST}`, 'm'), cur.stdout + cur.stderr);
+    assert.match(cur.stdout, /^ok {4}engine 20\./m, cur.stdout + cur.stderr);
+    // --context wins over DOCKER_HOST, as for the CLI
+    const flag = spawnSync(bin(), ['doctor', '--context', 'tls-remote'],
+      { env: { ...noHost, DOCKER_HOST: 'unix:///nonexistent.sock' }, encoding: 'utf8', timeout: 60000 });
+    assert.match(flag.stdout, /^ok {4}engine 20\./m, flag.stdout + flag.stderr);
+    // an unknown context is a clear startup error
+    const none = spawnSync(bin(), ['doctor', '--context', 'nosuch'], { env: noHost, encoding: 'utf8', timeout: 60000 });
+    assert.notEqual(none.status, 0);
+    assert.match(none.stdout + none.stderr, /context 'nosuch' is not found.*docker context ls/);
+    // a server through DOCKER_CONTEXT: a session and a command
+    const env = { ...base, DOCKER_CONTEXT: 'tls-remote', DOCKER_HOST: undefined };
+    const s = await Server.start('remote-ctx', env);
+    const st = await s.createSession({ name: 'ctx' });
+    const r = await s.sh('echo via context', { session_id: st.session_id });
+    assert.equal(r.stdout, 'via context\n');
+    await s.ok('session_close', { session_id: st.session_id });
+    await s.close();
   });
 
   test('a host name the certificate does not name: name mismatch', async () => {
