@@ -32,7 +32,7 @@ struct opt {
 
 static const struct opt opts[] = {
 	{ "docker_host", "DOCKER_HOST", OPT_STRING, OFF(docker_host), 0, 0,
-	  "Engine endpoint, unix:///path or tcp://host:port (TLS with --tlsverify; default unix://" SANDBOX_DEFAULT_DOCKER_SOCKET ")" },
+	  "Engine endpoint: unix:///path, tcp://host:port (TLS with --tlsverify) or ssh://[user@]host[:port] (default unix://" SANDBOX_DEFAULT_DOCKER_SOCKET ")" },
 	{ "tlsverify", "DOCKER_TLS_VERIFY", OPT_SWITCH, OFF(tls_verify), 0, 0,
 	  "TLS to a tcp:// engine, verifying its certificate (DOCKER_TLS_VERIFY: any non-empty value)" },
 	{ "cert_path", "DOCKER_CERT_PATH", OPT_STRING, OFF(cert_path), 0, 0,

@@ -138,7 +138,7 @@ static int engine_hint(struct err *err, int r)
 			       "the CA the engine trusts (dockerd --tlscacert), via DOCKER_CERT_PATH or --tlscert/--tlskey",
 			       alert);
 	if (!err || strstr(err->msg, "docker info") || strstr(err->msg, "doctor") || strstr(err->msg, "DOCKER_HOST") ||
-	    strncmp(err->msg, "TLS: ", 5) == 0)
+	    strncmp(err->msg, "TLS: ", 5) == 0 || strstr(err->msg, "through ssh") || strstr(err->msg, "ssh to "))
 		return r;
 	switch (err->code) {
 	case ERRCODE_TIMEOUT:

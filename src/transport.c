@@ -13,10 +13,12 @@
 
 #include "buildconf.h"
 #include "log.h"
+#include "sshconn.h"
 #include "tls.h"
 #include "transport.h"
 
 static int connect_with_timeout(int fd, const struct sockaddr *sa, socklen_t salen, int timeout_ms);
+static int parse_ssh(const char *docker_host, struct endpoint *ret, struct err *err);
 static const char *connect_hint(int e);
 
 int transport_parse(const char *docker_host, struct endpoint *ret, struct err *err)
@@ -75,9 +77,74 @@ int transport_parse(const char *docker_host, struct endpoint *ret, struct err *e
 		snprintf(ret->port, sizeof(ret->port), "%s", pbuf);
 		return 0;
 	}
+	if (strncmp(docker_host, "ssh://", 6) == 0)
+		return parse_ssh(docker_host, ret, err);
 	return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-		       "DOCKER_HOST '%s' is not supported: use unix:///path/to/docker.sock or tcp://host:port",
+		       "DOCKER_HOST '%s' is not supported: use unix:///path/to/docker.sock, tcp://host:port or "
+		       "ssh://[user@]host[:port]",
 		       docker_host);
+}
+
+/* Characters of a user or host name ssh gets as an argument; never a leading '-' (an option). */
+static bool ssh_word_ok(const char *p, size_t n, const char *extra)
+{
+	if (n == 0 || p[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr(extra, c)))
+			return false;
+	}
+	return true;
+}
+
+/* ssh://[user@]host[:port], as the docker CLI takes it: no password, path or query. */
+static int parse_ssh(const char *docker_host, struct endpoint *ret, struct err *err)
+{
+	const char *h = docker_host + 6, *at = strchr(h, '@');
+	size_t total = strlen(h);
+
+	if (strpbrk(h, "/?#") || total == 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "DOCKER_HOST '%s': expected ssh://[user@]host[:port] (no path, no query)", docker_host);
+	if (at) {
+		size_t ul = (size_t)(at - h);
+		if (!ssh_word_ok(h, ul, "._-") || ul >= sizeof(ret->user))
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "DOCKER_HOST '%s': the user must be letters, digits, '.', '_' or '-' (no password)",
+				       docker_host);
+		memcpy(ret->user, h, ul);
+		ret->user[ul] = '\0';
+		h = at + 1;
+	}
+	const char *end = h + strlen(h), *colon = NULL;
+	if (h[0] == '[') {
+		const char *rb = strchr(h, ']');
+		if (!rb || (rb[1] && rb[1] != ':'))
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "DOCKER_HOST '%s': bad [IPv6] host",
+				       docker_host);
+		colon = rb[1] == ':' ? rb + 1 : NULL;
+		if (!ssh_word_ok(h + 1, (size_t)(rb - h - 1), ":.") || (size_t)(rb - h - 1) >= sizeof(ret->host))
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "DOCKER_HOST '%s': bad [IPv6] host",
+				       docker_host);
+		snprintf(ret->host, sizeof(ret->host), "%.*s", (int)(rb - h - 1), h + 1);
+	} else {
+		colon = strchr(h, ':');
+		size_t hl = colon ? (size_t)(colon - h) : (size_t)(end - h);
+		if (!ssh_word_ok(h, hl, ".-_") || hl >= sizeof(ret->host))
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "DOCKER_HOST '%s': the host must be a name or address (letters, digits, '.', '-')",
+				       docker_host);
+		snprintf(ret->host, sizeof(ret->host), "%.*s", (int)hl, h);
+	}
+	if (colon) {
+		uint64_t pv;
+		if (parse_u64(colon + 1, 1, 65535, &pv) < 0)
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "DOCKER_HOST '%s': bad port", docker_host);
+		snprintf(ret->port, sizeof(ret->port), "%u", (unsigned)pv);
+	}
+	ret->kind = TRANSPORT_SSH;
+	return 0;
 }
 
 bool transport_host_is_loopback(const char *host)
@@ -197,6 +264,9 @@ int transport_connect(const struct endpoint *ep, int timeout_ms, int *ret_fd, st
 		*ret_fd = fd;
 		return 0;
 	}
+
+	if (ep->kind == TRANSPORT_SSH)
+		return sshconn_open(ep->user, ep->host, ep->port, ep->display, timeout_ms, ret_fd, err);
 
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
 	int g = getaddrinfo(ep->host, ep->port, &hints, &res);

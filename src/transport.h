@@ -2,7 +2,7 @@
  * transport.h - where the Docker Engine listens, and connecting to it.
  *
  * DOCKER_HOST is read as the docker CLI reads it: unix:///path or
- * tcp://host:port, the latter in TLS when DOCKER_TLS_VERIFY/--tlsverify says
+ * tcp://host:port or ssh://[user@]host[:port], tcp:// in TLS when DOCKER_TLS_VERIFY/--tlsverify says
  * so (struct transport_tls, from config.c, as the CLI reads it).  Unset or
  * empty means the compiled-in default socket.
  */
@@ -20,13 +20,15 @@ struct tls_ctx;
 enum transport_kind {
 	TRANSPORT_UNIX,
 	TRANSPORT_TCP,
+	TRANSPORT_SSH, /* ssh://[user@]host[:port]: ssh ... docker system dial-stdio (sshconn.h) */
 };
 
 struct endpoint {
 	enum transport_kind kind;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char host[256];
-	char port[8];
+	char port[8];	/* "" for ssh:// without one: ssh's own default or config */
+	char user[64];	/* ssh:// only; "": ssh's default or config */
 	char display[300]; /* as the user wrote it, for messages */
 	struct tls_ctx *tls; /* TLS on tcp://, owned (transport_release); NULL: plain */
 };

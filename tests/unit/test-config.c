@@ -198,8 +198,9 @@ static void test_docker_host(void **state)
 	assert_string_equal(ep.host, "::1");
 	assert_int_equal(transport_parse("tcp://localhost", &ep, &e), 0);
 	assert_string_equal(ep.port, "2375");
-	assert_int_equal(transport_parse("ssh://user@host", &ep, &e), -EINVAL);
+	assert_int_equal(transport_parse("ftp://host", &ep, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "unix:///"));
+	assert_non_null(strstr(e.msg, "ssh://"));
 	assert_int_equal(transport_parse("unix://relative.sock", &ep, &e), -EINVAL);
 	assert_int_equal(transport_parse("tcp://host:99999", &ep, &e), -EINVAL);
 	assert_int_equal(transport_parse("tcp://:80", &ep, &e), -EINVAL);
@@ -208,6 +209,37 @@ static void test_docker_host(void **state)
 	longp[158] = '\0';
 	assert_int_equal(transport_parse(longp, &ep, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "longer than"));
+}
+
+/* ssh:// as the docker CLI takes it; nothing ssh could read as an option or a second word */
+static void test_ssh_host(void **state)
+{
+	struct endpoint ep;
+	struct err e;
+
+	assert_int_equal(transport_parse("ssh://user@host", &ep, &e), 0);
+	assert_int_equal(ep.kind, TRANSPORT_SSH);
+	assert_string_equal(ep.user, "user");
+	assert_string_equal(ep.host, "host");
+	assert_string_equal(ep.port, "");
+	assert_int_equal(transport_parse("ssh://build-box.example:2222", &ep, &e), 0);
+	assert_string_equal(ep.user, "");
+	assert_string_equal(ep.host, "build-box.example");
+	assert_string_equal(ep.port, "2222");
+	assert_int_equal(transport_parse("ssh://me@[::1]:22", &ep, &e), 0);
+	assert_string_equal(ep.host, "::1");
+	assert_string_equal(ep.port, "22");
+	static const char *const bad[] = {
+		"ssh://",	       "ssh://-oProxyCommand=x",  "ssh://u@-oProxyCommand=x", "ssh://-l@host",
+		"ssh://host/path",     "ssh://host?x=1",	  "ssh://u:pw@host",	      "ssh://host:0",
+		"ssh://host:99999",    "ssh://host:22x",	  "ssh://ho st",	      "ssh://host;id",
+		"ssh://h$(id)",	       "ssh://@host",		  "ssh://[::1",		      "ssh://[::1]x",
+		"ssh://host:",	       "ssh://a@b@host",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		assert_int_equal(transport_parse(bad[i], &ep, &e), -EINVAL);
+		assert_int_equal(e.code, ERRCODE_INVALID_ARGUMENT);
+	}
 }
 
 /* DOCKER_TLS_VERIFY is on when non-empty (even "0"), as the docker CLI reads it; the flag is a switch. */
@@ -403,6 +435,7 @@ int main(void)
 		cmocka_unit_test(test_settings_after_command),
 		cmocka_unit_test(test_client_quoting),
 		cmocka_unit_test(test_docker_host),
+		cmocka_unit_test(test_ssh_host),
 		cmocka_unit_test(test_tls_settings),
 		cmocka_unit_test(test_plain_tcp_warning),
 		cmocka_unit_test(test_tls_bad_files),
