@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -285,6 +287,14 @@ int transport_connect(const struct endpoint *ep, int timeout_ms, int *ret_fd, st
 		r = connect_with_timeout(fd, ai->ai_addr, ai->ai_addrlen, timeout_ms);
 		if (r == 0) {
 			freeaddrinfo(res);
+			/*
+			 * A request's head and body, and TLS records, are separate
+			 * small writes: with Nagle the second waits for the
+			 * peer's delayed ACK (up to 40 ms). The docker CLI (Go)
+			 * sets this too.
+			 */
+			int one = 1;
+			(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 			if (!ep->tls) {
 				*ret_fd = fd;
 				return 0;

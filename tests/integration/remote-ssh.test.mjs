@@ -13,6 +13,8 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Server, suite, requireEngine, cleanup, show } from './lib/harness.mjs';
+import { compareWithCli } from './lib/remote-bench.mjs';
+import { mkdirSync } from 'node:fs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const script = join(here, 'lib', 'remote-sshd.sh');
@@ -84,6 +86,17 @@ describe('a remote engine over ssh', suite({ timeout: 300000 }), () => {
       `ratio ${(ours / cli).toFixed(2)}`);
     await srv.ok('session_close', { session_id: st.session_id });
     await srv.close();
+  });
+
+  test('figures: run_command and a 50 MiB upload beside the docker CLI over the same ssh endpoint', async (t) => {
+    const hostDir = `${DIR}/host`;
+    mkdirSync(hostDir, { recursive: true });
+    const s = await Server.start('remote-ssh-bench', sshEnv({ SANDBOX_HOST_DIRS: hostDir, SANDBOX_MAX_UPLOAD_MB: 64 }));
+    const st = await s.createSession({ name: 'bench' });
+    const f = await compareWithCli(t, 'ssh', s, st.session_id, st.container_id, sshEnv(), hostDir);
+    assert.ok(f.rss < 64 * 1024, `peak RSS ${f.rss} KiB stays far below the 50 MiB that went through`);
+    await s.ok('session_close', { session_id: st.session_id });
+    await s.close();
   });
 
   /** A server whose session_create must fail docker_unavailable; returns the message. */
