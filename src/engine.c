@@ -131,7 +131,8 @@ static int engine_hint(struct err *err, int r)
 
 	char alert[200];
 
-	if (err && err->code == ERRCODE_DOCKER_UNAVAILABLE && strstr(err->msg, "closed the connection") &&
+	/* the relay notes the alert before it closes our end: a write (EPIPE) or a read (EOF) may see that first */
+	if (err && err->code == ERRCODE_DOCKER_UNAVAILABLE && strncmp(err->msg, "TLS: ", 5) != 0 &&
 	    tls_take_refusal(alert, sizeof(alert)))
 		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r,
 			       "TLS: the engine refused the client certificate (%s): use a cert.pem/key.pem signed by "
