@@ -55,9 +55,14 @@ test('bad setting values exit 2 naming the setting and the range', () => {
   r = run([], { SANDBOX_TOOLS: 'run,nope' });
   assert.equal(r.code, 2);
   assert.match(r.err, /unknown group 'nope'/);
-  r = run([], { DOCKER_HOST: 'ssh://somewhere' });
+  // ssh:// is supported since issue 19: an unknown scheme is still refused
+  r = run([], { DOCKER_HOST: 'ftp://somewhere' });
   assert.equal(r.code, 1);
-  assert.match(r.err, /DOCKER_HOST 'ssh:\/\/somewhere' is not supported/);
+  assert.match(r.err, /DOCKER_HOST 'ftp:\/\/somewhere' is not supported/);
+  // an ssh host that ssh would read as an option never reaches ssh
+  r = run([], { DOCKER_HOST: 'ssh://-oProxyCommand=touch${IFS}/tmp/pwned' });
+  assert.equal(r.code, 1);
+  assert.match(r.err, /the host must be a name or address/);
 });
 
 test('config claude-desktop prints an mcpServers entry with this binary\'s absolute path', () => {
