@@ -68,6 +68,13 @@ static const struct opt opts[] = {
 	  CONFIG_COMMIT_REPOS_DEFAULT ")" },
 	{ "networks", NULL, OPT_STRING, OFF(networks), 0, 0,
 	  "Docker networks session_create may join, ','-separated (default: none; host and container: never)" },
+	{ "http", NULL, OPT_STRING, OFF(http), 0, 0,
+	  "Serve MCP over HTTP on HOST:PORT (or PORT, on 127.0.0.1) at /mcp instead of stdio" },
+	{ "http_timeout_s", NULL, OPT_U64, OFF(http_timeout_s), 1, 3600,
+	  "Close an HTTP connection that sends or reads nothing for this long, s (slow or stalled clients)" },
+	{ "http_allow_origin", NULL, OPT_STRING, OFF(http_allow_origin), 0, 0,
+	  "Origins (scheme://host[:port]) allowed to call the HTTP server, ','-separated (default: localhost's, "
+	  "when bound to loopback)" },
 	{ "log_level", NULL, OPT_STRING, OFF(log_level_name), 0, 0,
 	  "stderr log level: debug, info, notice, warning, error (default info)" },
 };
@@ -104,6 +111,7 @@ void config_init(struct config *c)
 	c->max_line_bytes = 64u << 20;
 	c->engine_timeout_s = 30;
 	c->max_layers = 100;
+	c->http_timeout_s = 30;
 	c->workspace = xstrdup("/workspace");
 	c->host_dirs = xstrdup("");
 	c->tools = xstrdup("session,run,files,pip,git,env");

@@ -59,6 +59,9 @@ struct config {
 	char *runtime;
 	char *commit_repos; /* repository patterns session_commit and session_export may tag (image.h) */
 	char *networks; /* Docker networks sessions may join besides none, ','-separated */
+	char *http;		 /* --http HOST:PORT; NULL or "": stdio */
+	char *http_allow_origin; /* ','-separated origins; NULL or "": localhost's on loopback */
+	uint64_t http_timeout_s; /* idle HTTP connections are closed after this */
 	char *log_level_name;
 	enum log_level log_level;
 	unsigned tool_groups;

@@ -17,8 +17,8 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdint.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 

@@ -19,6 +19,7 @@
 #include "clientcfg.h"
 #include "config.h"
 #include "engine.h"
+#include "httpd.h"
 #include "log.h"
 #include "mcp.h"
 #include "out.h"
@@ -60,6 +61,9 @@ struct command {
 static void on_signal(int sig);
 static void usage(FILE *f);
 static int serve(const struct config *cfg, char **args);
+static bool serve_stdio(const struct config *cfg, struct mcp *m, struct out *out);
+static int serve_http(struct mcp *m, const struct tool_services *svc, const sigset_t *stop);
+static int discard(void *data, const char *line, size_t len);
 static void engine_probe(const struct config *cfg, struct mcp *m);
 static int doctor(const struct config *cfg, char **args);
 static int doctor_host(const struct config *cfg);
@@ -71,7 +75,7 @@ static const char *command_names(void);
 static int run_command_line(const struct config *cfg, int argc, char **argv);
 
 static const struct command commands[] = {
-	{ "serve", "", 0, 0, "Serve MCP on stdin/stdout (the default)", serve },
+	{ "serve", "", 0, 0, "Serve MCP on stdin/stdout (the default), or over HTTP with --http", serve },
 	{ "doctor", "", 0, 0, "Check the Docker engine, the default image and the host folders; print fixes", doctor },
 	{ "config", "CLIENT", 1, 1,
 	  "Print what adds this binary to CLIENT: claude-desktop, claude-code, gemini or codex",
@@ -187,6 +191,14 @@ static int serve(const struct config *cfg, char **args)
 	/* no SA_RESTART: a signal must interrupt the blocking read of stdin */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	bool http = cfg->http && cfg->http[0];
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	/* HTTP: before any thread starts, so that only sigwait in serve_http takes them */
+	if (http)
+		pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
 	err_clear(&err);
 	if ((r = tools_init(&err)) < 0) {
@@ -218,14 +230,85 @@ static int serve(const struct config *cfg, char **args)
 		return 1;
 	}
 	session_mgr_start(sessions);
-	struct out *out = out_create(STDOUT_FILENO);
+	/* HTTP answers each request on its own response: what has no request to go with is dropped */
+	struct out_sink none = { .write = discard };
+	struct out *out = http ? out_create_sink(&none) : out_create(STDOUT_FILENO);
 	struct tool_services svc = { .cfg = cfg, .engine = engine, .out = out, .sessions = sessions, .hostfs = hostfs };
 	struct mcp *m = mcp_create(&svc);
 	engine_probe(cfg, m);
-	struct rpc_reader reader;
-	rpc_reader_init(&reader, STDIN_FILENO, cfg->max_line_bytes);
-	log_debugf("serving on stdio (engine %s)", engine_endpoint(engine)->display);
+	bool idle;
+	if (http) {
+		int rc = serve_http(m, &svc, &stop);
+		idle = mcp_destroy(m);
+		if (rc != 0 && idle) {
+			session_mgr_destroy(sessions);
+			out_destroy(out);
+			engine_destroy(engine);
+			hostfs_destroy(hostfs);
+			tools_finish();
+			return rc;
+		}
+	} else {
+		idle = serve_stdio(cfg, m, out);
+	}
+	if (!idle) {
+		/* calls that ignored cancellation still use the services: keep them */
+		log_warnf("exiting with calls still running");
+	}
+	/* after the workers: removes this instance's non-persistent containers */
+	if (idle) {
+		session_mgr_destroy(sessions);
+	} else {
+		session_mgr_cleanup(sessions);
+		/*
+		 * The running calls hold the services, and svc lives in this frame:
+		 * end the process here instead of returning (which would leave them a
+		 * dead stack frame) and without exit handlers (LeakSanitizer's would
+		 * report what they hold). stdout and stderr are unbuffered writes.
+		 */
+		_exit(0);
+	}
+	out_destroy(out);
+	engine_destroy(engine);
+	hostfs_destroy(hostfs);
+	tools_finish();
+	return 0;
+}
 
+static int discard(void *data, const char *line, size_t len)
+{
+	(void)data, (void)line, (void)len;
+	return 0;
+}
+
+/* Serves HTTP until SIGTERM or SIGINT (blocked in every thread: sigwait takes them). 0, or 1 when it cannot start. */
+static int serve_http(struct mcp *m, const struct tool_services *svc, const sigset_t *stop)
+{
+	struct httpd *h = NULL;
+	struct err err;
+	int sig = 0;
+
+	err_clear(&err);
+	if (httpd_start(m, svc, &h, &err) < 0) {
+		log_errorf("%s", err.msg);
+		return 1;
+	}
+	log_infof("serving MCP on http://%s/mcp (engine %s)", httpd_address(h), engine_endpoint(svc->engine)->display);
+	while (sigwait(stop, &sig) != 0)
+		;
+	log_infof("stopping on signal %d", sig);
+	httpd_stop(h);
+	return 0;
+}
+
+/* Reads stdin until EOF or a signal. True when every call ended (see mcp_destroy). */
+static bool serve_stdio(const struct config *cfg, struct mcp *m, struct out *out)
+{
+	struct rpc_reader reader;
+	int r;
+
+	rpc_reader_init(&reader, STDIN_FILENO, cfg->max_line_bytes);
+	log_debugf("serving on stdio");
 	while (!stop_signal && !out_closed(out)) {
 		struct slice line;
 		r = rpc_reader_next(&reader, &line);
@@ -247,32 +330,8 @@ static int serve(const struct config *cfg, char **args)
 	else if (!out_closed(out))
 		mcp_drain(m, MAIN_EOF_GRACE_MS); /* answer what was asked before EOF */
 
-	bool idle = mcp_destroy(m);
-	if (!idle) {
-		/* calls that ignored cancellation still use the services: keep them */
-		log_warnf("exiting with calls still running");
-	}
-	/* after the workers: removes this instance's non-persistent containers */
-	if (idle) {
-		session_mgr_destroy(sessions);
-	} else {
-		session_mgr_cleanup(sessions);
-		/*
-		 * The running calls hold the services, and svc lives in this frame:
-		 * end the process here instead of returning (which would leave them a
-		 * dead stack frame) and without exit handlers (LeakSanitizer's would
-		 * report what they hold). stdout and stderr are unbuffered writes.
-		 */
-		_exit(0);
-	}
 	rpc_reader_finish(&reader);
-	if (idle) {
-		out_destroy(out);
-		engine_destroy(engine);
-		hostfs_destroy(hostfs);
-	}
-	tools_finish();
-	return 0;
+	return mcp_destroy(m);
 }
 
 /* Checks what the server needs and prints a fix for each problem; the exit status. */

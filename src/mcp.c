@@ -332,8 +332,11 @@ struct mcp *mcp_create(const struct tool_services *svc)
 		m->bulk_nonce = (unsigned long long)now_ms() ^ (unsigned long long)(uintptr_t)m;
 	instructions_build(m);
 	atomic_init(&m->initialized_legacy, false);
-	m->resources_changed = notify_create(svc->out, "notifications/resources/list_changed", MCP_LIST_CHANGED_MS);
-	if (!m->resources_changed)
+	/* over HTTP there is no stream for notifications outside a request (GET /mcp is 405) */
+	bool http = svc->cfg->http && svc->cfg->http[0];
+	m->resources_changed =
+		http ? NULL : notify_create(svc->out, "notifications/resources/list_changed", MCP_LIST_CHANGED_MS);
+	if (!m->resources_changed && !http)
 		log_warnf("no thread for resources/list_changed: clients see new files when they list again");
 	log_set_hook(log_bridge, m);
 	return m;

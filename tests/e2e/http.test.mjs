@@ -1,0 +1,342 @@
+// MCP over Streamable HTTP (`serve --http`): the official clients (SDK 1.x
+// StreamableHTTPClientTransport, @modelcontextprotocol/client 2.x) against
+// the real engine, then what a hostile or broken HTTP client may try.
+//
+// Each server runs on a port of its own on 127.0.0.1 and is stopped with
+// SIGTERM, which removes the sandboxes it made.
+
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';
+import { serverBin, serverEnv, sleep } from './lib/rawpipe.mjs';
+
+const BIN = serverBin();
+const INIT = {
+  jsonrpc: '2.0', id: 1, method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'http-e2e', version: '0' } },
+};
+const ACCEPT_BOTH = 'application/json, text/event-stream';
+
+/** A free port on 127.0.0.1 (the kernel's pick, released for the server). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts `serve --http 127.0.0.1:PORT`; resolves once /health answers. */
+async function startServer(env = {}) {
+  const port = await freePort();
+  const child = spawn(BIN, ['serve', '--http', `127.0.0.1:${port}`],
+    { env: serverEnv(env), stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr = (stderr + d).slice(-8000); });
+  const exited = new Promise((resolve) => child.on('exit', (code, sig) => resolve({ code, sig })));
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20000;
+  for (;;) {
+    try {
+      const r = await fetch(`${base}/health`);
+      if (r.ok) break;
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not answer /health in 20 s; stderr: ${stderr}`);
+    }
+    await sleep(100);
+  }
+  return {
+    port, base, url: new URL(`${base}/mcp`), child, exited, stderr: () => stderr,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 15000);
+      const r = await exited;
+      clearTimeout(t);
+      return r;
+    },
+  };
+}
+
+/** POST one message; returns { status, headers, text }. */
+async function post(srv, msg, headers = {}) {
+  const r = await fetch(srv.url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: ACCEPT_BOTH, ...headers },
+    body: typeof msg === 'string' ? msg : JSON.stringify(msg),
+  });
+  return { status: r.status, headers: r.headers, text: await r.text() };
+}
+
+/** initialize + notifications/initialized over raw HTTP; returns the session id. */
+async function rawSession(srv) {
+  const r = await post(srv, INIT);
+  assert.equal(r.status, 200, r.text);
+  const sid = r.headers.get('mcp-session-id');
+  assert.match(sid, /^[0-9a-f]{32}$/);
+  const n = await post(srv, { jsonrpc: '2.0', method: 'notifications/initialized' }, { 'Mcp-Session-Id': sid });
+  assert.equal(n.status, 202);
+  return sid;
+}
+
+/** Raw HTTP/1.1 over a socket: for headers fetch will not send (Host) and for hanging up. */
+function rawRequest(port, text, { timeoutMs = 10000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, '127.0.0.1');
+    let data = '';
+    const t = setTimeout(() => { sock.destroy(); reject(new Error(`no answer in ${timeoutMs} ms: ${data}`)); }, timeoutMs);
+    sock.on('data', (d) => { data += d; });
+    sock.on('error', (e) => { clearTimeout(t); reject(e); });
+    sock.on('close', () => { clearTimeout(t); resolve(data); });
+    sock.write(text);
+  });
+}
+
+function statusOf(raw) {
+  const m = /^HTTP\/1\.[01] (\d{3})/.exec(raw);
+  return m ? Number(m[1]) : 0;
+}
+
+function textOf(res) {
+  return res.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+}
+
+describe('SDK 1.x StreamableHTTPClientTransport', () => {
+  let srv;
+  let client;
+
+  before(async () => {
+    srv = await startServer();
+    client = new Client({ name: 'http-e2e-sdk1', version: '0' }, { capabilities: {} });
+    await client.connect(new StreamableHTTPClientTransport(srv.url));
+  });
+  after(async () => {
+    await client?.close().catch(() => {});
+    const r = await srv?.stop();
+    assert.equal(r.code, 0, `exit after SIGTERM: ${JSON.stringify(r)}; ${srv.stderr()}`);
+  });
+
+  test('lists tools', async () => {
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name);
+    for (const n of ['run_command', 'run_python', 'env_info', 'session_list']) assert.ok(names.includes(n), names.join());
+  });
+
+  test('run_command answers with the output', { timeout: 120000 }, async () => {
+    const res = await client.callTool({ name: 'run_command', arguments: { command: 'echo hello-http' } },
+      undefined, { timeout: 110000 });
+    assert.ok(!res.isError, textOf(res));
+    assert.match(textOf(res), /hello-http/);
+  });
+
+  test('run_python returns a figure as a PNG', { timeout: 120000 }, async () => {
+    const res = await client.callTool({
+      name: 'run_python',
+      arguments: { code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 1])\nplt.show()' },
+    }, undefined, { timeout: 110000 });
+    assert.ok(!res.isError, textOf(res));
+    const img = res.content.find((c) => c.type === 'image');
+    assert.ok(img, `an image block: ${JSON.stringify(res.content).slice(0, 500)}`);
+    assert.equal(img.mimeType, 'image/png');
+    assert.equal(Buffer.from(img.data, 'base64').subarray(1, 4).toString(), 'PNG');
+  });
+
+  test('progress arrives over SSE, and cancelling kills the command', { timeout: 120000 }, async () => {
+    const ac = new AbortController();
+    let progress = 0;
+    const call = client.callTool({
+      name: 'run_command',
+      arguments: { command: 'for i in $(seq 1 600); do echo tick-$i; sleep 0.2; done; echo never-http-9' },
+    }, undefined, {
+      signal: ac.signal, timeout: 110000,
+      onprogress: () => { progress++; if (progress === 2) ac.abort('enough'); },
+    });
+    await assert.rejects(call, /abort|enough|cancel/i);
+    const aborted = Date.now();
+    assert.ok(progress >= 2, `progress seen: ${progress}`);
+    // the loop is killed: within 5 s no process of it is left in the session
+    const deadline = Date.now() + 5000;
+    let left;
+    do {
+      await sleep(250);
+      const ps = await client.callTool({ name: 'run_command', arguments: { command: 'ps -eo args | grep -c "[s]eq 1 600" || true' } },
+        undefined, { timeout: 60000 });
+      left = String(ps.structuredContent?.stdout ?? '').trim();
+    } while (left !== '0' && Date.now() < deadline);
+    assert.equal(left, '0', 'the cancelled command was killed');
+    const secs = (Date.now() - aborted) / 1000;
+    assert.ok(secs < 6, `killed and the session free again ${secs.toFixed(1)} s after the cancel`);
+  });
+});
+
+describe('@modelcontextprotocol/client 2.x over HTTP', () => {
+  let srv;
+  before(async () => { srv = await startServer(); });
+  after(async () => { await srv?.stop(); });
+
+  test('negotiates, lists tools and runs a command', { timeout: 120000 }, async () => {
+    const client = new Client2({ name: 'http-e2e-client2', version: '0' },
+      { versionNegotiation: { mode: 'auto', probe: { timeoutMs: 10000 } } });
+    await client.connect(new Transport2(srv.url), { timeout: 20000 });
+    try {
+      const { tools } = await client.listTools();
+      assert.ok(tools.some((t) => t.name === 'run_command'));
+      const res = await client.callTool({ name: 'run_command', arguments: { command: 'echo modern-http' } },
+        { timeout: 110000 });
+      assert.match(textOf(res), /modern-http/);
+    } finally {
+      await client.close().catch(() => {});
+    }
+  });
+});
+
+describe('hostile and broken HTTP clients', () => {
+  let srv;
+  before(async () => { srv = await startServer({ SANDBOX_MAX_LINE_BYTES: 65536, SANDBOX_HTTP_TIMEOUT_S: 2 }); });
+  after(async () => {
+    const r = await srv?.stop();
+    assert.equal(r.code, 0, `exit after SIGTERM: ${JSON.stringify(r)}; ${srv.stderr()}`);
+  });
+
+  test('GET /health answers without MCP', async () => {
+    const r = await fetch(`${srv.base}/health`);
+    const j = await r.json();
+    assert.equal(j.status, 'ok');
+    assert.equal(j.engine.reachable, true);
+    assert.equal(typeof j.engine.version, 'string');
+    assert.equal(typeof j.sessions, 'number');
+  });
+
+  test('GET /mcp is 405; other paths 404', async () => {
+    const r = await fetch(srv.url, { headers: { Accept: 'text/event-stream' } });
+    assert.equal(r.status, 405);
+    assert.match(r.headers.get('allow'), /POST/);
+    assert.equal((await fetch(`${srv.base}/other`)).status, 404);
+  });
+
+  test('a request without Mcp-Session-Id is 400, an unknown one 404, an ended one 404', async () => {
+    const list = { jsonrpc: '2.0', id: 2, method: 'tools/list' };
+    assert.equal((await post(srv, list)).status, 400);
+    assert.equal((await post(srv, list, { 'Mcp-Session-Id': 'f'.repeat(32) })).status, 404);
+    assert.equal((await post(srv, list, { 'Mcp-Session-Id': 'x' })).status, 404);
+    const sid = await rawSession(srv);
+    const ok = await post(srv, list, { 'Mcp-Session-Id': sid });
+    assert.equal(ok.status, 200);
+    assert.ok(JSON.parse(ok.text).result.tools.length > 0);
+    const del = await fetch(srv.url, { method: 'DELETE', headers: { 'Mcp-Session-Id': sid } });
+    assert.equal(del.status, 200);
+    assert.equal((await post(srv, list, { 'Mcp-Session-Id': sid })).status, 404);
+  });
+
+  test('the stateless era needs no MCP session', async () => {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' };
+    const d = await post(srv, { jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: meta } });
+    assert.equal(d.status, 200, d.text);
+    assert.ok(JSON.parse(d.text).result.supportedVersions.includes('2026-07-28'));
+    const l = await post(srv, { jsonrpc: '2.0', id: 2, method: 'tools/list', params: { _meta: meta } });
+    assert.equal(l.status, 200, l.text);
+    assert.equal(JSON.parse(l.text).result.resultType, 'complete');
+  });
+
+  test('a bad Origin is 403; localhost origins and none are served', async () => {
+    assert.equal((await post(srv, INIT, { Origin: 'http://evil.example' })).status, 403);
+    assert.equal((await post(srv, INIT, { Origin: 'null' })).status, 403);
+    assert.equal((await post(srv, INIT, { Origin: `http://localhost:${srv.port}` })).status, 200);
+    assert.equal((await post(srv, INIT)).status, 200);
+  });
+
+  test('a Host that is not the bound address is 421 (DNS rebinding)', async () => {
+    const body = JSON.stringify(INIT);
+    const req = (host) => `POST /mcp HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n` +
+      `Accept: ${ACCEPT_BOTH}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`;
+    assert.equal(statusOf(await rawRequest(srv.port, req(`evil.example:${srv.port}`))), 421);
+    assert.equal(statusOf(await rawRequest(srv.port, req('127.0.0.1:1'))), 421);
+    assert.equal(statusOf(await rawRequest(srv.port, req(`localhost:${srv.port}`))), 200);
+  });
+
+  test('a body over SANDBOX_MAX_LINE_BYTES is 413, and the server goes on', async () => {
+    const big = JSON.stringify({ ...INIT, params: { ...INIT.params, pad: 'x'.repeat(70000) } });
+    assert.equal((await post(srv, big)).status, 413);
+    // chunked, without Content-Length: refused once read past the cap
+    const chunked = await rawRequest(srv.port,
+      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\nContent-Type: application/json\r\nAccept: ${ACCEPT_BOTH}\r\n` +
+      `Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`);
+    assert.equal(statusOf(chunked), 413);
+    assert.equal((await post(srv, INIT)).status, 200);
+  });
+
+  test('a stalled client (half a request head) is cut off after SANDBOX_HTTP_TIMEOUT_S', { timeout: 30000 }, async () => {
+    const t0 = Date.now();
+    const sock = net.connect(srv.port, '127.0.0.1');
+    sock.on('error', () => {});
+    const closed = new Promise((resolve) => sock.on('close', resolve));
+    sock.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\n`);
+    // (a client that drips a byte now and then is held to the connection limit instead: next test)
+    await closed;
+    const secs = (Date.now() - t0) / 1000;
+    assert.ok(secs >= 1.5 && secs < 15, `closed after ${secs.toFixed(1)} s (timeout 2 s)`);
+  });
+
+  test('1,000 connections are bounded: 503 or refused past the limit, then served again', { timeout: 90000 }, async () => {
+    const socks = [];
+    let answered503 = 0;
+    let closedByServer = 0;
+    await Promise.all(Array.from({ length: 1000 }, () => new Promise((resolve) => {
+      const s = net.connect(srv.port, '127.0.0.1');
+      s.on('error', () => resolve());
+      s.on('data', (d) => { if (/^HTTP\/1\.1 503/.test(String(d))) answered503++; });
+      s.on('close', () => { closedByServer++; resolve(); });
+      s.on('connect', () => { s.write(`GET /health HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\n`); resolve(); });
+      socks.push(s);
+    })));
+    await sleep(1000);
+    // a complete request while the server is full is refused at once, not queued forever
+    const during = await rawRequest(srv.port,
+      `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+      { timeoutMs: 10000 }).catch((e) => `error ${e.code || e.message}`);
+    assert.ok(statusOf(during) === 503 || during === '' || /^error/.test(during), `while full: ${during.slice(0, 200)}`);
+    assert.ok(closedByServer + answered503 >= 1000 - 272 - 1, `refused ${closedByServer} + 503 ${answered503}`);
+    for (const s of socks) s.destroy();
+    await sleep(1000);
+    const r = await post(srv, INIT);
+    assert.equal(r.status, 200, 'served again once the flood is gone');
+  });
+
+  test('a client that hangs up mid-call has its command killed; the sandbox stays usable', { timeout: 120000 }, async () => {
+    const sid = await rawSession(srv);
+    const call = (id, command, signal) => fetch(srv.url, {
+      method: 'POST', signal,
+      headers: { 'Content-Type': 'application/json', Accept: ACCEPT_BOTH, 'Mcp-Session-Id': sid },
+      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'run_command', arguments: { command } } }),
+    });
+    const warm = await call(10, 'true');
+    assert.equal(warm.status, 200, await warm.text());
+    const ac = new AbortController();
+    const pending = call(11, 'sleep 287; echo not-killed', ac.signal).catch(() => null);
+    await sleep(1500);
+    ac.abort();
+    const aborted = Date.now();
+    await pending;
+    const deadline = Date.now() + 5000;
+    let count;
+    do {
+      await sleep(250);
+      const r = await call(12, 'ps -eo args | grep -c "[s]leep 287" || true');
+      const body = await r.text();
+      const msg = JSON.parse(body.startsWith('{') ? body : body.split('\n').filter((l) => l.startsWith('data: ')).pop().slice(6));
+      count = String(msg.result.structuredContent?.stdout ?? '').trim();
+    } while (count !== '0' && Date.now() < deadline);
+    assert.equal(count, '0', 'the command of the client that hung up was killed');
+    // the check queues behind the call on the session: it answers only once the call ended
+    const secs = (Date.now() - aborted) / 1000;
+    assert.ok(secs < 6, `killed and the session free again ${secs.toFixed(1)} s after the hang-up`);
+  });
+});
