@@ -72,6 +72,8 @@ static const struct opt opts[] = {
 	  "Serve MCP over HTTP on HOST:PORT (or PORT, on 127.0.0.1) at /mcp instead of stdio" },
 	{ "http_timeout_s", NULL, OPT_U64, OFF(http_timeout_s), 1, 3600,
 	  "Close an HTTP connection that sends or reads nothing for this long, s (slow or stalled clients)" },
+	{ "http_token_file", NULL, OPT_STRING, OFF(http_token_file), 0, 0,
+	  "File of NAME:TOKEN lines: /mcp then needs Authorization: Bearer TOKEN (re-read on SIGHUP)" },
 	{ "http_allow_origin", NULL, OPT_STRING, OFF(http_allow_origin), 0, 0,
 	  "Origins (scheme://host[:port]) allowed to call the HTTP server, ','-separated (default: localhost's, "
 	  "when bound to loopback)" },

@@ -62,6 +62,7 @@ struct config {
 	char *http;		 /* --http HOST:PORT; NULL or "": stdio */
 	char *http_allow_origin; /* ','-separated origins; NULL or "": localhost's on loopback */
 	uint64_t http_timeout_s; /* idle HTTP connections are closed after this */
+	char *http_token_file;	 /* NAME:TOKEN lines; NULL or "": no auth (loopback only) */
 	char *log_level_name;
 	enum log_level log_level;
 	unsigned tool_groups;

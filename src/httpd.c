@@ -43,6 +43,7 @@
 
 #include <microhttpd.h>
 
+#include "authkeys.h"
 #include "buf.h"
 #include "httpcheck.h"
 #include "httpd.h"
@@ -76,7 +77,9 @@ struct httpd {
 	char address[HTTPCHECK_HOST_MAX + 16];
 	int stop[2]; /* readable once stopping: wakes every waiting exchange */
 	atomic_int connections;
-	pthread_mutex_t lock; /* guards sessions */
+	pthread_rwlock_t keys_lock; /* guards keys */
+	struct authkeys *keys;	    /* NULL: no token file, no auth */
+	pthread_mutex_t lock;	    /* guards sessions */
 	struct msession sessions[HTTPD_SESSIONS_MAX];
 };
 
@@ -125,6 +128,8 @@ static enum MHD_Result health(struct httpd *h, struct MHD_Connection *c, const c
 static enum MHD_Result end_session(struct httpd *h, struct MHD_Connection *c);
 static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct exchange *x);
 static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, bool *ret_refused);
+static bool authorized(struct httpd *h, struct MHD_Connection *c);
+static int keys_load(const char *path, struct authkeys **ret, struct err *err);
 static struct exchange *exchange_create(struct httpd *h, struct MHD_Connection *c);
 static void exchange_put(struct exchange *x);
 static int sink_write(void *data, const char *line, size_t len);
@@ -152,6 +157,7 @@ int httpd_start(struct mcp *m, const struct tool_services *svc, struct httpd **r
 	h->svc = svc;
 	h->stop[0] = h->stop[1] = -1;
 	pthread_mutex_init(&h->lock, NULL);
+	pthread_rwlock_init(&h->keys_lock, NULL);
 	atomic_init(&h->connections, 0);
 	memset(&sa, 0, sizeof(sa));
 	if (httpcheck_listen_parse(listen, strlen(listen), h->host, &h->port) < 0) {
@@ -161,11 +167,14 @@ int httpd_start(struct mcp *m, const struct tool_services *svc, struct httpd **r
 		goto fail;
 	}
 	h->loopback = httpcheck_loopback(h->host);
-	if (!h->loopback) {
+	const char *token_file = svc->cfg->http_token_file;
+	if (token_file && token_file[0] && keys_load(token_file, &h->keys, err) < 0)
+		goto fail;
+	if (!h->loopback && !h->keys) {
 		err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
-			"--http %.100s is not a loopback address: anyone who reaches it could run code in the "
-			"sandboxes, and this build has no access tokens yet. Bind to 127.0.0.1 (or [::1]) and put a "
-			"reverse proxy with authentication in front (docs/http.md)",
+			"--http %.100s is not a loopback address and no --http-token-file is set: anyone who reaches "
+			"it could run code in the sandboxes. Set a token file (NAME:TOKEN lines), or bind to "
+			"127.0.0.1 and put a reverse proxy with authentication in front (docs/http.md)",
 			listen);
 		goto fail;
 	}
@@ -209,6 +218,8 @@ fail:
 		close(h->stop[1]);
 	}
 	pthread_mutex_destroy(&h->lock);
+	pthread_rwlock_destroy(&h->keys_lock);
+	free(h->keys);
 	free(h);
 	return -EINVAL;
 }
@@ -229,7 +240,103 @@ void httpd_stop(struct httpd *h)
 	close(h->stop[0]);
 	close(h->stop[1]);
 	pthread_mutex_destroy(&h->lock);
+	pthread_rwlock_destroy(&h->keys_lock);
+	free(h->keys);
 	free(h);
+}
+
+void httpd_reload(struct httpd *h)
+{
+	const char *path = h->svc->cfg->http_token_file;
+	struct authkeys *keys = NULL, *old;
+	struct err err;
+
+	if (!h->keys || !path || !path[0])
+		return; /* no token file: nothing to re-read (one cannot be added without a restart) */
+	err_clear(&err);
+	if (keys_load(path, &keys, &err) < 0) {
+		log_errorf("SIGHUP: %s; the tokens read before stay in force", err.msg);
+		return;
+	}
+	pthread_rwlock_wrlock(&h->keys_lock);
+	old = h->keys;
+	h->keys = keys;
+	pthread_rwlock_unlock(&h->keys_lock);
+	explicit_bzero(old, sizeof(*old));
+	free(old);
+	log_infof("SIGHUP: %s re-read: %u tokens", path, keys->n);
+}
+
+/*
+ * Reads and parses the token file (at most AUTHKEYS_FILE_MAX bytes). One
+ * principal only: sandboxes are not yet kept apart per principal, so two
+ * names would share them while believing otherwise.
+ */
+static int keys_load(const char *path, struct authkeys **ret, struct err *err)
+{
+	char *text = xmalloc(AUTHKEYS_FILE_MAX + 1);
+	struct authkeys *k = xcalloc(1, sizeof(*k));
+	size_t n = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int r = -errno;
+
+	if (fd < 0) {
+		err_set(err, ERRCODE_INVALID_ARGUMENT, r, "--http-token-file %.200s: %s", path, strerror(-r));
+		goto out;
+	}
+	for (;;) {
+		ssize_t k2 = read(fd, text + n, AUTHKEYS_FILE_MAX + 1 - n);
+		if (k2 < 0 && errno == EINTR)
+			continue;
+		if (k2 <= 0 || (n += (size_t)k2) > AUTHKEYS_FILE_MAX)
+			break;
+	}
+	close(fd);
+	r = authkeys_parse(text, n, k, err);
+	if (r == 0 && authkeys_names(k) > 1)
+		r = err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			    "--http-token-file %.200s names %u principals; this build does not yet keep one "
+			    "principal's sandboxes from another's, so it takes one NAME (several tokens for it are fine)",
+			    path, authkeys_names(k));
+	if (r < 0 && strncmp(err->msg, "--http-token-file", 17) != 0) {
+		char why[ERR_MSG_MAX];
+		memcpy(why, err->msg, sizeof(why)); /* err_set must not read what it writes */
+		err_set(err, err->code, r, "--http-token-file %.200s: %.280s", path, why);
+	}
+out:
+	explicit_bzero(text, AUTHKEYS_FILE_MAX + 1);
+	free(text);
+	if (r < 0) {
+		explicit_bzero(k, sizeof(*k));
+		free(k);
+		return r;
+	}
+	*ret = k;
+	return 0;
+}
+
+/* No token file, or `Authorization: Bearer TOKEN` with one of its tokens. */
+static bool authorized(struct httpd *h, struct MHD_Connection *c)
+{
+	const char *v = header(c, MHD_HTTP_HEADER_AUTHORIZATION);
+	bool ok;
+
+	pthread_rwlock_rdlock(&h->keys_lock);
+	if (!h->keys) {
+		ok = true;
+	} else if (!v || strncasecmp(v, "Bearer ", 7) != 0) {
+		ok = false;
+	} else {
+		const char *t = v + 7;
+		while (*t == ' ')
+			t++;
+		size_t n = strlen(t);
+		while (n > 0 && t[n - 1] == ' ')
+			n--;
+		ok = authkeys_match(h->keys, t, n) != NULL;
+	}
+	pthread_rwlock_unlock(&h->keys_lock);
+	return ok;
 }
 
 const char *httpd_address(const struct httpd *h)
@@ -266,6 +373,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 		(void)MHD_add_response_header(r, "Mcp-Session-Id", sid);
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE");
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"sandbox-mcp\"");
 	enum MHD_Result res = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return res;
@@ -304,6 +413,10 @@ static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, bool *re
 	if (origin && !httpcheck_origin(origin, strlen(origin), h->loopback, h->svc->cfg->http_allow_origin))
 		return reply_rpc_error(c, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST,
 				       "Forbidden: this Origin may not call the server (see --http-allow-origin)");
+	if (!authorized(h, c))
+		return reply_rpc_error(c, MHD_HTTP_UNAUTHORIZED, RPC_INVALID_REQUEST,
+				       "Unauthorized: send Authorization: Bearer TOKEN with a token of the server's "
+				       "--http-token-file");
 	if (length && strtoull(length, NULL, 10) > h->svc->cfg->max_line_bytes)
 		return reply_rpc_error(c, MHD_HTTP_CONTENT_TOO_LARGE, RPC_INVALID_REQUEST,
 				       "Payload Too Large: the message is longer than SANDBOX_MAX_LINE_BYTES");

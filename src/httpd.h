@@ -6,7 +6,8 @@
  * (progress and log notifications, then the response) when the client
  * accepts one and the call sent something before its response.  GET /mcp is
  * 405 (no server-to-client stream is offered), DELETE /mcp ends an MCP
- * session, GET /health answers without MCP.  Details: docs/http.md.
+ * session, GET /health answers without MCP.  With a token file, /mcp needs
+ * `Authorization: Bearer TOKEN`.  Details: docs/http.md.
  */
 #ifndef HTTPD_H
 #define HTTPD_H
@@ -30,6 +31,8 @@ struct httpd;
 int httpd_start(struct mcp *m, const struct tool_services *svc, struct httpd **ret, struct err *err);
 /* Stops serving: open requests are cancelled, MCP sessions ended. NULL is a no-op. */
 void httpd_stop(struct httpd *h);
+/* Re-reads the token file (SIGHUP); a file that no longer parses leaves the old tokens in force. */
+void httpd_reload(struct httpd *h);
 /* "127.0.0.1:8080" as bound (borrowed). */
 const char *httpd_address(const struct httpd *h);
 

@@ -196,6 +196,7 @@ static int serve(const struct config *cfg, char **args)
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP); /* HTTP: re-read the token file */
 	/* HTTP: before any thread starts, so that only sigwait in serve_http takes them */
 	if (http)
 		pthread_sigmask(SIG_BLOCK, &stop, NULL);
@@ -294,8 +295,13 @@ static int serve_http(struct mcp *m, const struct tool_services *svc, const sigs
 		return 1;
 	}
 	log_infof("serving MCP on http://%s/mcp (engine %s)", httpd_address(h), engine_endpoint(svc->engine)->display);
-	while (sigwait(stop, &sig) != 0)
-		;
+	for (;;) {
+		if (sigwait(stop, &sig) != 0)
+			continue;
+		if (sig != SIGHUP)
+			break;
+		httpd_reload(h);
+	}
 	log_infof("stopping on signal %d", sig);
 	httpd_stop(h);
 	return 0;

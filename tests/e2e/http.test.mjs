@@ -9,6 +9,9 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';
@@ -30,6 +33,17 @@ function freePort() {
       const { port } = s.address();
       s.close(() => resolve(port));
     });
+  });
+}
+
+/** Runs the server to its exit (a start that must fail); resolves { code, stderr }. */
+function runToExit(args, env = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(BIN, args, { env: serverEnv(env), stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr += d; });
+    const t = setTimeout(() => child.kill('SIGKILL'), 20000);
+    child.on('exit', (code) => { clearTimeout(t); resolve({ code, stderr }); });
   });
 }
 
@@ -338,5 +352,82 @@ describe('hostile and broken HTTP clients', () => {
     // the check queues behind the call on the session: it answers only once the call ended
     const secs = (Date.now() - aborted) / 1000;
     assert.ok(secs < 6, `killed and the session free again ${secs.toFixed(1)} s after the hang-up`);
+  });
+});
+
+describe('access tokens (--http-token-file)', () => {
+  const TOK_A = 'a'.repeat(20) + 'Xq9';
+  const TOK_B = 'b'.repeat(40);
+  let dir;
+  let file;
+  let srv;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sandbox-mcp-http-keys-'));
+    file = join(dir, 'tokens');
+    writeFileSync(file, `# the team\nteam:${TOK_A}\n`, { mode: 0o600 });
+    srv = await startServer({ SANDBOX_HTTP_TOKEN_FILE: file, SANDBOX_LOG_LEVEL: 'debug' });
+  });
+  after(async () => {
+    await srv?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('no token, a wrong one, or another scheme: 401 with WWW-Authenticate: Bearer', async () => {
+    for (const auth of [undefined, `Bearer ${TOK_B}`, `Bearer ${TOK_A}x`, `Bearer ${TOK_A.slice(0, -1)}`, `Basic ${TOK_A}`, 'Bearer ']) {
+      const r = await post(srv, INIT, auth ? { Authorization: auth } : {});
+      assert.equal(r.status, 401, `${auth}: ${r.text}`);
+      assert.match(r.headers.get('www-authenticate'), /^Bearer/);
+    }
+    const del = await fetch(srv.url, { method: 'DELETE', headers: { 'Mcp-Session-Id': 'f'.repeat(32) } });
+    assert.equal(del.status, 401, 'DELETE needs the token too');
+    assert.equal((await fetch(`${srv.base}/health`)).status, 200, '/health needs none');
+  });
+
+  test('the SDK with the token lists tools and runs a command', { timeout: 120000 }, async () => {
+    const client = new Client({ name: 'http-e2e-token', version: '0' }, { capabilities: {} });
+    await client.connect(new StreamableHTTPClientTransport(srv.url,
+      { requestInit: { headers: { Authorization: `Bearer ${TOK_A}` } } }));
+    try {
+      assert.ok((await client.listTools()).tools.length > 0);
+      const res = await client.callTool({ name: 'run_command', arguments: { command: 'echo token-ok' } },
+        undefined, { timeout: 110000 });
+      assert.match(textOf(res), /token-ok/);
+    } finally {
+      await client.close().catch(() => {});
+    }
+  });
+
+  test('SIGHUP re-reads the file; a broken file keeps the old tokens', { timeout: 30000 }, async () => {
+    writeFileSync(file, `team:${TOK_B}\n`);
+    srv.child.kill('SIGHUP');
+    const deadline = Date.now() + 10000;
+    let r;
+    do {
+      await sleep(100);
+      r = await post(srv, INIT, { Authorization: `Bearer ${TOK_B}` });
+    } while (r.status !== 200 && Date.now() < deadline);
+    assert.equal(r.status, 200, 'the new token works');
+    assert.equal((await post(srv, INIT, { Authorization: `Bearer ${TOK_A}` })).status, 401, 'the old one no longer');
+    writeFileSync(file, 'team no colon\n');
+    srv.child.kill('SIGHUP');
+    await sleep(500);
+    assert.equal((await post(srv, INIT, { Authorization: `Bearer ${TOK_B}` })).status, 200, 'kept after a bad file');
+    assert.match(srv.stderr(), /SIGHUP: .*line 1/);
+    assert.ok(!srv.stderr().includes(TOK_A) && !srv.stderr().includes(TOK_B), 'tokens never logged');
+  });
+
+  test('refused at start: two principals, a bad file, a public address without tokens', async () => {
+    const port = await freePort();
+    writeFileSync(join(dir, 'two'), `alice:${TOK_A}\nbob:${TOK_B}\n`);
+    let r = await runToExit(['serve', '--http', `127.0.0.1:${port}`, '--http-token-file', join(dir, 'two')]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /2 principals/);
+    r = await runToExit(['serve', '--http', `127.0.0.1:${port}`, '--http-token-file', join(dir, 'missing')]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /No such file/);
+    r = await runToExit(['serve', '--http', `0.0.0.0:${port}`]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /not a loopback address and no --http-token-file/);
   });
 });
