@@ -46,6 +46,8 @@ static const struct opt opts[] = {
 	{ "idle_ttl_s", NULL, OPT_U64, OFF(idle_ttl_s), 0, 31536000,
 	  "Close a non-persistent session idle this long, s (0: never)" },
 	{ "max_sessions", NULL, OPT_U64, OFF(max_sessions), 1, 1000, "Live sessions at most" },
+	{ "max_sessions_total", NULL, OPT_U64, OFF(max_sessions_total), 0, 100000,
+	  "Live sessions at most for the whole server, all principals together (0: no limit beyond max_sessions each)" },
 	{ "max_upload_mb", NULL, OPT_U64, OFF(max_upload_mb), 1, 65536, "Largest file moved in or out, MB" },
 	{ "output_bytes", NULL, OPT_U64, OFF(output_bytes), 1024, 64u << 20,
 	  "Output kept per stream in a result, bytes (head and tail)" },

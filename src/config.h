@@ -45,7 +45,8 @@ struct config {
 	uint64_t output_save_mb; /* run output saved in the workspace, per stream */
 	uint64_t timeout_s;
 	uint64_t idle_ttl_s;
-	uint64_t max_sessions;
+	uint64_t max_sessions;	     /* per principal (HTTP token NAME); stdio has one */
+	uint64_t max_sessions_total; /* all principals together; 0: no such limit */
 	uint64_t max_upload_mb;
 	uint64_t output_bytes;
 	uint64_t max_code_bytes;

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -29,6 +30,7 @@
 struct call {
 	json_t *id;
 	const void *owner; /* the client that sent it: request ids are unique only per client */
+	char principal[CALL_PRINCIPAL_MAX + 1]; /* whose sandboxes it may use (session.c) */
 	char key[DISPATCH_KEY_MAX + 1];
 	call_run_fn run;
 	call_free_fn free_data;
@@ -106,6 +108,16 @@ void call_destroy(struct call *c)
 void call_set_owner(struct call *c, const void *owner)
 {
 	c->owner = owner;
+}
+
+void call_set_principal(struct call *c, const char *principal)
+{
+	snprintf(c->principal, sizeof(c->principal), "%s", principal);
+}
+
+const char *call_principal(const struct call *c)
+{
+	return c ? c->principal : "";
 }
 
 void call_set_weight(struct call *c, size_t bytes)

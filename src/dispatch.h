@@ -34,6 +34,12 @@ struct call *call_create(json_t *id, const char *key, call_run_fn run, call_free
  * dispatch_cancel finds only that client's calls. Default NULL.
  */
 void call_set_owner(struct call *c, const void *owner);
+/* Longest principal name (the NAME of an HTTP token); "" is the one principal without tokens. */
+#define CALL_PRINCIPAL_MAX 64
+/* The principal the call acts for (copied; cut at CALL_PRINCIPAL_MAX). Default "". */
+void call_set_principal(struct call *c, const char *principal);
+/* The call's principal (borrowed); "" for a NULL call. */
+const char *call_principal(const struct call *c);
 /* What the call holds, in bytes (its request line), for the dispatcher's byte limit. */
 void call_set_weight(struct call *c, size_t bytes);
 /* Frees a call that was never submitted (or whose submit failed), with its data. */

@@ -63,7 +63,8 @@ static const char *const known_versions[] = { "2026-07-28", "2025-11-25", "2025-
 
 struct msession {
 	char id[HTTPD_SID_LEN + 1];
-	struct mcp_peer *peer; /* one reference; NULL: free slot */
+	char principal[CALL_PRINCIPAL_MAX + 1]; /* another principal's id is unknown (404) */
+	struct mcp_peer *peer;			/* one reference; NULL: free slot */
 	int64_t used_ms;
 };
 
@@ -97,7 +98,8 @@ struct exchange {
 	int wake[2]; /* a byte per line written and at the end */
 	struct buf body;
 	bool too_big;
-	char sid_in[HTTPD_SID_LEN + 1]; /* the Mcp-Session-Id sent, if well-formed */
+	char sid_in[HTTPD_SID_LEN + 1];		/* the Mcp-Session-Id sent, if well-formed */
+	char principal[CALL_PRINCIPAL_MAX + 1]; /* its token's NAME; "" without tokens */
 	bool has_sid, sid_bad;
 
 	pthread_mutex_t lock; /* guards everything below */
@@ -125,12 +127,12 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 			     const char *sid);
 static enum MHD_Result reply_rpc_error(struct MHD_Connection *c, unsigned status, int code, const char *message);
 static enum MHD_Result health(struct httpd *h, struct MHD_Connection *c, const char *method);
-static enum MHD_Result end_session(struct httpd *h, struct MHD_Connection *c);
+static enum MHD_Result end_session(struct httpd *h, struct MHD_Connection *c, const char *principal);
 static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct exchange *x);
-static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, bool *ret_refused);
-static bool authorized(struct httpd *h, struct MHD_Connection *c);
+static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, char *ret_principal, bool *ret_refused);
+static bool authorized(struct httpd *h, struct MHD_Connection *c, char *ret_principal);
 static int keys_load(const char *path, struct authkeys **ret, struct err *err);
-static struct exchange *exchange_create(struct httpd *h, struct MHD_Connection *c);
+static struct exchange *exchange_create(struct httpd *h, struct MHD_Connection *c, const char *principal);
 static void exchange_put(struct exchange *x);
 static int sink_write(void *data, const char *line, size_t len);
 static void sink_release(void *data);
@@ -142,9 +144,9 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max);
 static const char *header(struct MHD_Connection *c, const char *name);
 static bool version_known(const char *v);
 static void sid_make(char *out);
-static struct mcp_peer *session_new(struct httpd *h, char *ret_sid);
-static struct mcp_peer *session_find(struct httpd *h, const char *sid);
-static bool session_end(struct httpd *h, const char *sid);
+static struct mcp_peer *session_new(struct httpd *h, const char *principal, char *ret_sid);
+static struct mcp_peer *session_find(struct httpd *h, const char *principal, const char *sid);
+static bool session_end(struct httpd *h, const char *principal, const char *sid);
 
 int httpd_start(struct mcp *m, const struct tool_services *svc, struct httpd **ret, struct err *err)
 {
@@ -267,11 +269,7 @@ void httpd_reload(struct httpd *h)
 	log_infof("SIGHUP: %s re-read: %u tokens", path, keys->n);
 }
 
-/*
- * Reads and parses the token file (at most AUTHKEYS_FILE_MAX bytes). One
- * principal only: sandboxes are not yet kept apart per principal, so two
- * names would share them while believing otherwise.
- */
+/* Reads and parses the token file (at most AUTHKEYS_FILE_MAX bytes). */
 static int keys_load(const char *path, struct authkeys **ret, struct err *err)
 {
 	char *text = xmalloc(AUTHKEYS_FILE_MAX + 1);
@@ -293,11 +291,6 @@ static int keys_load(const char *path, struct authkeys **ret, struct err *err)
 	}
 	close(fd);
 	r = authkeys_parse(text, n, k, err);
-	if (r == 0 && authkeys_names(k) > 1)
-		r = err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-			    "--http-token-file %.200s names %u principals; this build does not yet keep one "
-			    "principal's sandboxes from another's, so it takes one NAME (several tokens for it are fine)",
-			    path, authkeys_names(k));
 	if (r < 0 && strncmp(err->msg, "--http-token-file", 17) != 0) {
 		char why[ERR_MSG_MAX];
 		memcpy(why, err->msg, sizeof(why)); /* err_set must not read what it writes */
@@ -315,8 +308,11 @@ out:
 	return 0;
 }
 
-/* No token file, or `Authorization: Bearer TOKEN` with one of its tokens. */
-static bool authorized(struct httpd *h, struct MHD_Connection *c)
+/*
+ * No token file, or `Authorization: Bearer TOKEN` with one of its tokens;
+ * *ret_principal (CALL_PRINCIPAL_MAX + 1 bytes) gets the token's NAME, or "".
+ */
+static bool authorized(struct httpd *h, struct MHD_Connection *c, char *ret_principal)
 {
 	const char *v = header(c, MHD_HTTP_HEADER_AUTHORIZATION);
 	bool ok;
@@ -333,7 +329,9 @@ static bool authorized(struct httpd *h, struct MHD_Connection *c)
 		size_t n = strlen(t);
 		while (n > 0 && t[n - 1] == ' ')
 			n--;
-		ok = authkeys_match(h->keys, t, n) != NULL;
+		const char *name = authkeys_match(h->keys, t, n);
+		ok = name != NULL;
+		snprintf(ret_principal, CALL_PRINCIPAL_MAX + 1, "%s", name ? name : "");
 	}
 	pthread_rwlock_unlock(&h->keys_lock);
 	return ok;
@@ -397,7 +395,7 @@ static enum MHD_Result reply_rpc_error(struct MHD_Connection *c, unsigned status
  * The checks every /mcp request passes before its body is read. Refusing
  * queues the response and sets *ret_refused.
  */
-static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, bool *ret_refused)
+static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, char *ret_principal, bool *ret_refused)
 {
 	const char *host = header(c, MHD_HTTP_HEADER_HOST);
 	const char *origin = header(c, "Origin");
@@ -413,7 +411,7 @@ static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, bool *re
 	if (origin && !httpcheck_origin(origin, strlen(origin), h->loopback, h->svc->cfg->http_allow_origin))
 		return reply_rpc_error(c, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST,
 				       "Forbidden: this Origin may not call the server (see --http-allow-origin)");
-	if (!authorized(h, c))
+	if (!authorized(h, c, ret_principal))
 		return reply_rpc_error(c, MHD_HTTP_UNAUTHORIZED, RPC_INVALID_REQUEST,
 				       "Unauthorized: send Authorization: Bearer TOKEN with a token of the server's "
 				       "--http-token-file");
@@ -430,6 +428,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct httpd *h = cls;
 	struct exchange *x = *con_cls;
 	bool refused;
+	char principal[CALL_PRINCIPAL_MAX + 1] = "";
 	(void)version;
 
 	if (!x) {
@@ -438,16 +437,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (strcmp(url, "/mcp") != 0)
 			return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found: the MCP endpoint is /mcp\n", 36,
 				     NULL);
-		enum MHD_Result r = guard(h, c, &refused);
+		enum MHD_Result r = guard(h, c, principal, &refused);
 		if (refused)
 			return r;
 		if (strcmp(method, "DELETE") == 0)
-			return end_session(h, c);
+			return end_session(h, c, principal);
 		if (strcmp(method, "POST") != 0)
 			return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
 				     "method not allowed: POST a JSON-RPC message, DELETE to end the session\n", 72,
 				     NULL);
-		*con_cls = exchange_create(h, c);
+		*con_cls = exchange_create(h, c, principal);
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -489,21 +488,22 @@ static enum MHD_Result health(struct httpd *h, struct MHD_Connection *c, const c
 	return r;
 }
 
-static enum MHD_Result end_session(struct httpd *h, struct MHD_Connection *c)
+static enum MHD_Result end_session(struct httpd *h, struct MHD_Connection *c, const char *principal)
 {
 	const char *sid = header(c, "Mcp-Session-Id");
 	if (!sid)
 		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
 				       "Bad Request: DELETE needs the Mcp-Session-Id header of the session to end");
-	if (!session_end(h, sid))
+	if (!session_end(h, principal, sid))
 		return reply_rpc_error(c, MHD_HTTP_NOT_FOUND, RPC_INVALID_REQUEST,
 				       "Session not found: it ended or never existed; send initialize for a new one");
 	return reply(c, MHD_HTTP_OK, NULL, "", 0, NULL);
 }
 
-static struct exchange *exchange_create(struct httpd *h, struct MHD_Connection *c)
+static struct exchange *exchange_create(struct httpd *h, struct MHD_Connection *c, const char *principal)
 {
 	struct exchange *x = xcalloc(1, sizeof(*x));
+	snprintf(x->principal, sizeof(x->principal), "%s", principal);
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	const char *sid = header(c, "Mcp-Session-Id");
 
@@ -644,18 +644,18 @@ static struct mcp_peer *route(void *arg, const struct mcp_msg_info *info)
 	const char *why = NULL;
 
 	if (info->modern) {
-		peer = mcp_peer_create(h->m); /* stateless: nothing carries over */
+		peer = mcp_peer_create(h->m, x->principal); /* stateless: nothing carries over */
 	} else if (info->kind == RPC_KIND_REQUEST && strcmp(info->method, "initialize") == 0) {
-		peer = session_new(h, sid);
+		peer = session_new(h, x->principal, sid);
 	} else if (!x->has_sid) {
 		if (info->kind == RPC_KIND_REQUEST && strcmp(info->method, "server/discover") == 0) {
-			peer = mcp_peer_create(h->m);
+			peer = mcp_peer_create(h->m, x->principal);
 		} else {
 			refuse = MHD_HTTP_BAD_REQUEST;
 			why = "Bad Request: Mcp-Session-Id header is required; send initialize first, or name protocol "
 			      "version " MCP_VERSION_MODERN " in params._meta";
 		}
-	} else if (x->sid_bad || !(peer = session_find(h, x->sid_in))) {
+	} else if (x->sid_bad || !(peer = session_find(h, x->principal, x->sid_in))) {
 		refuse = MHD_HTTP_NOT_FOUND;
 		why = "Session not found: this Mcp-Session-Id ended or never existed; send initialize for a new one";
 	}
@@ -803,9 +803,9 @@ static void sid_make(char *out)
 }
 
 /* A new MCP session; ends the least recently used one when the table is full. New reference. */
-static struct mcp_peer *session_new(struct httpd *h, char *ret_sid)
+static struct mcp_peer *session_new(struct httpd *h, const char *principal, char *ret_sid)
 {
-	struct mcp_peer *peer = mcp_peer_create(h->m), *evicted = NULL;
+	struct mcp_peer *peer = mcp_peer_create(h->m, principal), *evicted = NULL;
 	size_t slot = 0;
 
 	sid_make(ret_sid);
@@ -820,6 +820,7 @@ static struct mcp_peer *session_new(struct httpd *h, char *ret_sid)
 	}
 	evicted = h->sessions[slot].peer;
 	memcpy(h->sessions[slot].id, ret_sid, HTTPD_SID_LEN + 1);
+	snprintf(h->sessions[slot].principal, sizeof(h->sessions[slot].principal), "%s", principal);
 	h->sessions[slot].peer = mcp_peer_get(peer);
 	h->sessions[slot].used_ms = now_ms();
 	pthread_mutex_unlock(&h->lock);
@@ -831,12 +832,13 @@ static struct mcp_peer *session_new(struct httpd *h, char *ret_sid)
 }
 
 /* The session's peer (new reference), or NULL. */
-static struct mcp_peer *session_find(struct httpd *h, const char *sid)
+static struct mcp_peer *session_find(struct httpd *h, const char *principal, const char *sid)
 {
 	struct mcp_peer *peer = NULL;
 	pthread_mutex_lock(&h->lock);
 	for (size_t i = 0; i < HTTPD_SESSIONS_MAX && !peer; i++) {
-		if (h->sessions[i].peer && strcmp(h->sessions[i].id, sid) == 0) {
+		if (h->sessions[i].peer && strcmp(h->sessions[i].id, sid) == 0 &&
+		    strcmp(h->sessions[i].principal, principal) == 0) {
 			h->sessions[i].used_ms = now_ms();
 			peer = mcp_peer_get(h->sessions[i].peer);
 		}
@@ -846,12 +848,13 @@ static struct mcp_peer *session_find(struct httpd *h, const char *sid)
 }
 
 /* Ends a session and cancels its calls; false when there is none by that id. */
-static bool session_end(struct httpd *h, const char *sid)
+static bool session_end(struct httpd *h, const char *principal, const char *sid)
 {
 	struct mcp_peer *peer = NULL;
 	pthread_mutex_lock(&h->lock);
 	for (size_t i = 0; i < HTTPD_SESSIONS_MAX && !peer; i++) {
-		if (h->sessions[i].peer && strcmp(h->sessions[i].id, sid) == 0) {
+		if (h->sessions[i].peer && strcmp(h->sessions[i].id, sid) == 0 &&
+		    strcmp(h->sessions[i].principal, principal) == 0) {
 			peer = h->sessions[i].peer;
 			h->sessions[i].peer = NULL;
 		}

@@ -52,6 +52,7 @@ static const char *const legacy_versions[] = { "2025-11-25", "2025-06-18", "2025
  */
 struct mcp_peer {
 	atomic_uint refs;
+	char principal[CALL_PRINCIPAL_MAX + 1]; /* whose sandboxes its calls use */
 	pthread_mutex_t lock; /* guards initialized and version */
 	bool initialized;
 	char version[16];	     /* negotiated legacy version */
@@ -325,7 +326,7 @@ struct mcp *mcp_create(const struct tool_services *svc)
 	m->svc = svc;
 	m->dispatch = dispatch_create(MCP_WORKERS_MAX);
 	dispatch_set_limits(m->dispatch, DISPATCH_PENDING_MAX, (size_t)(MCP_PENDING_LINES * m->svc->cfg->max_line_bytes));
-	m->stdio = mcp_peer_create(m);
+	m->stdio = mcp_peer_create(m, "");
 	atomic_init(&m->seq, 0);
 	atomic_init(&m->big_lines, 0);
 	if (getrandom(&m->bulk_nonce, sizeof(m->bulk_nonce), GRND_NONBLOCK) != sizeof(m->bulk_nonce))
@@ -362,10 +363,11 @@ bool mcp_destroy(struct mcp *m)
 	return true;
 }
 
-struct mcp_peer *mcp_peer_create(struct mcp *m)
+struct mcp_peer *mcp_peer_create(struct mcp *m, const char *principal)
 {
 	struct mcp_peer *p = xcalloc(1, sizeof(*p));
 	(void)m;
+	snprintf(p->principal, sizeof(p->principal), "%s", principal);
 	atomic_init(&p->refs, 1);
 	pthread_mutex_init(&p->lock, NULL);
 	atomic_init(&p->legacy_log_level, -1);
@@ -525,7 +527,7 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
 	const char *session = json_string_value(json_object_get(args, "session_id"));
 	/* a call that names a session queues behind that session's other calls */
 	if (t->per_session || session)
-		session_key(m->svc->sessions, session, key, DISPATCH_KEY_MAX);
+		session_key(m->svc->sessions, rq->peer->principal, session, key, DISPATCH_KEY_MAX);
 	else
 		snprintf(key, sizeof(key), "c:%llu", (unsigned long long)atomic_fetch_add(&m->seq, 1));
 
@@ -548,6 +550,7 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
 
 	struct call *c = call_create(rq->id, key, call_run, call_data_free, cd);
 	call_set_owner(c, rq->peer);
+	call_set_principal(c, rq->peer->principal);
 	*ret = NULL;
 	return submit(m, c, rq, f);
 }
@@ -635,7 +638,7 @@ static int m_resources_read(struct mcp *m, struct req *rq, json_t **ret, struct 
 		return fail_set(f, RPC_INVALID_PARAMS, "resources/read: params.uri must be a string");
 	/* a read queues behind the calls of its session; an unknown one fails on its own */
 	if (resources_uri_session(rq->params, sid, sizeof(sid)))
-		session_key(m->svc->sessions, sid, key, DISPATCH_KEY_MAX);
+		session_key(m->svc->sessions, rq->peer->principal, sid, key, DISPATCH_KEY_MAX);
 	else
 		snprintf(key, sizeof(key), "c:%llu", (unsigned long long)atomic_fetch_add(&m->seq, 1));
 	*ret = NULL;
@@ -654,6 +657,7 @@ static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char 
 	cd->log_level = rq->log_level;
 	struct call *c = call_create(rq->id, key, call_run, call_data_free, cd);
 	call_set_owner(c, rq->peer);
+	call_set_principal(c, rq->peer->principal);
 	return submit(m, c, rq, f);
 }
 

@@ -89,8 +89,12 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len);
  */
 void mcp_handle_message(struct mcp *m, struct out *out, mcp_route_fn route, void *arg, char *line, size_t len);
 
-/* A client of a transport: its legacy-era state (initialize, log level). One reference. */
-struct mcp_peer *mcp_peer_create(struct mcp *m);
+/*
+ * A client of a transport: its legacy-era state (initialize, log level) and
+ * the principal its calls act for (copied; "" without tokens: see
+ * session.h). One reference.
+ */
+struct mcp_peer *mcp_peer_create(struct mcp *m, const char *principal);
 /* Another reference (NULL passed through). */
 struct mcp_peer *mcp_peer_get(struct mcp_peer *p);
 /* Drops a reference; NULL is a no-op. */

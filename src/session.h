@@ -40,6 +40,7 @@ struct session {
 	char user[64];	   /* exec user, never root */
 	char network[32];
 	char runtime[64];
+	char owner[CALL_PRINCIPAL_MAX + 1]; /* the principal that made it; others cannot see it */
 	bool persistent;
 	bool read_only;
 	uint64_t memory_mb;
@@ -99,7 +100,9 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 		   struct err *err);
 /*
  * Finds a session by id or name (NULL: the default session, created on first
- * use). Marks it busy and used; *ret holds a reference.
+ * use) among those of call's principal (call_principal; a NULL call is the
+ * server itself and sees all). Marks it busy and used; *ret holds a reference.
+ * session_create, _close, _list_json and _key keep to the principal the same way.
  */
 int session_get(struct session_mgr *m, struct call *call, const char *ref, struct session **ret, struct err *err);
 void session_put(struct session_mgr *m, struct session *s);
@@ -111,9 +114,9 @@ void session_forget(struct session_mgr *m, struct session *s);
 json_t *session_list_json(struct session_mgr *m, struct call *call);
 /* One session as JSON (new reference). */
 json_t *session_json(const struct session *s);
-/* The dispatch key for calls naming ref (id or name; NULL: default). */
-void session_key(struct session_mgr *m, const char *ref, char *out, size_t outsz);
-/* Live sessions. */
+/* The dispatch key for calls of principal naming ref (id or name; NULL: default). */
+void session_key(struct session_mgr *m, const char *principal, const char *ref, char *out, size_t outsz);
+/* Live sessions, of every principal. */
 unsigned session_count(struct session_mgr *m);
 /* Remembers that a background pip install of package writes its log and status in dir. */
 void session_pip_job(struct session *s, const char *package, const char *dir);

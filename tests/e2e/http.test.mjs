@@ -417,17 +417,79 @@ describe('access tokens (--http-token-file)', () => {
     assert.ok(!srv.stderr().includes(TOK_A) && !srv.stderr().includes(TOK_B), 'tokens never logged');
   });
 
-  test('refused at start: two principals, a bad file, a public address without tokens', async () => {
+  test('refused at start: a bad file, a public address without tokens', async () => {
     const port = await freePort();
-    writeFileSync(join(dir, 'two'), `alice:${TOK_A}\nbob:${TOK_B}\n`);
-    let r = await runToExit(['serve', '--http', `127.0.0.1:${port}`, '--http-token-file', join(dir, 'two')]);
-    assert.equal(r.code, 1);
-    assert.match(r.stderr, /2 principals/);
+    let r;
     r = await runToExit(['serve', '--http', `127.0.0.1:${port}`, '--http-token-file', join(dir, 'missing')]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /No such file/);
     r = await runToExit(['serve', '--http', `0.0.0.0:${port}`]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /not a loopback address and no --http-token-file/);
+  });
+});
+
+describe('principals: each token NAME sees only its own sandboxes', () => {
+  const TA = 'alice-token-' + 'a'.repeat(20);
+  const TB = 'bob-token-' + 'b'.repeat(20);
+  const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' };
+  let dir;
+  let srv;
+  let id = 100;
+  const call = async (token, name, args) => {
+    const r = await post(srv, { jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name, arguments: args, _meta: META } },
+      { Authorization: `Bearer ${token}`, Accept: 'application/json' });
+    assert.equal(r.status, 200, r.text);
+    return JSON.parse(r.text).result;
+  };
+  const errCode = (res) => res.structuredContent?.error?.code;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sandbox-mcp-http-principals-'));
+    writeFileSync(join(dir, 'tokens'), `alice:${TA}\nbob:${TB}\n`, { mode: 0o600 });
+    srv = await startServer({ SANDBOX_HTTP_TOKEN_FILE: join(dir, 'tokens'), SANDBOX_MAX_SESSIONS: 2 });
+  });
+  after(async () => {
+    const r = await srv?.stop();
+    rmSync(dir, { recursive: true, force: true });
+    assert.equal(r.code, 0, srv.stderr());
+  });
+
+  test('another principal\'s session is session_not_found by id and by name, and unlisted', { timeout: 120000 }, async () => {
+    const a = await call(TA, 'run_command', { command: 'echo a > /workspace/who; echo alice' });
+    const aid = a.structuredContent.session_id;
+    const w = await call(TA, 'session_create', { name: 'work' });
+    assert.ok(!w.isError, JSON.stringify(w));
+    const wid = w.structuredContent.session_id;
+    for (const ref of [aid, wid, 'work']) {
+      assert.equal(errCode(await call(TB, 'run_command', { command: 'true', session_id: ref })), 'session_not_found', ref);
+      assert.equal(errCode(await call(TB, 'file_read', { path: 'who', session_id: ref })), 'session_not_found', ref);
+      assert.equal(errCode(await call(TB, 'session_close', { session_id: ref })), 'session_not_found', ref);
+    }
+    const list = JSON.stringify(await call(TB, 'session_list', {}));
+    assert.ok(!list.includes(aid) && !list.includes(wid), list);
+    // bob's default session is his own; he may use the same names
+    const b = await call(TB, 'run_command', { command: 'cat /workspace/who 2>&1; echo bob' });
+    assert.notEqual(b.structuredContent.session_id, aid);
+    assert.doesNotMatch(b.structuredContent.stdout, /^a$/m, 'bob does not see alice\'s files');
+    assert.ok(!(await call(TB, 'session_create', { name: 'work' })).isError, 'names are per principal');
+    // SANDBOX_MAX_SESSIONS=2 holds per principal: both are at 2 now
+    assert.equal(errCode(await call(TA, 'session_create', {})), 'session_limit');
+    // alice still has hers
+    const again = await call(TA, 'run_command', { command: 'cat /workspace/who', session_id: aid });
+    assert.equal(again.structuredContent.stdout.trim(), 'a');
+    const res = await post(srv, { jsonrpc: '2.0', id: 1, method: 'resources/list', params: { _meta: META } },
+      { Authorization: `Bearer ${TB}`, Accept: 'application/json' });
+    assert.ok(!res.text.includes(aid) && !res.text.includes(wid), 'resources/list shows only bob\'s');
+  });
+
+  test('another principal\'s MCP session id is 404', async () => {
+    const r = await post(srv, INIT, { Authorization: `Bearer ${TA}` });
+    const sid = r.headers.get('mcp-session-id');
+    const list = { jsonrpc: '2.0', id: 2, method: 'tools/list' };
+    assert.equal((await post(srv, list, { Authorization: `Bearer ${TA}`, 'Mcp-Session-Id': sid })).status, 200);
+    assert.equal((await post(srv, list, { Authorization: `Bearer ${TB}`, 'Mcp-Session-Id': sid })).status, 404);
+    const del = await fetch(srv.url, { method: 'DELETE', headers: { Authorization: `Bearer ${TB}`, 'Mcp-Session-Id': sid } });
+    assert.equal(del.status, 404, 'bob cannot end alice\'s MCP session');
   });
 });
