@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agentctl.h"
 #include "buildconf.h"
 #include "ceiling.h"
 #include "log.h"
@@ -450,6 +451,7 @@ static void session_free(struct session *s)
 	json_decref(s->history);
 	json_decref(s->pip_jobs);
 	pyrepl_destroy(s->repl);
+	agentctl_destroy(s->agent);
 	free(s);
 }
 
@@ -927,6 +929,14 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 			r = engine_archive_put(m->engine, call, s->container, s->read_only ? cfg->workspace : "/",
 					       tar.data, tar.len, err);
 		buf_finish(&tar);
+	}
+	if (r == 0 && agentctl_built() && !s->read_only) {
+		/* a session without the agent still works (the exec path): only logged */
+		struct err aerr;
+		s->agent_installed = agentctl_install(m->engine, call, s->container, &aerr) == 0;
+		if (!s->agent_installed)
+			log_warnf("session %s: the agent could not be installed (%s); commands take the exec path",
+				  s->id, aerr.msg);
 	}
 	if (r == 0)
 		r = engine_container_start(m->engine, call, s->container, err);
