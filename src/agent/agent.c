@@ -14,6 +14,7 @@
  *
  * Built static with musl-gcc so that it runs on any image: no shell, no
  * libc, no loader assumed.  Single-threaded; every wait is one poll().
+ * With --idle it is the container's idle main process instead (see main).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -354,12 +355,20 @@ static void finish_if_done(void)
 	job.out = job.err = job.in = -1;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static char inbuf[AGENT_CHUNK];
 	struct agentproto f;
 	struct sigaction sa = { .sa_handler = on_sigchld, .sa_flags = SA_NOCLDSTOP };
 
+	/*
+	 * --idle: the container's main process, in place of a shell loop, so
+	 * that images without /bin/sh can run sessions. The engine's init is
+	 * pid 1, so SIGTERM's default action ends it.
+	 */
+	if (argc > 1 && strcmp(argv[1], "--idle") == 0)
+		for (;;)
+			pause();
 	if (pipe2(sigpipe_fd, O_CLOEXEC | O_NONBLOCK) < 0)
 		return 1;
 	signal(SIGPIPE, SIG_IGN);

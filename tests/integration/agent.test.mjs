@@ -3,18 +3,25 @@
 // argv runs without a shell, and a killed agent ends the call with a clear
 // error, its command's processes killed, and the next call restarts it.
 // read_only sessions keep the exec path (the engine refuses to copy into a
-// read-only root filesystem).
+// read-only root filesystem). An image holding one static binary (no shell,
+// no python) runs a session: argv works, a command string is shell_not_found.
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   Server, suite, requireEngine, cleanup, docker, show, sleep,
 } from './lib/harness.mjs';
 
-/** The agent's processes in the container, as "pid user args" lines. */
+/** The command agents in the container (not the idle one), as "pid user args" lines. */
 async function agents(cid) {
   const out = await docker(['exec', cid, 'ps', '-eo', 'pid,user,args']);
-  return out.stdout.split('\n').filter((l) => l.includes('/.sandbox-mcp/agent'));
+  return out.stdout.split('\n').filter((l) => /\/\.sandbox-mcp\/agent$/.test(l.trim()));
 }
 
 describe('run_command through the agent', suite({ timeout: 110000 }), () => {
@@ -115,5 +122,43 @@ describe('run_command through the agent', suite({ timeout: 110000 }), () => {
     assert.equal(st.cpu_ms, undefined, 'no usage figures on the exec path');
     const a = await srv.ok('run_command', { argv: ['echo', 'a b'], session_id: ro.session_id });
     assert.equal(a.stdout, 'a b\n');
+  });
+});
+
+describe('an image without a shell', suite({ timeout: 60000 }), () => {
+  const tag = 'sandbox-mcp-agenttest-noshell:latest';
+  let srv;
+
+  before(async () => {
+    requireEngine();
+    // one static binary, nothing else: no /bin/sh, no python3, no /etc/passwd
+    const dir = mkdtempSync(join(tmpdir(), 'agent-noshell-'));
+    mkdirSync(join(dir, 'bin'));
+    copyFileSync('/bin/busybox', join(dir, 'bin', 'busybox'));
+    chmodSync(join(dir, 'bin', 'busybox'), 0o755);
+    const tar = join(tmpdir(), `agent-noshell-${process.pid}.tar`);
+    execFileSync('tar', ['-C', dir, '-cf', tar, 'bin']);
+    await docker(['import', '--change', 'LABEL io.sandbox-mcp.test=agent', tar, tag]);
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(tar, { force: true });
+    srv = await Server.start('agent-noshell', { SANDBOX_TIMEOUT_S: 30 });
+  });
+
+  after(async () => {
+    await cleanup();
+    await docker(['rmi', '-f', tag]).catch(() => {});
+  });
+
+  test('argv works, a command string fails with shell_not_found naming the image', async () => {
+    const s = await srv.createSession({ image: tag });
+    const st = await srv.ok('run_command', { argv: ['/bin/busybox', 'echo', 'no shell'], session_id: s.session_id });
+    assert.equal(st.stdout, 'no shell\n', JSON.stringify(st));
+    assert.equal(st.exit_code, 0);
+    const f = await srv.fails('run_command', { command: 'echo hi', session_id: s.session_id }, 'shell_not_found');
+    assert.match(f.error.message, new RegExp(tag.replace(/[.:]/g, '\\$&')), f.error.message);
+    assert.match(f.error.message, /argv/, 'says what to do instead');
+    // the session is still usable
+    const again = await srv.ok('run_command', { argv: ['/bin/busybox', 'true'], session_id: s.session_id });
+    assert.equal(again.exit_code, 0);
   });
 });
