@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "agentctl.h"
@@ -27,6 +28,7 @@
 #include "log.h"
 #include "stream.h"
 #include "tar.h"
+#include "transport.h"
 
 /* Socket bytes read at a time. */
 #define AGENTCTL_READ_CHUNK (64 * 1024)
@@ -34,6 +36,10 @@
 #define AGENTCTL_CTL_MAX 256
 /* The agent's own stderr kept for messages. */
 #define AGENTCTL_DIAG_MAX 1024
+/* The engine reachability check before each run. */
+#define AGENTCTL_CONNECT_TIMEOUT_MS 5000
+/* How long a dead agent's container is watched for having stopped. */
+#define AGENTCTL_STOP_WAIT_MS 1000
 /* Stdin bytes per 'I' frame. */
 #define AGENTCTL_STDIN_FRAME (256 * 1024)
 
@@ -76,6 +82,7 @@ static void build_request(const struct exec_spec *spec, struct buf *out);
 static int setup_wake(int wake[2], struct call *call, struct err *err);
 static void close_wake(int wake[2], struct call *call);
 static int failed_start(struct run *run, const struct exec_spec *spec, struct err *err);
+static bool container_stopped(struct agentctl *a);
 
 bool agentctl_built(void)
 {
@@ -392,6 +399,29 @@ static void build_request(const struct exec_spec *spec, struct buf *out)
 	frame_out(out, 'C', NULL, 0);
 }
 
+/*
+ * True when the agent's container stopped or is gone. The engine notices a
+ * killed container a moment after the streams of its execs end, so this
+ * looks for up to AGENTCTL_STOP_WAIT_MS.
+ */
+static bool container_stopped(struct agentctl *a)
+{
+	for (int i = 0; i * 100 <= AGENTCTL_STOP_WAIT_MS; i++) {
+		json_t *ins = NULL;
+		struct err ie;
+		if (i > 0)
+			poll(NULL, 0, 100);
+		int r = engine_container_inspect(a->engine, NULL, a->container, &ins, &ie);
+		bool running = r == 0 && json_is_true(json_object_get(json_object_get(ins, "State"), "Running"));
+		json_decref(ins);
+		if (r < 0)
+			return ie.code == ERRCODE_SESSION_NOT_FOUND;
+		if (!running)
+			return true;
+	}
+	return false;
+}
+
 /* An 'F' report: "<errno> <step>". */
 static int failed_start(struct run *run, const struct exec_spec *spec, struct err *err)
 {
@@ -430,6 +460,16 @@ int agentctl_run(struct agentctl *a, struct call *call, const struct exec_spec *
 	int64_t t0 = now_ms();
 	if (!agentctl_alive(a))
 		return err_set(err, ERRCODE_ENGINE_ERROR, -EAGAIN, "the agent is gone");
+	/*
+	 * The agent's stream outlives what this server may still do with the
+	 * engine (its socket made unreadable, DOCKER_HOST gone): a call must fail
+	 * then as every other call does, so the exec path takes it and reports
+	 * the engine's error. A connect is tens of microseconds on a unix socket.
+	 */
+	int fd;
+	if (transport_connect(engine_endpoint(a->engine), AGENTCTL_CONNECT_TIMEOUT_MS, &fd, err) < 0)
+		return -EAGAIN;
+	close(fd);
 	buf_init(&out, SIZE_MAX);
 	build_request(spec, &out);
 	if ((r = setup_wake(wake, call, err)) < 0) {
@@ -452,6 +492,11 @@ int agentctl_run(struct agentctl *a, struct call *call, const struct exec_spec *
 		if (a->eof) {
 			if (!run.started) {
 				r = err_set(err, ERRCODE_ENGINE_ERROR, -EAGAIN, "the agent is gone");
+				break;
+			}
+			if (container_stopped(a)) {
+				/* killed or removed from outside: what the engine reports for its execs */
+				res->exit_code = 137;
 				break;
 			}
 			/* the agent died with the command running: end its group through the engine */
