@@ -78,7 +78,7 @@ static void control(struct agentctl *a, int type, struct run *run);
 static void diag_add(struct agentctl *a, const char *p, size_t n);
 static void frame_out(struct buf *out, int type, const char *p, size_t n);
 static void field(struct buf *req, char tag, const char *value);
-static void build_request(const struct exec_spec *spec, struct buf *out);
+static int build_request(const struct exec_spec *spec, struct buf *out);
 static int setup_wake(int wake[2], struct call *call, struct err *err);
 static void close_wake(int wake[2], struct call *call);
 static int failed_start(struct run *run, const struct exec_spec *spec, struct err *err);
@@ -377,8 +377,8 @@ static void field(struct buf *req, char tag, const char *value)
 	(void)buf_append(req, value, strlen(value) + 1);
 }
 
-/* The 'R' frame, the stdin frames and 'C'. */
-static void build_request(const struct exec_spec *spec, struct buf *out)
+/* The 'R' frame, the stdin frames and 'C'. 0, or -E2BIG when the request passes a frame. */
+static int build_request(const struct exec_spec *spec, struct buf *out)
 {
 	struct buf req;
 	buf_init(&req, SIZE_MAX);
@@ -390,6 +390,10 @@ static void build_request(const struct exec_spec *spec, struct buf *out)
 		field(&req, 'e', *v);
 	if (spec->workdir)
 		field(&req, 'd', spec->workdir);
+	if (req.len > AGENTPROTO_FRAME_MAX) {
+		buf_finish(&req);
+		return -E2BIG;
+	}
 	frame_out(out, 'R', req.data, req.len);
 	buf_finish(&req);
 	for (size_t off = 0; off < spec->stdin_len; off += AGENTCTL_STDIN_FRAME) {
@@ -397,6 +401,7 @@ static void build_request(const struct exec_spec *spec, struct buf *out)
 		frame_out(out, 'I', spec->stdin_data + off, n);
 	}
 	frame_out(out, 'C', NULL, 0);
+	return 0;
 }
 
 /*
@@ -471,7 +476,11 @@ int agentctl_run(struct agentctl *a, struct call *call, const struct exec_spec *
 		return -EAGAIN;
 	close(fd);
 	buf_init(&out, SIZE_MAX);
-	build_request(spec, &out);
+	if (build_request(spec, &out) < 0) {
+		/* the exec path has its own limit and message for this */
+		buf_finish(&out);
+		return err_set(err, ERRCODE_TOO_LARGE, -EAGAIN, "the command is too large for one agent frame");
+	}
 	if ((r = setup_wake(wake, call, err)) < 0) {
 		buf_finish(&out);
 		return r;
