@@ -8,7 +8,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import {
   chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync,
 } from 'node:fs';
@@ -18,13 +18,18 @@ import {
   Server, suite, requireEngine, cleanup, docker, show, sleep,
 } from './lib/harness.mjs';
 
+// a server built without musl-gcc has no agent (doctor says so): nothing to test here
+const doctor = spawnSync(process.env.SANDBOX_MCP_BIN ?? 'sandbox-mcp', ['doctor'], { encoding: 'utf8', timeout: 30000 });
+const noAgent = /built without the in-sandbox agent/.test(doctor.stdout ?? '')
+  ? 'this sandbox-mcp was built without the agent (no musl-gcc)' : false;
+
 /** The command agents in the container (not the idle one), as "pid user args" lines. */
 async function agents(cid) {
   const out = await docker(['exec', cid, 'ps', '-eo', 'pid,user,args']);
   return out.stdout.split('\n').filter((l) => /\/\.sandbox-mcp\/agent$/.test(l.trim()));
 }
 
-describe('run_command through the agent', suite({ timeout: 110000 }), () => {
+describe('run_command through the agent', suite({ timeout: 110000, skip: noAgent }), () => {
   let srv;
   let sid;
   let cid;
@@ -125,7 +130,7 @@ describe('run_command through the agent', suite({ timeout: 110000 }), () => {
   });
 });
 
-describe('an image without a shell', suite({ timeout: 60000 }), () => {
+describe('an image without a shell', suite({ timeout: 60000, skip: noAgent }), () => {
   const tag = 'sandbox-mcp-agenttest-noshell:latest';
   let srv;
 
