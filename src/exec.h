@@ -67,6 +67,11 @@ struct exec_result {
 	long pid;	/* the process (and group) id in the container; 0 if the wrapper never ran */
 	struct capture out, err;
 	int64_t duration_ms;
+	/* set by agentctl_run only: the command ran through the agent */
+	bool usage;	     /* cpu_ms and max_rss_kb are known */
+	uint64_t cpu_ms;     /* user + system time of the command's processes */
+	uint64_t max_rss_kb; /* peak RSS of its largest process */
+	bool agent_lost;     /* the agent died while the command ran */
 };
 
 /*
@@ -103,5 +108,15 @@ int exec_kill_group(struct engine *e, const char *container_id, const struct exe
  * -ETIMEDOUT / -errno.
  */
 int exec_wait_exit(struct engine *e, const char *exec_id, int timeout_ms, int *ret_code, struct err *err);
+
+/* Slots of an argv built by exec_sh_argv, its NULL included. */
+#define EXEC_SH_ARGV_MAX 32
+
+/*
+ * Fills argv[0..cap) with "/bin/sh" "-c" script name args... NULL, the form
+ * every in-sandbox script takes ($0 is name, "$@" the args, never parsed by
+ * a shell). 0, or -E2BIG when they do not fit: an argument is never dropped.
+ */
+int exec_sh_argv(const char **argv, size_t cap, const char *script, const char *name, const char *const *args);
 
 #endif

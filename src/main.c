@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agentctl.h"
 #include "buildconf.h"
 #include "clientcfg.h"
 #include "config.h"
@@ -362,6 +363,11 @@ static int doctor_engine(const struct config *cfg)
 		return 1;
 	}
 	printf("ok    endpoint %s\n", engine_endpoint(engine)->display);
+	if (agentctl_built())
+		printf("ok    in-sandbox agent built in (commands skip the engine's exec path)\n");
+	else
+		printf("note  built without the in-sandbox agent (musl-gcc was missing: apt-get install musl-tools, "
+		       "then rebuild); commands take the engine's exec path\n");
 	const struct endpoint *ep = engine_endpoint(engine);
 	if (ep->kind == TRANSPORT_UNIX) {
 		struct stat st;

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agentctl.h"
 #include "buildconf.h"
 #include "ceiling.h"
 #include "log.h"
@@ -454,6 +455,7 @@ static void session_free(struct session *s)
 	json_decref(s->history);
 	json_decref(s->pip_jobs);
 	pyrepl_destroy(s->repl);
+	agentctl_destroy(s->agent);
 	free(s);
 }
 
@@ -923,8 +925,15 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 		json_object_set_new(hc, "Mounts",
 				    json_pack("[{s:s, s:s}]", "Type", "volume", "Target", cfg->workspace));
 	}
-	json_t *body = json_pack("{s:s, s:[s, s, s], s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image",
-				 s->image, "Entrypoint", "/bin/sh", "-c", session_idle_cmd, "Cmd", "WorkingDir",
+	/*
+	 * With the agent, the agent idles as the main process (no /bin/sh needed:
+	 * shell-less images work); it is copied in before start, below.
+	 */
+	bool with_agent = agentctl_built() && !s->read_only;
+	json_t *entry = with_agent ? json_pack("[s, s]", AGENTCTL_PATH, "--idle")
+				   : json_pack("[s, s, s]", "/bin/sh", "-c", session_idle_cmd);
+	json_t *body = json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image",
+				 s->image, "Entrypoint", entry, "Cmd", "WorkingDir",
 				 cfg->workspace, "User", s->user, "Env", env, "Labels", labels, "HostConfig", hc,
 				 "Tty", 0, "OpenStdin", 0, "NetworkDisabled", strcmp(s->network, "none") == 0,
 				 "StopTimeout", 1);
@@ -954,6 +963,10 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 					       tar.data, tar.len, err);
 		buf_finish(&tar);
 	}
+	if (r == 0 && with_agent) {
+		r = agentctl_install(m->engine, call, s->container, err);
+		s->agent_installed = r == 0;
+	}
 	if (r == 0)
 		r = engine_container_start(m->engine, call, s->container, err);
 	if (r == 0)
@@ -962,8 +975,9 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 		r = verify_hardening(inspect, s, err);
 	if (r == 0 && !json_is_true(json_object_get(json_object_get(inspect, "State"), "Running")))
 		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
-			    "the session's container stopped right after it started (does image %s have /bin/sh "
-			    "and sleep?)",
+			    with_agent ? "the session's container stopped right after it started (image %s)"
+				       : "the session's container stopped right after it started (does image %s have "
+					 "/bin/sh and sleep?)",
 			    s->image);
 	json_decref(inspect);
 	if (r < 0) {

@@ -29,6 +29,7 @@
 /* Transient containers (session_opts.transient) allowed past SANDBOX_MAX_SESSIONS. */
 #define SESSION_TRANSIENT_EXTRA 2
 
+struct agentctl;
 struct pyrepl;
 struct session_mgr;
 
@@ -56,6 +57,13 @@ struct session {
 	json_t *warnings;  /* engine warnings at create */
 	/* run_python's interpreter (pyrepl.h), started on first use; used only by calls on this session */
 	struct pyrepl *repl;
+	/*
+	 * run_command's agent (agentctl.h): agent_installed when it was copied
+	 * into the container at create; started on first use and restarted
+	 * after it died; used only by calls on this session.
+	 */
+	bool agent_installed;
+	struct agentctl *agent;
 	/*
 	 * What the session did that session_export replays, oldest first: an
 	 * array of objects {"kind": "pip_install" | "git_clone" | ..., ...}.

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentctl.h"
 #include "buildconf.h"
 #include "ceiling.h"
 #include "exec.h"
@@ -91,7 +92,10 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 				SANDBOX_VERSION, "protocol_version", ctx->protocol_version, "config",
 				config_to_json(ctx->svc->cfg), "engine", engine);
 
-	tool_text(res, "sandbox-mcp %s (protocol %s)", SANDBOX_VERSION, ctx->protocol_version);
+	json_object_set_new(json_object_get(out, "server"), "agent", json_boolean(agentctl_built()));
+	tool_text(res, "sandbox-mcp %s (protocol %s); %s", SANDBOX_VERSION, ctx->protocol_version,
+		  agentctl_built() ? "commands run through the in-sandbox agent (sandbox-mcp-agent)"
+				   : "built without the in-sandbox agent (no musl-gcc): commands take the engine's exec path");
 	if (r == 0)
 		tool_text(res, "Docker engine %s (API %s, %s/%s) at %s", ev.version, ev.api_version, ev.os, ev.arch,
 			  endpoint);
@@ -133,7 +137,7 @@ const struct tool_entry tool_env_info_entry = {
 			"this session (id or name; 'default' for the default one; at most 128 characters)\"}}}",
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{"
-		"\"server\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+		"\"server\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"agent\":{\"type\":\"boolean\"},"
 		"\"version\":{\"type\":\"string\"},\"protocol_version\":{\"type\":\"string\"}}},"
 		"\"config\":{\"type\":\"object\",\"properties\":{\"image\":{\"type\":\"string\"},"
 		"\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},\"pids\":{\"type\":\"integer\"},"

@@ -19,8 +19,8 @@
  *   session_export with build: true vs  `docker build` (CLI) of the same
  *                                      export written to a host folder
  *
- * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save]
- *        ("files", "save": only those rows)
+ * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run]
+ *        ("files", "save": only those rows; "run": up to the run_command rows)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -423,7 +423,7 @@ static void bench_save(int n)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files|save]\n");
+		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run]\n");
 		return 2;
 	}
 	bin = argv[1];
@@ -437,6 +437,8 @@ int main(int argc, char **argv)
 		bench_files(rounds < 5 ? rounds : 5);
 		return 0;
 	}
+	/* run: only the spawn, RSS and run_command rows (the agent's figures) */
+	bool only_run = argc > 3 && strcmp(argv[3], "run") == 0;
 	if (argc > 3 && strcmp(argv[3], "save") == 0) {
 		bench_save(rounds < 5 ? rounds : 5);
 		return 0;
@@ -478,6 +480,13 @@ int main(int argc, char **argv)
 		v[i] = (double)(now_us() - t0) / 1000.0;
 	}
 	double run_true = median(v, rounds);
+	for (int i = 0; i < rounds; i++) {
+		int64_t t0 = now_us();
+		free(server_call(&s, 5000 + i, "tools/call",
+				 "{\"name\":\"run_command\",\"arguments\":{\"argv\":[\"true\"]}}"));
+		v[i] = (double)(now_us() - t0) / 1000.0;
+	}
+	double run_argv = median(v, rounds);
 
 	/* the container behind the default session, for the anchors */
 	char *info = server_call(&s, 9000, "tools/call",
@@ -525,6 +534,11 @@ int main(int argc, char **argv)
 	double cli_ms = median(v, cli_rounds);
 	row("run_command true, warm (median)", run_true, "ms", "raw API exec floor (median)", floor_ms);
 	row("run_command true, warm (median)", run_true, "ms", "docker exec CLI (median)", cli_ms);
+	row("run_command argv [true], warm", run_argv, "ms", "raw API exec floor (median)", floor_ms);
+	if (only_run) {
+		server_stop(&s);
+		return 0;
+	}
 
 	/* 3b. run_python: interpreter start (a fresh one each time), then 1+1 warm */
 	int n10 = rounds < 10 ? rounds : 10;
