@@ -79,10 +79,9 @@ int authkeys_parse(const char *text, size_t n, struct authkeys *ret, struct err 
 		const char *nl = memchr(text + off, '\n', n - off);
 		size_t len = nl ? (size_t)(nl - (text + off)) : n - off;
 		lineno++;
-		if (memchr(text + off, '\0', len))
-			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "token file line %u: holds a NUL byte",
-				       lineno);
-		int r = parse_line(text + off, len, lineno, ret, err);
+		int r = memchr(text + off, '\0', len) ? err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+								"token file line %u: holds a NUL byte", lineno)
+						      : parse_line(text + off, len, lineno, ret, err);
 		if (r < 0) {
 			memset(ret, 0, sizeof(*ret)); /* no half table, no tokens left behind */
 			return r;

@@ -80,6 +80,13 @@ static void test_bad(void **state)
 	assert_int_equal(authkeys_parse(g.p, sizeof(nul) - 1, &keys, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "NUL"));
 	guarded_free(&g);
+	/* a NUL on a later line: the tokens of the lines before are wiped too */
+	char later[] = "alice:" TOK_A "\nbob\0:" TOK_B;
+	g = guarded_copy(later, sizeof(later) - 1);
+	assert_int_equal(authkeys_parse(g.p, sizeof(later) - 1, &keys, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "line 2: holds a NUL"));
+	assert_int_equal(keys.n, 0);
+	guarded_free(&g);
 }
 
 /* Every prefix of a file parses or fails cleanly, never reading past it. */
