@@ -76,6 +76,8 @@ static const struct opt opts[] = {
 	  "Close an HTTP connection that sends or reads nothing for this long, s (slow or stalled clients)" },
 	{ "http_token_file", NULL, OPT_STRING, OFF(http_token_file), 0, 0,
 	  "File of NAME:TOKEN lines: /mcp then needs Authorization: Bearer TOKEN (re-read on SIGHUP)" },
+	{ "tls_cert", NULL, OPT_STRING, OFF(tls_cert), 0, 0, "PEM certificate (chain) for --http: serve HTTPS" },
+	{ "tls_key", NULL, OPT_STRING, OFF(tls_key), 0, 0, "PEM private key of --tls-cert" },
 	{ "http_allow_origin", NULL, OPT_STRING, OFF(http_allow_origin), 0, 0,
 	  "Origins (scheme://host[:port]) allowed to call the HTTP server, ','-separated (default: localhost's, "
 	  "when bound to loopback)" },

@@ -63,6 +63,7 @@ struct config {
 	char *http;		 /* --http HOST:PORT; NULL or "": stdio */
 	char *http_allow_origin; /* ','-separated origins; NULL or "": localhost's on loopback */
 	uint64_t http_timeout_s; /* idle HTTP connections are closed after this */
+	char *tls_cert, *tls_key; /* PEM files: --http serves HTTPS */
 	char *http_token_file;	 /* NAME:TOKEN lines; NULL or "": no auth (loopback only) */
 	char *log_level_name;
 	enum log_level log_level;

@@ -55,6 +55,8 @@
 #define HTTPD_CONNECTIONS_SPARE 16
 /* Stack of each connection thread: JSON nesting is capped (mcp.c), so a small one suffices. */
 #define HTTPD_THREAD_STACK (512u << 10)
+/* Bytes of a --tls-cert or --tls-key file at most. */
+#define HTTPD_PEM_MAX (1 << 20)
 /* Random bytes in an Mcp-Session-Id (hex-encoded: twice as many characters). */
 #define HTTPD_SID_BYTES 16
 #define HTTPD_SID_LEN (2 * HTTPD_SID_BYTES)
@@ -76,7 +78,8 @@ struct httpd {
 	unsigned port;
 	bool loopback;
 	char address[HTTPCHECK_HOST_MAX + 16];
-	int stop[2]; /* readable once stopping: wakes every waiting exchange */
+	int stop[2];		  /* readable once stopping: wakes every waiting exchange */
+	char *tls_cert, *tls_key; /* PEM, for libmicrohttpd's GnuTLS (HTTPS); NULL: plain HTTP */
 	atomic_int connections;
 	pthread_rwlock_t keys_lock; /* guards keys */
 	struct authkeys *keys;	    /* NULL: no token file, no auth */
@@ -132,6 +135,8 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, char *ret_principal, bool *ret_refused);
 static bool authorized(struct httpd *h, struct MHD_Connection *c, char *ret_principal);
 static int keys_load(const char *path, struct authkeys **ret, struct err *err);
+static int pem_load(const char *flag, const char *path, char **ret, struct err *err);
+static void tls_free(struct httpd *h);
 static struct exchange *exchange_create(struct httpd *h, struct MHD_Connection *c, const char *principal);
 static void exchange_put(struct exchange *x);
 static int sink_write(void *data, const char *line, size_t len);
@@ -196,6 +201,23 @@ int httpd_start(struct mcp *m, const struct tool_services *svc, struct httpd **r
 		goto fail;
 	}
 	snprintf(h->address, sizeof(h->address), sa.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", h->host, h->port);
+	const char *cert = svc->cfg->tls_cert, *key = svc->cfg->tls_key;
+	bool tls = (cert && cert[0]) || (key && key[0]);
+	if (tls && !(cert && cert[0] && key && key[0])) {
+		err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			"HTTPS needs both --tls-cert FILE and --tls-key FILE (PEM); give both, or neither for plain HTTP");
+		goto fail;
+	}
+	if (tls &&
+	    (pem_load("--tls-cert", cert, &h->tls_cert, err) < 0 || pem_load("--tls-key", key, &h->tls_key, err) < 0))
+		goto fail;
+	struct MHD_OptionItem tls_opts[] = {
+		{ tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, h->tls_cert },
+		{ tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, h->tls_key },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	if (tls)
+		flags |= MHD_USE_TLS;
 	if (pipe2(h->stop, O_CLOEXEC | O_NONBLOCK) < 0) {
 		err_set(err, ERRCODE_INTERNAL, -errno, "pipe: %s", strerror(errno));
 		goto fail;
@@ -206,10 +228,12 @@ int httpd_start(struct mcp *m, const struct tool_services *svc, struct httpd **r
 				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)svc->cfg->http_timeout_s,
 				     MHD_OPTION_THREAD_STACK_SIZE, (size_t)HTTPD_THREAD_STACK,
 				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
-				     on_connection, h, MHD_OPTION_END);
+				     on_connection, h, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
 	if (!h->daemon) {
 		err_set(err, ERRCODE_INTERNAL, -EADDRINUSE,
-			"cannot serve HTTP on %s: the port is in use or the address is not this host's", h->address);
+			"cannot serve HTTP%s on %s: the port is in use, the address is not this host's%s",
+			tls ? "S" : "", h->address,
+			tls ? ", or the certificate and key do not parse or do not match" : "");
 		goto fail;
 	}
 	*ret = h;
@@ -222,6 +246,7 @@ fail:
 	pthread_mutex_destroy(&h->lock);
 	pthread_rwlock_destroy(&h->keys_lock);
 	free(h->keys);
+	tls_free(h);
 	free(h);
 	return -EINVAL;
 }
@@ -244,7 +269,52 @@ void httpd_stop(struct httpd *h)
 	pthread_mutex_destroy(&h->lock);
 	pthread_rwlock_destroy(&h->keys_lock);
 	free(h->keys);
+	tls_free(h);
 	free(h);
+}
+
+bool httpd_tls(const struct httpd *h)
+{
+	return h->tls_cert != NULL;
+}
+
+static void tls_free(struct httpd *h)
+{
+	if (h->tls_key)
+		explicit_bzero(h->tls_key, strlen(h->tls_key));
+	free(h->tls_key);
+	free(h->tls_cert);
+}
+
+/* A PEM file, at most HTTPD_PEM_MAX bytes, NUL-terminated in *ret (owned by the caller). */
+static int pem_load(const char *flag, const char *path, char **ret, struct err *err)
+{
+	char *text = xmalloc(HTTPD_PEM_MAX + 1);
+	size_t n = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		int r = -errno;
+		free(text);
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, r, "%s %.200s: %s", flag, path, strerror(-r));
+	}
+	for (;;) {
+		ssize_t k = read(fd, text + n, HTTPD_PEM_MAX + 1 - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0 || (n += (size_t)k) > HTTPD_PEM_MAX)
+			break;
+	}
+	close(fd);
+	text[n > HTTPD_PEM_MAX ? HTTPD_PEM_MAX : n] = '\0';
+	if (n > HTTPD_PEM_MAX || !strstr(text, "-----BEGIN ")) {
+		explicit_bzero(text, HTTPD_PEM_MAX + 1);
+		free(text);
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s %.200s: not a PEM file of at most %d bytes",
+			       flag, path, HTTPD_PEM_MAX);
+	}
+	*ret = text;
+	return 0;
 }
 
 void httpd_reload(struct httpd *h)

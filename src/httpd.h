@@ -12,6 +12,8 @@
 #ifndef HTTPD_H
 #define HTTPD_H
 
+#include <stdbool.h>
+
 #include "errcode.h"
 #include "mcp.h"
 #include "tools.h"
@@ -33,6 +35,8 @@ int httpd_start(struct mcp *m, const struct tool_services *svc, struct httpd **r
 void httpd_stop(struct httpd *h);
 /* Re-reads the token file (SIGHUP); a file that no longer parses leaves the old tokens in force. */
 void httpd_reload(struct httpd *h);
+/* True when serving HTTPS (--tls-cert, --tls-key). */
+bool httpd_tls(const struct httpd *h);
 /* "127.0.0.1:8080" as bound (borrowed). */
 const char *httpd_address(const struct httpd *h);
 

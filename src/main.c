@@ -295,7 +295,8 @@ static int serve_http(struct mcp *m, const struct tool_services *svc, const sigs
 		log_errorf("%s", err.msg);
 		return 1;
 	}
-	log_infof("serving MCP on http://%s/mcp (engine %s)", httpd_address(h), engine_endpoint(svc->engine)->display);
+	log_infof("serving MCP on %s://%s/mcp (engine %s)", httpd_tls(h) ? "https" : "http", httpd_address(h),
+		  engine_endpoint(svc->engine)->display);
 	for (;;) {
 		if (sigwait(stop, &sig) != 0)
 			continue;

@@ -7,9 +7,10 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import https from 'node:https';
 import net from 'node:net';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -491,5 +492,79 @@ describe('principals: each token NAME sees only its own sandboxes', () => {
     assert.equal((await post(srv, list, { Authorization: `Bearer ${TB}`, 'Mcp-Session-Id': sid })).status, 404);
     const del = await fetch(srv.url, { method: 'DELETE', headers: { Authorization: `Bearer ${TB}`, 'Mcp-Session-Id': sid } });
     assert.equal(del.status, 404, 'bob cannot end alice\'s MCP session');
+  });
+});
+
+describe('HTTPS (--tls-cert, --tls-key)', () => {
+  let dir;
+  let ca;
+  let port;
+  let child;
+  let stderr = '';
+  const req = (path, { method = 'GET', body, headers = {} } = {}) => new Promise((resolve, reject) => {
+    const r = https.request({ host: '127.0.0.1', port, path, method, ca, servername: 'localhost',
+      headers: { Host: `127.0.0.1:${port}`, ...headers } }, (res) => {
+      let data = '';
+      res.on('data', (d) => { data += d; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text: data }));
+    });
+    r.on('error', reject);
+    r.end(body);
+  });
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sandbox-mcp-http-tls-'));
+    const gen = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'),
+      '-out', join(dir, 'cert.pem'), '-days', '2', '-subj', '/CN=localhost',
+      '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { encoding: 'utf8' });
+    assert.equal(gen.status, 0, `openssl (from ca-certificates) makes the test certificate: ${gen.stderr}`);
+    ca = readFileSync(join(dir, 'cert.pem'));
+    port = await freePort();
+    child = spawn(BIN, ['serve', '--http', `127.0.0.1:${port}`, '--tls-cert', join(dir, 'cert.pem'),
+      '--tls-key', join(dir, 'key.pem')], { env: serverEnv(), stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr.on('data', (d) => { stderr = (stderr + d).slice(-8000); });
+    const deadline = Date.now() + 20000;
+    for (;;) {
+      try {
+        if ((await req('/health')).status === 200) break;
+      } catch { /* not yet */ }
+      if (Date.now() > deadline) throw new Error(`no HTTPS /health in 20 s: ${stderr}`);
+      await sleep(100);
+    }
+  });
+  after(async () => {
+    if (child) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.on('exit', r));
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('MCP over HTTPS: initialize, then a command in the session', { timeout: 120000 }, async () => {
+    const h = { 'Content-Type': 'application/json', Accept: 'application/json' };
+    const init = await req('/mcp', { method: 'POST', headers: h, body: JSON.stringify(INIT) });
+    assert.equal(init.status, 200, init.text);
+    const sid = init.headers['mcp-session-id'];
+    const call = await req('/mcp', { method: 'POST', headers: { ...h, 'Mcp-Session-Id': sid },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'echo over-tls' } } }) });
+    assert.equal(call.status, 200, call.text);
+    assert.match(JSON.parse(call.text).result.structuredContent.stdout, /over-tls/);
+  });
+
+  test('plain HTTP on the HTTPS port gets no answer', async () => {
+    const raw = await rawRequest(port, `GET /health HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`)
+      .catch(() => '');
+    assert.equal(statusOf(raw), 0, raw.slice(0, 100));
+  });
+
+  test('refused at start: a certificate without a key, a file that is not PEM', async () => {
+    const p = await freePort();
+    let r = await runToExit(['serve', '--http', `127.0.0.1:${p}`, '--tls-cert', join(dir, 'cert.pem')]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /both --tls-cert FILE and --tls-key FILE/);
+    writeFileSync(join(dir, 'junk.pem'), 'not a key');
+    r = await runToExit(['serve', '--http', `127.0.0.1:${p}`, '--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'junk.pem')]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /--tls-key .*not a PEM file/);
   });
 });
