@@ -45,9 +45,11 @@
 
 #include "authkeys.h"
 #include "buf.h"
+#include "files.h"
 #include "httpcheck.h"
 #include "httpd.h"
 #include "log.h"
+#include "pathsafe.h"
 #include "rpc.h"
 #include "util.h"
 
@@ -130,6 +132,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 			     const char *sid);
 static enum MHD_Result reply_rpc_error(struct MHD_Connection *c, unsigned status, int code, const char *message);
 static enum MHD_Result health(struct httpd *h, struct MHD_Connection *c, const char *method);
+static enum MHD_Result download(struct httpd *h, struct MHD_Connection *c, const char *rest, const char *principal);
 static enum MHD_Result end_session(struct httpd *h, struct MHD_Connection *c, const char *principal);
 static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct exchange *x);
 static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, char *ret_principal, bool *ret_refused);
@@ -504,6 +507,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!x) {
 		if (strcmp(url, "/health") == 0)
 			return health(h, c, method);
+		if (strncmp(url, "/files/", 7) == 0 && strcmp(method, "GET") == 0) {
+			enum MHD_Result r = guard(h, c, principal, &refused);
+			return refused ? r : download(h, c, url + 7, principal);
+		}
 		if (strcmp(url, "/mcp") != 0)
 			return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found: the MCP endpoint is /mcp\n", 36,
 				     NULL);
@@ -556,6 +563,51 @@ static enum MHD_Result health(struct httpd *h, struct MHD_Connection *c, const c
 	enum MHD_Result r = reply(c, MHD_HTTP_OK, "application/json", text, strlen(text), NULL);
 	free(text);
 	return r;
+}
+
+/*
+ * GET /files/SESSION/PATH: a file of one of the caller's sandboxes (PATH
+ * absolute without its leading '/', as in sandbox:// resource URIs), read
+ * through tar like file_read, at most FILES_READ_MAX bytes. Another
+ * principal's session is 404, as an unknown one; "default" is not created.
+ */
+static enum MHD_Result download(struct httpd *h, struct MHD_Connection *c, const char *rest, const char *principal)
+{
+	char ref[SESSION_NAME_MAX + 1], path[PATHSAFE_MAX + 1];
+	const char *slash = strchr(rest, '/');
+	struct session *s = NULL;
+	struct buf data;
+	uint64_t size = 0, cap = files_max_bytes(h->svc->cfg);
+	unsigned mode;
+	struct err err;
+
+	err_clear(&err);
+	if (!slash || slash == rest || (size_t)(slash - rest) > SESSION_NAME_MAX ||
+	    path_resolve("/", slash + 1, path, sizeof(path)) < 0)
+		return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found: GET /files/SESSION/PATH\n", 35, NULL);
+	memcpy(ref, rest, (size_t)(slash - rest));
+	ref[slash - rest] = '\0';
+	struct call *call = call_create(NULL, "files", NULL, NULL, NULL);
+	call_set_principal(call, principal);
+	struct tool_ctx ctx = { .svc = h->svc, .call = call, .protocol_version = MCP_VERSION_LEGACY_NEWEST };
+	int r = strcmp(ref, "default") == 0 ? -ENOENT : session_get(h->svc->sessions, call, ref, &s, &err);
+	if (r == 0)
+		r = files_pull_file(&ctx, s, path, 0, UINT64_MAX, cap < FILES_READ_MAX ? cap : FILES_READ_MAX, &data,
+				    &size, &mode, &err);
+	session_put(h->svc->sessions, s);
+	call_destroy(call);
+	if (r < 0) {
+		bool big = err.code == ERRCODE_TOO_LARGE;
+		const char *why = big ? "too large: over the download limit; use file_read with offset and length\n"
+				      : "not found: no such file in a session of yours (use the session id)\n";
+		return reply(c, big ? MHD_HTTP_CONTENT_TOO_LARGE : MHD_HTTP_NOT_FOUND, "text/plain", why, strlen(why),
+			     NULL);
+	}
+	bool text, image;
+	const char *mime = files_mime(path, data.data ? data.data : "", data.len, &text, &image);
+	enum MHD_Result res = reply(c, MHD_HTTP_OK, mime, data.data ? data.data : "", data.len, NULL);
+	buf_finish(&data);
+	return res;
 }
 
 static enum MHD_Result end_session(struct httpd *h, struct MHD_Connection *c, const char *principal)

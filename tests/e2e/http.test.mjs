@@ -479,6 +479,15 @@ describe('principals: each token NAME sees only its own sandboxes', () => {
     // alice still has hers
     const again = await call(TA, 'run_command', { command: 'cat /workspace/who', session_id: aid });
     assert.equal(again.structuredContent.stdout.trim(), 'a');
+    // downloads: the owner gets the file, the other principal 404, no token 401
+    const get = (token, path) => fetch(`${srv.base}/files/${path}`, token ? { headers: { Authorization: `Bearer ${token}` } } : {});
+    const mine = await get(TA, `${aid}/workspace/who`);
+    assert.equal(mine.status, 200);
+    assert.equal(await mine.text(), 'a\n');
+    assert.equal((await get(TA, `work/workspace/nothing-here`)).status, 404);
+    assert.equal((await get(TB, `${aid}/workspace/who`)).status, 404, 'another principal\'s file is 404');
+    assert.equal((await get(null, `${aid}/workspace/who`)).status, 401);
+    assert.equal((await get(TB, `default/workspace/who`)).status, 404, 'default is not created by a download');
     const res = await post(srv, { jsonrpc: '2.0', id: 1, method: 'resources/list', params: { _meta: META } },
       { Authorization: `Bearer ${TB}`, Accept: 'application/json' });
     assert.ok(!res.text.includes(aid) && !res.text.includes(wid), 'resources/list shows only bob\'s');
