@@ -19,7 +19,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 pid=$!
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
-	curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
+	python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/health', timeout=2)" 2>/dev/null && break
 	sleep 0.1
 done
 cd "$dir"
