@@ -128,21 +128,32 @@ static int pull_failed(const char *ref, const char *domain, bool with_auth, stru
 
 	if (err->code == ERRCODE_CANCELLED || err->code == ERRCODE_TIMEOUT || err->code == ERRCODE_DOCKER_UNAVAILABLE)
 		return -ETIMEDOUT;
-	snprintf(why, sizeof(why), "%s", err->msg);
+	/* the engine's words without the generic "try again" hint: the registry's reason is what helps */
+	const char *msg = strncmp(err->msg, "Docker engine error ", 20) == 0 && strstr(err->msg, ": ")
+				  ? strstr(err->msg, ": ") + 2
+				  : err->msg;
+	snprintf(why, sizeof(why), "%s", msg);
+	char *hint = strstr(why, "; try again");
+	if (hint)
+		*hint = '\0';
 	if (strstr(why, "no matching manifest"))
 		return err_set(err, ERRCODE_IMAGE_NOT_FOUND, r,
 			       "%s has no image for this Docker engine's platform (see env_info engine.os/arch): pick a "
-			       "tag built for it. The engine said: %.150s",
+			       "tag built for it (the registry said: %.150s)",
 			       ref, why);
 	if (strstr(why, "unauthorized") || strstr(why, "authentication required") || strstr(why, "denied"))
 		return err_set(err, ERRCODE_IMAGE_NOT_FOUND, r,
-			       "the registry %s refused %s%s: %.150s",
+			       "the registry %s refused %s%s (the registry said: %.150s)",
 			       domain, ref,
 			       with_auth ? " with the credentials in the server's docker config (fix them with "
 					   "`docker login`, or DOCKER_CONFIG)"
 					 : " without credentials (run `docker login` for the server's user, or set "
 					   "DOCKER_CONFIG)",
 			       why);
+	if (strstr(why, "not found") || strstr(why, "manifest unknown") || strstr(why, "name unknown"))
+		return err_set(err, ERRCODE_IMAGE_NOT_FOUND, r,
+			       "the registry %s has no %s: check the repository and tag (the registry said: %.180s)",
+			       domain, ref, why);
 	return err_set(err, ERRCODE_IMAGE_NOT_FOUND, r, "pulling %s failed: %.180s", ref, why);
 }
 
