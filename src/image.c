@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "image.h"
+#include "imageref.h"
 
 static bool component_ok(const char *p, size_t n);
 static bool domain_ok(const char *p, size_t n);
@@ -133,24 +134,20 @@ void image_default_tag(const struct session *s, char *out, size_t outsz)
 	snprintf(out, outsz, "%.60s-%s-%04x", who, stamp, rnd);
 }
 
-/* ref without docker.io/library/, with :latest when it names no tag or digest. */
+/* ref normalised as the docker CLI reads it (imageref.h); an id or a malformed reference as given. */
 static void normalize(const char *ref, char *out, size_t outsz)
 {
-	if (strncmp(ref, "docker.io/", 10) == 0)
-		ref += 10;
-	else if (strncmp(ref, "index.docker.io/", 16) == 0)
-		ref += 16;
-	if (strncmp(ref, "library/", 8) == 0 && strchr(ref + 8, '/') == NULL)
-		ref += 8;
-	const char *slash = strrchr(ref, '/');
-	const char *last = slash ? slash + 1 : ref;
-	bool tagged = strchr(last, ':') || strchr(ref, '@');
-	snprintf(out, outsz, "%s%s", ref, tagged ? "" : ":latest");
+	struct imageref r;
+	struct err err;
+	if (imageref_parse(ref, strlen(ref), &r, &err) == 0)
+		imageref_format(&r, out, outsz);
+	else
+		snprintf(out, outsz, "%s", ref);
 }
 
 bool image_same_ref(const char *a, const char *b)
 {
-	char na[IMAGE_REF_MAX * 2 + 16], nb[IMAGE_REF_MAX * 2 + 16];
+	char na[IMAGEREF_FORMAT_MAX + IMAGEREF_INPUT_MAX], nb[IMAGEREF_FORMAT_MAX + IMAGEREF_INPUT_MAX];
 	normalize(a, na, sizeof(na));
 	normalize(b, nb, sizeof(nb));
 	return strcmp(na, nb) == 0;

@@ -61,6 +61,10 @@ static void test_same_ref(void **state)
 	assert_false(image_same_ref("debian:bookworm", "debian:latest"));
 	assert_false(image_same_ref("a/debian", "debian"));
 	assert_false(image_same_ref("localhost:5000/x", "localhost/x"));
+	assert_true(image_same_ref("index.docker.io/library/debian", "debian:latest"));
+	assert_true(image_same_ref("localhost:5000/x@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+				   "localhost:5000/x@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+	assert_false(image_same_ref("debian", "debian@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
 }
 
 static void test_replaceable(void **state)
