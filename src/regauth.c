@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,10 +125,24 @@ static bool helper_name_ok(const char *s)
 	return true;
 }
 
-/* Waits for pid, killing it when it outlives deadline. Its exit status, or -1. */
-static int reap(pid_t pid, bool kill_it)
+/*
+ * Waits for pid until deadline (a helper may close its stdout and linger),
+ * then kills it; kill_it kills at once. Its exit status, or -1.
+ */
+static int reap(pid_t pid, bool kill_it, int64_t deadline)
 {
 	int st = 0;
+	int pfd = kill_it ? -1 : (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd >= 0) {
+		struct pollfd p = { .fd = pfd, .events = POLLIN };
+		int64_t left = deadline - now_ms();
+		int r;
+		do
+			r = left > 0 ? poll(&p, 1, (int)left) : 0;
+		while (r < 0 && errno == EINTR);
+		close(pfd);
+		kill_it = r <= 0;
+	}
 	if (kill_it)
 		kill(pid, SIGKILL);
 	while (waitpid(pid, &st, 0) < 0)
@@ -205,7 +220,7 @@ static int helper_get(const char *name, const char *server, json_t **ret, struct
 		buf_commit(&ans, (size_t)n);
 	}
 	close(out[0]);
-	int status = reap(pid, late || big);
+	int status = reap(pid, late || big, deadline);
 	json_t *j = status == 0 && !late && !big ? json_loadb(ans.data, ans.len, 0, NULL) : NULL;
 	bool none = status != 0 && !late && !big && strstr(ans.data ? ans.data : "", "not found");
 	explicit_bzero(ans.data, ans.len);
