@@ -31,6 +31,14 @@ extern char **environ;
 
 static int helper_get(const char *name, const char *server, json_t **ret, struct err *err);
 
+/* Zeroes b's bytes (they may hold a secret), then releases it; a buffer never grown has none. */
+static void wipe(struct buf *b)
+{
+	if (b->data)
+		explicit_bzero(b->data, b->len);
+	buf_finish(b);
+}
+
 /* Reads the config file into out (capped). 0, -ENOENT when there is none, or -errno. */
 static int config_read(struct buf *out)
 {
@@ -223,8 +231,7 @@ static int helper_get(const char *name, const char *server, json_t **ret, struct
 	int status = reap(pid, late || big, deadline);
 	json_t *j = status == 0 && !late && !big ? json_loadb(ans.data, ans.len, 0, NULL) : NULL;
 	bool none = status != 0 && !late && !big && strstr(ans.data ? ans.data : "", "not found");
-	explicit_bzero(ans.data, ans.len);
-	buf_finish(&ans);
+	wipe(&ans);
 	if (none) {
 		*ret = NULL;
 		return 0;
@@ -271,8 +278,7 @@ int regauth_header(const char *domain, char **ret, struct err *err)
 	buf_init(&cfg, REGAUTH_CONFIG_MAX);
 	r = config_read(&cfg);
 	json_t *j = r == 0 && cfg.len ? json_loadb(cfg.data, cfg.len, 0, NULL) : NULL;
-	explicit_bzero(cfg.data, cfg.len);
-	buf_finish(&cfg);
+	wipe(&cfg);
 	if (!json_is_object(j)) {
 		json_decref(j);
 		return 0; /* no config (or none readable): pull without credentials, as the CLI does */

@@ -92,12 +92,16 @@ describe('session_create pulls from registries on loopback', suite({ timeout: 90
   });
 
   after(async () => {
-    await srv?.close();
-    for (const r of refs) await docker(['rmi', r]);
-    await cleanup();
-    stopRegistry(open);
-    stopRegistry(secured);
-    for (const d of cfgDirs) rmSync(d, { recursive: true, force: true });
+    try {
+      await srv?.close();
+      for (const r of refs) await docker(['rmi', r]);
+      await cleanup();
+    } finally {
+      // the registries keep node's event loop alive: they go whatever cleanup() found
+      stopRegistry(open);
+      stopRegistry(secured);
+      for (const d of cfgDirs) rmSync(d, { recursive: true, force: true });
+    }
   });
 
   test('a missing image is pulled, with progress notifications, and the result says so', async () => {
