@@ -64,6 +64,9 @@ static const struct opt opts[] = {
 	  "Tool groups to offer, ','-separated: session,run,files,pip,git,env (default: all)" },
 	{ "outbox", NULL, OPT_STRING, OFF(outbox), 0, 0, "Host directory new artifacts are also copied to" },
 	{ "runtime", NULL, OPT_STRING, OFF(runtime), 0, 0, "OCI runtime for sessions (e.g. runsc)" },
+	{ "commit_repos", NULL, OPT_STRING, OFF(commit_repos), 0, 0,
+	  "Repositories session_commit/session_export may tag, ','-separated, trailing * = any rest (default "
+	  CONFIG_COMMIT_REPOS_DEFAULT ")" },
 	{ "networks", NULL, OPT_STRING, OFF(networks), 0, 0,
 	  "Docker networks session_create may join, ','-separated (default: none; host and container: never)" },
 	{ "images", NULL, OPT_STRING, OFF(images), 0, 0,
@@ -86,6 +89,7 @@ static const struct {
 static int opt_set(struct config *c, const struct opt *o, const char *value, const char *from, struct err *err);
 static int config_validate(struct config *c, struct err *err);
 static const char *env_lookup(char **envp, const char *name);
+static const struct opt *opt_by_flag(const char *flag);
 
 void config_init(struct config *c)
 {
@@ -100,7 +104,8 @@ void config_init(struct config *c)
 	c->idle_ttl_s = 1800;
 	c->max_sessions = 10;
 	c->max_upload_mb = 50;
-	c->output_bytes = 32 * 1024;
+	/* 4 streams of it (stdout, stderr; in content and structuredContent) stay under TOOL_RESULT_BUDGET */
+	c->output_bytes = 8 * 1024;
 	c->max_code_bytes = 100 * 1000;
 	c->max_line_bytes = 64u << 20;
 	c->engine_timeout_s = 30;
@@ -108,6 +113,7 @@ void config_init(struct config *c)
 	c->workspace = xstrdup("/workspace");
 	c->host_dirs = xstrdup("");
 	c->tools = xstrdup("session,run,files,pip,git,env");
+	c->commit_repos = xstrdup(CONFIG_COMMIT_REPOS_DEFAULT);
 	c->networks = xstrdup("");
 	c->images = xstrdup("");
 	c->pull = xstrdup("missing");
@@ -134,6 +140,24 @@ static const char *env_lookup(char **envp, const char *name)
 	for (char **e = envp; e && *e; e++) {
 		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
 			return *e + n + 1;
+	}
+	return NULL;
+}
+
+/* The row of a flag without its "--" ("memory-mb" or "memory-mb=512"), or NULL. */
+static const struct opt *opt_by_flag(const char *flag)
+{
+	size_t n = strcspn(flag, "=");
+
+	for (size_t k = 0; k < ARRAY_SIZE(opts); k++) {
+		const char *on = opts[k].name;
+		if (strlen(on) != n)
+			continue;
+		bool same = true;
+		for (size_t j = 0; j < n && same; j++)
+			same = (on[j] == '_' ? '-' : on[j]) == flag[j];
+		if (same)
+			return &opts[k];
 	}
 	return NULL;
 }
@@ -245,6 +269,14 @@ static int config_validate(struct config *c, struct err *err)
 	if (c->image[0] == '\0')
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "image must not be empty");
 
+	for (const char *q = c->commit_repos; *q; q++) {
+		/* '*' only ends a pattern: a wildcard inside one would be easy to misread as narrower than it is */
+		if (*q == '*' && q[1] != '\0' && q[1] != ',')
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "commit_repos: '*' may only end a pattern (e.g. sandbox-mcp-*,myorg/*), in '%s'",
+				       c->commit_repos);
+	}
+
 	int r = config_networks_check(c, err);
 	if (r < 0)
 		return r;
@@ -297,38 +329,48 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 			return r;
 	}
 
-	int i = start;
-	for (; i < argc; i++) {
+	/*
+	 * Settings may stand before or after the command (`doctor --docker-host
+	 * X`): they are taken wherever they are, and the other arguments move, in
+	 * their order, to the end of argv, as GNU getopt permutes. After "--"
+	 * nothing is a setting.
+	 */
+	char **rest = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof(*rest));
+	int nrest = 0, out = start;
+	for (int i = start; i < argc; i++) {
 		const char *a = argv[i];
-		if (strncmp(a, "--", 2) != 0 || a[2] == '\0')
+		if (strcmp(a, "--") == 0) {
+			argv[out++] = argv[i]; /* consumed, like a setting */
+			while (++i < argc)
+				rest[nrest++] = argv[i];
 			break;
-		const char *name = a + 2;
-		const char *eq = strchr(name, '=');
-		size_t n = eq ? (size_t)(eq - name) : strlen(name);
-		const struct opt *o = NULL;
-		for (size_t k = 0; k < ARRAY_SIZE(opts) && !o; k++) {
-			const char *on = opts[k].name;
-			if (strlen(on) != n)
-				continue;
-			bool same = true;
-			for (size_t j = 0; j < n && same; j++)
-				same = (on[j] == '_' ? '-' : on[j]) == name[j];
-			if (same)
-				o = &opts[k];
 		}
-		if (!o)
-			break; /* not a setting: the caller decides (--help, unknown flag) */
+		const struct opt *o = strncmp(a, "--", 2) == 0 ? opt_by_flag(a + 2) : NULL;
+		if (!o) {
+			rest[nrest++] = argv[i]; /* a command, its argument, or an unknown flag: the caller's */
+			continue;
+		}
+		const char *eq = strchr(a, '=');
 		const char *v = eq ? eq + 1 : NULL;
-		if (!v) {
-			if (i + 1 >= argc)
-				return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s needs a value", a);
-			v = argv[++i];
+		if (!v && i + 1 >= argc) {
+			free(rest);
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s needs a value", a);
 		}
-		if ((r = opt_set(c, o, v, argv[i - (eq ? 0 : 1)], err)) < 0)
+		argv[out++] = argv[i];
+		if (!v) {
+			v = argv[++i];
+			argv[out++] = argv[i];
+		}
+		if ((r = opt_set(c, o, v, a, err)) < 0) {
+			free(rest);
 			return r;
+		}
 	}
+	for (int k = 0; k < nrest; k++)
+		argv[out + k] = rest[k];
+	free(rest);
 	if (ret_next)
-		*ret_next = i;
+		*ret_next = out;
 	return config_validate(c, err);
 }
 
@@ -377,6 +419,7 @@ json_t *config_to_json(const struct config *c)
 	json_object_set_new(j, "max_cpus", json_real(c->max_cpus));
 	json_object_set_new(j, "workspace_mb", json_integer((json_int_t)c->workspace_mb));
 	json_object_set_new(j, "output_save_mb", json_integer((json_int_t)c->output_save_mb));
+	json_object_set_new(j, "commit_repos", json_string(c->commit_repos));
 	json_object_set_new(j, "images", json_string(c->images));
 	json_object_set_new(j, "pull", json_string(c->pull));
 	json_object_set_new(j, "image_policy", json_string(config_images_summary(c)));

@@ -29,6 +29,9 @@ enum tool_group {
 	TOOL_GROUP_ALL = (1u << 6) - 1,
 };
 
+/* Repositories a commit or export may create unless SANDBOX_COMMIT_REPOS says otherwise. */
+#define CONFIG_COMMIT_REPOS_DEFAULT "sandbox-mcp-*,localhost/sandbox-mcp/*"
+
 struct config {
 	char *docker_host; /* NULL: DOCKER_HOST unset, use the default socket */
 	char *image;
@@ -54,6 +57,7 @@ struct config {
 	char *tools;
 	char *outbox;
 	char *runtime;
+	char *commit_repos; /* repository patterns session_commit and session_export may tag (image.h) */
 	char *networks; /* Docker networks sessions may join besides none, ','-separated */
 	char *images;	/* image policy patterns (imageref.h), ','-separated; "": the default policy */
 	char *pull;	/* when session_create pulls: never, missing, always */
@@ -67,9 +71,10 @@ void config_init(struct config *c);
 void config_finish(struct config *c);
 
 /*
- * Reads the environment, then argv[start..argc). Stops at the first argument
- * that is not a flag and returns its index through ret_next (argc when none).
- * 0, or -EINVAL with a one-line message in err.
+ * Reads the environment, then the settings in argv[start..argc), wherever
+ * they stand (before or after a command; none after "--"). The other
+ * arguments (a command, its arguments, unknown flags) are moved, in their
+ * order, to argv[*ret_next..argc). 0, or -EINVAL with a one-line message in err.
  */
 int config_load(struct config *c, char **envp, int argc, char **argv, int start, int *ret_next,
 		struct err *err);

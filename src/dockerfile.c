@@ -432,3 +432,23 @@ void dockerfile_write(const struct dockerfile_info *x, struct buf *b)
 	buf_printf(b, "\nWORKDIR %s\n", x->workdir);
 }
 
+size_t dockerfile_split(const char *df, struct buf *build, json_t *runs)
+{
+	size_t steps = 0;
+	for (const char *p = df; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t k = nl ? (size_t)(nl - p) : strlen(p);
+		/* one instruction a line: dockerfile_write continues none */
+		if (k && p[0] != '#')
+			steps++;
+		if (k > 4 && strncmp(p, "RUN ", 4) == 0) {
+			json_array_append_new(runs, json_pack("{s:I, s:s%}", "step", (json_int_t)steps, "cmd", p + 4, k - 4));
+			buf_printf(build, "# step %zu, RUN, runs in a container with the session's hardening\n", steps);
+		} else {
+			buf_append(build, p, k);
+			buf_append_str(build, "\n");
+		}
+		p += k + (nl ? 1 : 0);
+	}
+	return steps;
+}

@@ -88,5 +88,13 @@ void dockerfile_pip_plan(const char *ws, json_t *mine, json_t *base, json_t *arc
 void dockerfile_pip_finish(struct dockerfile_pip *p);
 /* Appends the Dockerfile for x to b. */
 void dockerfile_write(const struct dockerfile_info *x, struct buf *b);
+/*
+ * Copies Dockerfile df (as dockerfile_write makes it: one instruction a
+ * line) to build with each RUN line replaced by a comment, and appends
+ * {"step": n, "cmd": text after "RUN "} for each to runs: the build then
+ * executes nothing, and the server runs the steps in a hardened container.
+ * Returns the number of instructions (steps) in df.
+ */
+size_t dockerfile_split(const char *df, struct buf *build, json_t *runs);
 
 #endif

@@ -36,6 +36,7 @@ SCAN_MAX = 5000      # workspace entries looked at per scan
 FILES_MAX = 100      # changed files listed
 SYNC_MAX = 1 << 20   # bytes drained at the end of a cell
 OUTPUT_KEEP = 16     # saved output files kept, as run_command keeps (tool-run.c RUN_OUTPUT_KEEP)
+RESULT_MAX = 1 << 20 # bytes of a result frame (the server's PYREPL_RESULT_MAX)
 SKIP_DIRS = {".sandbox-mcp", ".git", "__pycache__", ".ipynb_checkpoints", "node_modules"}
 HERE = sys._getframe().f_code.co_filename
 
@@ -458,6 +459,19 @@ def run_cell(req, ns):
     return res
 
 
+def _result_frame(res):
+    """The result as JSON under RESULT_MAX: the changed-files list goes first, then the value's text."""
+    out = json.dumps(_clean(res)).encode("utf-8", "backslashreplace")
+    if len(out) > RESULT_MAX and "files" in res:
+        res.pop("files")
+        res["files_incomplete"] = True
+        out = json.dumps(_clean(res)).encode("utf-8", "backslashreplace")
+    if len(out) > RESULT_MAX and "value" in res:
+        res["value"] = "<the value's repr() was too long to return>"
+        out = json.dumps(_clean(res)).encode("utf-8", "backslashreplace")
+    return out
+
+
 def main():
     sys.stdin = sys.__stdin__ = _text(0, "r")
     sys.stdout = sys.__stdout__ = _text(1, "w")
@@ -480,7 +494,7 @@ def main():
             res = run_cell(req, ns)
         except BaseException as e:
             res = {"cell": req.get("cell", 0) if isinstance(req, dict) else 0, "error": _error(e)}
-        send(b"r", json.dumps(_clean(res)).encode("utf-8", "backslashreplace"))
+        send(b"r", _result_frame(res))
 
 
 try:

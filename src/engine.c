@@ -505,8 +505,9 @@ int engine_container_restart(struct engine *e, struct call *call, const char *id
 	return engine_request(e, call, "POST", path, NULL, NULL, NULL, err);
 }
 
-int engine_container_list(struct engine *e, struct call *call, const char *label, json_t **ret_json,
-			  struct err *err)
+/* GET /<kind>/json?all=1&filters={"label":[label]}: the array. */
+static int list_by_label(struct engine *e, struct call *call, const char *kind, const char *label, json_t **ret_json,
+			 struct err *err)
 {
 	char esc[1024], path[1200];
 	json_t *filters = json_pack("{s:[s]}", "label", label);
@@ -514,17 +515,39 @@ int engine_container_list(struct engine *e, struct call *call, const char *label
 	json_decref(filters);
 	if (engine_url_escape(f, esc, sizeof(esc)) < 0)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "label filter too long");
-	snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", esc);
+	snprintf(path, sizeof(path), "/%s/json?all=1&filters=%s", kind, esc);
 	json_t *j = NULL;
 	int r = engine_request(e, call, "GET", path, NULL, NULL, &j, err);
 	if (r < 0)
 		return r;
 	if (!json_is_array(j)) {
 		json_decref(j);
-		return engine_hint(err, err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "container list is not an array"));
+		return engine_hint(err, err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "%s list is not an array", kind));
 	}
 	*ret_json = j;
 	return 0;
+}
+
+int engine_container_list(struct engine *e, struct call *call, const char *label, json_t **ret_json,
+			  struct err *err)
+{
+	return list_by_label(e, call, "containers", label, ret_json, err);
+}
+
+int engine_image_list(struct engine *e, struct call *call, const char *label, json_t **ret_json, struct err *err)
+{
+	return list_by_label(e, call, "images", label, ret_json, err);
+}
+
+int engine_image_tag(struct engine *e, struct call *call, const char *id, const char *repo, const char *tag,
+		     struct err *err)
+{
+	char eid[256], erepo[1024], etag[512], path[2000];
+	if (engine_url_escape(id, eid, sizeof(eid)) < 0 || engine_url_escape(repo, erepo, sizeof(erepo)) < 0 ||
+	    engine_url_escape(tag, etag, sizeof(etag)) < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image id, repository or tag too long");
+	snprintf(path, sizeof(path), "/images/%s/tag?repo=%s&tag=%s", eid, erepo, etag);
+	return engine_request(e, call, "POST", path, NULL, NULL, NULL, err);
 }
 
 int engine_archive_put(struct engine *e, struct call *call, const char *id, const char *path, const void *tar,

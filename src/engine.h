@@ -103,6 +103,11 @@ int engine_container_restart(struct engine *e, struct call *call, const char *id
 /* GET /containers/json?all=1&filters={"label":[label]}; ret_json is the array. */
 int engine_container_list(struct engine *e, struct call *call, const char *label, json_t **ret_json,
 			  struct err *err);
+/* GET /images/json?all=1&filters={"label":[label]} (intermediate images too); ret_json is the array. */
+int engine_image_list(struct engine *e, struct call *call, const char *label, json_t **ret_json, struct err *err);
+/* POST /images/{id}/tag?repo=&tag= (moves the tag if it exists: check first). */
+int engine_image_tag(struct engine *e, struct call *call, const char *id, const char *repo, const char *tag,
+		     struct err *err);
 /* PUT /containers/{id}/archive?path=... with an uncompressed tar (owners as in the headers). */
 int engine_archive_put(struct engine *e, struct call *call, const char *id, const char *path, const void *tar,
 		       size_t len, struct err *err);

@@ -416,3 +416,21 @@ int exec_wait_exit(struct engine *e, const char *exec_id, int timeout_ms, int *r
 		poll(NULL, 0, i < 10 ? 1 : 10);
 	}
 }
+
+int exec_sh_argv(const char **argv, size_t cap, const char *script, const char *name, const char *const *args)
+{
+	size_t n = 0, want = 5;
+
+	for (const char *const *a = args; a && *a; a++)
+		want++;
+	if (want > cap)
+		return -E2BIG;
+	argv[n++] = "/bin/sh";
+	argv[n++] = "-c";
+	argv[n++] = script;
+	argv[n++] = name;
+	for (; args && *args; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	return 0;
+}

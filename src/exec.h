@@ -104,4 +104,14 @@ int exec_kill_group(struct engine *e, const char *container_id, const struct exe
  */
 int exec_wait_exit(struct engine *e, const char *exec_id, int timeout_ms, int *ret_code, struct err *err);
 
+/* Slots of an argv built by exec_sh_argv, its NULL included. */
+#define EXEC_SH_ARGV_MAX 32
+
+/*
+ * Fills argv[0..cap) with "/bin/sh" "-c" script name args... NULL, the form
+ * every in-sandbox script takes ($0 is name, "$@" the args, never parsed by
+ * a shell). 0, or -E2BIG when they do not fit: an argument is never dropped.
+ */
+int exec_sh_argv(const char **argv, size_t cap, const char *script, const char *name, const char *const *args);
+
 #endif

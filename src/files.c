@@ -152,18 +152,13 @@ static int collect_data(void *arg, int stream, const char *p, size_t n)
 int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const char *const *args,
 	      struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err)
 {
-	const char *argv[16];
-	size_t n = 0;
+	const char *argv[EXEC_SH_ARGV_MAX];
 	struct collect c = { out };
 	struct exec_result xr;
 
-	argv[n++] = "/bin/sh";
-	argv[n++] = "-c";
-	argv[n++] = script;
-	argv[n++] = "sandbox-mcp-files";
-	for (; args && *args && n < ARRAY_SIZE(argv) - 1; args++)
-		argv[n++] = *args;
-	argv[n] = NULL;
+	if (exec_sh_argv(argv, ARRAY_SIZE(argv), script, "sandbox-mcp-files", args) < 0)
+		return err_set(err, ERRCODE_INTERNAL, -E2BIG, "a file script got more than %d arguments",
+			       EXEC_SH_ARGV_MAX - 5);
 	struct exec_spec spec = {
 		.argv = argv,
 		.user = s->user,

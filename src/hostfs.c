@@ -21,6 +21,7 @@
 
 #include "buildconf.h"
 #include "hostfs.h"
+#include "hostmark.h"
 #include "log.h"
 #include "pathsafe.h"
 
@@ -44,6 +45,10 @@ static int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char
 #define EXTRACT_FILE "file"
 /* Directories removed below an old tree that a download replaces, at most. */
 #define REMOVE_DEPTH_MAX 256
+/* Why a file of a folder upload with more than one name is skipped (like a symlink, it may lead out). */
+#define HARD_LINK_SKIPPED                                                                                   \
+	"hard link (the file has another name, which may be outside the allowed host directories): copy it to "   \
+	"upload it"
 
 struct hostfs {
 	size_t n;
@@ -63,8 +68,9 @@ struct hostfs_extract {
 	int dirfd, tmpfd, filefd;
 	char name[NAME_MAX + 1];
 	char tmpname[64];
+	char vcs_top[PATHSAFE_MAX + 1]; /* the last version-control folder skipped */
 	bool overwrite, committed, decided, is_dir, got_file;
-	unsigned root_mode;
+	unsigned root_mode, file_mode;
 	int64_t mtime;
 	uint64_t files, dirs, bytes;
 	struct skips skips;
@@ -95,6 +101,11 @@ struct hostfs_walk {
 static int open_beneath(int rootfd, const char *rel, int flags, mode_t mode);
 static int open_dir_beneath(int rootfd, const char *rel, bool create);
 static bool single_name(const char *name);
+static bool vcs_in_path(const char *path, struct skips *s, char *last, size_t lastsz);
+static int dest_check(const char *path, const char *rel, struct err *err);
+static int open_plain(int rootfd, const char *rel, int flags);
+static int open_checked(const struct hostfs *h, const char *path, int flags, bool dest, int *ret_fd,
+			char *ret_real, size_t realsz, struct err *err);
 static void skip(struct skips *s, const char *name, const char *why);
 static void remove_tree(int dfd, const char *name, int depth);
 static int x_entry(void *arg, const struct tar_entry *e, struct err *err);
@@ -107,6 +118,35 @@ static bool single_name(const char *name)
 {
 	return name[0] && strlen(name) <= NAME_MAX && !strchr(name, '/') && strcmp(name, ".") != 0 &&
 	       strcmp(name, "..") != 0;
+}
+
+/*
+ * Whether a component of path (relative, clean) is version-control metadata:
+ * such an entry is skipped, and listed by the path up to that component,
+ * once for the entries below it that follow (last remembers it).
+ */
+static bool vcs_in_path(const char *path, struct skips *s, char *last, size_t lastsz)
+{
+	char comp[NAME_MAX + 1];
+
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, "/");
+		snprintf(comp, sizeof(comp), "%.*s", (int)(n < NAME_MAX ? n : NAME_MAX), p);
+		if (hostmark_vcs_name(comp)) {
+			int top = (int)(p - path + n);
+			if (strncmp(last, path, (size_t)top) != 0 || last[top]) {
+				snprintf(last, lastsz, "%.*s", top, path);
+				skip(s, last,
+				     "version-control metadata is never written on the host (its config can make git "
+				     "or hg run a command in this folder)");
+			}
+			return true;
+		}
+		p += n;
+		while (*p == '/')
+			p++;
+	}
+	return false;
 }
 
 static void skip(struct skips *s, const char *name, const char *why)
@@ -191,10 +231,10 @@ static int open_dir_beneath(int rootfd, const char *rel, bool create)
 		next = slash ? slash + 1 : NULL;
 		if (slash)
 			*slash = '\0';
-		if (create && mkdirat(dfd, p, 0755) < 0 && errno != EEXIST) {
-			int e = errno;
+		int m = create ? hostmark_mkdir(dfd, p, 0755) : 0;
+		if (m < 0 && m != -EEXIST) {
 			close(dfd);
-			return -e;
+			return m;
 		}
 		int nfd = openat(dfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		int e = errno;
@@ -316,8 +356,75 @@ const char *hostfs_dirs(const struct hostfs *h)
 	return h ? h->joined : "";
 }
 
+/*
+ * Opens rel beneath rootfd with flags only if it is a regular file or a
+ * folder, looked at through an O_PATH fd first: opening a device or a fifo
+ * can act (a tape rewinds, a terminal is taken, a fifo blocks). fd, -ENXIO
+ * for anything else, -ESTALE when it was swapped between the two opens.
+ */
+static int open_plain(int rootfd, const char *rel, int flags)
+{
+	struct stat pst, st;
+	int fd = open_beneath(rootfd, rel, O_PATH, 0);
+
+	if (fd < 0)
+		return fd;
+	int r = fstat(fd, &pst) < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0)
+		return r;
+	if (!S_ISREG(pst.st_mode) && !S_ISDIR(pst.st_mode))
+		return -ENXIO;
+	if ((fd = open_beneath(rootfd, rel, flags | O_NOCTTY, 0)) < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || st.st_ino != pst.st_ino || st.st_dev != pst.st_dev) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
 int hostfs_open(const struct hostfs *h, const char *path, int flags, int *ret_fd, char *ret_real, size_t realsz,
 		struct err *err)
+{
+	return open_checked(h, path, flags, false, ret_fd, ret_real, realsz, err);
+}
+
+int hostfs_open_dest(const struct hostfs *h, const char *dir, int *ret_fd, char *ret_real, size_t realsz,
+		     struct err *err)
+{
+	return open_checked(h, dir, O_RDONLY | O_DIRECTORY, true, ret_fd, ret_real, realsz, err);
+}
+
+/*
+ * Refuses a destination folder with a component below its allowed directory
+ * that unsafe_name refuses. rel is the canonical path that open_beneath then
+ * follows component by component, no symlink allowed: a check on these
+ * names is a check on the folders the fd is opened through.
+ */
+static int dest_check(const char *path, const char *rel, struct err *err)
+{
+	char comp[NAME_MAX + 1];
+
+	for (const char *p = rel; *p;) {
+		size_t n = strcspn(p, "/");
+		snprintf(comp, sizeof(comp), "%.*s", (int)(n < NAME_MAX ? n : NAME_MAX), p);
+		const char *why = strcmp(comp, ".") == 0 ? NULL : hostmark_unsafe_name(comp);
+		if (why)
+			return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
+				       "host folder %.300s: '%.100s' in it %s, and sandbox-mcp writes nothing in or below "
+				       "such a folder (files there configure programs on the host: .git/config can make git "
+				       "run a command, likewise .bashrc, .envrc, .vscode). Choose a folder without one",
+				       path, comp, why);
+		p += n;
+		while (*p == '/')
+			p++;
+	}
+	return 0;
+}
+
+static int open_checked(const struct hostfs *h, const char *path, int flags, bool dest, int *ret_fd,
+			char *ret_real, size_t realsz, struct err *err)
 {
 	char norm[PATHSAFE_MAX + 1];
 
@@ -350,11 +457,16 @@ int hostfs_open(const struct hostfs *h, const char *path, int flags, int *ret_fd
 			       "host path %.300s: %s", path, strerror(rerr));
 
 	const char *rel = check[len] ? check + len + 1 : ".";
-	int fd = open_beneath(h->fd[i], rel, flags, 0);
+	if (dest && dest_check(path, rel, err) < 0)
+		return -EACCES;
+	int fd = (flags & O_PATH) ? open_beneath(h->fd[i], rel, flags, 0) : open_plain(h->fd[i], rel, flags);
+	if (fd == -ENXIO)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, fd,
+			       "host path %.300s is not a regular file or a folder: only those are copied", path);
 	if (fd < 0) {
-		if (fd == -ELOOP || fd == -EXDEV)
+		if (fd == -ELOOP || fd == -EXDEV || fd == -ESTALE)
 			return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, fd,
-				       "host path %.300s changed into a symbolic link while it was opened: refused", path);
+				       "host path %.300s changed (into a symbolic link?) while it was opened: refused", path);
 		return err_set(err, fd == -ENOENT ? ERRCODE_FILE_NOT_FOUND : ERRCODE_INVALID_ARGUMENT, fd,
 			       "cannot open host path %.300s: %s", path, strerror(-fd));
 	}
@@ -394,12 +506,31 @@ int hostfs_extract_begin(int dfd, const char *name, bool overwrite, struct hostf
 			 struct err *err)
 {
 	struct stat st;
+	const char *why;
+	ino_t ino;
 
 	if (!single_name(name))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "'%.200s' cannot be a file name on the host", name);
-	if (!overwrite && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+	if ((why = hostmark_unsafe_name(name)))
+		return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
+			       "'%.200s' %s: sandbox-mcp never writes such a name on the host, since files like .bashrc, "
+			       ".envrc, .git or .vscode make programs there run commands. %s",
+			       name, why,
+			       hostmark_vcs_name(name) ? "Copy the files you need out of it in the sandbox and download those"
+					      : "Rename it in the sandbox first (e.g. run_command mv), or download the folder "
+						"that holds it");
+	if (!overwrite && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		struct err ignored;
+		bool ours = hostmark_replaceable(dfd, name, &ino, &ignored) == 1;
 		return err_set(err, ERRCODE_FILE_EXISTS, -EEXIST,
-			       "%s already exists in the host folder: pass overwrite: true to replace it", name);
+			       ours ? "%s already exists in the host folder: pass overwrite: true to replace it"
+				    : "%s already exists in the host folder, and sandbox-mcp did not write it (or it changed "
+				      "since), so no download replaces it: download into another host_dir, or move it away on "
+				      "the host first",
+			       name);
+	}
+	if (overwrite && hostmark_replaceable(dfd, name, &ino, err) < 0)
+		return -EACCES;
 	struct hostfs_extract *x = xcalloc(1, sizeof(*x));
 	x->dirfd = dfd;
 	x->tmpfd = x->filefd = -1;
@@ -412,11 +543,12 @@ int hostfs_extract_begin(int dfd, const char *name, bool overwrite, struct hostf
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 			rnd = (uint32_t)now_us() ^ (uint32_t)getpid();
 		snprintf(x->tmpname, sizeof(x->tmpname), ".sandbox-mcp-download-%08x", rnd);
-		if (mkdirat(dfd, x->tmpname, 0700) == 0)
+		int m = hostmark_mkdir(dfd, x->tmpname, 0700); /* a folder download's folder */
+		if (m == 0)
 			break;
-		if (errno != EEXIST || tries == 16) {
-			int r = err_set(err, ERRCODE_INVALID_ARGUMENT, -errno, "cannot create a folder in the host folder: %s",
-					strerror(errno));
+		if (m != -EEXIST || tries == 16) {
+			int r = err_set(err, ERRCODE_INVALID_ARGUMENT, m, "cannot create a folder in the host folder: %s",
+					strerror(-m));
 			x->tmpname[0] = '\0';
 			hostfs_extract_destroy(x);
 			return r;
@@ -465,6 +597,8 @@ static int x_entry(void *arg, const struct tar_entry *e, struct err *err)
 	} else if (!path[0]) {
 		x->root_mode = e->mode;
 		return TAR_SKIP;
+	} else if (vcs_in_path(path, &x->skips, x->vcs_top, sizeof(x->vcs_top))) {
+		return TAR_SKIP;
 	}
 
 	const char *slash = strrchr(path, '/');
@@ -477,18 +611,19 @@ static int x_entry(void *arg, const struct tar_entry *e, struct err *err)
 		return TAR_SKIP;
 	}
 	if (e->type == TAR_TYPE_DIR) {
-		if (mkdirat(dfd, base, (e->mode & 0755) | 0700) < 0 && errno != EEXIST) {
-			int en = errno;
+		int m = hostmark_mkdir(dfd, base, (e->mode & 0755) | 0700);
+		if (m < 0 && m != -EEXIST) {
 			close(dfd);
-			return err_set(err, ERRCODE_INTERNAL, -en, "cannot create folder %.300s on the host: %s", path,
-				       strerror(en));
+			return err_set(err, ERRCODE_INTERNAL, m, "cannot create folder %.300s on the host: %s", path,
+				       strerror(-m));
 		}
 		close(dfd);
 		x->dirs++;
 		return TAR_OK;
 	}
-	/* files never get exec bits on the host */
-	x->filefd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, e->mode & 0666);
+	/* files never get exec bits on the host; 0600 until marked (a user xattr needs write permission) */
+	x->file_mode = e->mode & 0666;
+	x->filefd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	int en = errno;
 	close(dfd);
 	if (x->filefd < 0) {
@@ -518,7 +653,10 @@ static int x_end(void *arg, struct err *err)
 	struct hostfs_extract *x = arg;
 	struct timespec ts[2] = { { .tv_sec = (time_t)x->mtime }, { .tv_sec = (time_t)x->mtime } };
 	(void)futimens(x->filefd, ts);
-	int r = close(x->filefd);
+	(void)hostmark_set(x->filefd); /* after the last change of size and mtime, which it records */
+	int r = fchmod(x->filefd, x->file_mode) < 0 ? -1 : 0;
+	if (close(x->filefd) < 0)
+		r = -1;
 	x->filefd = -1;
 	if (r < 0)
 		return err_set(err, ERRCODE_INTERNAL, -errno, "writing on the host failed: %s", strerror(errno));
@@ -528,7 +666,8 @@ static int x_end(void *arg, struct err *err)
 int hostfs_extract_commit(struct hostfs_extract *x, struct err *err)
 {
 	struct stat st;
-	int r;
+	ino_t old = 0;
+	int r = 0;
 
 	if (!x->is_dir && !x->got_file)
 		return err_set(err, ERRCODE_ENGINE_ERROR, -ENOENT, "the sandbox sent no file");
@@ -537,28 +676,39 @@ int hostfs_extract_commit(struct hostfs_extract *x, struct err *err)
 		return err_set(err, ERRCODE_FILE_EXISTS, -EEXIST,
 			       "%s appeared in the host folder during the download: pass overwrite: true to replace it",
 			       x->name);
-	if (x->is_dir) {
+	if (exists && (r = hostmark_replaceable(x->dirfd, x->name, &old, err)) < 0)
+		return r;
+	exists = exists && r == 1;
+	int fromfd = x->is_dir ? x->dirfd : x->tmpfd;
+	const char *from = x->is_dir ? x->tmpname : EXTRACT_FILE;
+	if (x->is_dir)
 		(void)fchmod(x->tmpfd, (x->root_mode & 0755) | 0700);
-		if (!exists)
-			r = renameat2(x->dirfd, x->tmpname, x->dirfd, x->name, RENAME_NOREPLACE);
-		else
-			r = renameat2(x->dirfd, x->tmpname, x->dirfd, x->name, RENAME_EXCHANGE);
-		if (r < 0 && errno == EINVAL && !exists) /* a filesystem without these flags */
-			r = renameat(x->dirfd, x->tmpname, x->dirfd, x->name);
-		if (r < 0)
-			return err_set(err, errno == EEXIST ? ERRCODE_FILE_EXISTS : ERRCODE_INTERNAL, -errno,
-				       "cannot move the download into place as %s: %s", x->name, strerror(errno));
-		x->committed = true;
-		if (exists) /* the old one is now where the temporary folder was */
-			remove_tree(x->dirfd, x->tmpname, 0);
-		return 0;
+	if (!exists) {
+		r = renameat2(fromfd, from, x->dirfd, x->name, RENAME_NOREPLACE);
+		if (r < 0 && errno == EINVAL) /* a filesystem without these flags */
+			r = renameat(fromfd, from, x->dirfd, x->name);
+	} else {
+		/* swapped, then checked: what is replaced is the one found to be the server's */
+		r = renameat2(fromfd, from, x->dirfd, x->name, RENAME_EXCHANGE);
+		if (r < 0 && errno == EINVAL && !x->is_dir)
+			r = renameat(fromfd, from, x->dirfd, x->name); /* checked just above */
+		else if (r == 0 && (fstatat(fromfd, from, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_ino != old)) {
+			(void)renameat2(fromfd, from, x->dirfd, x->name, RENAME_EXCHANGE);
+			return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
+				       "%s was replaced on the host while the download was put in its place: nothing "
+				       "replaced, try again",
+				       x->name);
+		}
 	}
-	r = renameat2(x->tmpfd, EXTRACT_FILE, x->dirfd, x->name, exists ? 0 : RENAME_NOREPLACE);
-	if (r < 0 && errno == EINVAL && !exists)
-		r = renameat(x->tmpfd, EXTRACT_FILE, x->dirfd, x->name);
 	if (r < 0)
 		return err_set(err, errno == EEXIST ? ERRCODE_FILE_EXISTS : ERRCODE_INVALID_ARGUMENT, -errno,
 			       "cannot move the download into place as %s: %s", x->name, strerror(errno));
+	/* the old one, if any, is now where the download was: removed here, or with the temporary folder */
+	if (x->is_dir) {
+		x->committed = true;
+		if (exists)
+			remove_tree(x->dirfd, x->tmpname, 0);
+	}
 	return 0;
 }
 
@@ -593,6 +743,14 @@ int hostfs_walk_create(int fd, const char *top, const struct tar_limits *lim, st
 	if (fstat(fd, &st) < 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
 		close(fd);
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "only regular files and folders can be uploaded");
+	}
+	if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+		close(fd);
+		return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
+			       "the host file has %llu hard links (names), and another may be outside the allowed host "
+			       "directories, so it is not uploaded: copy it (cp, not ln) inside an allowed directory and "
+			       "upload the copy",
+			       (unsigned long long)st.st_nlink);
 	}
 	if (!single_name(top)) {
 		close(fd);
@@ -698,6 +856,12 @@ static int walk_next(struct hostfs_walk *wk, struct tar_writer *w, struct err *e
 			if (fd >= 0)
 				close(fd);
 			skip(&wk->skips, rel, fd < 0 && errno == EACCES ? "permission denied" : "changed while being read");
+			wk->path[plen] = '\0';
+			continue;
+		}
+		if (fst.st_nlink > 1) {
+			close(fd);
+			skip(&wk->skips, rel, HARD_LINK_SKIPPED);
 			wk->path[plen] = '\0';
 			continue;
 		}

@@ -16,7 +16,16 @@
  * into place only when the whole stream was read: no links, devices or fifos
  * are ever created, files never get exec bits, and a failed download leaves
  * nothing behind.  Uploads (hostfs_walk) stream a file or a directory tree
- * as tar pieces, never following a symlink inside it.
+ * as tar pieces, never following a symlink inside it, and never send a file
+ * with more than one name (a hard link may lead outside the allowed dirs).
+ *
+ * What a download may write (hostmark.h has why): never into a folder with
+ * a hidden (".x") or version-control component below its allowed directory
+ * (hostfs_open_dest), never under such a name, and inside a downloaded folder
+ * never an entry named like version-control metadata (skipped and listed);
+ * it marks all it creates and replaces only what carries a valid mark,
+ * swapping atomically and checking that what it swapped out is what it
+ * checked.
  */
 #ifndef HOSTFS_H
 #define HOSTFS_H
@@ -76,15 +85,27 @@ int hostfs_open(const struct hostfs *h, const char *path, int flags, int *ret_fd
 		struct err *err);
 
 /*
- * Starts a download into dirfd under name (one path component): makes a
- * fresh temporary directory there. Refuses an existing name unless overwrite
- * (ERRCODE_FILE_EXISTS). 0 with *ret, or -errno with err.
+ * Opens host folder dir to write into (for hostfs_extract_begin): as
+ * hostfs_open(O_RDONLY | O_DIRECTORY), and refuses a folder with a hidden or
+ * version-control component below its allowed directory (-EACCES,
+ * ERRCODE_HOST_PATH_NOT_ALLOWED).
+ */
+int hostfs_open_dest(const struct hostfs *h, const char *dir, int *ret_fd, char *ret_real, size_t realsz,
+		     struct err *err);
+
+/*
+ * Starts a download into dirfd (from hostfs_open_dest) under name (one path
+ * component): makes a fresh temporary directory there. Refuses a hidden or
+ * version-control name (ERRCODE_HOST_PATH_NOT_ALLOWED), an existing name
+ * unless overwrite (ERRCODE_FILE_EXISTS), and with overwrite one the server
+ * did not write or that changed since (ERRCODE_HOST_PATH_NOT_ALLOWED).
+ * 0 with *ret, or -errno with err.
  */
 int hostfs_extract_begin(int dirfd, const char *name, bool overwrite, struct hostfs_extract **ret,
 			 struct err *err);
 /* The sink that writes what tar_read hands it (borrowed from x). */
 const struct tar_sink *hostfs_extract_sink(struct hostfs_extract *x);
-/* Moves the result into place (replacing the old one when overwrite). 0 or -errno with err. */
+/* Moves the result into place (replacing the old one when overwrite, checked again). 0 or -errno with err. */
 int hostfs_extract_commit(struct hostfs_extract *x, struct err *err);
 /* Files, directories and bytes written, and what was skipped ({name, reason}; new reference). */
 void hostfs_extract_stats(const struct hostfs_extract *x, uint64_t *ret_files, uint64_t *ret_dirs,

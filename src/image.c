@@ -5,12 +5,14 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 
 #include "buf.h"
+#include "buildconf.h"
 #include "image.h"
-#include "imageref.h"
+#include "log.h"
 
 static bool component_ok(const char *p, size_t n);
 static bool domain_ok(const char *p, size_t n);
@@ -134,20 +136,93 @@ void image_default_tag(const struct session *s, char *out, size_t outsz)
 	snprintf(out, outsz, "%.60s-%s-%04x", who, stamp, rnd);
 }
 
-/* ref normalised as the docker CLI reads it (imageref.h); an id or a malformed reference as given. */
+/* ref as image_familiar spells its repository, with :latest when it names no tag or digest. */
 static void normalize(const char *ref, char *out, size_t outsz)
 {
-	struct imageref r;
-	struct err err;
-	if (imageref_parse(ref, strlen(ref), &r, &err) == 0)
-		imageref_format(&r, out, outsz);
-	else
-		snprintf(out, outsz, "%s", ref);
+	char repo[IMAGE_REF_MAX * 2 + 16], fam[IMAGE_REF_MAX * 2 + 16];
+	const char *at = strchr(ref, '@');
+	const char *slash = strrchr(ref, '/');
+	const char *colon = strrchr(slash ? slash : ref, ':');
+	const char *end = at ? at : colon ? colon : ref + strlen(ref);
+	snprintf(repo, sizeof(repo), "%.*s", (int)(end - ref), ref);
+	image_familiar(repo, fam, sizeof(fam));
+	snprintf(out, outsz, "%s%s", fam, *end ? end : ":latest");
+}
+
+void image_familiar(const char *repo, char *out, size_t outsz)
+{
+	char low[IMAGE_REF_MAX * 2 + 16];
+	const char *slash = strchr(repo, '/');
+	size_t dn = slash ? (size_t)(slash - repo) : 0;
+	/* docker's rule: a first component with '.' or ':', "localhost", or uppercase names a registry host */
+	bool host = slash && (memchr(repo, '.', dn) || memchr(repo, ':', dn) || (dn == 9 && !strncasecmp(repo, "localhost", 9)));
+	for (size_t i = 0; slash && !host && i < dn; i++)
+		host = repo[i] >= 'A' && repo[i] <= 'Z';
+	snprintf(low, sizeof(low), "%s", repo);
+	/* a host name is case-insensitive: Docker.io is docker.io to whoever pulls */
+	for (size_t i = 0; host && i < dn && i < sizeof(low); i++)
+		if (low[i] >= 'A' && low[i] <= 'Z')
+			low[i] = (char)(low[i] - 'A' + 'a');
+	const char *p = low;
+	if (host && ((dn == 9 && !strncmp(p, "docker.io", 9)) || (dn == 15 && !strncmp(p, "index.docker.io", 15)) ||
+		     (dn == 20 && !strncmp(p, "registry-1.docker.io", 20))))
+		p += dn + 1;
+	if ((p != low || !host) && strncmp(p, "library/", 8) == 0 && strchr(p + 8, '/') == NULL)
+		p += 8;
+	snprintf(out, outsz, "%s", p);
+}
+
+/* True when repository name (familiar form) starts with a registry host. */
+static bool has_host(const char *name)
+{
+	const char *slash = strchr(name, '/');
+	size_t dn = slash ? (size_t)(slash - name) : 0;
+	return slash && (memchr(name, '.', dn) || memchr(name, ':', dn) || (dn == 9 && !strncmp(name, "localhost", 9)));
+}
+
+bool image_repo_matches(const char *repo, const char *patterns)
+{
+	char fam[IMAGE_REF_MAX * 2 + 16], pat[IMAGE_REF_MAX * 2 + 16], fpat[IMAGE_REF_MAX * 2 + 16];
+	image_familiar(repo, fam, sizeof(fam));
+	for (const char *p = patterns; *p;) {
+		size_t n = strcspn(p, ",");
+		bool prefix = n > 0 && p[n - 1] == '*';
+		snprintf(pat, sizeof(pat), "%.*s", (int)(prefix ? n - 1 : n), p);
+		/* the pattern is spelled like a repository: compare both in their familiar form */
+		image_familiar(pat, fpat, sizeof(fpat));
+		size_t k = strlen(fpat);
+		/*
+		 * docker.io/ followed by a star is every Docker Hub name (no registry host), not every
+		 * name; docker.io/library/ with a star only the official images (no '/' at all)
+		 */
+		size_t pn = strlen(pat);
+		bool hub_only = prefix && k == 0 && pn > 0;
+		bool lib_only = hub_only && pn >= 8 && strcmp(pat + pn - 8, "library/") == 0;
+		if (n > 0 && (prefix ? strncmp(fam, fpat, k) == 0 : strcmp(fam, fpat) == 0) &&
+		    !(hub_only && has_host(fam)) && !(lib_only && strchr(fam, '/')))
+			return true;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+int image_ref_allowed(const struct config *cfg, const char *repo, struct err *err)
+{
+	if (!image_repo_matches(repo, cfg->commit_repos))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			       "repository '%.100s' is not one session_commit and session_export may create: they tag only "
+			       "repositories matching SANDBOX_COMMIT_REPOS (%.60s), so that no image a user or tool pulls "
+			       "by name can be replaced. Omit repository for the default, or pick one that matches; the "
+			       "operator may widen SANDBOX_COMMIT_REPOS",
+			       repo, cfg->commit_repos);
+	return 0;
 }
 
 bool image_same_ref(const char *a, const char *b)
 {
-	char na[IMAGEREF_FORMAT_MAX + IMAGEREF_INPUT_MAX], nb[IMAGEREF_FORMAT_MAX + IMAGEREF_INPUT_MAX];
+	char na[IMAGE_REF_MAX * 2 + 16], nb[IMAGE_REF_MAX * 2 + 16];
 	normalize(a, na, sizeof(na));
 	normalize(b, nb, sizeof(nb));
 	return strcmp(na, nb) == 0;
@@ -236,8 +311,8 @@ bool image_replaceable(json_t *labels, const char *ref)
 	return json_is_string(json_object_get(labels, IMAGE_LABEL_SESSION)) && made_as && image_same_ref(made_as, ref);
 }
 
-int image_target_check(struct engine *e, struct call *call, const char *ref, const struct session *s,
-		       const char *parent_id, struct err *err)
+int image_target_check(struct engine *e, struct call *call, const struct config *cfg, const char *ref,
+		       const struct session *s, const char *parent_id, struct err *err)
 {
 	json_t *existing = NULL;
 
@@ -246,6 +321,12 @@ int image_target_check(struct engine *e, struct call *call, const char *ref, con
 			       "%s is the image session %s started from, and it is never replaced: pass another tag "
 			       "(or omit tag for a unique one)",
 			       s->image, s->id);
+	/* sessions without an image start this one: a tag it does not have yet must not be planted either */
+	if (image_same_ref(ref, cfg->image) || image_same_ref(ref, SANDBOX_DEFAULT_IMAGE))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			       "%.200s is the image new sessions start from (SANDBOX_IMAGE), which session_commit and "
+			       "session_export never tag, whatever SANDBOX_COMMIT_REPOS allows: pass another tag",
+			       ref);
 	int r = engine_image_inspect(e, call, ref, &existing, err);
 	if (r < 0)
 		return err->code == ERRCODE_IMAGE_NOT_FOUND ? 0 : r;
@@ -264,4 +345,80 @@ int image_target_check(struct engine *e, struct call *call, const char *ref, con
 			    ref);
 	json_decref(existing);
 	return r;
+}
+
+json_t *image_commit_config(json_t *image, json_t *container)
+{
+	json_t *pc = json_object_get(image, "Config");
+	json_t *cc = json_object_get(container, "Config");
+	json_t *cfg = json_object();
+	const char *user = json_string_value(json_object_get(pc, "User"));
+	const char *wd = json_string_value(json_object_get(pc, "WorkingDir"));
+	json_t *v;
+
+	/* empty values would be filled in from the container: say the defaults outright */
+	json_object_set_new(cfg, "User", json_string(user && *user ? user : "root"));
+	json_object_set_new(cfg, "WorkingDir", json_string(wd && *wd ? wd : "/"));
+	v = json_object_get(pc, "Entrypoint");
+	json_object_set_new(cfg, "Entrypoint", json_is_array(v) ? json_deep_copy(v) : json_array());
+	v = json_object_get(pc, "Cmd");
+	json_object_set_new(cfg, "Cmd", json_is_array(v) ? json_deep_copy(v) : json_array());
+	/* the engine adds the container's variables (the session's env) to these */
+	v = json_object_get(pc, "Env");
+	if (json_is_array(v))
+		json_object_set_new(cfg, "Env", json_deep_copy(v));
+
+	json_t *plabels = json_object_get(pc, "Labels");
+	json_t *labels = json_is_object(plabels) ? json_deep_copy(plabels) : json_object();
+	const char *key;
+	json_object_foreach (json_object_get(cc, "Labels"), key, v) {
+		if (strncmp(key, SESSION_LABEL, strlen(SESSION_LABEL)) != 0)
+			continue;
+		const char *pv = json_string_value(json_object_get(plabels, key));
+		json_object_set_new(labels, key, json_string(pv ? pv : ""));
+	}
+	json_object_set_new(cfg, "Labels", labels);
+	return cfg;
+}
+
+int image_tag_checked(struct engine *e, struct call *call, const struct config *cfg, const char *id,
+		      const char *repo, const char *tag, const struct session *s, const char *parent_id, struct err *err)
+{
+	char ref[IMAGE_REF_MAX + IMAGE_TAG_MAX + 2];
+	snprintf(ref, sizeof(ref), "%s:%s", repo, tag);
+	int r = image_target_check(e, call, cfg, ref, s, parent_id, err);
+	if (r == 0)
+		r = engine_image_tag(e, call, id, repo, tag, err);
+	return r;
+}
+
+void image_remove_labelled(struct engine *e, const char *label)
+{
+	struct err err;
+	/* two passes: an image whose child is listed after it goes once the child is gone */
+	for (int pass = 0; pass < 2; pass++) {
+		json_t *list = NULL, *v;
+		size_t i, left = 0;
+		if (engine_image_list(e, NULL, label, &list, &err) < 0) {
+			log_debugf("image: listing the images labelled %s: %s", label, err.msg);
+			return;
+		}
+		json_array_foreach (list, i, v) {
+			const char *id = json_string_value(json_object_get(v, "Id"));
+			json_t *t;
+			size_t k;
+			bool tagged = false;
+			json_array_foreach (json_object_get(v, "RepoTags"), k, t)
+				tagged = tagged || (json_is_string(t) && strcmp(json_string_value(t), "<none>:<none>") != 0);
+			if (!id || tagged)
+				continue;
+			if (engine_image_remove(e, NULL, id, &err) < 0) {
+				left++;
+				log_debugf("image: leaving %.19s (labelled %s): %s", id, label, err.msg);
+			}
+		}
+		json_decref(list);
+		if (!left)
+			return;
+	}
 }

@@ -1,8 +1,11 @@
 /*
  * image.h - what session_commit and session_export share about images:
- * reference grammar checks, default tags, the provenance labels, and image
- * settings written as Dockerfile instructions.  Pure functions, except
- * image_target_check, which asks the engine what a tag names.
+ * reference grammar checks, which repositories may be made
+ * (SANDBOX_COMMIT_REPOS), default tags, the provenance labels, commit
+ * configs, and image settings written as Dockerfile instructions.  Pure
+ * functions, except image_target_check (what a tag names now),
+ * image_tag_checked (the tag, set last) and image_remove_labelled (a failed
+ * build's own images), which call the engine.
  */
 #ifndef IMAGE_H
 #define IMAGE_H
@@ -13,6 +16,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "config.h"
 #include "dispatch.h"
 #include "engine.h"
 #include "errcode.h"
@@ -38,11 +42,34 @@
  * the tag, tells sandbox-mcp's image at a tag from a user's image built on it.
  */
 #define IMAGE_LABEL_REF SESSION_LABEL ".commit.ref"
+/*
+ * A random id per export build, in the LABEL of the Dockerfile the server
+ * builds (not the one it returns): every image of that build carries it, so
+ * a failed build's images are found by it, and nothing else is removed.
+ */
+#define IMAGE_LABEL_BUILD SESSION_LABEL ".commit.build"
 
 /* Checks a repository ("name", "host:port/a/b", lowercase). 0 or -EINVAL (ERRCODE_INVALID_ARGUMENT). */
 int image_repository_check(const char *repo, struct err *err);
 /* Checks a tag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}. 0 or -EINVAL. */
 int image_tag_check(const char *tag, struct err *err);
+/*
+ * repo in the form its name has for whoever pulls it: the registry host
+ * lowercased, docker.io/ (index.docker.io/, registry-1.docker.io/) and
+ * library/ dropped ("Docker.io/library/debian" is "debian").
+ */
+void image_familiar(const char *repo, char *out, size_t outsz);
+/*
+ * True when repo matches one of patterns (','-separated repositories; a
+ * trailing '*' matches any rest), both compared in their familiar form.
+ */
+bool image_repo_matches(const char *repo, const char *patterns);
+/*
+ * Whether a commit or export may create tags in repo at all: it matches
+ * SANDBOX_COMMIT_REPOS. 0 or -EPERM (ERRCODE_INVALID_ARGUMENT, naming the
+ * setting).
+ */
+int image_ref_allowed(const struct config *cfg, const char *repo, struct err *err);
 /* A unique tag for s: <name or id>-<yyyymmddhhmmss>-<4 hex>. */
 void image_default_tag(const struct session *s, char *out, size_t outsz);
 /* True when references a and b name the same tag ("debian" is "docker.io/library/debian:latest"). */
@@ -69,10 +96,32 @@ bool image_replaceable(json_t *labels, const char *ref);
 /*
  * Whether a commit or build may tag ref for session s (started from image
  * parent_id): never s's base tag (nor another tag naming its base image),
- * and an existing tag only when image_replaceable. 0, or -EEXIST
- * (ERRCODE_INVALID_ARGUMENT) or an engine failure with err.
+ * never the image new sessions start from (cfg->image, the built-in
+ * default), and an existing tag only when image_replaceable. 0, or
+ * -EEXIST/-EPERM (ERRCODE_INVALID_ARGUMENT) or an engine failure with err.
  */
-int image_target_check(struct engine *e, struct call *call, const char *ref, const struct session *s,
-		       const char *parent_id, struct err *err);
+int image_target_check(struct engine *e, struct call *call, const struct config *cfg, const char *ref,
+		       const struct session *s, const char *parent_id, struct err *err);
+
+/*
+ * The config for committing container as an image with image's settings:
+ * its user, working dir, entrypoint, cmd, env and labels, and every session
+ * label the container carries reset to image's value (or ""), since the
+ * engine merges the container's labels into a commit. New reference.
+ */
+json_t *image_commit_config(json_t *image, json_t *container);
+/*
+ * Tags image id as repo:tag, after image_target_check (for session s, from
+ * parent_id) allows it once more: images are made untagged and tagged last,
+ * so a check made before a long build cannot go stale. 0 or -errno.
+ */
+int image_tag_checked(struct engine *e, struct call *call, const struct config *cfg, const char *id,
+		      const char *repo, const char *tag, const struct session *s, const char *parent_id, struct err *err);
+/*
+ * Removes the untagged images carrying label ("name=value"): a failed
+ * build's own, never a tagged one, never one another image builds on (the
+ * engine refuses those). Failures are logged at debug.
+ */
+void image_remove_labelled(struct engine *e, const char *label);
 
 #endif

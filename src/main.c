@@ -1,6 +1,7 @@
 /*
  * main.c - the sandbox-mcp command: serve MCP on stdio (the default),
- * --help, --version, doctor, and ready-made client configuration.
+ * --help, --version, help, doctor, and ready-made client configuration.
+ * Settings (--name value) may stand before or after the command.
  *
  * Exit codes: 0 success, 1 a check or start-up step failed, 2 bad usage.
  */
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "buildconf.h"
+#include "clientcfg.h"
 #include "config.h"
 #include "engine.h"
 #include "log.h"
@@ -36,16 +38,46 @@ extern char **environ;
  * calls/s the same (8.8, 9.0). MALLOC_ARENA_MAX, when set, wins.
  */
 #define MAIN_MALLOC_ARENAS 2
+/*
+ * The start-up check of the engine waits this long at most (or
+ * SANDBOX_ENGINE_TIMEOUT_S if shorter): a missing socket or a refused
+ * connection fails at once, a healthy engine answers in milliseconds, and
+ * only an engine that accepts but never answers costs the whole wait.
+ */
+#define MAIN_ENGINE_PROBE_MS 2000
 
 static volatile sig_atomic_t stop_signal;
 
+/* One command: its arguments (at least, at most), what --help says, what runs it. */
+struct command {
+	const char *name;
+	const char *synopsis; /* its arguments, for usage lines */
+	int args_min, args_max;
+	const char *help;
+	int (*run)(const struct config *cfg, char **args);
+};
+
 static void on_signal(int sig);
 static void usage(FILE *f);
-static int serve(const struct config *cfg);
-static int doctor(const struct config *cfg);
+static int serve(const struct config *cfg, char **args);
+static void engine_probe(const struct config *cfg, struct mcp *m);
+static int doctor(const struct config *cfg, char **args);
 static int doctor_host(const struct config *cfg);
 static int doctor_engine(const struct config *cfg);
-static int print_client_config(const char *which);
+static int print_client_config(const struct config *cfg, char **args);
+static int help(const struct config *cfg, char **args);
+static const struct command *command_find(const char *name);
+static const char *command_names(void);
+static int run_command_line(const struct config *cfg, int argc, char **argv);
+
+static const struct command commands[] = {
+	{ "serve", "", 0, 0, "Serve MCP on stdin/stdout (the default)", serve },
+	{ "doctor", "", 0, 0, "Check the Docker engine, the default image and the host folders; print fixes", doctor },
+	{ "config", "CLIENT", 1, 1,
+	  "Print what adds this binary to CLIENT: claude-desktop, claude-code, gemini or codex",
+	  print_client_config },
+	{ "help", "[COMMAND]", 0, 1, "Show this help, or one command's", help },
+};
 
 static void on_signal(int sig)
 {
@@ -54,24 +86,91 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: sandbox-mcp [SETTINGS] [COMMAND]\n"
-		"\n"
-		"An MCP server on stdio that runs code in Docker sandboxes.\n"
-		"\n"
-		"Commands:\n"
-		"  serve                  Serve MCP on stdin/stdout (the default)\n"
-		"  doctor                 Check the Docker engine and the default image; print fixes\n"
-		"  config claude-desktop  Print a Claude Desktop mcpServers entry for this binary\n"
-		"  config claude-code     Print the `claude mcp add` command for this binary\n"
-		"  --help                 Show this help\n"
-		"  --version              Show the version\n"
-		"\n"
-		"Settings (flag, environment variable, meaning):\n");
+	fprintf(f, "Usage: sandbox-mcp [COMMAND] [SETTINGS]\n"
+		   "\n"
+		   "An MCP server on stdio that runs code in Docker sandboxes.\n"
+		   "\n"
+		   "Commands:\n");
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
+		char head[64];
+		snprintf(head, sizeof(head), "%s %s", commands[i].name, commands[i].synopsis);
+		fprintf(f, "  %-22s %s\n", head, commands[i].help);
+	}
+	fprintf(f, "  %-22s %s\n  %-22s %s\n\n", "--help", "Show this help", "--version", "Show the version");
+	fprintf(f, "Settings (flag, environment variable, meaning), before or after the command:\n");
 	config_print_help(f);
 }
 
-static int serve(const struct config *cfg)
+static const struct command *command_find(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* "serve, doctor, config, help", from the table. */
+static const char *command_names(void)
+{
+	static char names[128];
+	size_t n = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(commands) && n < sizeof(names); i++)
+		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", i ? ", " : "", commands[i].name);
+	return names;
+}
+
+/* help [COMMAND] */
+static int help(const struct config *cfg, char **args)
+{
+	(void)cfg;
+	if (!args[0]) {
+		usage(stdout);
+		return 0;
+	}
+	const struct command *c = command_find(args[0]);
+	if (!c) {
+		fprintf(stderr, "sandbox-mcp: help: unknown command '%s' (commands: %s)\n", args[0], command_names());
+		return 2;
+	}
+	printf("Usage: sandbox-mcp %s%s%s [SETTINGS]\n\n%s\n\nSettings: see sandbox-mcp --help\n", c->name,
+	       c->synopsis[0] ? " " : "", c->synopsis, c->help);
+	return 0;
+}
+
+/*
+ * Asks the engine for its version once, before serving. Clients start a
+ * server and call it healthy when it answers initialize, so an engine that
+ * does not answer would otherwise surface only at the first tool call: say
+ * it on stderr (client logs) and first in the instructions (the model).
+ */
+static void engine_probe(const struct config *cfg, struct mcp *m)
+{
+	struct engine *probe = NULL;
+	struct engine_version ev;
+	struct err err;
+	uint64_t ms = cfg->engine_timeout_s * 1000 < MAIN_ENGINE_PROBE_MS ? cfg->engine_timeout_s * 1000
+									   : MAIN_ENGINE_PROBE_MS;
+
+	err_clear(&err);
+	int r = engine_create(cfg->docker_host, (int)ms, &probe, &err);
+	if (r == 0)
+		r = engine_version(probe, NULL, &ev, &err);
+	engine_destroy(probe);
+	if (r == 0)
+		return;
+	log_warnf("the Docker engine does not answer, so every sandbox tool will fail until it does: %s. "
+		  "`sandbox-mcp doctor` checks the setup",
+		  err.msg);
+	char notice[ERR_MSG_MAX + 400];
+	snprintf(notice, sizeof(notice),
+		 "WARNING: the Docker engine was unreachable when this server started (%s), so the sandbox tools "
+		 "fail until it answers. Tell the user to start Docker or fix DOCKER_HOST (`sandbox-mcp doctor` "
+		 "checks the setup); env_info checks the engine again.",
+		 err.msg);
+	mcp_add_notice(m, notice);
+}
+
+static int serve(const struct config *cfg, char **args)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct err err;
@@ -122,6 +221,7 @@ static int serve(const struct config *cfg)
 	struct out *out = out_create(STDOUT_FILENO);
 	struct tool_services svc = { .cfg = cfg, .engine = engine, .out = out, .sessions = sessions, .hostfs = hostfs };
 	struct mcp *m = mcp_create(&svc);
+	engine_probe(cfg, m);
 	struct rpc_reader reader;
 	rpc_reader_init(&reader, STDIN_FILENO, cfg->max_line_bytes);
 	log_debugf("serving on stdio (engine %s)", engine_endpoint(engine)->display);
@@ -176,7 +276,7 @@ static int serve(const struct config *cfg)
 }
 
 /* Checks what the server needs and prints a fix for each problem; the exit status. */
-static int doctor(const struct config *cfg)
+static int doctor(const struct config *cfg, char **args)
 {
 	int host = doctor_host(cfg);
 	int engine = doctor_engine(cfg);
@@ -283,31 +383,61 @@ static int doctor_host(const struct config *cfg)
 	return problems;
 }
 
-static int print_client_config(const char *which)
+static int print_client_config(const struct config *cfg, char **args)
 {
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	struct err err;
 
 	if (n < 0) {
 		fprintf(stderr, "sandbox-mcp: cannot find my own path: %s\n", strerror(errno));
 		return 1;
 	}
 	self[n] = '\0';
-	if (strcmp(which, "claude-desktop") == 0) {
-		json_t *j = json_pack("{s:{s:{s:s, s:[], s:{}}}}", "mcpServers", "sandbox", "command", self, "args",
-				      "env");
-		char *s = json_dumps(j, JSON_INDENT(2));
-		printf("%s\n", s);
-		free(s);
-		json_decref(j);
-		return 0;
+	err_clear(&err);
+	int r = clientcfg_print(stdout, args[0], self, &err);
+	if (r < 0) {
+		fprintf(stderr, "sandbox-mcp: %s\n", err.msg);
+		return r == -ENOENT ? 2 : 1;
 	}
-	if (strcmp(which, "claude-code") == 0) {
-		printf("claude mcp add sandbox -- %s\n", self);
-		return 0;
+	return 0;
+}
+
+/* The command and its arguments, after the settings were taken out: checks and runs it. */
+static int run_command_line(const struct config *cfg, int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++) {
+		if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "sandbox-mcp: unknown setting '%s' (see sandbox-mcp --help for the settings)\n",
+				argv[i]);
+			return 2;
+		}
 	}
-	fprintf(stderr, "sandbox-mcp: config: unknown client '%s' (use claude-desktop or claude-code)\n", which);
-	return 2;
+	const char *name = argc > 0 ? argv[0] : "serve";
+	const struct command *c = command_find(name);
+	if (!c) {
+		fprintf(stderr, "sandbox-mcp: unknown command '%s' (commands: %s; see sandbox-mcp --help)\n", name,
+			command_names());
+		return 2;
+	}
+	int nargs = argc > 0 ? argc - 1 : 0;
+	if (nargs < c->args_min && c->run == print_client_config) {
+		fprintf(stderr, "sandbox-mcp: config needs a client: %s\n", clientcfg_names);
+		return 2;
+	}
+	if (nargs > c->args_max) {
+		if (c->args_max == 0)
+			fprintf(stderr, "sandbox-mcp: %s takes no arguments; got '%s' (see sandbox-mcp help %s)\n",
+				c->name, argv[1], c->name);
+		else
+			fprintf(stderr, "sandbox-mcp: %s takes %s; '%s' is one argument too many\n", c->name,
+				c->synopsis, argv[1 + c->args_max]);
+		return 2;
+	}
+	char *args[3] = { NULL, NULL, NULL };
+	for (int i = 0; i < nargs && i < 2; i++)
+		args[i] = argv[1 + i];
+	return c->run(cfg, args);
 }
 
 int main(int argc, char **argv)
@@ -333,28 +463,13 @@ int main(int argc, char **argv)
 		}
 	}
 	if (config_load(&cfg, environ, argc, argv, 1, &next, &err) < 0) {
-		fprintf(stderr, "sandbox-mcp: %s\n", err.msg);
+		fprintf(stderr, "sandbox-mcp: %s (see sandbox-mcp --help)\n", err.msg);
 		config_finish(&cfg);
 		return 2;
 	}
 	log_init(cfg.log_level);
 
-	const char *cmd = next < argc ? argv[next] : "serve";
-	int rest = argc - next - 1;
-	int rc;
-	if (cmd[0] == '-') {
-		fprintf(stderr, "sandbox-mcp: unknown option '%s' (see sandbox-mcp --help)\n", cmd);
-		rc = 2;
-	} else if (strcmp(cmd, "serve") == 0 && rest <= 0) {
-		rc = serve(&cfg);
-	} else if (strcmp(cmd, "doctor") == 0 && rest <= 0) {
-		rc = doctor(&cfg);
-	} else if (strcmp(cmd, "config") == 0 && rest == 1) {
-		rc = print_client_config(argv[next + 1]);
-	} else {
-		fprintf(stderr, "sandbox-mcp: unknown command '%s' (see sandbox-mcp --help)\n", cmd);
-		rc = 2;
-	}
+	int rc = run_command_line(&cfg, argc - next, argv + next);
 	config_finish(&cfg);
 	return rc;
 }

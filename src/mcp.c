@@ -23,11 +23,22 @@
 
 #include "buildconf.h"
 #include "bulk.h"
+#include "jsonscan.h"
 #include "log.h"
 #include "mcp.h"
+#include "notify.h"
 #include "resources.h"
 #include "rpc.h"
 #include "schema.h"
+
+/*
+ * notifications/resources/list_changed at most this often: Claude Code and
+ * Gemini CLI list resources at connect and again only when told.
+ */
+#define MCP_LIST_CHANGED_MS 1000
+#if HAVE_MALLOC_TRIM
+#include <malloc.h>
+#endif
 
 /* Freshness hint for list results: the tool set is fixed for the process. */
 #define MCP_LIST_TTL_MS 300000
@@ -44,6 +55,9 @@ struct mcp {
 	atomic_ullong seq;		/* for keys of calls that run alone */
 	char *instructions;		/* built once from the tools offered */
 	unsigned long long bulk_nonce;	/* makes this process's bulk markers unguessable */
+	struct notify *resources_changed; /* NULL: no thread, no list_changed */
+	atomic_bool initialized_legacy;	  /* notifications/initialized came: list_changed may go out */
+	atomic_uint big_lines;		/* big lines handed to a worker and not yet done with */
 };
 
 /*
@@ -76,6 +90,7 @@ struct req {
 	json_t *progress_token;
 	struct mcp_bulk *bulk; /* tools/call takes the kept bulk string from here */
 	size_t line_len;       /* the request's line: what a queued call holds, about */
+	bool in_order;	       /* parsed on the big-line worker: already behind what came before */
 };
 
 /* A protocol error to reply with. */
@@ -99,6 +114,45 @@ struct line_feed {
 };
 /* Bytes of a big line handed back at a time. */
 #define MCP_GIVE_BACK_STEP (1u << 20)
+
+/*
+ * What decoding one line may cost (jsonscan's estimate): a fixed allowance
+ * plus a multiple of the line, so the server's peak stays near a small
+ * constant plus a few times the longest line.  Deeper nesting than
+ * MCP_JSON_DEPTH_MAX is refused too; an id longer than MCP_SCAN_ID_MAX is
+ * not recovered for an error reply.
+ */
+#ifndef MCP_JSON_COST_BASE /* the fuzz build sets it lower, as MCP_BIG_LINE */
+#define MCP_JSON_COST_BASE ((size_t)4 << 20)
+#endif
+#define MCP_JSON_COST_PER_BYTE 6
+#define MCP_JSON_DEPTH_MAX 128
+#define MCP_SCAN_ID_MAX 256
+/* Lines this long are followed by a trim of the heap (trim_heap). */
+#define MCP_TRIM_MIN ((size_t)1 << 20)
+
+/*
+ * Lines of MCP_BIG_LINE bytes or more are parsed on a worker, one after the
+ * other on this dispatch key, so the read loop answers what follows them
+ * (a ping) at once.  While one is there, the calls of later lines queue
+ * behind it on the same key before they go to their session's queue, so
+ * calls still start in the order they were sent.
+ */
+#define MCP_LINES_KEY "mcp:big-lines"
+
+/* A big line copied off the reader's buffer, for its worker. */
+struct line_job {
+	struct mcp *m;
+	char *line;
+	size_t n;
+	struct jsonscan scan;
+};
+
+/* A call that waits behind the big lines before it goes to its own queue. */
+struct forward {
+	struct mcp *m;
+	struct call *inner;
+};
 
 /* Return value of a method handler that will reply later (tools/call). */
 #define REPLY_DEFERRED 1
@@ -168,11 +222,18 @@ static const struct method mcp_method_table[] = {
 static int fail_set(struct fail *f, int code, const char *fmt, ...) PRINTF_LIKE(3, 4);
 static void reply_error(struct mcp *m, json_t *id, int code, const char *message, json_t *data);
 static json_t *server_info(void);
-static json_t *capabilities(void);
+static json_t *capabilities(bool list_changed);
 static void finish_result(const struct req *rq, unsigned flags, json_t *result);
 static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm, struct mcp_bulk *bulk,
-			   size_t line_len);
+			   size_t line_len, bool in_order);
 static int submit(struct mcp *m, struct call *c, const struct req *rq, struct fail *f);
+static int submit_busy(struct mcp *m, int r, struct fail *f);
+static void forward_run(struct call *c, void *data);
+static void forward_free(void *data);
+static void line_job_run(struct call *c, void *data);
+static void line_job_free(void *data);
+static void line_parse(struct mcp *m, char *line, size_t n, const struct jsonscan *scan, struct call *job);
+static void trim_heap(size_t n);
 static void handle_notification(struct mcp *m, const struct rpc_msg *rm);
 static void log_bridge(enum log_level level, const char *msg, void *data);
 static void call_run(struct call *c, void *data);
@@ -180,6 +241,7 @@ static void call_data_free(void *data);
 static size_t feed_line(void *buffer, size_t buflen, void *data);
 static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char *key, struct fail *f);
 static void resources_run(struct call *c, struct call_data *cd);
+static void files_maybe_changed(struct mcp *m, const struct call_data *cd);
 
 /* Server instructions: a few lines, each kept only when its tool is offered. */
 static const struct {
@@ -217,6 +279,15 @@ static void instructions_build(struct mcp *m)
 	m->instructions = buf_steal(&b, NULL);
 }
 
+void mcp_add_notice(struct mcp *m, const char *text)
+{
+	struct buf b;
+	buf_init(&b, strlen(text) + strlen(m->instructions) + 2);
+	(void)buf_printf(&b, "%s %s", text, m->instructions);
+	free(m->instructions);
+	m->instructions = buf_steal(&b, NULL);
+}
+
 const char *mcp_instructions(const struct mcp *m)
 {
 	return m->instructions;
@@ -231,10 +302,15 @@ struct mcp *mcp_create(const struct tool_services *svc)
 	pthread_mutex_init(&m->lock, NULL);
 	atomic_init(&m->legacy_log_level, -1);
 	atomic_init(&m->seq, 0);
+	atomic_init(&m->big_lines, 0);
 	snprintf(m->version, sizeof(m->version), "%s", MCP_VERSION_LEGACY_NEWEST);
 	if (getrandom(&m->bulk_nonce, sizeof(m->bulk_nonce), GRND_NONBLOCK) != sizeof(m->bulk_nonce))
 		m->bulk_nonce = (unsigned long long)now_ms() ^ (unsigned long long)(uintptr_t)m;
 	instructions_build(m);
+	atomic_init(&m->initialized_legacy, false);
+	m->resources_changed = notify_create(svc->out, "notifications/resources/list_changed", MCP_LIST_CHANGED_MS);
+	if (!m->resources_changed)
+		log_warnf("no thread for resources/list_changed: clients see new files when they list again");
 	log_set_hook(log_bridge, m);
 	return m;
 }
@@ -252,6 +328,7 @@ bool mcp_destroy(struct mcp *m)
 	log_set_hook(NULL, NULL);
 	if (!dispatch_destroy(m->dispatch, 500))
 		return false; /* workers still hold m: the process is about to exit */
+	notify_destroy(m->resources_changed); /* after the workers, which poke it */
 	pthread_mutex_destroy(&m->lock);
 	free(m->instructions);
 	free(m);
@@ -280,10 +357,15 @@ static json_t *server_info(void)
 			 SANDBOX_VERSION);
 }
 
-static json_t *capabilities(void)
+/*
+ * list_changed: resources/list_changed is sent, which a legacy session
+ * gets; the modern era sends it only on subscriptions/listen, which this
+ * server does not offer.
+ */
+static json_t *capabilities(bool list_changed)
 {
-	return json_pack("{s:{s:b}, s:{s:b}, s:{}}", "tools", "listChanged", 0, "resources", "listChanged", 0,
-			 "logging");
+	return json_pack("{s:{s:b}, s:{s:b}, s:{}}", "tools", "listChanged", 0, "resources", "listChanged",
+			 list_changed, "logging");
 }
 
 /* Adds what the modern era requires of every result. */
@@ -320,7 +402,8 @@ static int m_initialize(struct mcp *m, struct req *rq, json_t **ret, struct fail
 	snprintf(m->version, sizeof(m->version), "%s", chosen);
 	pthread_mutex_unlock(&m->lock);
 
-	*ret = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", chosen, "capabilities", capabilities(),
+	*ret = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", chosen, "capabilities",
+			 capabilities(m->resources_changed != NULL),
 			 "serverInfo", server_info(), "instructions", m->instructions);
 	return 0;
 }
@@ -337,7 +420,7 @@ static int m_discover(struct mcp *m, struct req *rq, json_t **ret, struct fail *
 	json_array_append_new(versions, json_string(MCP_VERSION_MODERN));
 	for (size_t i = 0; i < ARRAY_SIZE(legacy_versions); i++)
 		json_array_append_new(versions, json_string(legacy_versions[i]));
-	*ret = json_pack("{s:o, s:o, s:s}", "supportedVersions", versions, "capabilities", capabilities(),
+	*ret = json_pack("{s:o, s:o, s:s}", "supportedVersions", versions, "capabilities", capabilities(false),
 			 "instructions", m->instructions);
 	/* a discover result is modern-shaped whichever era asked */
 	struct req modern = *rq;
@@ -419,10 +502,24 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
 static int submit(struct mcp *m, struct call *c, const struct req *rq, struct fail *f)
 {
 	call_set_weight(c, rq->line_len);
+	if (!rq->in_order && atomic_load(&m->big_lines) > 0) {
+		/* a big line sent before this one is still being parsed: queue behind it */
+		struct forward *fw = xcalloc(1, sizeof(*fw));
+		fw->m = m;
+		fw->inner = c;
+		c = call_create(rq->id, MCP_LINES_KEY, forward_run, forward_free, fw);
+		call_set_weight(c, rq->line_len);
+	}
 	int r = dispatch_submit(m->dispatch, c);
 	if (r == 0)
 		return REPLY_DEFERRED;
 	call_destroy(c);
+	return submit_busy(m, r, f);
+}
+
+/* The protocol error for a call the dispatcher refused with r. */
+static int submit_busy(struct mcp *m, int r, struct fail *f)
+{
 	if (r == -EBUSY)
 		return fail_set(f, RPC_INTERNAL_ERROR,
 				"Server busy: %u requests (%llu MiB of them at most) are already queued or running; "
@@ -430,6 +527,30 @@ static int submit(struct mcp *m, struct call *c, const struct req *rq, struct fa
 				dispatch_pending(m->dispatch),
 				(unsigned long long)(MCP_PENDING_LINES * m->svc->cfg->max_line_bytes) >> 20);
 	return fail_set(f, RPC_INTERNAL_ERROR, "cannot start a worker for this request: %s", strerror(-r));
+}
+
+/* Runs on the big-line key once the big lines before the call are done: queues it for real. */
+static void forward_run(struct call *c, void *data)
+{
+	struct forward *fw = data;
+	struct fail f = { 0 };
+
+	if (call_cancelled(c))
+		return; /* forward_free drops the call unanswered, as a cancelled one is */
+	int r = dispatch_submit(fw->m->dispatch, fw->inner);
+	if (r == 0) {
+		fw->inner = NULL;
+		return;
+	}
+	(void)submit_busy(fw->m, r, &f);
+	reply_error(fw->m, call_id(c), f.code, f.message, NULL);
+}
+
+static void forward_free(void *data)
+{
+	struct forward *fw = data;
+	call_destroy(fw->inner);
+	free(fw);
 }
 
 static int m_resources_templates(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
@@ -448,7 +569,7 @@ static int m_resources_list(struct mcp *m, struct req *rq, json_t **ret, struct 
 
 static int m_resources_read(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
 {
-	char sid[SESSION_ID_LEN + 1], key[DISPATCH_KEY_MAX + 8];
+	char sid[RESOURCES_SESSION_REF_MAX + 1], key[DISPATCH_KEY_MAX + 8];
 
 	if (!json_is_string(json_object_get(rq->params, "uri")))
 		return fail_set(f, RPC_INVALID_PARAMS, "resources/read: params.uri must be a string");
@@ -565,8 +686,10 @@ static void call_run(struct call *c, void *data)
 	if (call_cancelled(c)) {
 		/* the client gave up on this request: send nothing for it */
 		tool_result_finish(&res);
+		files_maybe_changed(m, cd);
 		return;
 	}
+	tool_result_seal(&ctx, &res);
 	json_t *result = json_pack("{s:O}", "content", res.content);
 	if (res.is_error)
 		json_object_set_new(result, "isError", json_true());
@@ -576,6 +699,18 @@ static void call_run(struct call *c, void *data)
 	finish_result(&rq, 0, result);
 	(void)out_send_new(m->svc->out, rpc_result(cd->id, result));
 	tool_result_finish(&res);
+	files_maybe_changed(m, cd); /* after the result: the client reads the list with the call done */
+}
+
+/*
+ * After a tool that is not read-only (file_write, run_command, git, pip,
+ * session_create/close, ...): the workspace files, so the resource list, may
+ * have changed. Legacy sessions only, once initialized.
+ */
+static void files_maybe_changed(struct mcp *m, const struct call_data *cd)
+{
+	if (!cd->tool->read_only && !cd->modern && atomic_load(&m->initialized_legacy))
+		notify_poke(m->resources_changed);
 }
 
 /* Forwards log records to the client where it asked for them. */
@@ -601,15 +736,18 @@ static void handle_notification(struct mcp *m, const struct rpc_msg *rm)
 				   json_is_string(id) ? json_string_value(id) : "(integer id)");
 		return;
 	}
-	if (strcmp(rm->method, "notifications/initialized") == 0)
+	if (strcmp(rm->method, "notifications/initialized") == 0) {
+		atomic_store(&m->initialized_legacy, true);
 		return;
+	}
 	/* other notifications (progress, roots changes, ...) need nothing from us */
 }
 
 static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm, struct mcp_bulk *bulk,
-			   size_t line_len)
+			   size_t line_len, bool in_order)
 {
-	struct req rq = { .id = rm->id, .method = rm->method, .log_level = -1, .bulk = bulk, .line_len = line_len };
+	struct req rq = { .id = rm->id, .method = rm->method, .log_level = -1, .bulk = bulk, .line_len = line_len,
+			  .in_order = in_order };
 	struct fail f = { 0 };
 	json_t *empty = NULL;
 	char legacy_version[16];
@@ -890,13 +1028,66 @@ static void bulk_free(struct mcp_bulk *b)
 		free(b->data[i]);
 }
 
+/* The id a scan found, when it is one a request may carry (new reference), else NULL. */
+static json_t *scan_id(const char *line, const struct jsonscan *scan)
+{
+	if (scan->id_len == 0 || scan->id_len > MCP_SCAN_ID_MAX)
+		return NULL;
+	json_t *id = json_loadb(line + scan->id_start, scan->id_len, JSON_DECODE_ANY, NULL);
+	if (!rpc_id_valid(id)) {
+		json_decref(id);
+		return NULL;
+	}
+	return id;
+}
+
+/*
+ * Refuses a line whose decoding would cost more than its budget, before
+ * jansson sees it; true when it did (and replied).
+ */
+static bool over_budget(struct mcp *m, const char *line, size_t n, const struct jsonscan *scan)
+{
+	size_t budget = MCP_JSON_COST_BASE + MCP_JSON_COST_PER_BYTE * n;
+	if (scan->cost <= budget && scan->depth <= MCP_JSON_DEPTH_MAX)
+		return false;
+	char text[ERR_MSG_MAX];
+	if (scan->depth > MCP_JSON_DEPTH_MAX)
+		snprintf(text, sizeof(text),
+			 "Invalid Request: the message nests objects and arrays %zu deep, over the limit of %d; "
+			 "flatten the arguments",
+			 scan->depth, MCP_JSON_DEPTH_MAX);
+	else
+		snprintf(text, sizeof(text),
+			 "Invalid Request: the message holds too many JSON values to decode (%zu objects, %zu arrays, "
+			 "%zu strings, %zu other values: about %zu MiB in memory, over the %zu MiB this %zu-byte line "
+			 "may use); send bulk data as one string (e.g. base64 file content) or split the request",
+			 scan->objects, scan->arrays, scan->strings, scan->bare, scan->cost >> 20, budget >> 20, n);
+	json_t *id = scan_id(line, scan);
+	reply_error(m, id, RPC_INVALID_REQUEST, text, NULL);
+	json_decref(id);
+	return true;
+}
+
+/* Replies to a line jansson refused: -32602 for a valid id with a \u0000, else -32700. */
+static void parse_failed(struct mcp *m, const struct mcp_bulk *bulk, const json_error_t *jerr, json_t *scanned_id)
+{
+	char text[300];
+	if (json_error_code(jerr) == json_error_null_character || json_error_code(jerr) == json_error_null_byte_in_key) {
+		reply_error(m, scanned_id, RPC_INVALID_PARAMS,
+			    "Invalid params: a string in this request holds \\u0000 (the NUL character), which "
+			    "sandbox-mcp does not accept; remove it, or send binary data base64-encoded "
+			    "(file_write's encoding \"base64\")",
+			    NULL);
+		return;
+	}
+	snprintf(text, sizeof(text), "Parse error: %s (at byte %zu)", jerr->text,
+		 bulk_position(m, bulk, jerr->position < 0 ? 0 : (size_t)jerr->position));
+	reply_error(m, NULL, RPC_PARSE_ERROR, text, NULL);
+}
+
 void mcp_handle_line(struct mcp *m, char *line, size_t len)
 {
-	json_error_t jerr;
-	struct rpc_msg rm;
-	struct err e;
-	json_t *id = NULL;
-	struct mcp_bulk bulk = { 0 };
+	struct jsonscan scan;
 
 	/* blank lines (and a CR left by a CRLF client) are not messages */
 	size_t n = len;
@@ -904,6 +1095,74 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len)
 		n--;
 	if (n == 0)
 		return;
+
+	jsonscan_measure(line, n, &scan);
+	if (over_budget(m, line, n, &scan))
+		return;
+	if (n < MCP_BIG_LINE) {
+		line_parse(m, line, n, &scan, NULL);
+		return;
+	}
+	/* a copy for the worker; the reader's pages go back as they are copied */
+	struct line_job *lj = xcalloc(1, sizeof(*lj));
+	lj->m = m;
+	lj->n = n;
+	lj->scan = scan;
+	lj->line = xmalloc(n);
+	uintptr_t given_back = (uintptr_t)line;
+	for (size_t off = 0; off < n; off += MCP_GIVE_BACK_STEP) {
+		size_t k = n - off < MCP_GIVE_BACK_STEP ? n - off : MCP_GIVE_BACK_STEP;
+		memcpy(lj->line + off, line + off, k);
+		give_back(&given_back, (uintptr_t)line, (uintptr_t)(line + off + k), false);
+	}
+	give_back(&given_back, (uintptr_t)line, (uintptr_t)(line + n), true);
+	json_t *id = scan_id(lj->line, &scan); /* so that notifications/cancelled finds it */
+	struct call *c = call_create(id, MCP_LINES_KEY, line_job_run, line_job_free, lj);
+	json_decref(id);
+	call_set_weight(c, n);
+	atomic_fetch_add(&m->big_lines, 1);
+	int r = dispatch_submit(m->dispatch, c);
+	if (r < 0) {
+		struct fail f = { 0 };
+		(void)submit_busy(m, r, &f);
+		reply_error(m, call_id(c), f.code, f.message, NULL);
+		call_destroy(c); /* line_job_free undoes big_lines */
+	}
+}
+
+static void line_job_run(struct call *c, void *data)
+{
+	struct line_job *lj = data;
+	line_parse(lj->m, lj->line, lj->n, &lj->scan, c);
+	free(lj->line);
+	lj->line = NULL;
+	trim_heap(lj->n);
+}
+
+static void line_job_free(void *data)
+{
+	struct line_job *lj = data;
+	/* after the line's own call was queued: later calls may go straight to their queues */
+	atomic_fetch_sub(&lj->m->big_lines, 1);
+	free(lj->line);
+	free(lj);
+}
+
+/*
+ * Parses a line that fits its budget and acts on it.  job is the big-line
+ * worker's call (NULL on the read loop): a request it carries that was
+ * cancelled meanwhile is dropped, and its calls are already in order.
+ */
+static void line_parse(struct mcp *m, char *line, size_t n, const struct jsonscan *scan, struct call *job)
+{
+	json_error_t jerr;
+	struct rpc_msg rm;
+	struct err e;
+	json_t *id = NULL;
+	struct mcp_bulk bulk = { 0 };
+
+	/* read now: a big line's bytes are handed back while it is parsed */
+	json_t *scanned_id = scan->nul_escape ? scan_id(line, scan) : NULL;
 
 	json_t *msg;
 	if (n >= MCP_BIG_LINE) {
@@ -918,13 +1177,12 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len)
 		msg = json_loadb(line, n, JSON_DECODE_ANY, &jerr);
 	}
 	if (!msg) {
-		char text[300];
-		snprintf(text, sizeof(text), "Parse error: %s (at byte %zu)", jerr.text,
-			 bulk_position(m, &bulk, jerr.position < 0 ? 0 : (size_t)jerr.position));
-		reply_error(m, NULL, RPC_PARSE_ERROR, text, NULL);
+		parse_failed(m, &bulk, &jerr, scanned_id);
+		json_decref(scanned_id);
 		bulk_free(&bulk);
 		return;
 	}
+	json_decref(scanned_id);
 	if (json_is_array(msg)) {
 		reply_error(m, NULL, RPC_INVALID_REQUEST,
 			    "Invalid Request: JSON-RPC batches are not supported; send one message per line", NULL);
@@ -946,11 +1204,29 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len)
 		handle_notification(m, &rm);
 		break;
 	case RPC_KIND_REQUEST:
-		handle_request(m, msg, &rm, &bulk, n);
+		if (!(job && call_cancelled(job)))
+			handle_request(m, msg, &rm, &bulk, n, job != NULL);
 		break;
 	}
 	json_decref(msg);
 	bulk_free(&bulk);
+	if (!job)
+		trim_heap(n);
+}
+
+/*
+ * After a line of MCP_TRIM_MIN bytes or more: the many small blocks of a
+ * big message stay in the heap (in the parsing thread's arena) once freed
+ * unless handed back.  glibc's malloc_trim does that; elsewhere, nothing.
+ */
+static void trim_heap(size_t n)
+{
+#if HAVE_MALLOC_TRIM
+	if (n >= MCP_TRIM_MIN)
+		(void)malloc_trim(0);
+#else
+	(void)n;
+#endif
 }
 
 void mcp_handle_oversized(struct mcp *m)

@@ -48,6 +48,13 @@ bool mcp_destroy(struct mcp *m);
 #endif
 
 /*
+ * Puts text (one sentence or a few) first in the server instructions, for a
+ * fact found at start-up that every client should hear (the engine does not
+ * answer). Call before the first line is handled.
+ */
+void mcp_add_notice(struct mcp *m, const char *text);
+
+/*
  * Handles one input line (without its newline). Protocol errors become
  * replies. A line of MCP_BIG_LINE bytes or more is consumed: its big string
  * values are decoded in place and lifted out (see bulk.h), the rest parsed

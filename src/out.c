@@ -41,17 +41,27 @@ int out_send(struct out *o, json_t *msg)
 {
 	if (atomic_load(&o->closed))
 		return -EPIPE;
-	/* JSON_COMPACT never emits a raw newline: strings escape it */
-	char *line = json_dumps(msg, JSON_COMPACT);
+	/*
+	 * JSON_COMPACT never emits a raw newline: strings escape it. Reals get
+	 * the fewest digits that read back the same (0.331, not 0.33100000000000002).
+	 */
+	char *line = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(json_real_digits(msg)));
 	if (!line)
 		return -EINVAL;
 	size_t n = strlen(line);
 	line[n] = '\n'; /* overwrite the NUL; length passed explicitly */
-
-	pthread_mutex_lock(&o->lock);
-	int r = write_full(o->fd, line, n + 1);
-	pthread_mutex_unlock(&o->lock);
+	int r = out_send_line(o, line, n + 1);
 	free(line);
+	return r;
+}
+
+int out_send_line(struct out *o, const char *line, size_t len)
+{
+	if (atomic_load(&o->closed))
+		return -EPIPE;
+	pthread_mutex_lock(&o->lock);
+	int r = write_full(o->fd, line, len);
+	pthread_mutex_unlock(&o->lock);
 	if (r == -EPIPE || r == -EBADF)
 		atomic_store(&o->closed, true);
 	return r;

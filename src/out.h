@@ -22,6 +22,11 @@ void out_destroy(struct out *o);
 int out_send(struct out *o, json_t *msg);
 /* Same, and drops the reference to msg. */
 int out_send_new(struct out *o, json_t *msg);
+/*
+ * Writes line (len bytes, one message ending in '\n') as it is: for a thread
+ * that sends the same message again and again and must not allocate.
+ */
+int out_send_line(struct out *o, const char *line, size_t len);
 /* True once a write failed because the client went away. */
 bool out_closed(struct out *o);
 

@@ -23,6 +23,7 @@
 
 #include "driver.h"
 #include "exec.h"
+#include "jsonscan.h"
 #include "log.h"
 #include "pyrepl.h"
 #include "repl.h"
@@ -48,7 +49,6 @@ struct pyrepl {
 	struct repl_frame frame;
 	struct buf in;	      /* socket bytes not parsed yet */
 	struct buf assembled; /* a hello or result frame being put together */
-	bool assembled_over;  /* ... that passed PYREPL_RESULT_MAX */
 	int fig_slot;	      /* where the figure being received goes; -1: dropped */
 	char pid_line[PYREPL_PID_LINE_MAX + 1];
 	size_t pid_len;
@@ -61,6 +61,7 @@ struct pyrepl {
 	bool ready;  /* hello seen */
 	bool eof;    /* the stream ended: the interpreter is gone */
 	bool broken; /* a malformed frame: nothing more can be trusted */
+	char refused[160]; /* why a hello or result frame was refused (broken is set too) */
 	int64_t start_ms;
 	const struct pyrepl_request *req; /* the cell running, during pyrepl_run */
 };
@@ -143,9 +144,22 @@ static void diag_add(struct pyrepl *p, const char *c, size_t n)
 
 static int finish_frame(struct pyrepl *p, int type, struct pyrepl_result *res)
 {
-	json_t *j = NULL;
-	if (!p->assembled_over)
-		j = json_loadb(p->assembled.data ? p->assembled.data : "", p->assembled.len, 0, NULL);
+	struct jsonscan scan;
+	const char *text = p->assembled.data ? p->assembled.data : "";
+	size_t len = p->assembled.len;
+
+	jsonscan_measure(text, len, &scan);
+	if (scan.cost > PYREPL_RESULT_COST_MAX || scan.depth > PYREPL_RESULT_DEPTH_MAX) {
+		snprintf(p->refused, sizeof(p->refused),
+			 "the sandbox sent a %s frame too complex to decode (%zu JSON values, %zu deep, about %zu KiB "
+			 "to decode; the limit is %u KiB)",
+			 type == REPL_HELLO ? "hello" : "result", scan.objects + scan.arrays + scan.strings + scan.bare,
+			 scan.depth, scan.cost >> 10, PYREPL_RESULT_COST_MAX >> 10);
+		return -EMSGSIZE;
+	}
+	json_t *j = json_loadb(text, len, 0, NULL);
+	if (p->assembled.cap > PYREPL_READ_CHUNK)
+		buf_finish(&p->assembled); /* an idle session keeps no big buffer */
 	if (type == REPL_HELLO) {
 		if (!json_is_object(j)) {
 			json_decref(j);
@@ -168,7 +182,7 @@ static int finish_frame(struct pyrepl *p, int type, struct pyrepl_result *res)
 	if (!json_is_object(j)) {
 		json_decref(j);
 		j = json_pack("{s:I, s:{s:s, s:s, s:s}}", "cell", (json_int_t)res->cell, "error", "type",
-			      "DriverError", "message", "the cell's result was too large or unreadable", "traceback", "");
+			      "DriverError", "message", "the cell's result was unreadable", "traceback", "");
 	}
 	if (json_integer_value(json_object_get(j, "cell")) != (json_int_t)res->cell) {
 		json_decref(j);
@@ -212,10 +226,15 @@ static int piece(struct pyrepl *p, const struct repl_piece *pc, struct pyrepl_re
 	case REPL_RESULT:
 		if (pc->first) {
 			buf_reset(&p->assembled);
-			p->assembled_over = pc->size > PYREPL_RESULT_MAX;
+			if (pc->size > PYREPL_RESULT_MAX) {
+				snprintf(p->refused, sizeof(p->refused),
+					 "the sandbox sent an oversized %s frame (%u bytes; the limit is %u)",
+					 pc->type == REPL_HELLO ? "hello" : "result", pc->size, PYREPL_RESULT_MAX);
+				return -EMSGSIZE;
+			}
 		}
-		if (!p->assembled_over && buf_append(&p->assembled, pc->data.p, pc->data.n) < 0)
-			p->assembled_over = true;
+		if (buf_append(&p->assembled, pc->data.p, pc->data.n) < 0)
+			return -EMSGSIZE; /* cannot happen: the frame's size was checked */
 		return pc->last ? finish_frame(p, pc->type, res) : 0;
 	default:
 		return -EPROTO;
@@ -272,6 +291,8 @@ static int process(struct pyrepl *p, struct pyrepl_result *res)
 		}
 	}
 	buf_consume(&p->in, off);
+	if (p->in.len == 0 && p->in.cap > 2 * PYREPL_READ_CHUNK)
+		buf_finish(&p->in); /* a burst of output leaves no big buffer for the session's life */
 	return seen;
 
 broken:
@@ -490,6 +511,11 @@ int pyrepl_run(struct pyrepl *p, struct call *call, const struct pyrepl_request 
 			res->lost = res->killed = true;
 			snprintf(res->diag, sizeof(res->diag), "the interpreter sent malformed frames (did the cell "
 							       "write to the driver's protocol fd?)");
+			if (p->refused[0])
+				r = err_set(err, ERRCODE_TOO_LARGE, -EMSGSIZE,
+					    "%s: did the code write to the driver's protocol? The interpreter was stopped "
+					    "(its variables are lost); the next run_python call starts a fresh one",
+					    p->refused);
 			break;
 		}
 		if (res->result)

@@ -32,8 +32,15 @@
 #define PYREPL_START_TIMEOUT_MS 30000
 /* From the interrupt to giving up on the cell and killing the interpreter. */
 #define PYREPL_INTERRUPT_GRACE_MS 2000
-/* Largest result frame accepted (the driver caps what it puts in). */
-#define PYREPL_RESULT_MAX (4u << 20)
+/*
+ * Largest hello or result frame accepted (the driver keeps its results under
+ * it), and what decoding one may cost (jsonscan.h): user code can reach the
+ * driver's send(), so a frame is measured before it is parsed, and one over
+ * either limit ends the call with too_large and stops the interpreter.
+ */
+#define PYREPL_RESULT_MAX (1u << 20)
+#define PYREPL_RESULT_COST_MAX (4u << 20)
+#define PYREPL_RESULT_DEPTH_MAX 16
 /* Largest figure kept, figures kept per cell, and their bytes together. */
 #define PYREPL_FIGURE_MAX (4u << 20)
 #define PYREPL_FIGURES_MAX 8

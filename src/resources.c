@@ -5,6 +5,8 @@
  * The list is made afresh for each request (one `find` per running session)
  * and paged with an opaque cursor, the index of the next entry; a cursor that
  * does not parse is invalid params.  Hidden files and folders are left out.
+ * The list names sessions by id; a read takes a session name too, as the
+ * tools do (sandbox://analysis/workspace/x.csv).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,6 +33,9 @@ static const char list_script[] =
 	"exec find . -mindepth 1 -maxdepth 16 -name '.*' -prune -o -type f -printf '%s\\t%P\\0'\n";
 
 static int hexval(char c);
+static bool ref_char(char c);
+static int session_get_existing(const struct tool_services *svc, struct call *call, const char *ref,
+				struct session **ret, struct err *err);
 static int uri_parse(const char *uri, char *sid, size_t sidsz, char *path, size_t pathsz);
 static void list_session(const struct tool_services *svc, struct call *call, const char *sid, json_t *out);
 static int cmp_uri(const void *a, const void *b);
@@ -40,7 +45,8 @@ json_t *resources_templates_json(void)
 	return json_pack("[{s:s, s:s, s:s, s:s}]", "uriTemplate", URI_SCHEME "{session_id}/{path}", "name",
 			 "sandbox-file", "title", "File in a sandbox", "description",
 			 "A file in a live session, by its absolute path without the leading '/', e.g. "
-			 "sandbox://0123456789ab/workspace/data.csv (session ids come from session_list).");
+			 "sandbox://0123456789ab/workspace/data.csv (session ids come from session_list; a session "
+			 "name works in place of the id).");
 }
 
 static int hexval(char c)
@@ -54,7 +60,17 @@ static int hexval(char c)
 	return -1;
 }
 
-/* sandbox://{sid}/{path}: the session id and the normalised absolute path. 0 or -EINVAL. */
+/* What a session id or name is made of (ids are hex, names add A-Z, '-', '_', '.'). */
+static bool ref_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+	       c == '.';
+}
+
+/*
+ * sandbox://{session}/{path}: the session id or name, and the normalised
+ * absolute path. 0 or -EINVAL.
+ */
 static int uri_parse(const char *uri, char *sid, size_t sidsz, char *path, size_t pathsz)
 {
 	char raw[PATHSAFE_MAX + 2];
@@ -63,10 +79,13 @@ static int uri_parse(const char *uri, char *sid, size_t sidsz, char *path, size_
 	if (!uri || strncmp(uri, URI_SCHEME, strlen(URI_SCHEME)) != 0)
 		return -EINVAL;
 	const char *p = uri + strlen(URI_SCHEME);
-	const char *slash = strchr(p, '/');
-	if (!slash || (size_t)(slash - p) != SESSION_ID_LEN || !is_hex(p, SESSION_ID_LEN) || sidsz <= SESSION_ID_LEN)
+	size_t n = 0;
+	while (n <= RESOURCES_SESSION_REF_MAX && ref_char(p[n]))
+		n++;
+	if (n == 0 || n > RESOURCES_SESSION_REF_MAX || p[n] != '/' || sidsz <= n)
 		return -EINVAL;
-	snprintf(sid, sidsz, "%.*s", SESSION_ID_LEN, p);
+	const char *slash = p + n;
+	snprintf(sid, sidsz, "%.*s", (int)n, p);
 	raw[o++] = '/';
 	for (const char *q = slash + 1; *q; q++) {
 		if (o + 1 >= sizeof(raw))
@@ -179,6 +198,31 @@ int resources_list(const struct tool_services *svc, struct call *call, json_t *p
 	return 0;
 }
 
+/*
+ * session_get, except that "default" names the default session only if it
+ * exists: a read must not start one (session_get would).
+ */
+static int session_get_existing(const struct tool_services *svc, struct call *call, const char *ref,
+				struct session **ret, struct err *err)
+{
+	if (strcmp(ref, "default") != 0)
+		return session_get(svc->sessions, call, ref, ret, err);
+	json_t *list = session_list_json(svc->sessions, call);
+	char id[SESSION_ID_LEN + 1] = "";
+	size_t i;
+	json_t *sj;
+	json_array_foreach (list, i, sj) {
+		const char *name = json_string_value(json_object_get(sj, "name"));
+		const char *sid = json_string_value(json_object_get(sj, "session_id"));
+		if (name && sid && strcmp(name, "default") == 0)
+			snprintf(id, sizeof(id), "%s", sid);
+	}
+	json_decref(list);
+	if (!id[0])
+		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT, "no default session yet");
+	return session_get(svc->sessions, call, id, ret, err);
+}
+
 bool resources_uri_session(json_t *params, char *out, size_t outsz)
 {
 	char path[PATHSAFE_MAX + 1];
@@ -189,7 +233,7 @@ int resources_read(const struct tool_services *svc, struct call *call, json_t *p
 		   json_t **ret, int *ret_code, struct err *err)
 {
 	const char *uri = json_string_value(json_object_get(params, "uri"));
-	char sid[SESSION_ID_LEN + 1], path[PATHSAFE_MAX + 1];
+	char sid[RESOURCES_SESSION_REF_MAX + 1], path[PATHSAFE_MAX + 1];
 	struct tool_ctx ctx = { .svc = svc, .call = call, .protocol_version = CTX_VERSION };
 	struct session *s;
 	struct buf data;
@@ -204,10 +248,10 @@ int resources_read(const struct tool_services *svc, struct call *call, json_t *p
 	if (uri_parse(uri, sid, sizeof(sid), path, sizeof(path)) < 0) {
 		*ret_code = not_found_code;
 		err_set(err, ERRCODE_FILE_NOT_FOUND, -EINVAL,
-			"Resource not found: %.300s (resources are " URI_SCHEME "{session_id}/{path})", uri);
+			"Resource not found: %.300s (resources are " URI_SCHEME "{session id or name}/{path})", uri);
 		return -1;
 	}
-	if (session_get(svc->sessions, call, sid, &s, err) < 0) {
+	if (session_get_existing(svc, call, sid, &s, err) < 0) {
 		*ret_code = not_found_code;
 		err_set(err, ERRCODE_FILE_NOT_FOUND, -ENOENT, "Resource not found: %.300s (no session %s)", uri, sid);
 		return -1;

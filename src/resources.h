@@ -1,7 +1,7 @@
 /*
  * resources.h - MCP resources: the files in the workspaces of live sessions,
  * named sandbox://{session_id}/{path} (path absolute, without its leading
- * '/', percent-encoded), listed page by page and read with the same tar pull
+ * '/', percent-encoded; a session name works in place of the id), listed page by page and read with the same tar pull
  * as file_read.
  *
  * Listing and reading wait on Docker, so mcp.c runs them on a worker, like
@@ -18,6 +18,9 @@
 #include "dispatch.h"
 #include "errcode.h"
 #include "tools.h"
+
+/* Longest session reference in a URI: an id or a name. */
+#define RESOURCES_SESSION_REF_MAX SESSION_NAME_MAX
 
 /* Resources per resources/list page. */
 #define RESOURCES_PAGE 100

@@ -3,18 +3,80 @@
  *
  * Only the keywords our own schemas use are understood; a schema that uses
  * another keyword is a bug in the tool table, caught by the unit tests.
+ *
+ * Unknown top-level arguments are ignored (with a debug log line) although
+ * the published schemas say additionalProperties:false: real clients add
+ * their own (Gemini CLI sends wait_for_previous with every call). A name
+ * close to a known one is still refused, since it is almost surely a typo
+ * whose value would otherwise be dropped without a word (timeout for
+ * timeout_s).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "log.h"
 #include "schema.h"
 
-static int check(const json_t *schema, const json_t *value, const char *path, int depth, struct err *err);
+/* Names longer than this are never "close" (and the distance table stays small). */
+#define NAME_CLOSE_MAX 64
+
+static int check(const json_t *schema, json_t *value, const char *path, int depth, struct err *err);
 static bool type_matches(const char *type, const json_t *value);
+static bool integral(const json_t *value);
+static json_t *as_integer(const json_t *schema, const json_t *value);
 static const char *type_of(const json_t *value);
 static int lint(const json_t *schema, const char *path, int depth, struct err *err);
+
+/* Optimal string alignment distance of a and b (adjacent swaps count 1), case folded. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b);
+	unsigned char d[NAME_CLOSE_MAX + 1][NAME_CLOSE_MAX + 1]; /* 4 KiB: worker stacks are small */
+
+	for (size_t i = 0; i <= na; i++)
+		d[i][0] = (unsigned char)i;
+	for (size_t j = 0; j <= nb; j++)
+		d[0][j] = (unsigned char)j;
+	for (size_t i = 1; i <= na; i++) {
+		for (size_t j = 1; j <= nb; j++) {
+			int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+			unsigned best = d[i - 1][j - 1] + (unsigned)(ca != cb);
+			if (d[i - 1][j] + 1u < best)
+				best = d[i - 1][j] + 1u;
+			if (d[i][j - 1] + 1u < best)
+				best = d[i][j - 1] + 1u;
+			if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+			    tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1u < best)
+				best = d[i - 2][j - 2] + 1u;
+			d[i][j] = (unsigned char)best;
+		}
+	}
+	return d[na][nb];
+}
+
+/*
+ * The known property that key is probably a misspelling of, or NULL: the same
+ * name in another case, or at most 2 edits away (1 for names of up to 4
+ * characters, where 2 edits reach unrelated words).
+ */
+static const char *close_name(const json_t *props, const char *key)
+{
+	const char *name;
+	const json_t *v;
+
+	if (strlen(key) > NAME_CLOSE_MAX)
+		return NULL;
+	json_object_foreach ((json_t *)props, name, v) {
+		if (strlen(name) > NAME_CLOSE_MAX)
+			continue;
+		if (edit_distance(key, name) <= (strlen(name) <= 4 ? 1u : 2u))
+			return name;
+	}
+	return NULL;
+}
 
 static const char *type_of(const json_t *v)
 {
@@ -38,6 +100,26 @@ static const char *type_of(const json_t *v)
 	return "unknown";
 }
 
+/* A real that is a whole number json_int_t holds (4096.0, 1e3; not 1.5, not 1e300). */
+static bool integral(const json_t *v)
+{
+	double d = json_real_value(v);
+	return json_is_real(v) && floor(d) == d && d >= -9223372036854775808.0 && d < 9223372036854775808.0;
+}
+
+/*
+ * The integer an integral real stands for where the schema asks for an
+ * integer (a new reference), else NULL: the tools read integers with
+ * json_integer_value, which gives 0 for a real.
+ */
+static json_t *as_integer(const json_t *schema, const json_t *v)
+{
+	const char *type = json_string_value(json_object_get(schema, "type"));
+	if (!type || strcmp(type, "integer") != 0 || !integral(v))
+		return NULL;
+	return json_integer((json_int_t)json_real_value(v));
+}
+
 static bool type_matches(const char *type, const json_t *v)
 {
 	if (strcmp(type, "object") == 0)
@@ -47,7 +129,7 @@ static bool type_matches(const char *type, const json_t *v)
 	if (strcmp(type, "string") == 0)
 		return json_is_string(v);
 	if (strcmp(type, "integer") == 0)
-		return json_is_integer(v) || (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v));
+		return json_is_integer(v) || integral(v);
 	if (strcmp(type, "number") == 0)
 		return json_is_number(v);
 	if (strcmp(type, "boolean") == 0)
@@ -57,7 +139,7 @@ static bool type_matches(const char *type, const json_t *v)
 	return false;
 }
 
-static int check(const json_t *schema, const json_t *value, const char *path, int depth, struct err *err)
+static int check(const json_t *schema, json_t *value, const char *path, int depth, struct err *err)
 {
 	if (depth > SCHEMA_DEPTH_MAX)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s is nested too deeply", path);
@@ -117,13 +199,16 @@ static int check(const json_t *schema, const json_t *value, const char *path, in
 				       (long long)json_integer_value(mx));
 		if (json_is_object(items)) {
 			size_t i;
-			const json_t *el;
+			json_t *el;
 			json_array_foreach (value, i, el) {
 				char sub[256];
 				snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
 				int r = check(items, el, sub, depth + 1, err);
 				if (r < 0)
 					return r;
+				json_t *n = as_integer(items, el);
+				if (n)
+					json_array_set_new(value, i, n);
 			}
 		}
 	}
@@ -140,28 +225,39 @@ static int check(const json_t *schema, const json_t *value, const char *path, in
 					       path[0] ? path : "", path[0] ? "." : "", json_string_value(name));
 		}
 		const char *key;
-		const json_t *v;
-		json_object_foreach ((json_t *)value, key, v) {
+		json_t *v;
+		json_object_foreach (value, key, v) {
 			char sub[256];
 			snprintf(sub, sizeof(sub), "%s%s%s", path[0] ? path : "", path[0] ? "." : "", key);
 			const json_t *ps = json_object_get(props, key);
 			if (!ps && json_is_object(addl))
 				ps = addl; /* a schema for every other property */
 			if (!ps) {
-				if (json_is_false(addl))
+				if (!json_is_false(addl))
+					continue;
+				const char *near = close_name(props, key);
+				if (near)
+					return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+						       "unknown argument '%s': did you mean '%s'?", sub, near);
+				if (depth > 0)
 					return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 						       "unknown argument '%s'", sub);
+				/* a client's own addition (Gemini CLI's wait_for_previous): not ours to refuse */
+				log_debugf("ignoring unknown argument '%.200s'", sub);
 				continue;
 			}
 			int r = check(ps, v, sub, depth + 1, err);
 			if (r < 0)
 				return r;
+			json_t *n = as_integer(ps, v);
+			if (n)
+				json_object_set_new(value, key, n); /* replaces in place: the iteration goes on */
 		}
 	}
 	return 0;
 }
 
-int schema_validate(const json_t *schema, const json_t *value, struct err *err)
+int schema_validate(const json_t *schema, json_t *value, struct err *err)
 {
 	return check(schema, value, "arguments", 0, err);
 }

@@ -655,7 +655,7 @@ static bool spec_numeric(const char *spec)
  * user; a root group alone is replaced by the user's own number.
  */
 static int image_user(struct session_mgr *m, struct call *call, json_t *img, char *out, size_t outsz,
-		      struct err *err)
+		      bool *ret_fallback, struct err *err)
 {
 	const char *spec = json_string_value(json_object_get(json_object_get(img, "Config"), "User"));
 	const char *id = json_string_value(json_object_get(img, "Id"));
@@ -663,12 +663,15 @@ static int image_user(struct session_mgr *m, struct call *call, json_t *img, cha
 	unsigned long uid, gid;
 	int r;
 
+	*ret_fallback = true;
 	if (!spec || !*spec || !id || strlen(id) > 200)
 		return snprintf(out, outsz, "%s", SESSION_FALLBACK_USER) < (int)outsz ? 0 : -ENAMETOOLONG;
 	pthread_mutex_lock(&m->lock);
-	const char *known = json_string_value(json_object_get(m->users, id));
-	if (known)
-		snprintf(out, outsz, "%s", known);
+	json_t *known = json_object_get(m->users, id);
+	if (known) {
+		snprintf(out, outsz, "%s", json_string_value(json_object_get(known, "user")));
+		*ret_fallback = json_is_true(json_object_get(known, "fallback"));
+	}
 	pthread_mutex_unlock(&m->lock);
 	if (known)
 		return 0;
@@ -682,6 +685,7 @@ static int image_user(struct session_mgr *m, struct call *call, json_t *img, cha
 	buf_finish(&group);
 	if (r < 0)
 		return r;
+	*ret_fallback = uid == 0;
 	if (uid == 0)
 		snprintf(out, outsz, "%s", SESSION_FALLBACK_USER);
 	else
@@ -690,7 +694,7 @@ static int image_user(struct session_mgr *m, struct call *call, json_t *img, cha
 		log_infof("image %.80s runs as '%.40s', which is root's %s: sessions run as %s", id, spec,
 			  uid == 0 ? "uid" : "group", out);
 	pthread_mutex_lock(&m->lock);
-	json_object_set_new(m->users, id, json_string(out));
+	json_object_set_new(m->users, id, json_pack("{s:s, s:b}", "user", out, "fallback", *ret_fallback));
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
@@ -828,7 +832,8 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 		return r;
 
 	char user[sizeof(((struct session *)0)->user)];
-	r = image_user(m, call, img, user, sizeof(user), err);
+	bool fallback;
+	r = image_user(m, call, img, user, sizeof(user), &fallback, err);
 	if (r < 0) {
 		json_decref(img);
 		return r;
@@ -866,7 +871,7 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 		json_array_append_new(env, json_string_lossy(kv, strlen(kv)));
 		free(kv);
 	}
-	if (strcmp(s->user, SESSION_FALLBACK_USER) == 0)
+	if (fallback) /* the image's own user has a home; the fallback user may not */
 		json_array_append_new(env, json_string("HOME=/tmp"));
 	json_t *hc = json_pack(
 		"{s:s, s:[s], s:[s], s:I, s:I, s:I, s:I, s:b, s:b, s:{s:s}, s:{s:s, s:{}}, s:[{s:s, s:I, s:I}, "
@@ -1042,8 +1047,9 @@ int session_close(struct session_mgr *m, struct call *call, const char *ref, str
 
 json_t *session_json(const struct session *s)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:I, s:f, s:I, s:b, s:I, s:I, s:s}", "session_id", s->id,
-			 "name", s->name, "image", s->image, "container_id", s->container, "persistent",
+	/* s:s*: an unnamed session has no "name" (not "") */
+	return json_pack("{s:s, s:s*, s:s, s:s, s:b, s:s, s:I, s:f, s:I, s:b, s:I, s:I, s:s}", "session_id", s->id,
+			 "name", s->name[0] ? s->name : NULL, "image", s->image, "container_id", s->container, "persistent",
 			 s->persistent, "network", s->network, "memory_mb", (json_int_t)s->memory_mb, "cpus", s->cpus,
 			 "pids", (json_int_t)s->pids, "read_only", s->read_only, "created", (json_int_t)s->created,
 			 "last_used", (json_int_t)s->last_used, "user", s->user);

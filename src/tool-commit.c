@@ -7,7 +7,8 @@
  * session container's own keep-alive command and labels into it.  It never
  * takes the session's base tag, nor an existing tag sandbox-mcp did not make
  * (an image carrying the commit labels below, with that very tag as its
- * commit.ref), and it stays below the engine's layer limit: past
+ * commit.ref), nor a repository outside SANDBOX_COMMIT_REPOS (image.h); the
+ * image is made untagged and tagged once made. It stays below the engine's layer limit: past
  * SANDBOX_MAX_LAYERS the container's filesystem is exported and imported as
  * one layer instead.
  */
@@ -31,48 +32,20 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 static json_t *commit_config(json_t *parent, json_t *container, const struct session *s, const char *parent_id,
 			     const char *ref);
 static ssize_t export_source(void *arg, void *p, size_t n, struct err *err);
-static int flatten(struct tool_ctx *ctx, const struct session *s, const char *repo, const char *tag,
-		   const char *message, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
+static int flatten(struct tool_ctx *ctx, const struct session *s, const char *message, json_t *config,
+		   char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
 
 /*
- * The new image's config: the parent image's run settings, its labels plus
- * provenance, and every session label the container carries reset to the
- * parent's value (or ""), so the image does not pass for a session's
- * container (the engine merges the container's labels into a commit).
- * ref, the tag being made, is labelled too: a later commit may replace only
- * the image created under that very tag (image_replaceable).
+ * The new image's config (image_commit_config of the parent) with the
+ * provenance labels. ref, the tag being made, is labelled too: a later
+ * commit may replace only the image created under that very tag
+ * (image_replaceable).
  */
 static json_t *commit_config(json_t *parent, json_t *container, const struct session *s, const char *parent_id,
 			     const char *ref)
 {
-	json_t *pc = json_object_get(parent, "Config");
-	json_t *cc = json_object_get(container, "Config");
-	json_t *cfg = json_object();
-	const char *user = json_string_value(json_object_get(pc, "User"));
-	const char *wd = json_string_value(json_object_get(pc, "WorkingDir"));
-	json_t *v;
-
-	/* empty values would be filled in from the session's container: say the defaults outright */
-	json_object_set_new(cfg, "User", json_string(user && *user ? user : "root"));
-	json_object_set_new(cfg, "WorkingDir", json_string(wd && *wd ? wd : "/"));
-	v = json_object_get(pc, "Entrypoint");
-	json_object_set_new(cfg, "Entrypoint", json_is_array(v) ? json_deep_copy(v) : json_array());
-	v = json_object_get(pc, "Cmd");
-	json_object_set_new(cfg, "Cmd", json_is_array(v) ? json_deep_copy(v) : json_array());
-	/* the engine adds the container's variables (the session's env) to these */
-	v = json_object_get(pc, "Env");
-	if (json_is_array(v))
-		json_object_set_new(cfg, "Env", json_deep_copy(v));
-
-	json_t *plabels = json_object_get(pc, "Labels");
-	json_t *labels = json_is_object(plabels) ? json_deep_copy(plabels) : json_object();
-	const char *key;
-	json_object_foreach (json_object_get(cc, "Labels"), key, v) {
-		if (strncmp(key, SESSION_LABEL, strlen(SESSION_LABEL)) != 0)
-			continue;
-		const char *pv = json_string_value(json_object_get(plabels, key));
-		json_object_set_new(labels, key, json_string(pv ? pv : ""));
-	}
+	json_t *cfg = image_commit_config(parent, container);
+	json_t *labels = json_object_get(cfg, "Labels");
 	char created[32];
 	time_t now = time(NULL);
 	struct tm tm;
@@ -83,7 +56,6 @@ static json_t *commit_config(json_t *parent, json_t *container, const struct ses
 	json_object_set_new(labels, IMAGE_LABEL_CREATED, json_string(created));
 	json_object_set_new(labels, IMAGE_LABEL_VERSION, json_string(SANDBOX_VERSION));
 	json_object_set_new(labels, IMAGE_LABEL_REF, json_string(ref));
-	json_object_set_new(cfg, "Labels", labels);
 	return cfg;
 }
 
@@ -96,10 +68,10 @@ static ssize_t export_source(void *arg, void *p, size_t n, struct err *err)
 
 /*
  * Exports the container's filesystem (paused meanwhile, like a commit) and
- * imports it as a one-layer image with config's settings.
+ * imports it as a one-layer untagged image with config's settings.
  */
-static int flatten(struct tool_ctx *ctx, const struct session *s, const char *repo, const char *tag,
-		   const char *message, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
+static int flatten(struct tool_ctx *ctx, const struct session *s, const char *message, json_t *config,
+		   char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
 {
 	struct engine *e = ctx->svc->engine;
 	json_t *changes = image_changes(config);
@@ -114,7 +86,7 @@ static int flatten(struct tool_ctx *ctx, const struct session *s, const char *re
 	if (r == 0) {
 		r = engine_container_export(e, ctx->call, s->container, &src.b, err);
 		if (r == 0)
-			r = engine_image_import(e, ctx->call, repo, tag, message, argv, export_source, &src, ret_id,
+			r = engine_image_import(e, ctx->call, "", "", message, argv, export_source, &src, ret_id,
 						err);
 		engine_body_destroy(src.b);
 		if (engine_container_unpause(e, NULL, s->container, &uerr) < 0)
@@ -140,7 +112,8 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	err_clear(&e_);
 	if (!repo)
 		repo = IMAGE_COMMIT_REPOSITORY;
-	if (image_repository_check(repo, &e_) < 0 || (tag && image_tag_check(tag, &e_) < 0))
+	if (image_repository_check(repo, &e_) < 0 || (tag && image_tag_check(tag, &e_) < 0) ||
+	    image_ref_allowed(ctx->svc->cfg, repo, &e_) < 0)
 		return tool_fail(res, &e_);
 	if (tool_session(ctx, args, &s, res) < 0)
 		return 0;
@@ -158,7 +131,7 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			err_set(&e_, ERRCODE_ENGINE_ERROR, -EPROTO, "the session's container names no image");
 		goto fail;
 	}
-	if ((r = image_target_check(e, ctx->call, ref, s, parent_id, &e_)) < 0)
+	if ((r = image_target_check(e, ctx->call, ctx->svc->cfg, ref, s, parent_id, &e_)) < 0)
 		goto fail;
 	err_clear(&e_);
 
@@ -172,14 +145,21 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		json_t *cenv = json_object_get(json_object_get(container, "Config"), "Env");
 		if (json_is_array(cenv))
 			json_object_set(config, "Env", cenv);
-		r = flatten(ctx, s, repo, tag, message, config, id, &e_);
+		r = flatten(ctx, s, message, config, id, &e_);
 	} else {
-		r = engine_commit(e, ctx->call, s->container, repo, tag, message, config, id, &e_);
+		r = engine_commit(e, ctx->call, s->container, "", "", message, config, id, &e_);
 	}
 	json_decref(config);
 	if (r < 0) {
 		if (e_.code == ERRCODE_SESSION_NOT_FOUND)
 			session_forget(ctx->svc->sessions, s);
+		goto fail;
+	}
+	/* made untagged, tagged last: the tag names a finished image, checked right before */
+	if ((r = image_tag_checked(e, ctx->call, ctx->svc->cfg, id, repo, tag, s, parent_id, &e_)) < 0) {
+		struct err rerr;
+		if (engine_image_remove(e, NULL, id, &rerr) < 0)
+			log_warnf("session_commit: removing the untagged image %.19s: %s", id, rerr.msg);
 		goto fail;
 	}
 	int64_t ms = now_ms() - t0;
@@ -221,10 +201,11 @@ const struct tool_entry tool_session_commit_entry = {
 		       "image the session started from nor an existing image it did not create.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"repository\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Image "
-			"repository, lowercase (default " IMAGE_COMMIT_REPOSITORY ")\"},"
+			"repository, lowercase, one the server allows (SANDBOX_COMMIT_REPOS, by default starting with "
+			"sandbox-mcp-) (default " IMAGE_COMMIT_REPOSITORY "; at most 255 characters)\"},"
 			"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Image tag "
-			"(default: unique, from the session and the time)\"},"
-			"\"message\":{\"type\":\"string\",\"maxLength\":1000,\"description\":\"Commit message\"},"
+			"(default: unique, from the session and the time; at most 128 characters)\"},"
+			"\"message\":{\"type\":\"string\",\"maxLength\":1000,\"description\":\"Commit message (at most 1000 characters)\"},"
 			TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"image_id\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\"},"

@@ -125,7 +125,7 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 	}
 	json_object_set_new(out, "sessions_open", json_integer(session_count(ctx->svc->sessions)));
 	tool_structured(res, out);
-	tool_progress(ctx, 2, 2, "done");
+	/* no "done" progress: one sent with the result makes SDK 1.x clients report an error */
 	return 0;
 }
 
@@ -138,7 +138,7 @@ const struct tool_entry tool_env_info_entry = {
 		       "with docker_unavailable or image_not_found.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Also describe "
-			"this session (id or name; 'default' for the default one)\"}}}",
+			"this session (id or name; 'default' for the default one; at most 128 characters)\"}}}",
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{"
 		"\"server\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"

@@ -21,7 +21,18 @@
  *  - env (the container's variables the base image lacks), workdir, user;
  *    git clones recorded in the session's history as comments (their files,
  *    .git included, are part of the workspace).
- * Builds run with network "none", like the sessions. The build's context
+ * build: true never runs session content in the engine's builder, whose
+ * containers have none of the sessions' hardening (Docker's default
+ * capabilities, no no-new-privileges, no memory or pids limit, the default
+ * runtime) and which the build API cannot harden. The builder gets the
+ * Dockerfile with its RUN lines left out (FROM, LABEL, COPY, USER, ENV,
+ * WORKDIR execute nothing) and network "none"; each RUN line then runs, in
+ * order, in a transient session of that image (session_create: the
+ * session's own memory, CPU, runtime; the server's pids limit, no
+ * capabilities, no-new-privileges, the sandbox user), which is committed.
+ * The image is made untagged, its tag set last once image_target_check
+ * still allows it; a failed build removes only the images carrying its own
+ * random IMAGE_LABEL_BUILD, never one its output names. The build's context
  * is written to an unnamed temporary file as the workspace streams in and
  * sent from there in chunks, so memory stays at a few chunks whatever the
  * workspace's size (within SANDBOX_MAX_UPLOAD_MB).
@@ -33,10 +44,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "buildconf.h"
+#include "exec.h"
 #include "dockerfile.h"
 #include "files.h"
 #include "hostfs.h"
@@ -96,11 +109,11 @@ struct ctx_sink {
 	char path[PATHSAFE_MAX + 32];
 };
 
+/* The output of a build (the builder's, then the RUN steps'), for progress and for the error. */
 struct build_tail {
 	struct tool_ctx *ctx;
 	struct buf text; /* the last EXPORT_BUILD_TAIL bytes of output */
 	char step[160];	 /* the last "Step n/m : ..." line */
-	char last[16];	 /* the last step's image (" ---> <12 hex>"), the tip of the intermediate chain */
 };
 
 static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
@@ -315,26 +328,6 @@ static int base_freeze(struct tool_ctx *ctx, const char *image, json_t **ret, st
 	return r;
 }
 
-/*
- * After a failed or cancelled build: removes the images its finished steps
- * left (the tip of the chain, and with it its untagged parents), as a build
- * that never happened would. Never the base image, never a tagged one; one a
- * later image builds on (a cached step in use) stays, refused by the engine.
- */
-static void build_leftovers(struct engine *e, const char *last, const char *base_id)
-{
-	json_t *img = NULL;
-	struct err err;
-	if (!last[0] || strncmp(base_id, "sha256:", 7) != 0 || strncmp(base_id + 7, last, strlen(last)) == 0 ||
-	    engine_image_inspect(e, NULL, last, &img, &err) < 0)
-		return;
-	const char *id = json_string_value(json_object_get(img, "Id"));
-	if (id && json_array_size(json_object_get(img, "RepoTags")) == 0 && strcmp(id, base_id) != 0 &&
-	    engine_image_remove(e, NULL, id, &err) < 0)
-		log_debugf("session_export: leaving the failed build's image %.19s: %s", id, err.msg);
-	json_decref(img);
-}
-
 struct spill_src {
 	int fd;
 };
@@ -351,6 +344,38 @@ static ssize_t spill_source(void *arg, void *p, size_t n, struct err *err)
 	return k;
 }
 
+/* "<IMAGE_LABEL_BUILD>=<32 hex>": a label filter naming one build's images. */
+static void build_nonce(char *out, size_t outsz)
+{
+	unsigned char rnd[16];
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		/* never blocks or fails after boot; a time-based id still names only this build's images */
+		uint64_t t = (uint64_t)now_ms() ^ ((uint64_t)getpid() << 40);
+		for (size_t i = 0; i < sizeof(rnd); i++)
+			rnd[i] = (unsigned char)(t >> (8 * (i % 8))) ^ (unsigned char)i;
+	}
+	int n = snprintf(out, outsz, "%s=", IMAGE_LABEL_BUILD);
+	for (size_t i = 0; i < sizeof(rnd) && n > 0 && (size_t)n + 2 < outsz; i++)
+		n += snprintf(out + n, outsz - (size_t)n, "%02x", rnd[i]);
+}
+
+/* Sends output on as progress and keeps its last EXPORT_BUILD_TAIL bytes (at most twice that). */
+static void tail_add(struct build_tail *t, const char *s, size_t n)
+{
+	tool_progress_output(t->ctx, s, n);
+	if (n > EXPORT_BUILD_TAIL) {
+		s += n - EXPORT_BUILD_TAIL;
+		n = EXPORT_BUILD_TAIL;
+	}
+	if (t->text.len + n > 2 * EXPORT_BUILD_TAIL)
+		buf_consume(&t->text, t->text.len + n - EXPORT_BUILD_TAIL);
+	buf_append(&t->text, s, n);
+}
+
+/*
+ * A builder message: its text is kept and shown, never trusted (a step's
+ * output could say anything; only the final aux message names the image).
+ */
 static void build_message(void *arg, json_t *msg)
 {
 	struct build_tail *t = arg;
@@ -359,22 +384,140 @@ static void build_message(void *arg, json_t *msg)
 		s = json_string_value(json_object_get(msg, "error"));
 	if (!s)
 		return;
-	size_t n = strlen(s);
 	if (strncmp(s, "Step ", 5) == 0) {
 		size_t k = strcspn(s, "\n");
 		snprintf(t->step, sizeof(t->step), "%.*s", (int)k, s);
 	}
-	if (strncmp(s, " ---> ", 6) == 0 && n >= 18 && is_hex(s + 6, 12) && (n == 18 || s[18] == '\n'))
-		snprintf(t->last, sizeof(t->last), "%.12s", s + 6);
-	tool_progress_output(t->ctx, s, n);
-	/* keep the last EXPORT_BUILD_TAIL bytes (and at most twice that) */
-	if (n > EXPORT_BUILD_TAIL) {
-		s += n - EXPORT_BUILD_TAIL;
-		n = EXPORT_BUILD_TAIL;
+	tail_add(t, s, strlen(s));
+}
+
+static int run_data(void *arg, int stream, const char *p, size_t n)
+{
+	tail_add(arg, p, n);
+	return 0;
+}
+
+/* A silent step (a long setup.py) still shows the client that the call is alive. */
+static void run_tick(void *arg)
+{
+	struct build_tail *t = arg;
+	tool_progress_tick(t->ctx);
+}
+
+/*
+ * Files of the context under /tmp (local package sources outside the
+ * workspace) are in the built image, but hidden in a session by its /tmp
+ * tmpfs: they are written there again, from the session they came from.
+ */
+static int push_tmp_files(struct tool_ctx *ctx, struct session *s, struct session *t, json_t *outside,
+			  struct err *err)
+{
+	static const char put[] = "mkdir -p -- \"${1%/*}\" && cat > \"$1\"";
+	size_t i;
+	json_t *v;
+	json_array_foreach (outside, i, v) {
+		const char *path = json_string_value(v);
+		struct buf data;
+		uint64_t size;
+		unsigned mode;
+		if (strncmp(path, "/tmp/", 5) != 0)
+			continue;
+		int r = files_pull_file(ctx, s, path, 0, UINT64_MAX, files_max_bytes(ctx->svc->cfg), &data, &size, &mode, err);
+		if (r < 0)
+			return r;
+		const char *argv[] = { "/bin/sh", "-c", put, "sandbox-mcp-export", path, NULL };
+		struct exec_spec spec = { .argv = argv, .user = t->user, .stdin_data = data.data ? data.data : "",
+					  .stdin_len = data.len, .attach_stdin = true,
+					  .timeout_ms = (int)(ctx->svc->cfg->timeout_s * 1000), .cap = 4096 };
+		struct exec_result xr;
+		r = exec_run(ctx->svc->engine, ctx->call, t->container, &spec, &xr, err);
+		if (r == 0 && xr.exit_code != 0)
+			r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "writing %s into the build container failed (exit %d)",
+				    path, xr.exit_code);
+		exec_result_finish(&xr);
+		buf_finish(&data);
+		if (r < 0)
+			return r;
 	}
-	if (t->text.len + n > 2 * EXPORT_BUILD_TAIL)
-		buf_consume(&t->text, t->text.len + n - EXPORT_BUILD_TAIL);
-	buf_append(&t->text, s, n);
+	return 0;
+}
+
+/* Runs each of runs ({step, cmd}) with `sh -c` in t, in wd, as a builder would. 0 or -errno. */
+static int run_steps(struct tool_ctx *ctx, struct session *t, json_t *runs, size_t steps, const char *wd,
+		     struct build_tail *bt, struct err *err)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach (runs, i, v) {
+		const char *cmd = json_string_value(json_object_get(v, "cmd"));
+		snprintf(bt->step, sizeof(bt->step), "Step %lld/%zu : RUN %s",
+			 (long long)json_integer_value(json_object_get(v, "step")), steps, cmd);
+		tool_progress_stage(ctx, bt->step);
+		const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+		struct exec_spec spec = { .argv = argv, .user = t->user, .workdir = wd,
+					  .timeout_ms = ENGINE_LONG_TIMEOUT_MS, .cap = 4096, .on_data = run_data,
+					  .on_tick = run_tick, .arg = bt };
+		struct exec_result xr;
+		int r = exec_run(ctx->svc->engine, ctx->call, t->container, &spec, &xr, err);
+		if (r == 0 && xr.cancelled)
+			r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+		else if (r == 0 && xr.timed_out)
+			r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the step ran longer than %d minutes",
+				    ENGINE_LONG_TIMEOUT_MS / 60000);
+		else if (r == 0 && xr.exit_code != 0)
+			r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
+				    "the command returned a non-zero code: %d (run as %s in a container with the "
+				    "session's hardening)",
+				    xr.exit_code, t->user);
+		exec_result_finish(&xr);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * The RUN steps of an export: in a transient session of the built image
+ * (image_id, replaced by the commit's), with s's limits and runtime, then
+ * committed with the built image's settings. The session is closed in
+ * every case. 0 or -errno.
+ */
+static int hardened_steps(struct tool_ctx *ctx, struct session *s, json_t *runs, size_t steps, const char *wd,
+			  json_t *outside, struct build_tail *bt, char image_id[ENGINE_IMAGE_ID_MAX], struct err *err)
+{
+	struct engine *e = ctx->svc->engine;
+	struct session_opts o = { .image = image_id, .transient = true, .memory_mb = s->memory_mb, .cpus = s->cpus,
+				  .runtime = s->runtime[0] ? s->runtime : NULL };
+	struct session *t;
+	char tid[SESSION_ID_LEN + 1], id[ENGINE_IMAGE_ID_MAX];
+	json_t *img = NULL, *ct = NULL;
+	struct err cerr;
+
+	bt->step[0] = '\0'; /* the builder's last step is done: a failure from here is not its */
+	tool_progress_stage(ctx, "running the RUN steps in a container with the session's hardening");
+	int r = session_create(ctx->svc->sessions, ctx->call, &o, &t, err);
+	if (r < 0)
+		return r;
+	snprintf(tid, sizeof(tid), "%s", t->id);
+	r = push_tmp_files(ctx, s, t, outside, err);
+	if (r == 0)
+		r = run_steps(ctx, t, runs, steps, wd, bt, err);
+	if (r == 0 && (r = engine_image_inspect(e, ctx->call, image_id, &img, err)) == 0)
+		r = engine_container_inspect(e, ctx->call, t->container, &ct, err);
+	if (r == 0) {
+		json_t *config = image_commit_config(img, ct);
+		tool_progress_stage(ctx, "committing the build container");
+		r = engine_commit(e, ctx->call, t->container, "", "", NULL, config, id, err);
+		json_decref(config);
+		if (r == 0)
+			snprintf(image_id, ENGINE_IMAGE_ID_MAX, "%s", id);
+	}
+	json_decref(img);
+	json_decref(ct);
+	session_put(ctx->svc->sessions, t);
+	if (session_close(ctx->svc->sessions, NULL, tid, &cerr) < 0)
+		log_warnf("session_export: closing the build session %s: %s", tid, cerr.msg);
+	return r;
 }
 
 static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
@@ -388,10 +531,12 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	char real[PATH_MAX] = "", folder[NAME_MAX + 1] = "", deftag[IMAGE_TAG_MAX + 1];
 	char ref[IMAGE_REF_MAX + IMAGE_TAG_MAX + 2] = "", image_id[ENGINE_IMAGE_ID_MAX] = "";
 	json_t *container = NULL, *parent = NULL, *baseref = NULL, *mine = NULL, *theirs = NULL, *env = NULL;
-	json_t *labels = NULL;
+	json_t *labels = NULL, *runs = NULL;
 	struct hostfs_extract *x = NULL;
 	struct tar_writer *w = NULL;
-	struct buf tarbuf, df;
+	struct buf tarbuf, df, bdf;
+	char nonce[64] = "";
+	size_t steps = 0;
 	struct dockerfile_pip plan = { 0 };
 	struct ctx_sink sink = { 0 };
 	struct session *s = NULL;
@@ -403,14 +548,16 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	sink.spill_fd = -1;
 	/* unbounded while written (its inputs are bounded), checked against DOCKERFILE_MAX after */
 	buf_init(&df, SIZE_MAX);
+	buf_init(&bdf, SIZE_MAX);
 	sink.modes = json_array();
 	sink.archives = json_array();
 	sink.skipped = json_array();
 	if (!repo)
 		repo = IMAGE_EXPORT_REPOSITORY;
-	if (build && (image_repository_check(repo, &e_) < 0 || (tag && image_tag_check(tag, &e_) < 0)))
+	if (build && (image_repository_check(repo, &e_) < 0 || (tag && image_tag_check(tag, &e_) < 0) ||
+		      image_ref_allowed(cfg, repo, &e_) < 0))
 		goto fail;
-	if (host_dir && hostfs_open(ctx->svc->hostfs, host_dir, O_RDONLY | O_DIRECTORY, &dfd, real, sizeof(real), &e_) < 0)
+	if (host_dir && hostfs_open_dest(ctx->svc->hostfs, host_dir, &dfd, real, sizeof(real), &e_) < 0)
 		goto fail;
 	if (tool_session(ctx, args, &s, res) < 0) {
 		s = NULL;
@@ -435,8 +582,16 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			err_set(&e_, ERRCODE_ENGINE_ERROR, -EPROTO, "the session's container names no image");
 		goto fail;
 	}
-	if (build && image_target_check(e, ctx->call, ref, s, base_id, &e_) < 0)
+	if (build && image_target_check(e, ctx->call, ctx->svc->cfg, ref, s, base_id, &e_) < 0)
 		goto fail;
+	if (build && json_array_size(json_object_get(json_object_get(parent, "Config"), "OnBuild"))) {
+		/* FROM would run them in the builder, where nothing is hardened */
+		err_set(&e_, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			"the session's base image has ONBUILD triggers, which a build would run outside the session's "
+			"hardening: export without build (and build the Dockerfile yourself), or start the session "
+			"from an image without them");
+		goto fail;
+	}
 	const char *base_ref_id = "";
 	if (engine_image_inspect(e, ctx->call, s->image, &baseref, &e_) == 0)
 		base_ref_id = json_string_value(json_object_get(baseref, "Id"));
@@ -561,17 +716,34 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		.history = s->history,
 	};
 	dockerfile_write(&info, &df);
-	if (df.len > DOCKERFILE_MAX) {
+	if (build) {
+		/* the builder's Dockerfile: the same with this build's own label, without the RUN lines */
+		struct buf full;
+		buf_init(&full, SIZE_MAX);
+		build_nonce(nonce, sizeof(nonce));
+		json_t *blabels = json_deep_copy(labels);
+		json_object_set_new(blabels, IMAGE_LABEL_BUILD, json_string(strchr(nonce, '=') + 1));
+		info.labels = blabels;
+		dockerfile_write(&info, &full);
+		info.labels = labels;
+		json_decref(blabels);
+		runs = json_array();
+		steps = dockerfile_split(full.data, &bdf, runs);
+		buf_finish(&full);
+	}
+	if (df.len > DOCKERFILE_MAX || bdf.len > DOCKERFILE_MAX) {
 		err_set(&e_, ERRCODE_TOO_LARGE, -EMSGSIZE, "the Dockerfile would be larger than %u bytes",
 			DOCKERFILE_MAX);
 		goto fail;
 	}
-	struct tar_entry dfe = { .path = "Dockerfile", .type = TAR_TYPE_FILE, .size = df.len, .mode = 0644,
-				 .mtime = time(NULL) };
-	if (w && ((r = spill(&sink, tar_writer_add(w, &dfe, &e_), &e_)) < 0 ||
-		  (r = spill(&sink, tar_writer_data(w, df.data, df.len, &e_), &e_)) < 0 ||
+	struct tar_entry bdfe = { .path = "Dockerfile", .type = TAR_TYPE_FILE, .size = bdf.len, .mode = 0644,
+				  .mtime = time(NULL) };
+	if (w && ((r = spill(&sink, tar_writer_add(w, &bdfe, &e_), &e_)) < 0 ||
+		  (r = spill(&sink, tar_writer_data(w, bdf.data, bdf.len, &e_), &e_)) < 0 ||
 		  (r = spill(&sink, tar_writer_close(w, &e_), &e_)) < 0))
 		goto fail;
+	struct tar_entry dfe = { .path = "Dockerfile", .type = TAR_TYPE_FILE, .size = df.len, .mode = 0644,
+				 .mtime = time(NULL) };
 	if (x) {
 		if ((r = sink.host->entry(sink.host->arg, &dfe, &e_)) < 0 ||
 		    (r == TAR_OK && ((r = sink.host->data(sink.host->arg, df.data, df.len, &e_)) < 0 ||
@@ -600,7 +772,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	if (build) {
 		struct build_tail bt = { .ctx = ctx };
 		buf_init(&bt.text, EXPORT_BUILD_TAIL * 3);
-		char eref[1024], elabels[4096];
+		char elabels[4096];
 		/*
 		 * The provenance labels are in the Dockerfile, right after FROM: every step's image carries
 		 * them. The reference is not (the Dockerfile may be built under any name): the build adds it
@@ -609,13 +781,13 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		json_t *reflabel = json_pack("{s:s}", IMAGE_LABEL_REF, ref);
 		_cleanup_free_ char *jlabels = json_dumps(reflabel, JSON_COMPACT);
 		json_decref(reflabel);
-		if (engine_url_escape(ref, eref, sizeof(eref)) < 0 || !jlabels ||
-		    engine_url_escape(jlabels, elabels, sizeof(elabels)) < 0) {
+		if (!jlabels || engine_url_escape(jlabels, elabels, sizeof(elabels)) < 0) {
 			buf_finish(&bt.text);
 			err_set(&e_, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image reference too long");
 			goto fail;
 		}
-		_cleanup_free_ char *query = xasprintf("t=%s&networkmode=none&rm=1&forcerm=1&labels=%s", eref, elabels);
+		/* no t=: the tag is set after the build, once image_tag_checked allows it */
+		_cleanup_free_ char *query = xasprintf("networkmode=none&rm=1&forcerm=1&labels=%s", elabels);
 		tool_progress_stage(ctx, "building the export");
 		int64_t t0 = now_ms();
 		struct spill_src src = { .fd = sink.spill_fd };
@@ -625,12 +797,20 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			goto fail;
 		}
 		r = engine_build(e, ctx->call, query, spill_source, &src, build_message, &bt, image_id, &e_);
+		const char *pwd = json_string_value(json_object_get(json_object_get(parent, "Config"), "WorkingDir"));
+		if (r == 0 && json_array_size(runs))
+			r = hardened_steps(ctx, s, runs, steps, pwd && *pwd ? pwd : "/", plan.outside, &bt, image_id, &e_);
 		build_ms = now_ms() - t0;
 		if (r < 0) {
-			build_leftovers(e, bt.last, base_id);
+			image_remove_labelled(e, nonce);
 			char msg[ERR_MSG_MAX];
 			snprintf(msg, sizeof(msg), "%s", e_.msg);
-			err_set(&e_, e_.code == ERRCODE_CANCELLED ? ERRCODE_CANCELLED : ERRCODE_ENGINE_ERROR, r,
+			/* cancelled, timed out, or no room for the build's session: the caller's next step differs */
+			enum errcode code = e_.code == ERRCODE_CANCELLED || e_.code == ERRCODE_TIMEOUT ||
+							    e_.code == ERRCODE_SESSION_LIMIT
+						    ? e_.code
+						    : ERRCODE_ENGINE_ERROR;
+			err_set(&e_, code, r,
 				"the build of the export failed%s%s: %s. The Dockerfile is below; fix the session (or build "
 				"it yourself with network access) and try again",
 				bt.step[0] ? " at " : "", bt.step, msg);
@@ -643,6 +823,10 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			goto out;
 		}
 		buf_finish(&bt.text);
+		if ((r = image_tag_checked(e, ctx->call, cfg, image_id, repo, tag, s, base_id, &e_)) < 0) {
+			image_remove_labelled(e, nonce);
+			goto fail;
+		}
 	}
 
 	tool_text(res, "%s", df.data);
@@ -693,6 +877,8 @@ out:
 		close(sink.spill_fd);
 	buf_finish(&tarbuf);
 	buf_finish(&df);
+	buf_finish(&bdf);
+	json_decref(runs);
 	dockerfile_pip_finish(&plan);
 	json_decref(sink.modes);
 	json_decref(sink.archives);
@@ -720,13 +906,14 @@ const struct tool_entry tool_session_export_entry = {
 		"for session_create {image}.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"host_dir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
-			"path of a host folder (inside SANDBOX_HOST_DIRS) to write a new export folder into\"},"
+			"path of a host folder (inside SANDBOX_HOST_DIRS) to write a new export folder into (at most 4096 characters)\"},"
 			"\"build\":{\"type\":\"boolean\",\"description\":\"Also build the export as an image (offline, "
 			"default false)\"},"
 			"\"repository\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Repository "
-			"of the built image (default " IMAGE_EXPORT_REPOSITORY ")\"},"
+			"of the built image, one the server allows (SANDBOX_COMMIT_REPOS, by default starting with "
+			"sandbox-mcp-) (default " IMAGE_EXPORT_REPOSITORY "; at most 255 characters)\"},"
 			"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Tag of the built "
-			"image (default: unique)\"}," TOOL_SESSION_ARG "}}",
+			"image (default: unique; at most 128 characters)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"dockerfile\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},\"dirs\":{\"type\":\"integer\"},"
 			 "\"context_bytes\":{\"type\":\"integer\"},\"base_image\":{\"type\":\"string\"},"

@@ -262,6 +262,35 @@ static int file_write(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	return 0;
 }
 
+/*
+ * Text file_read returns when no length is given: Claude Code shows the model
+ * only a 2 KB preview of a result over ~50 KB (TOOL_RESULT_BUDGET), so a long
+ * text comes in parts, each ending on a line, and the result names the offset
+ * of the next.
+ */
+#define FILE_READ_TEXT_DEFAULT (32u << 10)
+
+/* How much of a text of n bytes to show without a length: all, or a part ending on a line or a character. */
+static size_t text_part(const char *path, const char *data, size_t n)
+{
+	bool text, image;
+
+	if (n <= FILE_READ_TEXT_DEFAULT)
+		return n;
+	(void)files_mime(path, data, n, &text, &image);
+	if (!text)
+		return n;
+	size_t k = FILE_READ_TEXT_DEFAULT;
+	while (k > FILE_READ_TEXT_DEFAULT / 2 && data[k - 1] != '\n')
+		k--;
+	if (k > FILE_READ_TEXT_DEFAULT / 2)
+		return k;
+	k = FILE_READ_TEXT_DEFAULT;
+	while (k > 0 && ((unsigned char)data[k] & 0xC0) == 0x80)
+		k--;
+	return k;
+}
+
 static int file_read(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
 	const struct config *cfg = ctx->svc->cfg;
@@ -285,7 +314,12 @@ static int file_read(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 		session_put(ctx->svc->sessions, s);
 		return tool_fail(res, &e);
 	}
-	files_render_content(ctx, res, s, path, data.data ? data.data : "", data.len, size, offset, joff || jlen);
+	size_t n = jlen ? data.len : text_part(path, data.data ? data.data : "", data.len);
+	files_render_content(ctx, res, s, path, data.data ? data.data : "", n, size, offset,
+			     joff || jlen || n < data.len);
+	if (n < data.len)
+		tool_text(res, "The file goes on: file_read with offset %llu reads the next part",
+			  (unsigned long long)(offset + n));
 	buf_finish(&data);
 	session_put(ctx->svc->sessions, s);
 	return 0;
@@ -447,7 +481,7 @@ static int file_delete(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 
 #define PATH_ARG(what)                                                                                              \
 	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"" what                    \
-	" (relative to /workspace, or absolute)\"}"
+	" (relative to /workspace, or absolute; at most 4096 characters)\"}"
 
 const struct tool_entry tool_file_read_entry = {
 	.name = "file_read",
@@ -458,9 +492,9 @@ const struct tool_entry tool_file_read_entry = {
 		"length (bytes) to read part of a large file. Relative paths are in /workspace.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
 			PATH_ARG("File to read") ","
-			"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"First byte to return (default 0)\"},"
+			"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"First byte to return (0 or more, default 0)\"},"
 			"\"length\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Bytes to return (default: to the "
-			"end)\"}," TOOL_SESSION_ARG "}}",
+			"end; 0 or more)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = NULL, /* may return images */
 	.group = TOOL_GROUP_FILES,
 	.read_only = true,
@@ -487,7 +521,7 @@ const struct tool_entry tool_file_write_entry = {
 			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace an existing file (default "
 			"true)\"},"
 			"\"mode\":{\"type\":\"string\",\"minLength\":3,\"maxLength\":4,\"description\":\"Permissions in "
-			"octal, e.g. \\\"755\\\"\"}," TOOL_SESSION_ARG "}}",
+			"octal, e.g. \\\"755\\\" (3 to 4 characters)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},\"mode\":{\"type\":\"string\"}}}",
 	.group = TOOL_GROUP_FILES,
@@ -511,12 +545,12 @@ const struct tool_entry tool_file_patch_entry = {
 		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"patches\"],"
 		"\"properties\":{" PATH_ARG("File to patch") ","
 		"\"patches\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":100,\"description\":\"Replacements, "
-		"applied in order\",\"items\":{\"type\":\"object\",\"additionalProperties\":false,"
+		"applied in order (at most 100 items)\",\"items\":{\"type\":\"object\",\"additionalProperties\":false,"
 		"\"required\":[\"old\",\"new\"],\"properties\":{"
 		"\"old\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Exact text to find\"},"
 		"\"new\":{\"type\":\"string\",\"description\":\"Text to put in its place\"},"
 		"\"count\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"How many times old must occur "
-		"(all are replaced; default 1)\"}}}}," TOOL_SESSION_ARG "}}",
+		"(all are replaced; default 1; at least 1)\"}}}}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},"
 			 "\"patches\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"

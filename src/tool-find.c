@@ -293,9 +293,9 @@ const struct tool_entry tool_file_list_entry = {
 		       "'.') only with hidden: true.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Directory "
-			"(relative to /workspace, or absolute; default /workspace)\"},"
+			"(relative to /workspace, or absolute; default /workspace; at most 4096 characters)\"},"
 			"\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":20,\"description\":\"Levels to descend "
-			"(default 1)\"},"
+			"(default 1; from 1 to 20)\"},"
 			"\"hidden\":{\"type\":\"boolean\",\"description\":\"Include hidden entries (default false)\"},"
 			TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
@@ -320,14 +320,14 @@ const struct tool_entry tool_file_search_entry = {
 		       "each match, max_results at most (default 100). glob limits the files searched, e.g. \"*.py\".",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"pattern\"],\"properties\":{"
 			"\"pattern\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Regular "
-			"expression\"},"
+			"expression (at most 4096 characters)\"},"
 			"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"File or "
-			"directory to search (default /workspace)\"},"
+			"directory to search (default /workspace; at most 4096 characters)\"},"
 			"\"glob\":{\"type\":\"string\",\"maxLength\":256,\"description\":\"Only files whose name matches, "
-			"e.g. \\\"*.py\\\"\"},"
+			"e.g. \\\"*.py\\\" (at most 256 characters)\"},"
 			"\"ignore_case\":{\"type\":\"boolean\",\"description\":\"Case-insensitive (default false)\"},"
 			"\"max_results\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":\"Most "
-			"matches returned (default 100)\"}," TOOL_SESSION_ARG "}}",
+			"matches returned (default 100; from 1 to 1000)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"engine\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"},"
 			 "\"matches\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"

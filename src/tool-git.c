@@ -554,7 +554,7 @@ static int git_push(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 
 #define GIT_PATH_ARG                                                                                        \
 	"\"path\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"The repository folder (relative to " \
-	"/workspace, or absolute; default /workspace)\"}"
+	"/workspace, or absolute; default /workspace; at most 4096 characters)\"}"
 
 const struct tool_entry tool_git_clone_entry = {
 	.name = "git_clone",
@@ -564,10 +564,10 @@ const struct tool_entry tool_git_clone_entry = {
 		       "URLs of repositories in the sandbox always work.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"repo_url\"],\"properties\":{"
 			"\"repo_url\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"https://, ssh://, "
-			"git@host:path, file:// or a path in the sandbox\"},"
-			"\"branch\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Branch or tag to check out\"},"
+			"git@host:path, file:// or a path in the sandbox (at most 1024 characters)\"},"
+			"\"branch\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Branch or tag to check out (at most 200 characters)\"},"
 			"\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000000,\"description\":\"Shallow clone "
-			"of this many commits\"}," GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
+			"of this many commits (from 1 to 1000000)\"}," GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"commit\":{\"type\":\"string\"}}}",
 	.group = TOOL_GROUP_GIT,
@@ -624,8 +624,8 @@ const struct tool_entry tool_git_commit_entry = {
 	.description = "Stage every change (git add --all) and commit it in a repository in the sandbox, as author "
 		       "(\"Name <email>\", default sandbox-mcp <sandbox@localhost>). A clean tree is not an error.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"message\"],\"properties\":{"
-			"\"message\":{\"type\":\"string\",\"maxLength\":65536,\"description\":\"The commit message\"},"
-			"\"author\":{\"type\":\"string\",\"maxLength\":300,\"description\":\"Name <email>\"},"
+			"\"message\":{\"type\":\"string\",\"maxLength\":65536,\"description\":\"The commit message (at most 65536 characters)\"},"
+			"\"author\":{\"type\":\"string\",\"maxLength\":300,\"description\":\"Name <email> (at most 300 characters)\"},"
 			GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"commit\":{\"type\":\"string\"},\"committed\":{\"type\":\"boolean\"},"
@@ -645,9 +645,9 @@ const struct tool_entry tool_git_push_entry = {
 	.description = "Push a branch (default: the current one) of a repository in the sandbox to a remote "
 		       "(default origin). Remote URLs need a session with network; remotes in the sandbox always work.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-			"\"remote\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Remote name (default origin)\"},"
+			"\"remote\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Remote name (default origin; at most 200 characters)\"},"
 			"\"branch\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Branch (default: the current "
-			"one)\"}," GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
+			"one; at most 200 characters)\"}," GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"remote\":{\"type\":\"string\"},\"branch\":{\"type\":\"string\"},"
 			 "\"output\":{\"type\":\"string\"}}}",

@@ -225,7 +225,7 @@ static int file_download(struct tool_ctx *ctx, json_t *args, struct tool_result 
 	err_clear(&e);
 	if (files_resolve(cfg, json_string_value(json_object_get(args, "path")), false, path, sizeof(path), &e) < 0)
 		return tool_fail(res, &e);
-	if (hostfs_open(ctx->svc->hostfs, host_dir, O_RDONLY | O_DIRECTORY, &dfd, real, sizeof(real), &e) < 0)
+	if (hostfs_open_dest(ctx->svc->hostfs, host_dir, &dfd, real, sizeof(real), &e) < 0)
 		return tool_fail(res, &e);
 	const char *name = strrchr(path, '/') + 1;
 	if (hostfs_extract_begin(dfd, name, overwrite, &x, &e) < 0) {
@@ -293,14 +293,14 @@ const struct tool_entry tool_file_upload_entry = {
 	.name = "file_upload",
 	.title = "Copy a host file or folder into the sandbox",
 	.description = "Copy a file or folder from the host into the sandbox. host_path must be inside a host folder the "
-		       "server allows (SANDBOX_HOST_DIRS); symbolic links inside a folder are not followed. path is "
+		       "server allows (SANDBOX_HOST_DIRS); symbolic links and hard-linked files are not copied. path is "
 		       "where it lands (default /workspace/<its name>); existing files there are replaced unless "
 		       "overwrite is false. Modes are kept.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"host_path\"],\"properties\":{"
 			"\"host_path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
-			"host path of the file or folder\"},"
+			"host path of the file or folder (at most 4096 characters)\"},"
 			"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Destination in "
-			"the sandbox (relative to /workspace, or absolute)\"},"
+			"the sandbox (relative to /workspace, or absolute; at most 4096 characters)\"},"
 			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace what is at path (default true)\"},"
 			TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
@@ -319,17 +319,19 @@ const struct tool_entry tool_file_download_entry = {
 	.name = "file_download",
 	.title = "Copy a sandbox file or folder to the host",
 	.description = "Copy a file or folder out of the sandbox into host_dir, a host folder the server allows "
-		       "(SANDBOX_HOST_DIRS), under its own name. Refuses to replace an existing host file or folder "
-		       "unless overwrite is true. Links, devices and fifos are skipped and listed; files never get exec "
-		       "permission on the host.",
+		       "(SANDBOX_HOST_DIRS), under its own name. With overwrite: true it replaces only a file or folder "
+		       "that an earlier download wrote and nobody changed since, never other host files. Hidden names "
+		       "(.x) and version-control metadata (.git, ...) are never written, nor anything into a hidden "
+		       "folder. Links, devices and fifos are skipped and listed; files never get exec permission on the "
+		       "host.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"host_dir\"],"
 			"\"properties\":{"
 			"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"File or folder "
-			"in the sandbox (relative to /workspace, or absolute)\"},"
+			"in the sandbox (relative to /workspace, or absolute; at most 4096 characters)\"},"
 			"\"host_dir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
-			"path of an existing host folder to copy into\"},"
-			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace an existing host file or folder of "
-			"that name (default false)\"}," TOOL_SESSION_ARG "}}",
+			"path of an existing host folder to copy into (at most 4096 characters)\"},"
+			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace a host file or folder of that "
+			"name that an earlier download wrote (default false)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"host_path\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},"
 			 "\"dirs\":{\"type\":\"integer\"},\"bytes\":{\"type\":\"integer\"},\"warnings\":{\"type\":\"string\"},"

@@ -584,7 +584,7 @@ static int pip_status(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 
 #define PACKAGES_ARG(what)                                                                                    \
 	"\"packages\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\",\"maxLength\":1024}," \
-	"\"description\":\"" what "\"}"
+	"\"description\":\"" what " (at most 50 items, each at most 1024 characters)\"}"
 
 const struct tool_entry tool_pip_install_entry = {
 	.name = "pip_install",
@@ -598,9 +598,9 @@ const struct tool_entry tool_pip_install_entry = {
 		"Requirements (\\\"pandas\\\", \\\"numpy>=1.24,<2\\\") or paths in the sandbox to wheels, sdists or "
 		"project folders; one per item, no options") ","
 		"\"background\":{\"type\":\"boolean\",\"description\":\"Return at once; pip_status tells when it is done\"},"
-		"\"index_url\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"Package index URL (needs network)\"},"
+		"\"index_url\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"Package index URL (needs network; at most 1024 characters)\"},"
 		"\"find_links\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"A folder in the sandbox (or URL) "
-		"of wheels/sdists to install from\"},"
+		"of wheels/sdists to install from (at most 1024 characters)\"},"
 		"\"upgrade\":{\"type\":\"boolean\",\"description\":\"Upgrade packages already installed\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"state\":{\"type\":\"string\"},\"log\":{\"type\":\"string\"},"
@@ -676,7 +676,7 @@ const struct tool_entry tool_pip_status_entry = {
 		       "is installed now wins over an earlier background install's result.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"package\"],\"properties\":{"
 			"\"package\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"The package as given to "
-			"pip_install, or a package name\"}," TOOL_SESSION_ARG "}}",
+			"pip_install, or a package name (at most 1024 characters)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"package\":{\"type\":\"string\"},\"state\":{\"type\":\"string\",\"enum\":[\"installing\","
 			 "\"installed\",\"failed\",\"not_installed\"]},\"version\":{\"type\":\"string\"},"

@@ -315,6 +315,19 @@ static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	if (replaced)
 		tool_text(res, "Note: this session's previous Python interpreter had exited (e.g. its container was "
 			       "restarted), so the code ran in a new one: variables from earlier calls are gone.");
+	/* before the output: Claude Code shows the model only the first 2 KB of a large result */
+	json_t *saved = json_object_get(pr.result, "output_files");
+	const char *skey;
+	json_t *spath;
+	bool saved_cut = json_is_true(json_object_get(pr.result, "output_files_cut"));
+	json_object_foreach (saved, skey, spath)
+		if (json_is_string(spath))
+			tool_text(res, "The %s %s (%llu bytes) is saved at %s%s", saved_cut ? "start of" : "full", skey,
+				  (unsigned long long)(strcmp(skey, "stdout") == 0 ? pr.out.total : pr.err.total),
+				  json_string_value(spath),
+				  saved_cut ? " (a saved file stops at SANDBOX_OUTPUT_SAVE_MB; write big output to a "
+					      "file yourself)"
+					    : "");
 	add_output(res, "stdout:\n", &pr.out);
 	add_output(res, "stderr:\n", &pr.err);
 
@@ -332,21 +345,10 @@ static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	}
 	size_t dropped = pr.figures_dropped + (size_t)json_integer_value(json_object_get(pr.result, "figures_dropped"));
 	if (dropped)
-		tool_text(res, "%zu more figure%s not returned (at most %d per call, %u MB each): save them with "
-			       "savefig and read the files instead.",
+		tool_text(res,
+			  "%zu more figure%s not returned (at most %d per call, %u MB each): save them with "
+			  "savefig and read the files instead.",
 			  dropped, dropped == 1 ? " was" : "s were", PYREPL_FIGURES_MAX, PYREPL_FIGURE_MAX >> 20);
-	json_t *saved = json_object_get(pr.result, "output_files");
-	const char *skey;
-	json_t *spath;
-	bool saved_cut = json_is_true(json_object_get(pr.result, "output_files_cut"));
-	json_object_foreach (saved, skey, spath)
-		if (json_is_string(spath))
-			tool_text(res, "The %s %s (%llu bytes) is saved at %s%s", saved_cut ? "start of" : "full", skey,
-				  (unsigned long long)(strcmp(skey, "stdout") == 0 ? pr.out.total : pr.err.total),
-				  json_string_value(spath),
-				  saved_cut ? " (a saved file stops at SANDBOX_OUTPUT_SAVE_MB; write big output to a "
-					      "file yourself)"
-					    : "");
 	add_files(ctx, res, s, json_object_get(pr.result, "files"),
 		  json_is_true(json_object_get(pr.result, "files_incomplete")));
 
@@ -379,9 +381,9 @@ const struct tool_entry tool_run_python_entry = {
 		"\"code\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Python source (several statements; "
 		"the value of a final expression is returned)\"},"
 		"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name "
-		"(default: the default session)\"},"
+		"(default: the default session; at most 128 characters)\"},"
 		"\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"Interrupt the "
-		"code after this many seconds (default 60)\"},"
+		"code after this many seconds (default 60; from 1 to 86400)\"},"
 		"\"fresh\":{\"type\":\"boolean\",\"description\":\"Run in a new one-off interpreter, leaving the "
 		"session's persistent one untouched\"}}}",
 	.output_schema = NULL,

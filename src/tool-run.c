@@ -45,6 +45,59 @@ struct run_ctx {
 	struct spill spill[3]; /* by stream number: 1 stdout, 2 stderr */
 };
 
+/* Beyond this, stderr comes after stdout, with its tail repeated first. */
+#define RUN_STDERR_FIRST_MAX 1024
+
+/*
+ * The content blocks, short facts first: Claude Code shows the model only the
+ * first 2 KB of a large result, so the exit code, whether output was cut,
+ * where the full streams are saved and the end of stderr come before stdout.
+ */
+static void add_texts(struct tool_result *res, const struct run_ctx *rc, const struct buf *out, const struct buf *errb,
+		      json_t *files, bool truncated)
+{
+	const struct exec_result *xr = rc->res;
+	struct buf t;
+	const char *key;
+	json_t *path;
+
+	buf_init(&t, SIZE_MAX);
+	buf_printf(&t, "exit code %d (%.2f s)%s; stdout %llu bytes, stderr %llu bytes%s", xr->exit_code,
+		   (double)xr->duration_ms / 1000.0, xr->cancelled ? ", cancelled" : "",
+		   (unsigned long long)xr->out.total, (unsigned long long)xr->err.total,
+		   truncated ? " (truncated: each stream keeps its head and tail)" : "");
+	json_object_foreach (files, key, path) {
+		const struct spill *sp = &rc->spill[strcmp(key, "stdout") == 0 ? 1 : 2];
+		uint64_t total = strcmp(key, "stdout") == 0 ? xr->out.total : xr->err.total;
+		if (sp->cut)
+			buf_printf(&t,
+				   "\nThe first %llu of %llu bytes of %s are saved at %s (at most "
+				   "SANDBOX_OUTPUT_SAVE_MB=%llu MB per stream): redirect big output to a file yourself, "
+				   "e.g. cmd > out.txt",
+				   (unsigned long long)sp->written, (unsigned long long)total, key,
+				   json_string_value(path), (unsigned long long)rc->ctx->svc->cfg->output_save_mb);
+		else
+			buf_printf(&t, "\nThe full %s (%llu bytes) is saved at %s", key, (unsigned long long)total,
+				   json_string_value(path));
+	}
+	tool_text(res, "%s", t.data);
+	buf_finish(&t);
+	bool err_first = errb->len <= RUN_STDERR_FIRST_MAX;
+	if (errb->len && err_first)
+		tool_text_bytes(res, "stderr:\n", errb->data, errb->len);
+	else if (errb->len && out->len) {
+		size_t from = errb->len - RUN_STDERR_FIRST_MAX;
+		while (from < errb->len && ((unsigned char)errb->data[from] & 0xC0) == 0x80)
+			from++;
+		tool_text_bytes(res, "stderr ends with (all of it follows stdout):\n", errb->data + from,
+				errb->len - from);
+	}
+	if (out->len)
+		tool_text_bytes(res, "stdout:\n", out->data, out->len);
+	if (errb->len && !err_first)
+		tool_text_bytes(res, "stderr:\n", errb->data, errb->len);
+}
+
 static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 static int on_data(void *arg, int stream, const char *p, size_t n);
 static void on_tick(void *arg);
@@ -303,12 +356,11 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 			break;
 	}
 
-	json_t *st = json_pack("{s:s, s:i, s:o, s:o, s:I, s:b, s:b, s:I, s:I, s:b}", "session_id", s->id, "exit_code",
-			       xr.exit_code, "stdout", json_string_lossy(out.data ? out.data : "", out.len), "stderr",
-			       json_string_lossy(errb.data ? errb.data : "", errb.len), "duration_ms",
-			       (json_int_t)xr.duration_ms, "timed_out", xr.timed_out, "truncated", truncated,
-			       "stdout_bytes", (json_int_t)xr.out.total, "stderr_bytes", (json_int_t)xr.err.total,
-			       "restarted", xr.restarted);
+	/* the streams go in last (see below): Claude Code passes on only this object */
+	json_t *st = json_pack("{s:s, s:i, s:I, s:b, s:b, s:I, s:I, s:b}", "session_id", s->id, "exit_code",
+			       xr.exit_code, "duration_ms", (json_int_t)xr.duration_ms, "timed_out", xr.timed_out,
+			       "truncated", truncated, "stdout_bytes", (json_int_t)xr.out.total, "stderr_bytes",
+			       (json_int_t)xr.err.total, "restarted", xr.restarted);
 	json_t *files = json_object();
 	bool files_cut = false;
 	for (int k = 1; k <= 2; k++) {
@@ -379,27 +431,15 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 		tool_text(res, "Error (%s): %s", err_code, err_msg);
 	}
 
-	tool_text(res, "exit code %d (%.2f s)%s", xr.exit_code, (double)xr.duration_ms / 1000.0,
-		  xr.cancelled ? ", cancelled" : "");
-	if (out.len)
-		tool_text_bytes(res, "stdout:\n", out.data, out.len);
-	if (errb.len)
-		tool_text_bytes(res, "stderr:\n", errb.data, errb.len);
-	const char *key2;
-	json_t *path;
-	json_object_foreach (files, key2, path) {
-		const struct spill *sp = &rc.spill[strcmp(key2, "stdout") == 0 ? 1 : 2];
-		uint64_t total = strcmp(key2, "stdout") == 0 ? xr.out.total : xr.err.total;
-		if (sp->cut)
-			tool_text(res,
-				  "The first %llu of %llu bytes of %s are saved at %s (at most SANDBOX_OUTPUT_SAVE_MB=%llu "
-				  "MB per stream): redirect big output to a file yourself, e.g. cmd > out.txt",
-				  (unsigned long long)sp->written, (unsigned long long)total, key2,
-				  json_string_value(path), (unsigned long long)cfg->output_save_mb);
-		else
-			tool_text(res, "The full %s (%llu bytes) is saved at %s", key2, (unsigned long long)total,
-				  json_string_value(path));
-	}
+	/*
+	 * Claude Code and Codex give the model only structuredContent, as JSON.
+	 * Claude Code previews the first 2 KB of a large one; Codex keeps the
+	 * head and tail of one over ~12 KB and drops the middle. So the facts
+	 * above come first, and stderr, whose end says what went wrong, last.
+	 */
+	json_object_set_new(st, "stdout", json_string_lossy(out.data ? out.data : "", out.len));
+	json_object_set_new(st, "stderr", json_string_lossy(errb.data ? errb.data : "", errb.len));
+	add_texts(res, &rc, &out, &errb, files, truncated);
 	json_decref(files);
 	tool_structured(res, st);
 	buf_finish(&out);
@@ -423,14 +463,14 @@ const struct tool_entry tool_run_command_entry = {
 		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"command\"],\"properties\":{"
 		"\"command\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Shell command\"},"
 		"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name "
-		"(default: the default session)\"},"
+		"(default: the default session; at most 128 characters)\"},"
 		"\"workdir\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"Working directory inside "
-		"the workspace (relative to it, or absolute under it)\"},"
+		"the workspace (relative to it, or absolute under it; at most 4096 characters)\"},"
 		"\"env\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":{\"type\":\"string\"},"
 		"\"description\":\"Extra environment variables\"},"
 		"\"stdin\":{\"type\":\"string\",\"description\":\"Text fed to the command's standard input\"},"
 		"\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"Kill the "
-		"command after this many seconds (default 60)\"}}}",
+		"command after this many seconds (default 60; from 1 to 86400)\"}}}",
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 		"\"exit_code\":{\"type\":\"integer\"},\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"

@@ -12,7 +12,9 @@ static int session_list_tool(struct tool_ctx *ctx, json_t *args, struct tool_res
 static int session_close_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 
 #define SESSION_PROPS                                                                                               \
-	"\"session_id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"image\":{\"type\":\"string\"},"      \
+	"\"session_id\":{\"type\":\"string\"},"                                                                     \
+	"\"name\":{\"type\":\"string\",\"description\":\"absent when the session has none\"},"                         \
+	"\"image\":{\"type\":\"string\"},"                                                                          \
 	"\"container_id\":{\"type\":\"string\"},\"persistent\":{\"type\":\"boolean\"},"                            \
 	"\"network\":{\"type\":\"string\"},\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},"    \
 	"\"pids\":{\"type\":\"integer\"},\"read_only\":{\"type\":\"boolean\"},\"created\":{\"type\":\"integer\"}," \
@@ -119,10 +121,11 @@ const struct tool_entry tool_session_create_entry = {
 	.input_schema =
 		"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 		"\"image\":{\"type\":\"string\",\"maxLength\":255,\"description\":\"Docker image (default: the "
-		"server's sandbox image with Python and data libraries). One that is missing is pulled when the "
-		"operator's image policy allows it (env_info images lists the local ones and the policy)\"},"
+		"server's sandbox image with Python and data libraries; at most 255 characters). One that is "
+		"missing is pulled when the operator's image policy allows it (env_info images lists the local "
+		"ones and the policy)\"},"
 		"\"name\":{\"type\":\"string\",\"maxLength\":63,\"description\":\"A name usable wherever "
-		"session_id is\"},"
+		"session_id is (at most 63 characters)\"},"
 		"\"persistent\":{\"type\":\"boolean\",\"description\":\"Keep the session when the server exits "
 		"(default false)\"},"
 		"\"network\":{\"type\":\"string\",\"maxLength\":63,\"description\":\"'none' (default), or a Docker "
@@ -131,9 +134,9 @@ const struct tool_entry tool_session_create_entry = {
 		"\"env\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":{\"type\":\"string\"},"
 		"\"description\":\"Environment variables for everything run in the session\"},"
 		"\"memory_mb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576,\"description\":\"Memory "
-		"limit, MB (default and most allowed: env_info limits.memory_mb and max_memory_mb)\"},"
+		"limit, MB (default and most allowed: env_info limits.memory_mb and max_memory_mb; from 16 to 1048576)\"},"
 		"\"cpus\":{\"type\":\"number\",\"minimum\":0.01,\"maximum\":256,\"description\":\"CPU limit "
-		"(default and most allowed: env_info limits.cpus and max_cpus)\"},"
+		"(default and most allowed: env_info limits.cpus and max_cpus; from 0.01 to 256)\"},"
 		"\"read_only\":{\"type\":\"boolean\",\"description\":\"Read-only root filesystem (the workspace "
 		"and /tmp stay writable)\"}}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{" SESSION_PROPS
@@ -174,7 +177,7 @@ const struct tool_entry tool_session_close_entry = {
 		       "Without session_id, closes the default session.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or "
-			"name\"}}}",
+			"name (at most 128 characters)\"}}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"closed\":{\"type\":\"boolean\"}}}",
 	.group = TOOL_GROUP_SESSION,

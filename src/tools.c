@@ -7,10 +7,12 @@
  * validate structuredContent against the outputSchema even when isError is set.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "buf.h"
 #include "log.h"
 #include "rpc.h"
 #include "schema.h"
@@ -56,8 +58,9 @@ static struct parsed_schemas schemas[ARRAY_SIZE(tool_table)];
 static const char error_schema[] =
 	"{\"type\":\"object\",\"description\":\"Present when the call failed\","
 	"\"properties\":{\"code\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"},"
-	"\"output\":{\"type\":\"string\",\"description\":\"The end of the failed program's output (pip_failed, "
-	"git_failed)\"}}}";
+	"\"output\":{\"type\":\"string\",\"description\":\"What the failed call printed: the end of pip's or "
+	"git's output, or the result's text (stdout, stderr, traceback) for clients that show only "
+	"structuredContent\"}}}";
 
 static size_t tool_index(const struct tool_entry *t);
 
@@ -228,6 +231,7 @@ void tool_progress(struct tool_ctx *ctx, double progress, double total, const ch
 	if (message)
 		json_object_set_new(p, "message", json_string_lossy(message, strlen(message)));
 	(void)out_send_new(ctx->svc->out, rpc_notification("notifications/progress", p));
+	ctx->progress_sent_ms = now_ms();
 }
 
 /* Progress at most this often while output flows, and this often when it is quiet (ms). */
@@ -363,4 +367,161 @@ void tool_text_bytes(struct tool_result *res, const char *label, const char *p, 
 	json_array_append_new(res->content,
 			      json_pack("{s:s, s:o}", "type", "text", "text", json_string_lossy(b.data, b.len)));
 	buf_finish(&b);
+}
+
+/*
+ * A result waits this long after its call's last progress notification. The
+ * TypeScript SDK 1.x (and so Claude Code) handles a notification in a
+ * microtask but a response at once, dropping the request's progress handler:
+ * when both arrive in one read, the notification finds no handler and the
+ * client reports "unknown token" as a transport error. A pause lets the
+ * client read them apart.
+ */
+#define TOOL_PROGRESS_SETTLE_MS 100
+
+static void settle_progress(const struct tool_ctx *ctx)
+{
+	if (!ctx->progress_sent_ms)
+		return;
+	int64_t wait = ctx->progress_sent_ms + TOOL_PROGRESS_SETTLE_MS - now_ms();
+	if (wait > 0)
+		(void)poll(NULL, 0, (int)wait);
+}
+
+/* s[0..len) with its middle cut to keep about keep bytes, cut on UTF-8 character starts. */
+static json_t *cut_middle(const char *s, size_t len, size_t keep, const char *why)
+{
+	if (len <= keep)
+		return json_stringn(s, len);
+	size_t head = keep / 2, tail = len - keep / 2;
+	while (head > 0 && ((unsigned char)s[head] & 0xC0) == 0x80)
+		head--;
+	while (tail < len && ((unsigned char)s[tail] & 0xC0) == 0x80)
+		tail++;
+	struct buf b;
+	buf_init(&b, SIZE_MAX);
+	(void)buf_append(&b, s, head);
+	buf_printf(&b, "\n[... %zu bytes cut %s ...]\n", tail - head, why);
+	(void)buf_append(&b, s + tail, len - tail);
+	json_t *j = json_string_lossy(b.data, b.len);
+	buf_finish(&b);
+	return j;
+}
+
+static bool block_is(const json_t *block, const char *type)
+{
+	const char *t = json_string_value(json_object_get(block, "type"));
+	return t && strcmp(t, type) == 0;
+}
+
+/*
+ * Codex CLI shows the model only structuredContent when a result has it, so a
+ * failure whose details are only in the content text (run_python's output
+ * and traceback, a file tool's hint) reached it as a bare code and message.
+ * Copies that text into error.output, its middle cut to cap bytes. Results
+ * that carry more than the error (run_command's stdout and stderr) or an
+ * output already (pip, git) are left alone.
+ */
+static void fold_failure(struct tool_result *res, size_t cap)
+{
+	json_t *error = json_object_get(res->structured, "error");
+	if (!json_is_object(error) || json_object_size(res->structured) != 1 || json_object_get(error, "output"))
+		return;
+	struct buf t;
+	size_t i, images = 0;
+	json_t *block;
+	buf_init(&t, SIZE_MAX);
+	json_array_foreach (res->content, i, block) {
+		const char *text = json_string_value(json_object_get(block, "text"));
+		images += block_is(block, "image");
+		/* the "Error (code): message" block says what error.message says */
+		if (!block_is(block, "text") || !text || strncmp(text, "Error (", 7) == 0)
+			continue;
+		buf_printf(&t, "%s%s", t.len ? "\n" : "", text);
+	}
+	if (images)
+		buf_printf(&t, "%s[%zu image%s in the result's content]", t.len ? "\n" : "", images,
+			   images == 1 ? "" : "s");
+	if (t.len)
+		json_object_set_new(error, "output", cut_middle(t.data, t.len, cap, "from the middle"));
+	buf_finish(&t);
+}
+
+/*
+ * Serialized size of the result's text: images and embedded resources (a
+ * file_read blob) are left out, since clients pass them on as data, not as
+ * text to preview, and they cannot be cut.
+ */
+static size_t text_size(const struct tool_result *res)
+{
+	size_t i, n = res->structured ? json_dumpb(res->structured, NULL, 0, JSON_COMPACT) : 0;
+	json_t *block;
+	json_array_foreach (res->content, i, block)
+		if (!block_is(block, "image") && !block_is(block, "resource"))
+			n += json_dumpb(block, NULL, 0, JSON_COMPACT);
+	return n;
+}
+
+struct biggest {
+	json_t *parent;
+	char key[64];
+	size_t size;
+};
+
+/* The largest string member of o (or of the objects in it, to depth 3). */
+static void find_biggest(json_t *o, int depth, struct biggest *b)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach (o, key, v) {
+		if (json_is_object(v) && depth < 3) {
+			find_biggest(v, depth + 1, b);
+		} else if (json_is_string(v) && strlen(key) < sizeof(b->key)) {
+			size_t n = json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+			if (n > b->size) {
+				b->parent = o;
+				snprintf(b->key, sizeof(b->key), "%s", key);
+				b->size = n;
+			}
+		}
+	}
+}
+
+/*
+ * Claude Code hands the model a 2 KB preview instead of a result over about
+ * 50 KB. The caps keep ordinary results well under that; output that escapes
+ * badly (control bytes become \u00XX, six times their size) could still pass
+ * it, so the largest strings lose their middles until the text fits.
+ */
+static void fit_budget(struct tool_result *res, size_t budget)
+{
+	for (int round = 0; round < 16; round++) {
+		size_t total = text_size(res);
+		if (total <= budget)
+			return;
+		struct biggest b = { 0 };
+		size_t i;
+		json_t *block;
+		json_array_foreach (res->content, i, block)
+			if (block_is(block, "text"))
+				find_biggest(block, 3, &b);
+		if (res->structured)
+			find_biggest(res->structured, 0, &b);
+		json_t *v = b.parent ? json_object_get(b.parent, b.key) : NULL;
+		if (!v || b.size < 512)
+			return; /* nothing left worth cutting */
+		size_t len = json_string_length(v), excess = total - budget + 256;
+		size_t keep = b.size > excess ? (size_t)((double)(b.size - excess) * (double)len / (double)b.size) : 0;
+		char why[96];
+		snprintf(why, sizeof(why), "to keep the result under %zu bytes", budget);
+		json_object_set_new(b.parent, b.key, cut_middle(json_string_value(v), len, keep, why));
+	}
+}
+
+void tool_result_seal(struct tool_ctx *ctx, struct tool_result *res)
+{
+	if (res->is_error)
+		fold_failure(res, ctx->svc->cfg->output_bytes);
+	fit_budget(res, TOOL_RESULT_BUDGET);
+	settle_progress(ctx);
 }

@@ -42,6 +42,7 @@ struct tool_ctx {
 	double last_progress;
 	/* for tool_progress_output/tick: when the call started, last sent, last output line */
 	int64_t started_ms, progress_ms;
+	int64_t progress_sent_ms; /* when the last progress notification went out (0: none) */
 	char last_line[160];
 	/* the entry's bulk_arg when mcp lifted it out of a big line (see tool_arg_string) */
 	const json_t *bulk_arg;
@@ -91,6 +92,19 @@ void tool_result_finish(struct tool_result *res);
 void tool_text(struct tool_result *res, const char *fmt, ...) PRINTF_LIKE(2, 3);
 /* Appends a text block of `label` followed by n bytes of p (any bytes: NUL and bad UTF-8 kept/replaced). */
 void tool_text_bytes(struct tool_result *res, const char *label, const char *p, size_t n);
+/*
+ * What a whole result (content text and structuredContent, serialized; images
+ * not counted) is kept under: Claude Code shows the model only a 2 KB preview
+ * of a result over about 50,000 bytes.
+ */
+#define TOOL_RESULT_BUDGET 48000
+/*
+ * Last step before a result is sent: a failure's details copied into
+ * structuredContent.error.output for clients that read only that (Codex),
+ * the text held under TOOL_RESULT_BUDGET, and a short wait when a progress
+ * notification for this call went out just before (see tools.c).
+ */
+void tool_result_seal(struct tool_ctx *ctx, struct tool_result *res);
 /* Sets structuredContent (steals obj). */
 void tool_structured(struct tool_result *res, json_t *obj);
 /* Turns res into a failed result carrying e's code and message; returns 0. */
@@ -141,7 +155,7 @@ char *tool_exec_output(const struct exec_result *xr, size_t *len);
 /* The session_id property of a tool's input schema (JSON text). */
 #define TOOL_SESSION_ARG                                                                                            \
 	"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name (default: the " \
-	"default session)\"}"
+	"default session; at most 128 characters)\"}"
 
 /* The tools, one entry each (tool-*.c). */
 extern const struct tool_entry tool_session_create_entry;

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -236,4 +237,46 @@ int thread_create_nosig(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(vo
 	int r = pthread_create(t, attr, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return r;
+}
+
+/* Depth past which json_real_digits stops looking (and answers 17, always exact). */
+#define REAL_DIGITS_DEPTH 64
+
+static int real_digits(const json_t *j, int depth)
+{
+	char b[40];
+	int most = 15;
+
+	if (depth > REAL_DIGITS_DEPTH)
+		return 17;
+	if (json_is_real(j)) {
+		double v = json_real_value(j);
+		for (int p = 15; p < 17; p++) {
+			snprintf(b, sizeof(b), "%.*g", p, v);
+			if (strtod(b, NULL) == v)
+				return p;
+		}
+		return 17;
+	}
+	if (json_is_object(j)) {
+		const char *k;
+		json_t *v;
+		json_object_foreach ((json_t *)j, k, v) {
+			int d = real_digits(v, depth + 1);
+			most = d > most ? d : most;
+		}
+	} else if (json_is_array(j)) {
+		size_t i;
+		json_t *v;
+		json_array_foreach (j, i, v) {
+			int d = real_digits(v, depth + 1);
+			most = d > most ? d : most;
+		}
+	}
+	return most;
+}
+
+int json_real_digits(const json_t *j)
+{
+	return real_digits(j, 0);
 }

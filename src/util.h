@@ -81,6 +81,13 @@ int64_t now_us(void);
 struct json_t;
 struct json_t *json_string_lossy(const char *p, size_t n);
 
+/*
+ * The fewest significant digits, 15 to 17, that print every real in j so
+ * that it reads back the same: for JSON_REAL_PRECISION, whose default of 17
+ * prints 0.331 as 0.33100000000000002.
+ */
+int json_real_digits(const struct json_t *j);
+
 /* True when s is non-empty and only [0-9a-f]. */
 bool is_hex(const char *s, size_t len);
 

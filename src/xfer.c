@@ -246,24 +246,19 @@ static void fill_result(const struct exec_result *xr, struct xfer_result *ret)
 static int run(struct engine *e, struct call *call, const struct session *s, const char *script,
 	       const char *const *args, struct exec_spec *spec, struct xfer_result *ret, struct err *err)
 {
-	const char *argv[16];
-	size_t n = 0;
+	const char *argv[EXEC_SH_ARGV_MAX];
 	struct exec_result xr;
 
-	argv[n++] = "/bin/sh";
-	argv[n++] = "-c";
-	argv[n++] = script;
-	argv[n++] = "sandbox-mcp-files";
-	for (; args && *args && n < ARRAY_SIZE(argv) - 1; args++)
-		argv[n++] = *args;
-	argv[n] = NULL;
+	memset(ret, 0, sizeof(*ret));
+	ret->exit_code = -1;
+	if (exec_sh_argv(argv, ARRAY_SIZE(argv), script, "sandbox-mcp-files", args) < 0)
+		return err_set(err, ERRCODE_INTERNAL, -E2BIG, "a transfer script got more than %d arguments",
+			       EXEC_SH_ARGV_MAX - 5);
 	spec->argv = argv;
 	spec->user = s->user;
 	spec->timeout_ms = XFER_TIMEOUT_MS;
 	spec->cap = XFER_CAPTURE;
 
-	memset(ret, 0, sizeof(*ret));
-	ret->exit_code = -1;
 	int r = exec_run(e, call, s->container, spec, &xr, err);
 	if (r == 0)
 		fill_result(&xr, ret);
@@ -299,8 +294,7 @@ int xfer_pull(struct engine *e, struct call *call, const struct session *s, cons
 	      const char *const *args, const struct tar_limits *lim, const struct tar_sink *sink,
 	      struct tar_stats *ret_stats, struct xfer_result *ret, struct err *err)
 {
-	const char *argv[16];
-	size_t n = 0;
+	const char *argv[EXEC_SH_ARGV_MAX];
 	char exec_id[ENGINE_ID_LEN + 1];
 	struct pull_state ps = { .wake = { -1, -1 } };
 	struct tar_stats st = { 0 };
@@ -308,13 +302,9 @@ int xfer_pull(struct engine *e, struct call *call, const struct session *s, cons
 
 	memset(ret, 0, sizeof(*ret));
 	ret->exit_code = -1;
-	argv[n++] = "/bin/sh";
-	argv[n++] = "-c";
-	argv[n++] = script;
-	argv[n++] = "sandbox-mcp-files";
-	for (; args && *args && n < ARRAY_SIZE(argv) - 1; args++)
-		argv[n++] = *args;
-	argv[n] = NULL;
+	if (exec_sh_argv(argv, ARRAY_SIZE(argv), script, "sandbox-mcp-files", args) < 0)
+		return err_set(err, ERRCODE_INTERNAL, -E2BIG, "a transfer script got more than %d arguments",
+			       EXEC_SH_ARGV_MAX - 5);
 	struct exec_spec spec = { .argv = argv, .user = s->user };
 	if ((r = exec_start(e, call, s->container, &spec, exec_id, &ps.stream, err)) < 0)
 		return r;

@@ -409,13 +409,14 @@ static void bench_save(int n)
 	row("server peak RSS, saving", (double)rss_kb(s.pid, "VmHWM:") / 1024.0, "MiB", NULL, 0);
 	server_stop(&s);
 
-	/* the images, then the folder (rm -rf: the export wrote a tree) */
-	char *const clean[] = { "sh", "-c",
-				"docker images -q --filter 'reference=sandbox-mcp-bench/*' | sort -u | "
-				"xargs -r docker rmi -f; docker image prune -f --filter "
-				"label=io.sandbox-mcp.commit.session",
-				NULL };
+	/* the images, then the folder (rm -rf: the export wrote a tree); only this session's untagged ones */
+	char *script = xasprintf("docker images -q --filter 'reference=sandbox-mcp-bench/*' | sort -u | "
+				 "xargs -r docker rmi -f; docker image prune -f --filter "
+				 "label=io.sandbox-mcp.commit.session=%s",
+				 sid);
+	char *const clean[] = { "sh", "-c", script, NULL };
 	run_cli(clean);
+	free(script);
 	char *const rm[] = { "rm", "-rf", dir, NULL };
 	run_cli(rm);
 	free(folder);

@@ -43,7 +43,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static void validate(const json_t *schema, const json_t *value)
+static void validate(const json_t *schema, json_t *value)
 {
 	struct err e;
 

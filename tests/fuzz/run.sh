@@ -1,6 +1,6 @@
 #!/bin/sh
 # run.sh [SECONDS] [TARGET...] - run the libFuzzer targets for SECONDS each
-# (default 20), all of them unless targets are named (bulk, chunked, http_parse, pathsafe, repl,
+# (default 20), all of them unless targets are named (bulk, chunked, http_parse, image, jsonscan, pathsafe, repl,
 # rpc, schema, stream, tar, userdb).
 #
 # Builds build-fuzz (clang, ASan+UBSan, -Dfuzzing=true) at the top of the
@@ -23,7 +23,7 @@ esac
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 builddir=${FUZZ_BUILDDIR:-$src/build-fuzz}
-targets=${*:-bulk chunked http_parse pathsafe repl rpc schema stream tar userdb}
+targets=${*:-bulk chunked http_parse image jsonscan pathsafe repl rpc schema stream tar userdb}
 
 if [ ! -f "$builddir/build.ninja" ]; then
 	CC=clang meson setup "$builddir" "$src" -Dfuzzing=true -Db_sanitize=address,undefined \

@@ -1,7 +1,8 @@
 // session_commit against the real engine: a session's files and a package
 // installed offline (with pip_install) survive into an image a new session
 // starts from; the base tag, foreign tags, a user's image built FROM a commit
-// and bad names are refused with nothing created; a parent past
+// and bad names are refused with nothing created, as is any repository
+// outside SANDBOX_COMMIT_REPOS however spelled; a parent past
 // SANDBOX_MAX_LAYERS is flattened to one layer.
 
 import { test, describe, before, after } from 'node:test';
@@ -135,6 +136,48 @@ describe('session_commit', suite({ timeout: 600000 }), () => {
       assert.match(r.error.message, /not a valid image (name|tag)/);
     }
     assert.equal(await imageIds(), before, 'no image was created or removed');
+  });
+
+  test('a repository outside SANDBOX_COMMIT_REPOS is refused in every spelling; nothing is tagged', async () => {
+    const before = await imageIds();
+    const t = `sbx-${process.pid}`;
+    // names a later `docker run` or compose file would start: none may be planted, however spelled
+    for (const [repository, tag] of [
+      ['Docker.io/library/debian', 'bookworm-slim'], ['postgres', '16'], ['ghcr.io/org/app', 'latest'],
+      ['docker.io/library/redis', t], ['index.docker.io/library/alpine', t], ['DOCKER.IO/library/nginx', t],
+      ['registry-1.docker.io/library/postgres', t], ['library/busybox', t], ['localhost/other', t],
+      ['localhost:5000/sandbox-mcp-x', t], ['sandbox/mcp-x', t],
+    ]) {
+      const ref = `${repository}:${tag}`;
+      // the engine is shared: whatever the name holds before (usually nothing) it holds after
+      const was = (await imageInspect(ref))?.Id ?? null;
+      const res = await srv.call('session_commit', { session_id: sid, repository, tag }, { timeoutMs: 300000 });
+      if (!res.isError && !was) created.add(res.structuredContent.reference);
+      assert.equal(res.isError, true, `${ref} must be refused: ${show(res)}`);
+      assert.equal(res.structuredContent.error.code, 'invalid_argument', show(res));
+      assert.match(res.structuredContent.error.message, /SANDBOX_COMMIT_REPOS/, 'names the setting that allows it');
+      assert.equal((await imageInspect(ref))?.Id ?? null, was, `${ref} was not created or moved`);
+    }
+    assert.equal(await imageIds(), before, 'no image was created');
+  });
+
+  test('SANDBOX_COMMIT_REPOS widens the repositories; the image new sessions start from stays refused', async () => {
+    const wide = await Server.start('commit-wide', { SANDBOX_COMMIT_REPOS: 'sandbox-mcp-*,sbx-widened/*' });
+    try {
+      const s = (await wide.createSession({ image: SLIM })).session_id;
+      const tag = `w-${process.pid}`;
+      const c = await wide.ok('session_commit', { session_id: s, repository: 'docker.io/sbx-widened/app', tag },
+        { timeoutMs: 300000 });
+      created.add(c.reference);
+      assert.equal((await imageInspect(`sbx-widened/app:${tag}`))?.Id, c.image_id);
+      const p = await wide.fails('session_commit', { session_id: s, repository: 'postgres', tag: '16' }, 'invalid_argument');
+      assert.match(p.error.message, /SANDBOX_COMMIT_REPOS \(sandbox-mcp-\*,sbx-widened\/\*\)/);
+      const d = await wide.fails('session_commit', { session_id: s, repository: 'docker.io/library/sandbox-mcp-python', tag: 'latest' },
+        'invalid_argument');
+      assert.match(d.error.message, /new sessions start from \(SANDBOX_IMAGE\)/);
+    } finally {
+      await wide.close();
+    }
   });
 
   test("a user's image built FROM a commit (its labels inherited) is never replaced; the commit's own tag is", async () => {

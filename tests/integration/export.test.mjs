@@ -8,7 +8,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, readFileSync, statSync, readdirSync, rmSync, realpathSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, statSync, readdirSync, rmSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Server, suite, requireEngine, cleanup, show, docker, serverIsSanitized } from './lib/harness.mjs';
@@ -97,11 +97,11 @@ describe('session_export', suite({ timeout: 900000 }), () => {
     assert.ok(srv.peakRssKiB() < RSS_CAP_KIB, `the context streams: server peak RSS ${srv.peakRssKiB()} KiB`);
     assert.match(x.image_id, /^sha256:[0-9a-f]{64}$/);
     assert.match(x.dockerfile, /^FROM sandbox-mcp-python:latest$/m);
-    assert.match(x.dockerfile, /^COPY --chown=sandbox workspace\/ \/workspace\/$/m);
+    assert.match(x.dockerfile, /^COPY --chown=1000:1000 workspace\/ \/workspace\/$/m);
     assert.match(x.dockerfile, /--find-links '\/workspace\/dist' 'wheelpkg==0\.9'/);
     assert.match(x.dockerfile, /--no-build-isolation '\/workspace\/src\/exportpkg'/);
     assert.match(x.dockerfile, /^ENV EXPORT_VAR=/m);
-    assert.ok(x.dockerfile.includes('\nCOPY --chown=sandbox ["files/tmp/w h\\\\$x/tmppkg-4.5-py3-none-any.whl", ' +
+    assert.ok(x.dockerfile.includes('\nCOPY --chown=1000:1000 ["files/tmp/w h\\\\$x/tmppkg-4.5-py3-none-any.whl", ' +
       '"/tmp/w h\\\\$x/tmppkg-4.5-py3-none-any.whl"]\n'), x.dockerfile);
     assert.match(x.dockerfile, /&& chmod 640 -- '-dash'/);
     assert.deepEqual(x.pip_needs_index, []);
@@ -349,5 +349,203 @@ describe('session_export on a full server', suite({ timeout: 300000 }), () => {
     } finally {
       await full.close();
     }
+  });
+});
+
+/** The image id a reference names, or null. */
+async function imageId(ref) {
+  const r = await docker(['image', 'inspect', '--format', '{{.Id}}', ref]);
+  return r.code === 0 ? r.stdout.trim() : null;
+}
+
+// A package whose setup.py does what a hostile model's would: it runs whenever pip builds the package,
+// here only once the file EXPORTING sits next to it (written after the session's own install, so only
+// a rebuild of the export sees it). body: Python run then, with `here` (its folder) defined.
+async function hostilePackage(srv, sid, dir, name, body) {
+  await writePackage(srv, sid, dir, name, '1.0', name);
+  await srv.ok('file_write', {
+    session_id: sid, path: `${dir}/setup.py`,
+    content: 'import json, os, sys, time\nfrom setuptools import setup\n' +
+      'here = os.path.dirname(os.path.abspath(__file__))\n' +
+      `if os.path.exists(os.path.join(here, 'EXPORTING')):\n${body.split('\n').map((l) => `    ${l}`).join('\n')}\n` +
+      'setup()\n',
+  });
+  await srv.ok('pip_install', { session_id: sid, packages: [`./${dir}`] }, { timeoutMs: 180000 });
+  await srv.sh(`touch ${dir}/EXPORTING`, { session_id: sid });
+}
+
+// what setup.py records of the process it runs in: ids, no-new-privileges, capabilities, cgroup limits
+const PROBE = `st = dict(l.split(':', 1) for l in open('/proc/self/status') if ':' in l)
+def first(*paths):
+    for p in paths:
+        try:
+            return open(p).read().strip()
+        except OSError:
+            pass
+    return None
+rec = {k: st[k].strip() for k in ('NoNewPrivs', 'CapEff', 'CapPrm', 'CapBnd', 'CapAmb')}
+rec.update(uid=os.getuid(), euid=os.geteuid(), gid=os.getgid(),
+           memory=first('/sys/fs/cgroup/memory/memory.limit_in_bytes', '/sys/fs/cgroup/memory.max'),
+           pids=first('/sys/fs/cgroup/pids/pids.max', '/sys/fs/cgroup/pids.max'))
+json.dump(rec, open(os.path.join(here, 'probe-record.json'), 'w'))`;
+
+describe('session_export runs no session code outside the session\'s hardening', suite({ timeout: 900000 }), () => {
+  const PIDS = 200;
+  const MEMORY_MB = 320;
+  let srv;
+  const victims = [];
+  const mine = new Set();
+  const refs = new Set();
+
+  before(async () => {
+    requireEngine();
+    srv = await Server.start('export-hard', { SANDBOX_TIMEOUT_S: 120, SANDBOX_PIDS: PIDS });
+  });
+
+  after(async () => {
+    await cleanup();
+    for (const ref of refs) await docker(['rmi', ref], { timeoutMs: 120000 });
+    for (const s of mine) {
+      for (const id of (await labelled(s, false)).split('\n').filter(Boolean)) await docker(['rmi', id], { timeoutMs: 120000 });
+    }
+    for (const id of victims) await docker(['rmi', id], { timeoutMs: 120000 });
+  });
+
+  test('a setup.py in the workspace runs, if at all, as the session: no-new-privileges, no capabilities, its limits', async () => {
+    const s = (await srv.createSession({ name: 'export-probe', memory_mb: MEMORY_MB })).session_id;
+    mine.add(s);
+    await hostilePackage(srv, s, 'src/probe', 'probe', PROBE);
+    const uid = Number((await srv.sh('id -u', { session_id: s })).stdout.trim());
+    const res = await srv.call('session_export', { session_id: s, build: true, repository: REPO }, { timeoutMs: 600000 });
+    assert.ok(!res.isError, show(res));
+    const x = res.structuredContent;
+    refs.add(x.reference);
+    assert.match(x.dockerfile, /--no-build-isolation '\/workspace\/src\/probe'/);
+    const s2 = (await srv.createSession({ image: x.reference })).session_id;
+    const r = await srv.call('run_command', { session_id: s2, command: 'cat /workspace/src/probe/probe-record.json' });
+    await srv.ok('session_close', { session_id: s2 });
+    if (r.structuredContent.exit_code !== 0) {
+      // the build never ran setup.py: that is safe too (e.g. prebuilt wheels)
+      assert.match(r.structuredContent.stderr, /No such file/, show(r));
+      return;
+    }
+    const rec = JSON.parse(r.structuredContent.stdout);
+    console.log(`setup.py ran during the build with ${JSON.stringify(rec)}`);
+    assert.equal(rec.uid, uid, 'as the session user');
+    assert.equal(rec.euid, uid, 'never as root (no setuid helper can lift it)');
+    assert.notEqual(rec.gid, 0);
+    assert.equal(rec.NoNewPrivs, '1', 'with no-new-privileges');
+    for (const k of ['CapEff', 'CapPrm', 'CapBnd', 'CapAmb']) assert.equal(BigInt(`0x${rec[k]}`), 0n, `${k} is empty: ${rec[k]}`);
+    assert.equal(rec.memory, String(MEMORY_MB * 1024 * 1024), 'under the session\'s memory limit');
+    assert.equal(rec.pids, String(PIDS), 'under the session\'s pids limit');
+    await srv.ok('session_close', { session_id: s });
+  });
+
+  test('a failed build removes only its own images, whatever its output says', async () => {
+    // an untagged image of the test's own: a RUN step that prints " ---> <its id>" must not get it removed
+    const c = await docker(['create', '--label', `io.sandbox-mcp-test.victim=${process.pid}`, 'debian:bookworm-slim', 'true']);
+    assert.equal(c.code, 0, c.stderr);
+    const cm = await docker(['commit', c.stdout.trim()]);
+    await docker(['rm', c.stdout.trim()]);
+    assert.equal(cm.code, 0, cm.stderr);
+    const victim = cm.stdout.trim();
+    victims.push(victim);
+    assert.match(victim, /^sha256:[0-9a-f]{64}$/);
+    const s = (await srv.createSession({ name: 'export-liar' })).session_id;
+    mine.add(s);
+    await srv.ok('file_write', { session_id: s, path: 'src/liar/VICTIM', content: `${victim.slice(7, 19)}\n` });
+    // pip captures setup.py's output: the builder's stream gets it through pip's own stdout
+    await hostilePackage(srv, s, 'src/liar', 'liar', `line = (' ---> %s\\n' % open(os.path.join(here, 'VICTIM')).read().strip()).encode()
+for t in ('/proc/%d/fd/1' % os.getppid(), '/proc/self/fd/1'):
+    try:
+        fd = os.open(t, os.O_WRONLY)
+        for _ in range(3):
+            time.sleep(0.5)
+            os.write(fd, line)
+        os.close(fd)
+    except OSError:
+        pass
+time.sleep(0.5)
+sys.exit('liar: failing the build on purpose')`);
+    const res = await srv.call('session_export', { session_id: s, build: true, repository: REPO, tag: `liar-${process.pid}` },
+      { timeoutMs: 600000 });
+    assert.equal(res.isError, true, show(res));
+    assert.equal(res.structuredContent.error.code, 'engine_error', show(res));
+    assert.match(res.structuredContent.error.message, /the build of the export failed at Step \d+\/\d+ : RUN .*liar/);
+    assert.equal((await docker(['image', 'inspect', victim])).code, 0, 'the untagged image the build output named is still there');
+    assert.equal(await labelled(s, true), '', 'the failed build\'s own images are gone');
+    await srv.ok('session_close', { session_id: s });
+  });
+
+  test('build: true refuses a repository outside SANDBOX_COMMIT_REPOS before it builds', async () => {
+    const s = (await srv.createSession({ name: 'export-plant' })).session_id;
+    mine.add(s);
+    await srv.ok('file_write', { session_id: s, path: 'a.txt', content: 'a\n' });
+    for (const [repository, tag] of [['postgres', '16'], ['Docker.io/library/debian', `sbx-${process.pid}`],
+      ['ghcr.io/org/app', 'latest'], ['index.docker.io/library/redis', `sbx-${process.pid}`]]) {
+      const ref = `${repository}:${tag}`;
+      // the engine is shared: whatever the name holds before (usually nothing) it holds after
+      const was = await imageId(ref);
+      const res = await srv.call('session_export', { session_id: s, build: true, repository, tag }, { timeoutMs: 300000 });
+      if (!res.isError && !was) refs.add(res.structuredContent.reference);
+      assert.equal(res.isError, true, `${ref}: ${show(res)}`);
+      assert.equal(res.structuredContent.error.code, 'invalid_argument', show(res));
+      assert.match(res.structuredContent.error.message, /SANDBOX_COMMIT_REPOS/);
+      assert.equal(await imageId(ref), was, `${ref} was not created or moved`);
+    }
+  });
+
+  test('build: true refuses a base image with ONBUILD triggers, which FROM would run in the builder', async () => {
+    const base = `sandbox-mcp-test/onbuild:${process.pid}`;
+    const dir = mkdtempSync(join(tmpdir(), 'sbx-onbuild-'));
+    try {
+      writeFileSync(join(dir, 'Dockerfile'), 'FROM debian:bookworm-slim\nONBUILD RUN id > /onbuild-ran\n');
+      const b = await docker(['build', '--network', 'none', '-q', '-t', base, dir], { timeoutMs: 120000 });
+      assert.equal(b.code, 0, `docker build: ${b.stderr}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const s = (await srv.createSession({ image: base })).session_id;
+    mine.add(s);
+    const res = await srv.call('session_export', { session_id: s, build: true, repository: REPO, tag: `onbuild-${process.pid}` },
+      { timeoutMs: 300000 });
+    if (!res.isError) refs.add(res.structuredContent.reference);
+    refs.add(base);
+    assert.equal(res.isError, true, show(res));
+    assert.equal(res.structuredContent.error.code, 'invalid_argument', show(res));
+    assert.match(res.structuredContent.error.message, /ONBUILD triggers/);
+    const x = await srv.ok('session_export', { session_id: s });
+    assert.match(x.dockerfile, new RegExp(`^FROM ${base}$`, 'm'), 'without build the Dockerfile is still given');
+    await srv.ok('session_close', { session_id: s });
+  });
+
+  test('the tag is set only after the build succeeded: one planted meanwhile is not replaced', async () => {
+    const s = (await srv.createSession({ name: 'export-slow' })).session_id;
+    mine.add(s);
+    // the rebuild's setup.py takes 20 s: the tag is planted long before the build can end
+    await hostilePackage(srv, s, 'src/slow', 'slow', 'time.sleep(20)');
+    const tag = `planted-${process.pid}`;
+    const ref = `${REPO}:${tag}`;
+    refs.add(ref);
+    let planted = null;
+    const res = await srv.client.callTool({ name: 'session_export', arguments: { session_id: s, build: true, repository: REPO, tag } },
+      undefined, {
+        timeout: 600000, onprogress: (p) => {
+          if (!planted && /building the export/.test(p.message ?? '')) {
+            planted = docker(['tag', 'debian:bookworm-slim', ref]).then((r) => ({ ...r, at: Date.now() }));
+          }
+        },
+      });
+    const done = Date.now();
+    assert.ok(planted, 'the build stage was announced');
+    const p = await planted;
+    assert.equal(p.code, 0, p.stderr);
+    assert.ok(p.at < done, 'the tag was planted while the export ran');
+    assert.equal(res.isError, true, show(res));
+    assert.equal(res.structuredContent.error.code, 'invalid_argument', show(res));
+    assert.match(res.structuredContent.error.message, /already exists/);
+    const slim = JSON.parse((await docker(['image', 'inspect', 'debian:bookworm-slim'])).stdout)[0].Id;
+    assert.equal(JSON.parse((await docker(['image', 'inspect', ref])).stdout)[0].Id, slim, 'the planted tag is kept');
+    assert.equal(await labelled(s, true), '', 'the refused build\'s images are gone');
   });
 });

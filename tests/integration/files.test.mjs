@@ -371,7 +371,8 @@ describe('host transfers: file_upload and file_download', suite({ timeout: 30000
     mkdirSync(`${allowed}X`.replace(base, base)); // a sibling whose name starts like the allowed one
     writeFileSync(join(outside, 'secret.txt'), 'host secret\n');
     writeFileSync(join(`${allowed}X`, 'secret.txt'), 'host secret\n');
-    srv = await Server.start('host-files', { SANDBOX_TIMEOUT_S: 60, SANDBOX_HOST_DIRS: allowed });
+    // a per-file limit past the 100 GiB sparse file below (the default, 10 GiB, would stop truncate)
+    srv = await Server.start('host-files', { SANDBOX_TIMEOUT_S: 60, SANDBOX_HOST_DIRS: allowed, SANDBOX_WORKSPACE_MB: 204800 });
     const st = await srv.createSession({ name: 'host-files' });
     sid = st.session_id;
     cid = st.container_id;
@@ -438,21 +439,36 @@ describe('host transfers: file_upload and file_download', suite({ timeout: 30000
     }
   });
 
-  test('downloads refuse to replace a host file unless overwrite, and then replace it', async () => {
+  test('downloads refuse to replace a host file unless overwrite, and then replace only their own', async () => {
+    // a file the user made: never replaced, overwrite or not (hostwrite.test.mjs has the attacks)
     await srv.ok('file_write', { path: 'once.txt', content: 'new', session_id: sid });
     writeFileSync(join(allowed, 'once.txt'), 'old');
     await srv.fails('file_download', { path: 'once.txt', host_dir: allowed, session_id: sid }, 'file_exists');
+    await srv.fails('file_download', { path: 'once.txt', host_dir: allowed, overwrite: true, session_id: sid },
+      'host_path_not_allowed');
     assert.equal(readFileSync(join(allowed, 'once.txt'), 'utf8'), 'old');
-    await srv.ok('file_download', { path: 'once.txt', host_dir: allowed, overwrite: true, session_id: sid });
-    assert.equal(readFileSync(join(allowed, 'once.txt'), 'utf8'), 'new');
-    // a folder over a folder
+    // one the server downloaded: replaced with overwrite only
+    mkdirSync(join(allowed, 'own'));
+    await srv.ok('file_download', { path: 'once.txt', host_dir: join(allowed, 'own'), session_id: sid });
+    await srv.ok('file_write', { path: 'once.txt', content: 'newer', session_id: sid });
+    await srv.fails('file_download', { path: 'once.txt', host_dir: join(allowed, 'own'), session_id: sid }, 'file_exists');
+    assert.equal(readFileSync(join(allowed, 'own', 'once.txt'), 'utf8'), 'new');
+    await srv.ok('file_download', { path: 'once.txt', host_dir: join(allowed, 'own'), overwrite: true, session_id: sid });
+    assert.equal(readFileSync(join(allowed, 'own', 'once.txt'), 'utf8'), 'newer');
+    // a folder over a folder: the user's is kept, the server's replaced
     await srv.ok('file_write', { path: 'dirx/a.txt', content: 'a', session_id: sid });
     mkdirSync(join(allowed, 'dirx'));
     writeFileSync(join(allowed, 'dirx', 'old.txt'), 'old');
     await srv.fails('file_download', { path: 'dirx', host_dir: allowed, session_id: sid }, 'file_exists');
-    await srv.ok('file_download', { path: 'dirx', host_dir: allowed, overwrite: true, session_id: sid });
-    assert.deepEqual(readdirSync(join(allowed, 'dirx')), ['a.txt']);
+    await srv.fails('file_download', { path: 'dirx', host_dir: allowed, overwrite: true, session_id: sid },
+      'host_path_not_allowed');
+    assert.deepEqual(readdirSync(join(allowed, 'dirx')), ['old.txt']);
+    await srv.ok('file_download', { path: 'dirx', host_dir: join(allowed, 'own'), session_id: sid });
+    await srv.ok('file_write', { path: 'dirx/b.txt', content: 'b', session_id: sid });
+    await srv.ok('file_download', { path: 'dirx', host_dir: join(allowed, 'own'), overwrite: true, session_id: sid });
+    assert.deepEqual(readdirSync(join(allowed, 'own', 'dirx')).sort(), ['a.txt', 'b.txt']);
     assert.ok(!readdirSync(allowed).some((n) => n.startsWith('.sandbox-mcp')), 'no temporary folder left');
+    assert.ok(!readdirSync(join(allowed, 'own')).some((n) => n.startsWith('.sandbox-mcp')), 'no temporary folder left');
   });
 
   test('host paths outside the allowed folders, symlinks out and .. tricks are host_path_not_allowed', async () => {

@@ -9,7 +9,7 @@ import {
   Server, suite, requireEngine, cleanup, show, sleep, serverIsSanitized,
 } from './lib/harness.mjs';
 
-const DEFAULT_OUTPUT_BYTES = 32768;
+const DEFAULT_OUTPUT_BYTES = 8192;
 // the cap on the server's peak RSS while 50 MB of output pass through it
 // (doubled for an AddressSanitizer build, whose shadow memory and quarantine
 // cost something; still far below the 67 MB output held in memory)

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "clientcfg.h"
 #include "config.h"
 #include "transport.h"
 
@@ -30,7 +31,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.idle_ttl_s, 1800);
 	assert_int_equal(c.max_sessions, 10);
 	assert_int_equal(c.max_upload_mb, 50);
-	assert_int_equal(c.output_bytes, 32768);
+	assert_int_equal(c.output_bytes, 8192);
 	assert_int_equal(c.max_code_bytes, 100000);
 	assert_string_equal(c.workspace, "/workspace");
 	assert_string_equal(c.host_dirs, "");
@@ -65,7 +66,9 @@ static void test_env_then_flags(void **state)
 	assert_int_equal(c.tool_groups, TOOL_GROUP_RUN | TOOL_GROUP_ENV);
 	assert_string_equal(c.pull, "never");
 	assert_string_equal(c.images, "python:*");
+	assert_string_equal(c.commit_repos, CONFIG_COMMIT_REPOS_DEFAULT);
 	json_t *j = config_to_json(&c);
+	assert_string_equal(json_string_value(json_object_get(j, "commit_repos")), CONFIG_COMMIT_REPOS_DEFAULT);
 	assert_string_equal(json_string_value(json_object_get(j, "image")), "flagimg");
 	assert_int_equal(json_integer_value(json_object_get(j, "memory_mb")), 1024);
 	json_decref(j);
@@ -86,6 +89,8 @@ static void test_errors(void **state)
 		{ "SANDBOX_TOOLS=run,bogus", NULL, "unknown group 'bogus'" },
 		{ "SANDBOX_WORKSPACE=relative", NULL, "must be an absolute path" },
 		{ "SANDBOX_LOG_LEVEL=loud", NULL, "log level 'loud'" },
+		{ "SANDBOX_COMMIT_REPOS=sandbox-*-x", NULL, "'*' may only end a pattern" },
+		{ NULL, "--commit-repos=a,*b", "'*' may only end a pattern" },
 		{ NULL, "--timeout-s", "--timeout-s needs a value" },
 		{ "SANDBOX_PULL=sometimes", NULL, "pull 'sometimes' is not one of never, missing, always" },
 		{ NULL, "--images=python:*,,x", "images: '' is not an image pattern" },
@@ -116,6 +121,74 @@ static void test_unknown_flag_stops(void **state)
 	assert_int_equal(config_load(&c, envp, 2, argv, 1, &next, &e), 0);
 	assert_int_equal(next, 1); /* main reports it as an unknown option */
 	config_finish(&c);
+}
+
+/* Settings after the command are taken too; the command and its arguments keep their order. */
+static void test_settings_after_command(void **state)
+{
+	struct config c;
+	struct err e;
+	char *envp[] = { NULL };
+	char *argv[] = { "x", "--image", "i1", "config", "--docker-host", "tcp://127.0.0.1:1", "codex",
+			 "--pids=99", "--bogus", "--", "--memory-mb", NULL };
+	int next;
+	config_init(&c);
+	assert_int_equal(config_load(&c, envp, 11, argv, 1, &next, &e), 0);
+	assert_string_equal(c.image, "i1");
+	assert_string_equal(c.docker_host, "tcp://127.0.0.1:1");
+	assert_int_equal(c.pids, 99);
+	assert_int_equal(c.memory_mb, 512); /* after "--": not a setting */
+	assert_int_equal(next, 7); /* "--" counts with the settings */
+	assert_string_equal(argv[6], "--");
+	assert_string_equal(argv[7], "config");
+	assert_string_equal(argv[8], "codex");
+	assert_string_equal(argv[9], "--bogus");
+	assert_string_equal(argv[10], "--memory-mb");
+	config_finish(&c);
+}
+
+/* What clientcfg_print writes for client with binary path self. */
+static char *client_text(const char *client, const char *self, int *ret)
+{
+	char *text = NULL;
+	size_t n = 0;
+	struct err e;
+	FILE *f = open_memstream(&text, &n);
+	assert_non_null(f);
+	err_clear(&e);
+	*ret = clientcfg_print(f, client, self, &e);
+	fclose(f);
+	return text;
+}
+
+static void test_client_quoting(void **state)
+{
+	int r;
+	char *t = client_text("claude-code", "/a b/it's", &r);
+	assert_int_equal(r, 0);
+	assert_non_null(strstr(t, "claude mcp add -s user sandbox -- '/a b/it'\\''s'\n"));
+	free(t);
+	t = client_text("codex", "/q\"b\\s\tt/x", &r);
+	assert_int_equal(r, 0);
+	assert_non_null(strstr(t, "command = \"/q\\\"b\\\\s\\u0009t/x\"\n"));
+	free(t);
+	t = client_text("gemini", "/p\"q", &r);
+	assert_int_equal(r, 0);
+	assert_non_null(strstr(t, "\"command\": \"/p\\\"q\""));
+	free(t);
+	/* JSON and TOML hold only UTF-8; sh takes any byte */
+	t = client_text("codex", "/bad\xff", &r);
+	assert_int_equal(r, -EILSEQ);
+	free(t);
+	t = client_text("claude-desktop", "/bad\xff", &r);
+	assert_int_equal(r, -EILSEQ);
+	free(t);
+	t = client_text("claude-code", "/bad\xff", &r);
+	assert_int_equal(r, 0);
+	free(t);
+	t = client_text("vim", "/x", &r);
+	assert_int_equal(r, -ENOENT);
+	free(t);
 }
 
 static void test_docker_host(void **state)
@@ -212,6 +285,8 @@ int main(void)
 		cmocka_unit_test(test_env_then_flags),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_unknown_flag_stops),
+		cmocka_unit_test(test_settings_after_command),
+		cmocka_unit_test(test_client_quoting),
 		cmocka_unit_test(test_docker_host),
 		cmocka_unit_test(test_connect_refused_says_how_to_fix),
 		cmocka_unit_test(test_connect_backlog_full_times_out),

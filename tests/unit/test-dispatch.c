@@ -73,6 +73,28 @@ static struct call *mkcall(struct rec *rec, int id, const char *key, int tag, in
 	return c;
 }
 
+/* A call whose job blocks reading gate until a byte is written there: it stays running as long as a test needs. */
+static struct call *mkgated(struct rec *rec, int id, const char *key, int tag, int gate)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	j->rec = rec;
+	j->tag = tag;
+	j->pipe_rd = gate;
+	j->pipe_wr = -1;
+	json_t *jid = json_integer(id);
+	struct call *c = call_create(jid, key, job_run, job_free, j);
+	json_decref(jid);
+	return c;
+}
+
+/* Waits (bounded) until n jobs run: a sleep would race a loaded machine's scheduler. */
+static void wait_running(struct rec *rec, int n)
+{
+	for (int i = 0; i < 10000 && atomic_load(&rec->running) < n; i++)
+		usleep(1000);
+	assert_int_equal(atomic_load(&rec->running), n);
+}
+
 static void rec_init(struct rec *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -148,10 +170,15 @@ static void test_limits(void **state)
 	assert_int_equal(dispatch_pending(d), 1);
 	assert_true(dispatch_drain(d, 5000));
 	assert_int_equal(dispatch_pending(d), 0);
-	/* the count: three calls fit, the fourth is refused */
+	/* the count: three calls fit, the fourth is refused (all three held until released) */
+	call_destroy(small);
+	int gate[2];
+	assert_int_equal(pipe(gate), 0);
+	small = mkgated(&rec, 2, "s:a", 2, gate[0]);
+	call_set_weight(small, 10);
 	assert_int_equal(dispatch_submit(d, small), 0);
 	for (int i = 3; i < 5; i++) {
-		struct call *c = mkcall(&rec, i, "s:b", i, 200);
+		struct call *c = mkgated(&rec, i, "s:b", i, gate[0]);
 		call_set_weight(c, 10);
 		assert_int_equal(dispatch_submit(d, c), 0);
 	}
@@ -164,9 +191,12 @@ static void test_limits(void **state)
 	json_decref(id4);
 	struct call *again = mkcall(&rec, 10, "s:c", 10, 0);
 	assert_int_equal(dispatch_submit(d, again), 0);
+	assert_int_equal(write(gate[1], "xx", 2), 2); /* release s:a and s:b's first */
 	assert_true(dispatch_drain(d, 5000));
 	assert_int_equal(dispatch_pending(d), 0);
-	assert_int_equal(atomic_load(&rec.freed), 6);
+	assert_int_equal(atomic_load(&rec.freed), 7);
+	close(gate[0]);
+	close(gate[1]);
 	dispatch_destroy(d, 1000);
 }
 
@@ -189,7 +219,7 @@ static void test_cancel_queued_and_running(void **state)
 	assert_int_equal(call_arm(blocker, wake, bj), 0);
 	assert_int_equal(dispatch_submit(d, blocker), 0);
 	assert_int_equal(dispatch_submit(d, mkcall(&rec, 2, "s:k", 2, 0)), 0);
-	usleep(50 * 1000);
+	wait_running(&rec, 1); /* the blocker runs (cancelling it while queued would drop it) */
 	assert_int_equal(dispatch_pending(d), 2);
 
 	json_t *id2 = json_integer(2);

@@ -198,12 +198,38 @@ static void test_write(void **state)
 	json_decref(labels);
 }
 
+/* The builder's Dockerfile keeps every instruction but RUN; the steps keep their numbers. */
+static void test_split(void **state)
+{
+	static const char df[] = "# c\nFROM x\n\nLABEL \"a\"=\"b\"\nCOPY --chown=u workspace/ /w/\nUSER u\n"
+				 "RUN cd /w && chmod 600 -- 'a'\nENV K=\"RUN x\"\n# RUN not a step\n"
+				 "RUN python3 -m pip install 'p'\nWORKDIR /w";
+	struct buf b;
+	json_t *runs = json_array();
+	(void)state;
+	buf_init(&b, SIZE_MAX);
+	assert_int_equal(dockerfile_split(df, &b, runs), 8);
+	assert_int_equal(json_array_size(runs), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 0), "step")), 5);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(runs, 0), "cmd")), "cd /w && chmod 600 -- 'a'");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 1), "step")), 7);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(runs, 1), "cmd")),
+			    "python3 -m pip install 'p'");
+	assert_null(strstr(b.data, "\nRUN "));
+	assert_non_null(strstr(b.data, "\nENV K=\"RUN x\"\n"));
+	assert_non_null(strstr(b.data, "\nWORKDIR /w\n"));
+	assert_non_null(strstr(b.data, "# step 7, RUN, runs in a container with the session's hardening\n"));
+	buf_finish(&b);
+	json_decref(runs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_freeze_parse), cmocka_unit_test(test_names_and_archives),
 		cmocka_unit_test(test_file_urls),    cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_write),	     cmocka_unit_test(test_context_name),
+		cmocka_unit_test(test_split),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,9 +10,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "hostfs.h"
+#include "hostmark.h"
 #include "tar.h"
 
 static char base[64], allowed[128], outside[128];
@@ -113,11 +115,22 @@ static void test_open(void **state)
 	}
 	assert_int_equal(hostfs_open(h, "relative/in.txt", O_RDONLY, &fd, NULL, 0, &err), -EACCES);
 	assert_int_equal(hostfs_open(h, "/etc/passwd", O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+	/* a fifo is not opened (this open would block): refused after a look through O_PATH */
+	snprintf(p, sizeof(p), "%s/ff", allowed);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -ENXIO);
+	assert_int_equal(err.code, ERRCODE_INVALID_ARGUMENT);
+	assert_int_equal(unlink(p), 0);
 	snprintf(p, sizeof(p), "%s/missing", allowed);
 	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -ENOENT);
 	assert_int_equal(err.code, ERRCODE_FILE_NOT_FOUND);
 	snprintf(p, sizeof(p), "%s/missing", outside);
 	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+	hostfs_destroy(h);
+
+	/* nor a device */
+	assert_int_equal(hostfs_create("/dev", &h, &err), 0);
+	assert_int_equal(hostfs_open(h, "/dev/null", O_RDONLY, &fd, NULL, 0, &err), -ENXIO);
 	hostfs_destroy(h);
 
 	assert_int_equal(hostfs_create("", &h, &err), 0);
@@ -430,6 +443,273 @@ static void test_walk(void **state)
 	hostfs_destroy(h);
 }
 
+
+/* Extracts tar stream t into dfd as name; the result of commit (or of the first step that failed). */
+static int extract(int dfd, const char *name, bool overwrite, const struct buf *t, json_t **ret_skipped,
+		   struct err *err)
+{
+	struct hostfs_extract *x;
+	struct tar_limits lim = { .entries = 100, .entry_size = 1 << 20, .total_size = 1 << 20 };
+	int r = hostfs_extract_begin(dfd, name, overwrite, &x, err);
+	if (r < 0)
+		return r;
+	if ((r = tar_read_memory(t->data, t->len, &lim, hostfs_extract_sink(x), NULL, err)) == 0)
+		r = hostfs_extract_commit(x, err);
+	if (ret_skipped) {
+		uint64_t f, d, b;
+		hostfs_extract_stats(x, &f, &d, &b, ret_skipped);
+	}
+	hostfs_extract_destroy(x);
+	return r;
+}
+
+static void one_file(struct buf *t, const char *name, const char *data, unsigned mode)
+{
+	buf_reset(t);
+	header(t, name, '0', strlen(data), NULL, mode);
+	body(t, data);
+	buf_append(t, (char[1024]){ 0 }, 1024);
+}
+
+static bool marked(int dfd, const char *name)
+{
+	char v[128];
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+	assert_true(fd >= 0);
+	ssize_t n = fgetxattr(fd, HOSTMARK_XATTR, v, sizeof(v));
+	close(fd);
+	return n > 0;
+}
+
+/* Destination folders: nothing hidden or version-control below the allowed dir, whatever the spelling. */
+static void test_dest(void **state)
+{
+	struct hostfs *h;
+	struct err err;
+	char p[512], target[512];
+	int fd;
+
+	(void)state;
+	const char *dirs[] = { "%s/.git", "%s/.git/hooks", "%s/w", "%s/w/.vscode", "%s/w/_darcs", "%s/w/.HG" };
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		snprintf(p, sizeof(p), dirs[i], allowed);
+		assert_int_equal(mkdir(p, 0755), 0);
+	}
+	snprintf(target, sizeof(target), "%s/.git", allowed);
+	snprintf(p, sizeof(p), "%s/to-git", allowed);
+	assert_int_equal(symlink(target, p), 0);
+	assert_int_equal(hostfs_create(allowed, &h, &err), 0);
+	const char *refused[] = { "%s/.git", "%s/.git/hooks", "%s/w/.vscode", "%s/w/_darcs", "%s/w/.HG",
+				  "%s/to-git", "%s/to-git/hooks", "%s/./.git/", "%s/w/../.git" };
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		snprintf(p, sizeof(p), refused[i], allowed);
+		err_clear(&err);
+		assert_int_equal(hostfs_open_dest(h, p, &fd, NULL, 0, &err), -EACCES);
+		assert_int_equal(err.code, ERRCODE_HOST_PATH_NOT_ALLOWED);
+		/* reading from there is not what this rule is about */
+		assert_int_equal(hostfs_open(h, p, O_RDONLY | O_DIRECTORY, &fd, NULL, 0, &err), 0);
+		close(fd);
+	}
+	snprintf(p, sizeof(p), "%s/w", allowed);
+	assert_int_equal(hostfs_open_dest(h, p, &fd, NULL, 0, &err), 0);
+	close(fd);
+	assert_int_equal(hostfs_open_dest(h, allowed, &fd, NULL, 0, &err), 0);
+	close(fd);
+	hostfs_destroy(h);
+	/* an allowed directory that is itself hidden is the operator's choice */
+	snprintf(p, sizeof(p), "%s/.git", allowed);
+	assert_int_equal(hostfs_create(p, &h, &err), 0);
+	assert_int_equal(hostfs_open_dest(h, p, &fd, NULL, 0, &err), 0);
+	close(fd);
+	hostfs_destroy(h);
+}
+
+/* Only what a download wrote, unchanged since, is replaced; hidden and VCS names are never written. */
+static void test_replace_own(void **state)
+{
+	struct buf t;
+	struct err err;
+	struct stat st;
+	json_t *skipped;
+	char p[512];
+
+	(void)state;
+	buf_init(&t, 1u << 20);
+	snprintf(p, sizeof(p), "%s/mine", allowed);
+	assert_int_equal(mkdir(p, 0755), 0);
+	int dfd = open(p, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	snprintf(p, sizeof(p), "%s/mine/Makefile", allowed);
+	put_file(p, "user\n", 0644);
+
+	one_file(&t, "x", "planted\n", 0644);
+	const char *never[] = { ".bashrc", ".git", ".envrc", "HEAD", "head", "_darcs", ".HG" };
+	for (size_t i = 0; i < ARRAY_SIZE(never); i++) {
+		err_clear(&err);
+		assert_int_equal(extract(dfd, never[i], true, &t, NULL, &err), -EACCES);
+		assert_int_equal(err.code, ERRCODE_HOST_PATH_NOT_ALLOWED);
+		assert_int_equal(fstatat(dfd, never[i], &st, AT_SYMLINK_NOFOLLOW), -1);
+	}
+	/* a user's file: file_exists without overwrite, refused with it, untouched */
+	assert_int_equal(extract(dfd, "Makefile", false, &t, NULL, &err), -EEXIST);
+	assert_int_equal(err.code, ERRCODE_FILE_EXISTS);
+	assert_non_null(strstr(err.msg, "did not write"));
+	assert_int_equal(extract(dfd, "Makefile", true, &t, NULL, &err), -EACCES);
+	assert_int_equal(err.code, ERRCODE_HOST_PATH_NOT_ALLOWED);
+	assert_non_null(strstr(err.msg, "not written by sandbox-mcp"));
+	assert_int_equal(fstatat(dfd, "Makefile", &st, 0), 0);
+	assert_int_equal(st.st_size, 5);
+
+	/* its own file, read-only even: replaced with overwrite, keeps its mode and mark */
+	one_file(&t, "x", "v1\n", 0444);
+	assert_int_equal(extract(dfd, "out.txt", false, &t, NULL, &err), 0);
+	assert_true(marked(dfd, "out.txt"));
+	assert_int_equal(extract(dfd, "out.txt", false, &t, NULL, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "overwrite: true"));
+	one_file(&t, "x", "v2!\n", 0644);
+	assert_int_equal(extract(dfd, "out.txt", true, &t, NULL, &err), 0);
+	assert_int_equal(fstatat(dfd, "out.txt", &st, 0), 0);
+	assert_int_equal(st.st_size, 4);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	/* changed by the user (same size, new mtime): theirs now */
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = 12345 } };
+	assert_int_equal(utimensat(dfd, "out.txt", ts, 0), 0);
+	assert_int_equal(extract(dfd, "out.txt", true, &t, NULL, &err), -EACCES);
+	assert_non_null(strstr(err.msg, "changed"));
+	/* a mark copied onto another file does not make it the server's */
+	char v[128];
+	int fd = openat(dfd, "out.txt", O_RDONLY);
+	ssize_t n = fgetxattr(fd, HOSTMARK_XATTR, v, sizeof(v));
+	assert_true(n > 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/mine/forged", allowed);
+	put_file(p, "v2!\n", 0644);
+	assert_int_equal(lsetxattr(p, HOSTMARK_XATTR, v, (size_t)n, 0), 0);
+	assert_int_equal(extract(dfd, "forged", true, &t, NULL, &err), -EACCES);
+	/* a symlink in its place is never the server's */
+	assert_int_equal(symlinkat(outside, dfd, "lnk"), 0);
+	assert_int_equal(extract(dfd, "lnk", true, &t, NULL, &err), -EACCES);
+
+	/* a folder: VCS metadata inside is skipped (listed at its top only), every entry marked */
+	buf_reset(&t);
+	header(&t, "./", '5', 0, NULL, 0755);
+	header(&t, "./.git/", '5', 0, NULL, 0755);
+	header(&t, "./.git/config", '0', 3, NULL, 0644);
+	body(&t, "cfg");
+	header(&t, "./bare/HEAD", '0', 3, NULL, 0644);
+	body(&t, "ref");
+	header(&t, "./bare/config", '0', 3, NULL, 0644);
+	body(&t, "cfg");
+	header(&t, "./deep/.Hg/hgrc", '0', 3, NULL, 0644); /* no folder entry first: listed as the folder */
+	body(&t, "cfg");
+	header(&t, "./deep/.Hg/more", '0', 3, NULL, 0644);
+	body(&t, "cfg");
+	header(&t, "./deep/f", '0', 3, NULL, 0644);
+	body(&t, "fff");
+	header(&t, "./.gitignore", '0', 3, NULL, 0644);
+	body(&t, "ign");
+	buf_append(&t, (char[1024]){ 0 }, 1024);
+	assert_int_equal(extract(dfd, "tree", false, &t, &skipped, &err), 0);
+	assert_int_equal(json_array_size(skipped), 3);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 0), "name")), ".git");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 1), "name")), "bare/HEAD");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 2), "name")), "deep/.Hg");
+	json_decref(skipped);
+	struct buf out;
+	buf_init(&out, 1u << 20);
+	int tfd = openat(dfd, "tree", O_RDONLY | O_DIRECTORY);
+	listing(tfd, "", &out);
+	assert_string_equal(out.data, ".gitignore f 644|bare d 755|bare/config f 644|deep d 755|deep/f f 644|");
+	assert_true(marked(dfd, "tree") && marked(tfd, "bare") && marked(tfd, "bare/config") && marked(tfd, "deep") &&
+		    marked(tfd, "deep/f"));
+	/* replaced while all its entries are the server's; not once the user added one */
+	assert_int_equal(extract(dfd, "tree", true, &t, NULL, &err), 0);
+	close(tfd);
+	snprintf(p, sizeof(p), "%s/mine/tree/deep/users.txt", allowed);
+	put_file(p, "mine\n", 0644);
+	assert_int_equal(extract(dfd, "tree", true, &t, NULL, &err), -EACCES);
+	assert_non_null(strstr(err.msg, "tree/deep/users.txt"));
+	assert_int_equal(access(p, F_OK), 0);
+	buf_finish(&out);
+
+	/* replaced on the host between the check and the swap: the user's file stays */
+	struct hostfs_extract *x;
+	struct tar_limits lim = { .entries = 100, .entry_size = 1 << 20, .total_size = 1 << 20 };
+	one_file(&t, "x", "v3\n", 0644);
+	assert_int_equal(extract(dfd, "racy", false, &t, NULL, &err), 0);
+	assert_int_equal(hostfs_extract_begin(dfd, "racy", true, &x, &err), 0);
+	assert_int_equal(tar_read_memory(t.data, t.len, &lim, hostfs_extract_sink(x), NULL, &err), 0);
+	assert_int_equal(unlinkat(dfd, "racy", 0), 0);
+	snprintf(p, sizeof(p), "%s/mine/racy", allowed);
+	put_file(p, "user's\n", 0644);
+	assert_int_equal(hostfs_extract_commit(x, &err), -EACCES);
+	hostfs_extract_destroy(x);
+	assert_int_equal(fstatat(dfd, "racy", &st, 0), 0);
+	assert_int_equal(st.st_size, 7);
+	buf_reset(&out);
+	listing(dfd, "", &out);
+	assert_null(strstr(out.data, ".sandbox-mcp"));
+	buf_finish(&out);
+	close(dfd);
+	buf_finish(&t);
+}
+
+/* A file with a second name is never uploaded: refused alone, skipped in a folder. */
+static void test_walk_hardlinks(void **state)
+{
+	struct hostfs *h;
+	struct hostfs_walk *wk;
+	struct err err;
+	char p[512], q[512];
+	int fd, r;
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/hl", allowed);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/secret", outside);
+	snprintf(q, sizeof(q), "%s/hl/to-secret", allowed);
+	assert_int_equal(link(p, q), 0);
+	snprintf(q, sizeof(q), "%s/hl/plain", allowed);
+	put_file(q, "plain\n", 0644);
+	snprintf(q, sizeof(q), "%s/alone", allowed);
+	assert_int_equal(link(p, q), 0);
+
+	assert_int_equal(hostfs_create(allowed, &h, &err), 0);
+	struct tar_limits lim = { .entries = 100, .entry_size = 1 << 20, .total_size = 1 << 20 };
+	assert_int_equal(hostfs_open(h, q, O_RDONLY | O_NONBLOCK, &fd, NULL, 0, &err), 0);
+	assert_int_equal(hostfs_walk_create(fd, "alone", &lim, &wk, &err), -EACCES);
+	assert_int_equal(err.code, ERRCODE_HOST_PATH_NOT_ALLOWED);
+	assert_non_null(strstr(err.msg, "hard link"));
+
+	snprintf(p, sizeof(p), "%s/hl", allowed);
+	assert_int_equal(hostfs_open(h, p, O_RDONLY | O_NONBLOCK, &fd, NULL, 0, &err), 0);
+	assert_int_equal(hostfs_walk_create(fd, "hl", &lim, &wk, &err), 0);
+	struct buf tarb, seen;
+	struct tar_writer *w;
+	buf_init(&tarb, 1u << 20);
+	assert_int_equal(tar_writer_create(&tarb, &w, &err), 0);
+	while ((r = hostfs_walk_produce(wk, w, &err)) == 0)
+		;
+	assert_int_equal(r, 1);
+	uint64_t files, dirs, bytes;
+	json_t *skipped;
+	hostfs_walk_stats(wk, &files, &dirs, &bytes, &skipped);
+	assert_int_equal(files, 1);
+	assert_int_equal(json_array_size(skipped), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 0), "name")), "to-secret");
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(skipped, 0), "reason")), "hard link"));
+	json_decref(skipped);
+	hostfs_walk_destroy(wk);
+	tar_writer_destroy(w);
+	buf_init(&seen, 1u << 20);
+	struct tar_sink sink = { log_entry, log_data, NULL, NULL, &seen };
+	assert_int_equal(tar_read_memory(tarb.data, tarb.len, &lim, &sink, NULL, &err), 0);
+	assert_null(strstr(seen.data, "secret"));
+	buf_finish(&seen);
+	buf_finish(&tarb);
+	hostfs_destroy(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +717,9 @@ int main(void)
 		cmocka_unit_test(test_outbox),
 		cmocka_unit_test(test_extract_hostile),
 		cmocka_unit_test(test_walk),
+		cmocka_unit_test(test_dest),
+		cmocka_unit_test(test_replace_own),
+		cmocka_unit_test(test_walk_hardlinks),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

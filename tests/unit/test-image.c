@@ -61,10 +61,54 @@ static void test_same_ref(void **state)
 	assert_false(image_same_ref("debian:bookworm", "debian:latest"));
 	assert_false(image_same_ref("a/debian", "debian"));
 	assert_false(image_same_ref("localhost:5000/x", "localhost/x"));
-	assert_true(image_same_ref("index.docker.io/library/debian", "debian:latest"));
-	assert_true(image_same_ref("localhost:5000/x@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-				   "localhost:5000/x@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
-	assert_false(image_same_ref("debian", "debian@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+	assert_true(image_same_ref("Docker.io/library/debian:bookworm-slim", "debian:bookworm-slim"));
+	assert_true(image_same_ref("index.docker.io/library/debian@sha256:ab", "debian@sha256:ab"));
+	assert_false(image_same_ref("debian@sha256:ab", "debian"));
+}
+
+/* The allowlist: every spelling of a registry, host case and library/ compared as docker would pull. */
+static void test_allowed(void **state)
+{
+	static const char *pats = CONFIG_COMMIT_REPOS_DEFAULT;
+	static const char *good[] = { "sandbox-mcp-commit", "sandbox-mcp-test/commit", "docker.io/library/sandbox-mcp-x",
+				      "localhost/sandbox-mcp/a", "LocalHost/sandbox-mcp/a/b", "index.docker.io/sandbox-mcp-y/z" };
+	static const char *bad[] = { "debian", "Docker.io/library/debian", "docker.io/library/debian", "index.docker.io/library/debian",
+				     "DOCKER.IO/postgres", "postgres", "ghcr.io/org/app", "localhost/other", "localhost:5000/sandbox-mcp-x",
+				     "sandbox-mcp", "library/debian", "registry-1.docker.io/library/redis", "sandbox/mcp-x",
+				     "evil.io/sandbox-mcp-x", "localhost/sandbox-mcp" };
+	char fam[300];
+	struct config c;
+	struct err e;
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
+		assert_true(image_repo_matches(good[i], pats));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		assert_false(image_repo_matches(bad[i], pats));
+	image_familiar("Docker.io/library/debian", fam, sizeof(fam));
+	assert_string_equal(fam, "debian");
+	image_familiar("GHCR.IO/Org/app", fam, sizeof(fam));
+	assert_string_equal(fam, "ghcr.io/Org/app");
+	assert_true(image_repo_matches("docker.io/myorg/app", "myorg/*"));
+	assert_true(image_repo_matches("myorg/app", "x,docker.io/myorg/app"));
+	assert_false(image_repo_matches("myorg/app2", "myorg/app"));
+	assert_false(image_repo_matches("anything", ""));
+	assert_false(image_repo_matches("anything", ","));
+	assert_true(image_repo_matches("anything/at/all", "*"));
+	assert_true(image_repo_matches("ghcr.io/org/app", "*"));
+	/* every Docker Hub name, and no other registry's */
+	assert_true(image_repo_matches("postgres", "docker.io/*"));
+	assert_true(image_repo_matches("org/app", "index.docker.io/*"));
+	assert_false(image_repo_matches("ghcr.io/org/app", "docker.io/*"));
+	assert_false(image_repo_matches("localhost/app", "docker.io/library/*"));
+	assert_false(image_repo_matches("org/app", "docker.io/library/*"));
+	assert_true(image_repo_matches("docker.io/library/redis", "docker.io/library/*"));
+
+	config_init(&c);
+	assert_int_equal(image_ref_allowed(&c, "sandbox-mcp-commit", &e), 0);
+	assert_int_equal(image_ref_allowed(&c, "postgres", &e), -EPERM);
+	assert_int_equal(e.code, ERRCODE_INVALID_ARGUMENT);
+	assert_non_null(strstr(e.msg, "SANDBOX_COMMIT_REPOS"));
+	config_finish(&c);
 }
 
 static void test_replaceable(void **state)
@@ -142,6 +186,7 @@ int main(void)
 		cmocka_unit_test(test_repository), cmocka_unit_test(test_tag),
 		cmocka_unit_test(test_same_ref),   cmocka_unit_test(test_default_tag),
 		cmocka_unit_test(test_quote_and_changes), cmocka_unit_test(test_replaceable),
+		cmocka_unit_test(test_allowed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

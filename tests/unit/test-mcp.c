@@ -233,23 +233,31 @@ static void test_big_lines(void **state)
 
 	_cleanup_free_ char *got = run_lines(in.data, in.len);
 	buf_finish(&in);
-	const char *l1 = got, *l2 = strchr(l1, '\n');
+	/* big lines are parsed on a worker: the ping behind them may be answered first */
+	const char *l1 = NULL, *l2 = NULL, *l3 = NULL;
+	int lines = 0;
+	for (char *l = got, *nl; *l; l = nl + 1, lines++) {
+		nl = strchr(l, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		if (strstr(l, "\"id\":77"))
+			l1 = l;
+		else if (strstr(l, "-32700"))
+			l2 = l;
+		else if (strstr(l, "\"id\":78"))
+			l3 = l;
+	}
+	assert_int_equal(lines, 3);
+	assert_non_null(l1);
 	assert_non_null(l2);
-	l2++;
-	const char *l3 = strchr(l2, '\n');
 	assert_non_null(l3);
-	l3++;
-	assert_non_null(strstr(l1, "\"id\":77"));
 	assert_non_null(strstr(l1, "\"result\""));
-	assert_true(strstr(l1, "\"result\"") < l2);
 	/* the parse error names a position near the end of the 7 MiB line */
-	assert_true(strstr(l2, "-32700") != NULL && strstr(l2, "-32700") < l3);
 	const char *pos = strstr(l2, "at byte ");
 	assert_non_null(pos);
-	assert_true(pos < l3);
 	long long byte = strtoll(pos + 8, NULL, 10);
 	assert_true(byte >= (long long)(second - 1 - 8) && byte <= (long long)(second - 1));
-	assert_non_null(strstr(l3, "\"id\":78"));
+	assert_non_null(strstr(l3, "\"result\""));
 }
 
 /*
@@ -324,6 +332,104 @@ static void test_big_line_without_name(void **state)
 	}
 }
 
+/*
+ * A line whose decoding would cost more than its budget is refused before
+ * jansson sees it, and answered with its own id even when the id comes after
+ * the values; so is one nested too deep.  A valid line holding \u0000 gets
+ * -32602 with its id, not -32700 with a null one.
+ */
+static void test_json_budget(void **state)
+{
+	(void)state;
+	struct buf in;
+	buf_init(&in, SIZE_MAX);
+	/* 400,000 empty objects: about 100 MB for jansson, from a 1.2 MB line */
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"x\":["), 0);
+	for (int i = 0; i < 400000; i++)
+		assert_int_equal(buf_append(&in, i ? ",{}" : "{}", i ? 3 : 2), 0);
+	assert_int_equal(buf_printf(&in, "]},\"id\":\"many\"}\n"), 0);
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{\"x\":"), 0);
+	for (int i = 0; i < 200; i++)
+		assert_int_equal(buf_append(&in, "[", 1), 0);
+	for (int i = 0; i < 200; i++)
+		assert_int_equal(buf_append(&in, "]", 1), 0);
+	assert_int_equal(buf_printf(&in, "}}\n"), 0);
+	/* within the budget: 1000 objects pass */
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\",\"params\":{\"x\":["), 0);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(buf_append(&in, i ? ",{}" : "{}", i ? 3 : 2), 0);
+	assert_int_equal(buf_printf(&in, "]}}\n"), 0);
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"params\":{\"_meta\":{\"s\":\"a\\u0000b\"}}}\n"), 0);
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"k\\u0000\":1},\"id\":\"eight\"}\n"), 0);
+	/* no recoverable id: still one reply, with a null id */
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"p\\u0000\"}\n"), 0);
+
+	_cleanup_free_ char *got = run_lines(in.data, in.len);
+	buf_finish(&in);
+	char *saveptr = NULL;
+	const char *want[] = {
+		"{\"jsonrpc\":\"2.0\",\"id\":\"many\",\"error\":{\"code\":-32600,\"message\":\"Invalid Request: the message holds too many JSON values",
+		"{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":-32600,\"message\":\"Invalid Request: the message nests objects and arrays 202 deep",
+		"{\"jsonrpc\":\"2.0\",\"id\":6,\"result\":{}}",
+		"{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-32602,\"message\":\"Invalid params: a string in this request holds \\\\u0000",
+		"{\"jsonrpc\":\"2.0\",\"id\":\"eight\",\"error\":{\"code\":-32602,",
+		"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32602,",
+	};
+	size_t i = 0;
+	for (char *l = strtok_r(got, "\n", &saveptr); l; l = strtok_r(NULL, "\n", &saveptr), i++) {
+		assert_true(i < sizeof(want) / sizeof(want[0]));
+		if (strncmp(l, want[i], strlen(want[i])) != 0)
+			fail_msg("reply %zu: %.300s\nwanted: %s", i, l, want[i]);
+	}
+	assert_int_equal(i, sizeof(want) / sizeof(want[0]));
+}
+
+/*
+ * A big line is parsed on a worker, but the calls sent after it still start
+ * after its call: on one session, the replies come in the order sent (here
+ * each fails its argument check, as there is no session manager), five
+ * times over.
+ */
+static void test_big_line_keeps_call_order(void **state)
+{
+	(void)state;
+	struct buf in;
+	buf_init(&in, SIZE_MAX);
+	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+					 "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":"
+					 "{\"name\":\"t\",\"version\":\"1\"}}}\n"),
+			 0);
+	for (int k = 0; k < 5; k++) {
+		assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+						 "\"name\":\"file_write\",\"arguments\":{\"session_id\":\"x\",\"path\":5,"
+						 "\"content\":\"",
+					    100 + 2 * k),
+				 0);
+		for (size_t i = 0; i < MCP_BIG_LINE; i++)
+			assert_int_equal(buf_append(&in, "x", 1), 0);
+		assert_int_equal(buf_printf(&in, "\"}}}\n{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+						 "\"params\":{\"name\":\"run_command\",\"arguments\":{\"session_id\":\"x\","
+						 "\"command\":5}}}\n",
+					    101 + 2 * k),
+				 0);
+	}
+	struct err e;
+	err_clear(&e);
+	assert_int_equal(tools_init(&e), 0); /* the argument schemas */
+	_cleanup_free_ char *got = run_lines(in.data, in.len);
+	tools_finish();
+	buf_finish(&in);
+	const char *prev = got;
+	for (int id = 100; id < 110; id++) {
+		char want[32];
+		snprintf(want, sizeof(want), "\"id\":%d,", id);
+		const char *at = strstr(got, want);
+		if (!at || at < prev)
+			fail_msg("the reply to %d is missing or came before the one sent ahead of it:\n%.2000s", id, got);
+		prev = at;
+	}
+}
+
 int main(void)
 {
 	util_json_init();
@@ -334,6 +440,8 @@ int main(void)
 		cmocka_unit_test(test_big_lines),
 		cmocka_unit_test(test_big_strings_restored),
 		cmocka_unit_test(test_big_line_without_name),
+		cmocka_unit_test(test_json_budget),
+		cmocka_unit_test(test_big_line_keeps_call_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

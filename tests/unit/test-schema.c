@@ -17,7 +17,9 @@ static const char schema_text[] =
 	"\"fresh\":{\"type\":\"boolean\"},"
 	"\"mode\":{\"type\":\"string\",\"enum\":[\"a\",\"b\"]},"
 	"\"env\":{\"type\":\"object\",\"properties\":{}},"
-	"\"pkgs\":{\"type\":\"array\",\"maxItems\":2,\"items\":{\"type\":\"string\"}}}}";
+	"\"opts\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{\"a\":{\"type\":\"integer\"}}},"
+	"\"pkgs\":{\"type\":\"array\",\"maxItems\":2,\"items\":{\"type\":\"string\"}},"
+	"\"sizes\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}}}";
 
 static int check(const char *args, char *msg, size_t msgsz)
 {
@@ -45,6 +47,39 @@ static void test_valid(void **state)
 	assert_int_equal(check("{\"code\":\"x\",\"timeout_s\":5.0}", msg, sizeof(msg)), 0);
 }
 
+/*
+ * Clients add top-level arguments of their own (Gemini CLI: wait_for_previous
+ * on every call): ignored, while the schema still says additionalProperties:false.
+ */
+static void test_client_additions(void **state)
+{
+	char msg[ERR_MSG_MAX];
+	const char *ok[] = {
+		"{\"code\":\"x\",\"wait_for_previous\":true}",
+		"{\"code\":\"x\",\"extra\":1}",
+		"{\"code\":\"x\",\"zz\":null,\"_meta\":{\"a\":1}}",
+		"{\"code\":\"x\",\"\":1}",
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (check(ok[i], msg, sizeof(msg)) != 0)
+			fail_msg("case %zu (%s) refused: %s", i, ok[i], msg);
+	}
+	/* hostile: a 100 kB name is neither close to anything nor echoed whole */
+	size_t n = 100000;
+	char *big = malloc(n + 32);
+	assert_non_null(big);
+	const char *head = "{\"code\":\"x\",\"";
+	size_t h = strlen(head);
+	memcpy(big, head, h);
+	memset(big + h, 't', n);
+	memcpy(big + h + n, "\":1}", 5);
+	assert_int_equal(check(big, msg, sizeof(msg)), 0);
+	memcpy(big + h, "timeou_s\":1}", 13); /* a typo next to a known name */
+	assert_int_equal(check(big, msg, sizeof(msg)), -EINVAL);
+	assert_non_null(strstr(msg, "did you mean 'timeout_s'?"));
+	free(big);
+}
+
 static void test_invalid(void **state)
 {
 	char msg[ERR_MSG_MAX];
@@ -59,10 +94,23 @@ static void test_invalid(void **state)
 		{ "{\"code\":\"x\",\"timeout_s\":0}", "arguments.timeout_s must be at least 1" },
 		{ "{\"code\":\"x\",\"timeout_s\":601}", "at most 600" },
 		{ "{\"code\":\"x\",\"timeout_s\":1.5}", "must be an integer" },
+		{ "{\"code\":\"x\",\"timeout_s\":1e300}", "must be an integer" },
+		{ "{\"code\":\"x\",\"timeout_s\":-1e300}", "must be an integer" },
+		{ "{\"code\":\"x\",\"timeout_s\":9.3e18}", "must be an integer" },
+		{ "{\"code\":\"x\",\"sizes\":[1,2.5]}", "arguments.sizes[1] must be an integer" },
 		{ "{\"code\":\"x\",\"mode\":\"c\"}", "must be one of: a, b" },
 		{ "{\"code\":\"x\",\"pkgs\":[\"a\",1]}", "arguments.pkgs[1] must be a string" },
 		{ "{\"code\":\"x\",\"pkgs\":[\"a\",\"b\",\"c\"]}", "at most 2 items" },
-		{ "{\"code\":\"x\",\"extra\":1}", "unknown argument 'arguments.extra'" },
+		/* a close misspelling of a known argument is refused, naming it */
+		{ "{\"code\":\"x\",\"timeout\":5}", "unknown argument 'arguments.timeout': did you mean 'timeout_s'?" },
+		{ "{\"code\":\"x\",\"Timeout_S\":5}", "did you mean 'timeout_s'?" },
+		{ "{\"code\":\"x\",\"timeuot_s\":5}", "did you mean 'timeout_s'?" },
+		{ "{\"code\":\"x\",\"timeout-s\":5}", "did you mean 'timeout_s'?" },
+		{ "{\"code\":\"x\",\"cpu\":1}", "did you mean 'cpus'?" },
+		{ "{\"code\":\"x\",\"CODE\":\"y\"}", "did you mean 'code'?" },
+		{ "{\"code\":\"x\",\"modes\":\"a\"}", "did you mean 'mode'?" },
+		/* nested objects with additionalProperties:false still refuse every unknown name */
+		{ "{\"code\":\"x\",\"opts\":{\"a\":1,\"zzz\":2}}", "unknown argument 'arguments.opts.zzz'" },
 		{ "[]", "must be an object" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -70,6 +118,32 @@ static void test_invalid(void **state)
 		if (!strstr(msg, cases[i].want))
 			fail_msg("case %zu: '%s' does not contain '%s'", i, msg, cases[i].want);
 	}
+}
+
+/* A whole-number real where an integer is wanted is read as that integer, not as 0. */
+static void test_integral_reals(void **state)
+{
+	json_t *schema = json_loads(schema_text, 0, NULL);
+	json_t *v = json_loads("{\"code\":\"x\",\"timeout_s\":600.0,\"cpus\":2.0,\"sizes\":[4096.0,1e3,-0.0,7]}", 0,
+			       NULL);
+	struct err e;
+	err_clear(&e);
+	assert_non_null(schema);
+	assert_non_null(v);
+	assert_int_equal(schema_validate(schema, v, &e), 0);
+	json_t *t = json_object_get(v, "timeout_s");
+	assert_true(json_is_integer(t));
+	assert_int_equal(json_integer_value(t), 600);
+	assert_true(json_is_real(json_object_get(v, "cpus"))); /* a number stays a number */
+	json_t *sizes = json_object_get(v, "sizes");
+	assert_true(json_is_integer(json_array_get(sizes, 0)));
+	assert_int_equal(json_integer_value(json_array_get(sizes, 0)), 4096);
+	assert_int_equal(json_integer_value(json_array_get(sizes, 1)), 1000);
+	assert_true(json_is_integer(json_array_get(sizes, 2)));
+	assert_int_equal(json_integer_value(json_array_get(sizes, 2)), 0);
+	assert_int_equal(json_integer_value(json_array_get(sizes, 3)), 7);
+	json_decref(v);
+	json_decref(schema);
 }
 
 static void test_lint(void **state)
@@ -135,6 +209,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_integral_reals),
+		cmocka_unit_test(test_client_additions),
 		cmocka_unit_test(test_lint),
 		cmocka_unit_test(test_tool_table),
 		cmocka_unit_test(test_lossy),

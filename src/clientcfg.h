@@ -1,0 +1,31 @@
+/*
+ * clientcfg.h - what `sandbox-mcp config CLIENT` prints: a ready-made
+ * configuration that starts this binary from one MCP client.
+ *
+ * Paths go through the quoting of the format they land in (sh for the
+ * command lines, JSON, TOML), so a path with a space or a quote works.
+ */
+#ifndef CLIENTCFG_H
+#define CLIENTCFG_H
+
+#include <stdio.h>
+
+#include "errcode.h"
+
+/* The clients, for messages: "claude-desktop, claude-code, gemini, codex". */
+extern const char clientcfg_names[];
+
+/*
+ * Writes the configuration for client that starts the server at self (an
+ * absolute path) to f. 0; -ENOENT for an unknown client; -EILSEQ when the
+ * format cannot hold the path (JSON and TOML need UTF-8); message in err.
+ */
+int clientcfg_print(FILE *f, const char *client, const char *self, struct err *err);
+
+/* Writes s as one sh word: single-quoted, each ' spelled '\''. */
+void clientcfg_sh_quote(FILE *f, const char *s);
+
+/* Writes s as a TOML basic string ("...", \\ \" and \uXXXX escapes); s must be UTF-8. */
+void clientcfg_toml_quote(FILE *f, const char *s);
+
+#endif

@@ -1,0 +1,63 @@
+/*
+ * fuzz-image.c - image names a model passes to session_commit and
+ * session_export (image.h), and the SANDBOX_COMMIT_REPOS patterns.
+ *
+ * The input is "repository" or "repository\0patterns". What must hold: the
+ * grammar check only accepts or refuses; the familiar form is no longer than
+ * the name; a name the default patterns accept really is one of ours once
+ * docker resolves it (sandbox-mcp-... on Docker Hub, or localhost/sandbox-mcp/...),
+ * however its registry host is spelled; "*" accepts every name; a reference
+ * names the same tag as itself.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "fuzz.h"
+#include "image.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	return 0;
+}
+
+static void check_name(const char *repo, const char *patterns)
+{
+	char fam[2 * IMAGE_REF_MAX + 16];
+	struct err e;
+
+	int r = image_repository_check(repo, &e);
+	FUZZ_CHECK(r == 0 || r == -EINVAL);
+	image_familiar(repo, fam, sizeof(fam));
+	FUZZ_CHECK(memchr(fam, '\0', sizeof(fam)) != NULL);
+	FUZZ_CHECK(strlen(fam) <= strlen(repo));
+	FUZZ_CHECK(image_repo_matches(repo, "*"));
+	(void)image_repo_matches(repo, patterns);
+	if (r < 0)
+		return;
+	FUZZ_CHECK(image_same_ref(repo, repo));
+	if (image_repo_matches(repo, CONFIG_COMMIT_REPOS_DEFAULT))
+		FUZZ_CHECK(strncmp(fam, "sandbox-mcp-", 12) == 0 || strncmp(fam, "localhost/sandbox-mcp/", 22) == 0);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size > 4 * IMAGE_REF_MAX)
+		return 0;
+	char *buf = malloc(size + 2);
+	FUZZ_CHECK(buf != NULL);
+	memcpy(buf, data, size);
+	buf[size] = '\0';
+	buf[size + 1] = '\0';
+	const char *patterns = CONFIG_COMMIT_REPOS_DEFAULT;
+	char *nul = memchr(buf, '\0', size);
+	if (nul)
+		patterns = nul + 1;
+	check_name(buf, patterns);
+	free(buf);
+	return 0;
+}
