@@ -59,6 +59,8 @@ struct config {
 	char *runtime;
 	char *commit_repos; /* repository patterns session_commit and session_export may tag (image.h) */
 	char *networks; /* Docker networks sessions may join besides none, ','-separated */
+	char *images;	/* image policy patterns (imageref.h), ','-separated; "": the default policy */
+	char *pull;	/* when session_create pulls: never, missing, always */
 	char *log_level_name;
 	enum log_level log_level;
 	unsigned tool_groups;
@@ -81,6 +83,9 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 bool config_network_forbidden(const char *name);
 /* True for "none" and the networks SANDBOX_NETWORKS lists (never a forbidden one). */
 bool config_network_allowed(const struct config *c, const char *name);
+
+/* One line saying what the image policy allows (for env_info and doctor). */
+const char *config_images_summary(const struct config *c);
 
 /* Prints the settings table for --help. */
 void config_print_help(FILE *f);
