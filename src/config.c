@@ -13,6 +13,7 @@
 
 #include "buildconf.h"
 #include "config.h"
+#include "imageref.h"
 
 enum opt_type { OPT_STRING, OPT_U64, OPT_DOUBLE };
 
@@ -81,6 +82,11 @@ static const struct opt opts[] = {
 	{ "http_allow_origin", NULL, OPT_STRING, OFF(http_allow_origin), 0, 0,
 	  "Origins (scheme://host[:port]) allowed to call the HTTP server, ','-separated (default: localhost's, "
 	  "when bound to loopback)" },
+	{ "images", NULL, OPT_STRING, OFF(images), 0, 0,
+	  "Images sessions may use or pull, ','-separated patterns (default: any local image, pulls of "
+	  "docker.io/library/* only; '*': any)" },
+	{ "pull", NULL, OPT_STRING, OFF(pull), 0, 0,
+	  "When session_create pulls: never, missing (default), always" },
 	{ "log_level", NULL, OPT_STRING, OFF(log_level_name), 0, 0,
 	  "stderr log level: debug, info, notice, warning, error (default info)" },
 };
@@ -123,6 +129,8 @@ void config_init(struct config *c)
 	c->tools = xstrdup("session,run,files,pip,git,env");
 	c->commit_repos = xstrdup(CONFIG_COMMIT_REPOS_DEFAULT);
 	c->networks = xstrdup("");
+	c->images = xstrdup("");
+	c->pull = xstrdup("missing");
 	c->log_level_name = xstrdup("info");
 	c->log_level = LOG_LEVEL_INFO;
 	c->tool_groups = TOOL_GROUP_ALL;
@@ -286,6 +294,11 @@ static int config_validate(struct config *c, struct err *err)
 	int r = config_networks_check(c, err);
 	if (r < 0)
 		return r;
+	if ((r = imageref_patterns_check(c->images, err)) < 0)
+		return r;
+	if (strcmp(c->pull, "never") != 0 && strcmp(c->pull, "missing") != 0 && strcmp(c->pull, "always") != 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "pull '%.40s' is not one of never, missing, always", c->pull);
 
 	c->tool_groups = 0;
 	const char *p = c->tools;
@@ -375,6 +388,15 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 	return config_validate(c, err);
 }
 
+const char *config_images_summary(const struct config *c)
+{
+	if (!c->images[0])
+		return "any image on the engine; pulls only Docker Hub's official images (docker.io/library/*)";
+	if (strcmp(c->images, "*") == 0)
+		return "any image, pulled from any registry";
+	return "only images matching SANDBOX_IMAGES, on the engine or pulled (and SANDBOX_IMAGE itself)";
+}
+
 void config_print_help(FILE *f)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
@@ -412,5 +434,8 @@ json_t *config_to_json(const struct config *c)
 	json_object_set_new(j, "workspace_mb", json_integer((json_int_t)c->workspace_mb));
 	json_object_set_new(j, "output_save_mb", json_integer((json_int_t)c->output_save_mb));
 	json_object_set_new(j, "commit_repos", json_string(c->commit_repos));
+	json_object_set_new(j, "images", json_string(c->images));
+	json_object_set_new(j, "pull", json_string(c->pull));
+	json_object_set_new(j, "image_policy", json_string(config_images_summary(c)));
 	return j;
 }

@@ -65,6 +65,8 @@ struct config {
 	uint64_t http_timeout_s; /* idle HTTP connections are closed after this */
 	char *tls_cert, *tls_key; /* PEM files: --http serves HTTPS */
 	char *http_token_file;	 /* NAME:TOKEN lines; NULL or "": no auth (loopback only) */
+	char *images;	/* image policy patterns (imageref.h), ','-separated; "": the default policy */
+	char *pull;	/* when session_create pulls: never, missing, always */
 	char *log_level_name;
 	enum log_level log_level;
 	unsigned tool_groups;
@@ -87,6 +89,9 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 bool config_network_forbidden(const char *name);
 /* True for "none" and the networks SANDBOX_NETWORKS lists (never a forbidden one). */
 bool config_network_allowed(const struct config *c, const char *name);
+
+/* One line saying what the image policy allows (for env_info and doctor). */
+const char *config_images_summary(const struct config *c);
 
 /* Prints the settings table for --help. */
 void config_print_help(FILE *f);

@@ -17,6 +17,7 @@
 
 #include "agentctl.h"
 #include "buildconf.h"
+#include "ceiling.h"
 #include "clientcfg.h"
 #include "config.h"
 #include "engine.h"
@@ -418,6 +419,12 @@ static int doctor_engine(const struct config *cfg)
 			printf("      get it: docker pull %s   (or build it)\n", cfg->image);
 		problems++;
 	}
+	/* what the operator's settings allow, so a surprise is visible before a model meets it */
+	char quota[256];
+	ceiling_quota_state(engine, NULL, cfg, true, quota, sizeof(quota));
+	printf("%s  workspace quota: %s\n", strcmp(quota, "enforced") == 0 ? "ok  " : "note", quota);
+	printf("ok    images: %s; pull %s\n", config_images_summary(cfg), cfg->pull);
+	printf("ok    networks sessions may join: %s\n", cfg->networks[0] ? cfg->networks : "none (SANDBOX_NETWORKS)");
 	engine_destroy(engine);
 	return problems ? 1 : 0;
 }

@@ -23,6 +23,7 @@
 #include "buildconf.h"
 #include "ceiling.h"
 #include "log.h"
+#include "pull.h"
 #include "pyrepl.h"
 #include "session.h"
 #include "tar.h"
@@ -850,22 +851,11 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 	json_t *img = NULL, *inspect = NULL, *warnings = NULL;
 	int r;
 
-	r = engine_image_inspect(m->engine, call, image, &img, err);
-	if (r < 0) {
-		if (err->code == ERRCODE_IMAGE_NOT_FOUND) {
-			if (strcmp(image, SANDBOX_DEFAULT_IMAGE) == 0)
-				err_set(err, ERRCODE_IMAGE_NOT_FOUND, r,
-					"the default image %s is not built yet: run `docker build -t %s image/` in the "
-					"sandbox-mcp source tree (or `sandbox-mcp doctor` for details)",
-					image, image);
-			else
-				err_set(err, ERRCODE_IMAGE_NOT_FOUND, r,
-					"image %s is not on this Docker engine: run `docker pull %s` (or build it), or "
-					"omit image to use %s",
-					image, image, cfg->image);
-		}
+	/* the image policy, and a pull when the image is missing (pull.h) */
+	struct pull_result pulled = { 0 };
+	r = pull_image(m->engine, call, cfg, image, o->pull_report, o->pull_arg, &img, &pulled, err);
+	if (r < 0)
 		return r;
-	}
 
 	char user[sizeof(((struct session *)0)->user)];
 	bool fallback;
@@ -879,6 +869,8 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 	snprintf(s->name, sizeof(s->name), "%s", o->name ? o->name : "");
 	snprintf(s->owner, sizeof(s->owner), "%s", call_principal(call));
 	snprintf(s->image, sizeof(s->image), "%s", image);
+	s->pulled = pulled.pulled;
+	s->pull_ms = pulled.pull_ms;
 	snprintf(s->user, sizeof(s->user), "%s", user);
 	snprintf(s->network, sizeof(s->network), "%s", network);
 	snprintf(s->runtime, sizeof(s->runtime), "%s", o->runtime ? o->runtime : (cfg->runtime ? cfg->runtime : ""));

@@ -55,6 +55,8 @@ struct session {
 	bool closed;
 	bool adopted;	   /* found at start (persistent), not created by us */
 	json_t *warnings;  /* engine warnings at create */
+	bool pulled;	   /* session_create pulled the image, taking pull_ms */
+	int64_t pull_ms;
 	/* run_python's interpreter (pyrepl.h), started on first use; used only by calls on this session */
 	struct pyrepl *repl;
 	/*
@@ -92,6 +94,9 @@ struct session_opts {
 	bool transient;
 	/* the implicit session of calls without session_id: the one allowed the name "default" */
 	bool default_session;
+	/* hears the progress of a pull of a missing image (pull.h); may be NULL */
+	void (*pull_report)(void *arg, double done, double total, const char *msg);
+	void *pull_arg;
 };
 
 int session_mgr_create(const struct config *cfg, struct engine *e, struct session_mgr **ret, struct err *err);

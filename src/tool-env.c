@@ -12,6 +12,7 @@
 #include "buildconf.h"
 #include "ceiling.h"
 #include "exec.h"
+#include "pull.h"
 #include "tools.h"
 
 static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
@@ -111,6 +112,13 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 		  json_string_value(json_object_get(limits, "workspace_quota")),
 		  (unsigned long long)ctx->svc->cfg->output_save_mb);
 	json_object_set_new(out, "limits", limits);
+	json_t *images = r == 0 ? pull_images_json(ctx->svc->engine, ctx->call, ctx->svc->cfg) : NULL;
+	if (images) {
+		tool_text(res, "Images: %s; pull %s; %zu local images allowed (images.local)",
+			  config_images_summary(ctx->svc->cfg), ctx->svc->cfg->pull,
+			  json_array_size(json_object_get(images, "local")));
+		json_object_set_new(out, "images", images);
+	}
 	if (json_object_get(args, "session_id")) {
 		json_t *si = session_info(ctx, args, res);
 		if (!si) {
@@ -143,6 +151,8 @@ const struct tool_entry tool_env_info_entry = {
 		"\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},\"pids\":{\"type\":\"integer\"},"
 		"\"timeout_s\":{\"type\":\"integer\"},\"idle_ttl_s\":{\"type\":\"integer\"},"
 		"\"max_sessions\":{\"type\":\"integer\"},\"workspace\":{\"type\":\"string\"}}},"
+		"\"images\":{\"type\":\"object\",\"properties\":{\"policy\":{\"type\":\"string\"},"
+		"\"pull\":{\"type\":\"string\"},\"local\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}},"
 		"\"engine\":{\"type\":\"object\",\"properties\":{\"reachable\":{\"type\":\"boolean\"},"
 		"\"endpoint\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"},"
 		"\"api_version\":{\"type\":\"string\"},\"os\":{\"type\":\"string\"},\"arch\":{\"type\":\"string\"},"
