@@ -117,9 +117,14 @@ int ceiling_container_create(struct engine *e, struct call *call, const struct c
 	}
 	if (!storage_opt_refused(err))
 		return r;
+	/* the engine's own words, without the generic advice every engine error ends with */
 	const char *why = strstr(err->msg, ": ");
-	engine_storage_opt_note(e, -1, why ? why + 2 : err->msg);
-	log_infof("no workspace quota on this engine (only the per-file limit holds): %s", why ? why + 2 : err->msg);
+	why = why ? why + 2 : err->msg;
+	const char *advice = strstr(why, "; try again");
+	char reason[sizeof(err->msg)];
+	snprintf(reason, sizeof(reason), "%.*s", advice ? (int)(advice - why) : (int)strlen(why), why);
+	engine_storage_opt_note(e, -1, reason);
+	log_infof("no workspace quota on this engine (only the per-file limit holds): %s", reason);
 	json_object_del(hc, "StorageOpt");
 	err_clear(err);
 	return engine_container_create(e, call, body, ret_id, ret_warnings, err);

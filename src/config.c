@@ -16,6 +16,7 @@
 #include "config.h"
 #include "dockerctx.h"
 #include "transport.h"
+#include "imageref.h"
 
 enum opt_type { OPT_STRING, OPT_U64, OPT_DOUBLE, OPT_SWITCH /* bool; a flag without a value means true */ };
 
@@ -58,6 +59,8 @@ static const struct opt opts[] = {
 	{ "idle_ttl_s", NULL, OPT_U64, OFF(idle_ttl_s), 0, 31536000,
 	  "Close a non-persistent session idle this long, s (0: never)" },
 	{ "max_sessions", NULL, OPT_U64, OFF(max_sessions), 1, 1000, "Live sessions at most" },
+	{ "max_sessions_total", NULL, OPT_U64, OFF(max_sessions_total), 0, 100000,
+	  "Live sessions at most for the whole server, all principals together (0: no limit beyond max_sessions each)" },
 	{ "max_upload_mb", NULL, OPT_U64, OFF(max_upload_mb), 1, 65536, "Largest file moved in or out, MB" },
 	{ "output_bytes", NULL, OPT_U64, OFF(output_bytes), 1024, 64u << 20,
 	  "Output kept per stream in a result, bytes (head and tail)" },
@@ -80,6 +83,22 @@ static const struct opt opts[] = {
 	  CONFIG_COMMIT_REPOS_DEFAULT ")" },
 	{ "networks", NULL, OPT_STRING, OFF(networks), 0, 0,
 	  "Docker networks session_create may join, ','-separated (default: none; host and container: never)" },
+	{ "http", NULL, OPT_STRING, OFF(http), 0, 0,
+	  "Serve MCP over HTTP on HOST:PORT (or PORT, on 127.0.0.1) at /mcp instead of stdio" },
+	{ "http_timeout_s", NULL, OPT_U64, OFF(http_timeout_s), 1, 3600,
+	  "Close an HTTP connection that sends or reads nothing for this long, s (slow or stalled clients)" },
+	{ "http_token_file", NULL, OPT_STRING, OFF(http_token_file), 0, 0,
+	  "File of NAME:TOKEN lines: /mcp then needs Authorization: Bearer TOKEN (re-read on SIGHUP)" },
+	{ "tls_cert", NULL, OPT_STRING, OFF(tls_cert), 0, 0, "PEM certificate (chain) for --http: serve HTTPS" },
+	{ "tls_key", NULL, OPT_STRING, OFF(tls_key), 0, 0, "PEM private key of --tls-cert" },
+	{ "http_allow_origin", NULL, OPT_STRING, OFF(http_allow_origin), 0, 0,
+	  "Origins (scheme://host[:port]) allowed to call the HTTP server, ','-separated (default: localhost's, "
+	  "when bound to loopback)" },
+	{ "images", NULL, OPT_STRING, OFF(images), 0, 0,
+	  "Images sessions may use or pull, ','-separated patterns (default: any local image, pulls of "
+	  "docker.io/library/* only; '*': any)" },
+	{ "pull", NULL, OPT_STRING, OFF(pull), 0, 0,
+	  "When session_create pulls: never, missing (default), always" },
 	{ "log_level", NULL, OPT_STRING, OFF(log_level_name), 0, 0,
 	  "stderr log level: debug, info, notice, warning, error (default info)" },
 };
@@ -117,11 +136,14 @@ void config_init(struct config *c)
 	c->max_line_bytes = 64u << 20;
 	c->engine_timeout_s = 30;
 	c->max_layers = 100;
+	c->http_timeout_s = 30;
 	c->workspace = xstrdup("/workspace");
 	c->host_dirs = xstrdup("");
 	c->tools = xstrdup("session,run,files,pip,git,env");
 	c->commit_repos = xstrdup(CONFIG_COMMIT_REPOS_DEFAULT);
 	c->networks = xstrdup("");
+	c->images = xstrdup("");
+	c->pull = xstrdup("missing");
 	c->log_level_name = xstrdup("info");
 	c->log_level = LOG_LEVEL_INFO;
 	c->tool_groups = TOOL_GROUP_ALL;
@@ -297,6 +319,11 @@ static int config_validate(struct config *c, struct err *err)
 	int r = config_networks_check(c, err);
 	if (r < 0)
 		return r;
+	if ((r = imageref_patterns_check(c->images, err)) < 0)
+		return r;
+	if (strcmp(c->pull, "never") != 0 && strcmp(c->pull, "missing") != 0 && strcmp(c->pull, "always") != 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "pull '%.40s' is not one of never, missing, always", c->pull);
 
 	c->tool_groups = 0;
 	const char *p = c->tools;
@@ -484,6 +511,15 @@ void config_tls(const struct config *c, struct transport_tls *ret, char paths[3]
 	ret->key = tls_file(c->tlskey, dir, "key.pem", paths[2]);
 }
 
+const char *config_images_summary(const struct config *c)
+{
+	if (!c->images[0])
+		return "any image on the engine; pulls only Docker Hub's official images (docker.io/library/*)";
+	if (strcmp(c->images, "*") == 0)
+		return "any image, pulled from any registry";
+	return "only images matching SANDBOX_IMAGES, on the engine or pulled (and SANDBOX_IMAGE itself)";
+}
+
 void config_print_help(FILE *f)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
@@ -523,5 +559,8 @@ json_t *config_to_json(const struct config *c)
 	json_object_set_new(j, "commit_repos", json_string(c->commit_repos));
 	json_object_set_new(j, "tlsverify", json_boolean(c->tls_verify));
 	json_object_set_new(j, "context", c->context ? json_string(c->context) : json_null());
+	json_object_set_new(j, "images", json_string(c->images));
+	json_object_set_new(j, "pull", json_string(c->pull));
+	json_object_set_new(j, "image_policy", json_string(config_images_summary(c)));
 	return j;
 }

@@ -53,7 +53,8 @@ struct config {
 	uint64_t output_save_mb; /* run output saved in the workspace, per stream */
 	uint64_t timeout_s;
 	uint64_t idle_ttl_s;
-	uint64_t max_sessions;
+	uint64_t max_sessions;	     /* per principal (HTTP token NAME); stdio has one */
+	uint64_t max_sessions_total; /* all principals together; 0: no such limit */
 	uint64_t max_upload_mb;
 	uint64_t output_bytes;
 	uint64_t max_code_bytes;
@@ -67,6 +68,13 @@ struct config {
 	char *runtime;
 	char *commit_repos; /* repository patterns session_commit and session_export may tag (image.h) */
 	char *networks; /* Docker networks sessions may join besides none, ','-separated */
+	char *http;		 /* --http HOST:PORT; NULL or "": stdio */
+	char *http_allow_origin; /* ','-separated origins; NULL or "": localhost's on loopback */
+	uint64_t http_timeout_s; /* idle HTTP connections are closed after this */
+	char *tls_cert, *tls_key; /* PEM files: --http serves HTTPS */
+	char *http_token_file;	 /* NAME:TOKEN lines; NULL or "": no auth (loopback only) */
+	char *images;	/* image policy patterns (imageref.h), ','-separated; "": the default policy */
+	char *pull;	/* when session_create pulls: never, missing, always */
 	char *log_level_name;
 	enum log_level log_level;
 	unsigned tool_groups;
@@ -100,6 +108,9 @@ struct transport_tls;
  * docker CLI does). The strings point into paths, which must outlive *ret.
  */
 void config_tls(const struct config *c, struct transport_tls *ret, char paths[3][4096]);
+
+/* One line saying what the image policy allows (for env_info and doctor). */
+const char *config_images_summary(const struct config *c);
 
 /* Prints the settings table for --help. */
 void config_print_help(FILE *f);

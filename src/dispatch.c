@@ -17,8 +17,9 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdint.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -28,6 +29,8 @@
 
 struct call {
 	json_t *id;
+	const void *owner; /* the client that sent it: request ids are unique only per client */
+	char principal[CALL_PRINCIPAL_MAX + 1]; /* whose sandboxes it may use (session.c) */
 	char key[DISPATCH_KEY_MAX + 1];
 	call_run_fn run;
 	call_free_fn free_data;
@@ -100,6 +103,21 @@ void call_destroy(struct call *c)
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cond);
 	free(c);
+}
+
+void call_set_owner(struct call *c, const void *owner)
+{
+	c->owner = owner;
+}
+
+void call_set_principal(struct call *c, const char *principal)
+{
+	snprintf(c->principal, sizeof(c->principal), "%s", principal);
+}
+
+const char *call_principal(const struct call *c)
+{
+	return c ? c->principal : "";
 }
 
 void call_set_weight(struct call *c, size_t bytes)
@@ -301,30 +319,40 @@ int dispatch_submit(struct dispatch *d, struct call *c)
 	return 0;
 }
 
-bool dispatch_cancel(struct dispatch *d, const json_t *id)
+/* c is the one dispatch_cancel looks for: owner's, and id's unless id is NULL. */
+static bool call_matches(const struct call *c, const void *owner, const json_t *id)
+{
+	return c->owner == owner && (!id || json_equal(c->id, (json_t *)id));
+}
+
+bool dispatch_cancel(struct dispatch *d, const void *owner, const json_t *id)
 {
 	bool found = false;
 
 	pthread_mutex_lock(&d->lock);
-	for (struct queue *q = d->queues; q && !found; q = q->next) {
-		if (q->running && json_equal(q->running->id, (json_t *)id)) {
+	for (struct queue *q = d->queues; q && (!found || !id); q = q->next) {
+		if (q->running && call_matches(q->running, owner, id)) {
 			call_cancel(q->running);
 			found = true;
-			break;
-		}
-		for (struct call **pp = &q->head; *pp; pp = &(*pp)->next) {
-			struct call *c = *pp;
-			if (json_equal(c->id, (json_t *)id)) {
-				*pp = c->next;
-				if (q->tail == c) {
-					q->tail = NULL;
-					for (struct call *t = q->head; t; t = t->next)
-						q->tail = t;
-				}
-				call_retire(d, c);
-				found = true;
+			if (id)
 				break;
+		}
+		for (struct call **pp = &q->head; *pp;) {
+			struct call *c = *pp;
+			if (!call_matches(c, owner, id)) {
+				pp = &c->next;
+				continue;
 			}
+			*pp = c->next;
+			if (q->tail == c) {
+				q->tail = NULL;
+				for (struct call *t = q->head; t; t = t->next)
+					q->tail = t;
+			}
+			call_retire(d, c);
+			found = true;
+			if (id)
+				break;
 		}
 	}
 	pthread_mutex_unlock(&d->lock);

@@ -29,6 +29,17 @@ typedef void (*call_cancel_fn)(void *arg);
 
 /* id is copied (incref); data is owned by the call and released with free_data. */
 struct call *call_create(json_t *id, const char *key, call_run_fn run, call_free_fn free_data, void *data);
+/*
+ * The client that sent it (borrowed; the call's data keeps it alive):
+ * dispatch_cancel finds only that client's calls. Default NULL.
+ */
+void call_set_owner(struct call *c, const void *owner);
+/* Longest principal name (the NAME of an HTTP token); "" is the one principal without tokens. */
+#define CALL_PRINCIPAL_MAX 64
+/* The principal the call acts for (copied; cut at CALL_PRINCIPAL_MAX). Default "". */
+void call_set_principal(struct call *c, const char *principal);
+/* The call's principal (borrowed); "" for a NULL call. */
+const char *call_principal(const struct call *c);
 /* What the call holds, in bytes (its request line), for the dispatcher's byte limit. */
 void call_set_weight(struct call *c, size_t bytes);
 /* Frees a call that was never submitted (or whose submit failed), with its data. */
@@ -65,8 +76,11 @@ void dispatch_set_limits(struct dispatch *d, unsigned max_calls, size_t max_byte
  * past the limits (c stays the caller's).
  */
 int dispatch_submit(struct dispatch *d, struct call *c);
-/* Cancels the call with this request id. True if one was found. */
-bool dispatch_cancel(struct dispatch *d, const json_t *id);
+/*
+ * Cancels owner's call with this request id, or every call of owner when id
+ * is NULL (a client that went away). True if one was found.
+ */
+bool dispatch_cancel(struct dispatch *d, const void *owner, const json_t *id);
 /* Calls queued or running. */
 unsigned dispatch_pending(struct dispatch *d);
 

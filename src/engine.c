@@ -881,11 +881,26 @@ void engine_body_destroy(struct engine_body *b)
  * chunks; then reads the response head. 0 with *ret_conn armed on call
  * (the caller disarms and destroys it), or -errno with err.
  */
+static int long_open_headers(struct engine *e, struct call *call, const char *method, const char *path,
+			     const char *headers, int idle_ms, const void *body, size_t len, engine_source_fn src,
+			     void *src_arg, struct http_conn **ret_conn, struct http_response *resp, struct err *err);
 static int long_open(struct engine *e, struct call *call, const char *method, const char *path,
 		     const char *content_type, const void *body, size_t len, engine_source_fn src, void *src_arg,
 		     struct http_conn **ret_conn, struct http_response *resp, struct err *err)
 {
-	char target[6144], headers[128] = "";
+	char headers[128] = "";
+	if (content_type)
+		snprintf(headers, sizeof(headers), "Content-Type: %s\r\n", content_type);
+	return long_open_headers(e, call, method, path, content_type ? headers : NULL, 0, body, len, src, src_arg,
+				 ret_conn, resp, err);
+}
+
+/* long_open with any extra header lines (CRLF-ended), and idle_ms (0: none) capping each wait for a byte. */
+static int long_open_headers(struct engine *e, struct call *call, const char *method, const char *path,
+			     const char *headers, int idle_ms, const void *body, size_t len, engine_source_fn src,
+			     void *src_arg, struct http_conn **ret_conn, struct http_response *resp, struct err *err)
+{
+	char target[6144];
 	int fd, r;
 
 	if ((r = versioned(e, call, path, target, sizeof(target), err)) < 0)
@@ -897,11 +912,11 @@ static int long_open(struct engine *e, struct call *call, const char *method, co
 		http_conn_destroy(conn);
 		return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
 	}
-	if (content_type)
-		snprintf(headers, sizeof(headers), "Content-Type: %s\r\n", content_type);
+	if (idle_ms > 0)
+		http_conn_set_idle(conn, idle_ms);
 	if (!src) {
-		r = http_request_send(conn, method, target, content_type ? headers : NULL, body, len, err);
-	} else if ((r = http_request_send_chunked(conn, method, target, content_type ? headers : NULL, err)) == 0) {
+		r = http_request_send(conn, method, target, headers, body, len, err);
+	} else if ((r = http_request_send_chunked(conn, method, target, headers, err)) == 0) {
 		const size_t chunk = 256 * 1024;
 		_cleanup_free_ char *piece = xmalloc(chunk);
 		struct err werr;
@@ -1166,5 +1181,27 @@ int engine_build(struct engine *e, struct call *call, const char *query, engine_
 		r = image_id_copy(json_string_value(json_object_get(json_object_get(last, "aux"), "ID")), ret_id,
 				  "build", err);
 	json_decref(last);
+	return long_close(call, conn, r, err);
+}
+
+int engine_image_pull(struct engine *e, struct call *call, const char *from_image, const char *tag,
+		      const char *auth, engine_message_fn on_msg, void *msg_arg, struct err *err)
+{
+	char efrom[1024], etag[512], path[1700];
+	struct http_conn *conn;
+	struct http_response resp;
+
+	if (engine_url_escape(from_image, efrom, sizeof(efrom)) < 0 || engine_url_escape(tag, etag, sizeof(etag)) < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image name or tag too long to pull");
+	snprintf(path, sizeof(path), "/images/create?fromImage=%s&tag=%s", efrom, etag);
+	_cleanup_free_ char *headers = auth && *auth ? xasprintf("X-Registry-Auth: %s\r\n", auth) : NULL;
+	/* the whole pull may take the long timeout, but every wait for a byte only the engine timeout */
+	int r = long_open_headers(e, call, "POST", path, headers, e->timeout_ms, NULL, 0, NULL, NULL, &conn, &resp,
+				  err);
+	if (r < 0)
+		return r;
+	if (resp.status >= 400)
+		return long_close(call, conn, long_failed(conn, resp.status, err), err);
+	r = read_messages(conn, on_msg, msg_arg, NULL, NULL, err);
 	return long_close(call, conn, r, err);
 }

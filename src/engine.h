@@ -218,4 +218,16 @@ int engine_image_import(struct engine *e, struct call *call, const char *repo, c
 int engine_build(struct engine *e, struct call *call, const char *query, engine_source_fn src, void *src_arg,
 		 engine_message_fn on_msg, void *msg_arg, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
 
+/*
+ * POST /images/create?fromImage=&tag= (tag: a tag or a digest), for the
+ * engine's own platform. auth (may be NULL) is the X-Registry-Auth value;
+ * it is sent, never logged or kept. Each progress message goes to on_msg.
+ * The pull may take ENGINE_LONG_TIMEOUT_MS, but no wait for a byte more
+ * than the engine timeout. 0, or -errno with err: a refusal before the
+ * stream (e.g. 404 for a missing tag) carries the engine's message, a
+ * failure in it is ERRCODE_ENGINE_ERROR with -ENOEXEC.
+ */
+int engine_image_pull(struct engine *e, struct call *call, const char *from_image, const char *tag,
+		      const char *auth, engine_message_fn on_msg, void *msg_arg, struct err *err);
+
 #endif

@@ -26,6 +26,7 @@ static const char *const errcode_names[ERRCODE_MAX] = {
 	[ERRCODE_OUT_OF_MEMORY] = "out_of_memory",
 	[ERRCODE_TOO_MANY_PROCESSES] = "too_many_processes",
 	[ERRCODE_PYTHON_NOT_FOUND] = "python_not_found",
+	[ERRCODE_SHELL_NOT_FOUND] = "shell_not_found",
 	[ERRCODE_NETWORK_DISABLED] = "network_disabled",
 	[ERRCODE_GIT_NOT_FOUND] = "git_not_found",
 	[ERRCODE_PIP_FAILED] = "pip_failed",

@@ -67,6 +67,11 @@ struct exec_result {
 	long pid;	/* the process (and group) id in the container; 0 if the wrapper never ran */
 	struct capture out, err;
 	int64_t duration_ms;
+	/* set by agentctl_run only: the command ran through the agent */
+	bool usage;	     /* cpu_ms and max_rss_kb are known */
+	uint64_t cpu_ms;     /* user + system time of the command's processes */
+	uint64_t max_rss_kb; /* peak RSS of its largest process */
+	bool agent_lost;     /* the agent died while the command ran */
 };
 
 /*

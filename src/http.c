@@ -25,6 +25,7 @@ enum body_mode {
 struct http_conn {
 	int fd;
 	int timeout_ms;
+	int idle_ms;	  /* each wait for a byte at most this (0: timeout_ms) */
 	int64_t deadline; /* now_ms() by which the response must be in; 0: none */
 	bool answering;	  /* some of the response came */
 	struct buf rbuf;  /* unread bytes from the socket */
@@ -56,6 +57,11 @@ struct http_conn *http_conn_create(int fd, int timeout_ms)
 	struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
 	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	return c;
+}
+
+void http_conn_set_idle(struct http_conn *c, int idle_ms)
+{
+	c->idle_ms = idle_ms < c->timeout_ms ? idle_ms : 0;
 }
 
 void http_conn_destroy(struct http_conn *c)
@@ -204,6 +210,8 @@ static int fill(struct http_conn *c, struct err *err)
 		left = c->deadline ? c->deadline - now_ms() : c->timeout_ms;
 		if (left > c->timeout_ms)
 			left = c->timeout_ms;
+		if (c->idle_ms > 0 && left > c->idle_ms)
+			left = c->idle_ms;
 		r = left > 0 ? poll(&pfd, 1, (int)left) : 0;
 	} while (r < 0 && errno == EINTR);
 	if (r < 0) {
@@ -212,6 +220,9 @@ static int fill(struct http_conn *c, struct err *err)
 	}
 	if (r == 0) {
 		c->dead = true;
+		if (c->idle_ms > 0 && (!c->deadline || c->deadline - now_ms() > 0))
+			return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT,
+				       "the Docker engine sent nothing for %d ms", c->idle_ms);
 		if (c->answering) /* bytes came, too slowly */
 			return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT,
 				       "the Docker engine did not finish its answer within %d ms", c->timeout_ms);

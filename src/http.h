@@ -38,6 +38,11 @@ struct http_response {
 /* Takes ownership of fd. */
 struct http_conn *http_conn_create(int fd, int timeout_ms);
 void http_conn_destroy(struct http_conn *c);
+/*
+ * Caps each wait for a byte at idle_ms (below timeout_ms), for answers that
+ * may take long in total but must keep moving (an image pull).
+ */
+void http_conn_set_idle(struct http_conn *c, int idle_ms);
 int http_conn_fd(const struct http_conn *c);
 /* Shuts the socket down (safe from another thread): blocked reads return at once. */
 void http_conn_abort(struct http_conn *c);

@@ -15,10 +15,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agentctl.h"
 #include "buildconf.h"
+#include "ceiling.h"
 #include "clientcfg.h"
 #include "config.h"
 #include "engine.h"
+#include "httpd.h"
 #include "log.h"
 #include "mcp.h"
 #include "out.h"
@@ -61,6 +64,9 @@ static void on_signal(int sig);
 static int engine_create_cfg(const struct config *cfg, int timeout_ms, struct engine **ret, struct err *err);
 static void usage(FILE *f);
 static int serve(const struct config *cfg, char **args);
+static bool serve_stdio(const struct config *cfg, struct mcp *m, struct out *out);
+static int serve_http(struct mcp *m, const struct tool_services *svc, const sigset_t *stop);
+static int discard(void *data, const char *line, size_t len);
 static void engine_probe(const struct config *cfg, struct mcp *m);
 static int doctor(const struct config *cfg, char **args);
 static int doctor_host(const struct config *cfg);
@@ -72,7 +78,7 @@ static const char *command_names(void);
 static int run_command_line(const struct config *cfg, int argc, char **argv);
 
 static const struct command commands[] = {
-	{ "serve", "", 0, 0, "Serve MCP on stdin/stdout (the default)", serve },
+	{ "serve", "", 0, 0, "Serve MCP on stdin/stdout (the default), or over HTTP with --http", serve },
 	{ "doctor", "", 0, 0, "Check the Docker engine, the default image and the host folders; print fixes", doctor },
 	{ "config", "CLIENT", 1, 1,
 	  "Print what adds this binary to CLIENT: claude-desktop, claude-code, gemini or codex",
@@ -198,6 +204,15 @@ static int serve(const struct config *cfg, char **args)
 	/* no SA_RESTART: a signal must interrupt the blocking read of stdin */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	bool http = cfg->http && cfg->http[0];
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP); /* HTTP: re-read the token file */
+	/* HTTP: before any thread starts, so that only sigwait in serve_http takes them */
+	if (http)
+		pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
 	err_clear(&err);
 	if ((r = tools_init(&err)) < 0) {
@@ -229,14 +244,91 @@ static int serve(const struct config *cfg, char **args)
 		return 1;
 	}
 	session_mgr_start(sessions);
-	struct out *out = out_create(STDOUT_FILENO);
+	/* HTTP answers each request on its own response: what has no request to go with is dropped */
+	struct out_sink none = { .write = discard };
+	struct out *out = http ? out_create_sink(&none) : out_create(STDOUT_FILENO);
 	struct tool_services svc = { .cfg = cfg, .engine = engine, .out = out, .sessions = sessions, .hostfs = hostfs };
 	struct mcp *m = mcp_create(&svc);
 	engine_probe(cfg, m);
-	struct rpc_reader reader;
-	rpc_reader_init(&reader, STDIN_FILENO, cfg->max_line_bytes);
-	log_debugf("serving on stdio (engine %s)", engine_endpoint(engine)->display);
+	bool idle;
+	if (http) {
+		int rc = serve_http(m, &svc, &stop);
+		idle = mcp_destroy(m);
+		if (rc != 0 && idle) {
+			session_mgr_destroy(sessions);
+			out_destroy(out);
+			engine_destroy(engine);
+			hostfs_destroy(hostfs);
+			tools_finish();
+			return rc;
+		}
+	} else {
+		idle = serve_stdio(cfg, m, out);
+	}
+	if (!idle) {
+		/* calls that ignored cancellation still use the services: keep them */
+		log_warnf("exiting with calls still running");
+	}
+	/* after the workers: removes this instance's non-persistent containers */
+	if (idle) {
+		session_mgr_destroy(sessions);
+	} else {
+		session_mgr_cleanup(sessions);
+		/*
+		 * The running calls hold the services, and svc lives in this frame:
+		 * end the process here instead of returning (which would leave them a
+		 * dead stack frame) and without exit handlers (LeakSanitizer's would
+		 * report what they hold). stdout and stderr are unbuffered writes.
+		 */
+		_exit(0);
+	}
+	out_destroy(out);
+	engine_destroy(engine);
+	hostfs_destroy(hostfs);
+	tools_finish();
+	return 0;
+}
 
+static int discard(void *data, const char *line, size_t len)
+{
+	(void)data, (void)line, (void)len;
+	return 0;
+}
+
+/* Serves HTTP until SIGTERM or SIGINT (blocked in every thread: sigwait takes them). 0, or 1 when it cannot start. */
+static int serve_http(struct mcp *m, const struct tool_services *svc, const sigset_t *stop)
+{
+	struct httpd *h = NULL;
+	struct err err;
+	int sig = 0;
+
+	err_clear(&err);
+	if (httpd_start(m, svc, &h, &err) < 0) {
+		log_errorf("%s", err.msg);
+		return 1;
+	}
+	log_infof("serving MCP on %s://%s/mcp (engine %s)", httpd_tls(h) ? "https" : "http", httpd_address(h),
+		  engine_endpoint(svc->engine)->display);
+	for (;;) {
+		if (sigwait(stop, &sig) != 0)
+			continue;
+		if (sig != SIGHUP)
+			break;
+		httpd_reload(h);
+	}
+	log_infof("stopping on signal %d", sig);
+	httpd_stop(h);
+	return 0;
+}
+
+/* Reads stdin until EOF or a signal. True when every call ended (see mcp_destroy). */
+static bool serve_stdio(const struct config *cfg, struct mcp *m, struct out *out)
+{
+	struct rpc_reader reader;
+	int r;
+
+	rpc_reader_init(&reader, STDIN_FILENO, cfg->max_line_bytes);
+	log_debugf("serving on stdio");
 	while (!stop_signal && !out_closed(out)) {
 		struct slice line;
 		r = rpc_reader_next(&reader, &line);
@@ -258,32 +350,8 @@ static int serve(const struct config *cfg, char **args)
 	else if (!out_closed(out))
 		mcp_drain(m, MAIN_EOF_GRACE_MS); /* answer what was asked before EOF */
 
-	bool idle = mcp_destroy(m);
-	if (!idle) {
-		/* calls that ignored cancellation still use the services: keep them */
-		log_warnf("exiting with calls still running");
-	}
-	/* after the workers: removes this instance's non-persistent containers */
-	if (idle) {
-		session_mgr_destroy(sessions);
-	} else {
-		session_mgr_cleanup(sessions);
-		/*
-		 * The running calls hold the services, and svc lives in this frame:
-		 * end the process here instead of returning (which would leave them a
-		 * dead stack frame) and without exit handlers (LeakSanitizer's would
-		 * report what they hold). stdout and stderr are unbuffered writes.
-		 */
-		_exit(0);
-	}
 	rpc_reader_finish(&reader);
-	if (idle) {
-		out_destroy(out);
-		engine_destroy(engine);
-		hostfs_destroy(hostfs);
-	}
-	tools_finish();
-	return 0;
+	return mcp_destroy(m);
 }
 
 /* Checks what the server needs and prints a fix for each problem; the exit status. */
@@ -308,6 +376,11 @@ static int doctor_engine(const struct config *cfg)
 		return 1;
 	}
 	printf("ok    endpoint %s\n", engine_endpoint(engine)->display);
+	if (agentctl_built())
+		printf("ok    in-sandbox agent built in (commands skip the engine's exec path)\n");
+	else
+		printf("note  built without the in-sandbox agent (musl-gcc was missing: apt-get install musl-tools, "
+		       "then rebuild); commands take the engine's exec path\n");
 	const struct endpoint *ep = engine_endpoint(engine);
 	if (ep->kind == TRANSPORT_UNIX) {
 		struct stat st;
@@ -357,6 +430,12 @@ static int doctor_engine(const struct config *cfg)
 			printf("      get it: docker pull %s   (or build it)\n", cfg->image);
 		problems++;
 	}
+	/* what the operator's settings allow, so a surprise is visible before a model meets it */
+	char quota[256];
+	ceiling_quota_state(engine, NULL, cfg, true, quota, sizeof(quota));
+	printf("%s  workspace quota: %s\n", strcmp(quota, "enforced") == 0 ? "ok  " : "note", quota);
+	printf("ok    images: %s; pull %s\n", config_images_summary(cfg), cfg->pull);
+	printf("ok    networks sessions may join: %s\n", cfg->networks[0] ? cfg->networks : "none (SANDBOX_NETWORKS)");
 	engine_destroy(engine);
 	return problems ? 1 : 0;
 }

@@ -45,13 +45,24 @@
 
 static const char *const legacy_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
 
+/*
+ * One client's legacy-era state: stdio has one, the HTTP transport one per
+ * Mcp-Session-Id (and a fresh one for each stateless request).  Counted:
+ * the calls a peer sent hold it, and its address is their dispatch owner.
+ */
+struct mcp_peer {
+	atomic_uint refs;
+	char principal[CALL_PRINCIPAL_MAX + 1]; /* whose sandboxes its calls use */
+	pthread_mutex_t lock; /* guards initialized and version */
+	bool initialized;
+	char version[16];	     /* negotiated legacy version */
+	atomic_int legacy_log_level; /* -1: logging/setLevel never called */
+};
+
 struct mcp {
 	const struct tool_services *svc;
 	struct dispatch *dispatch;
-	pthread_mutex_t lock; /* guards initialized and version */
-	bool initialized;
-	char version[16];		/* negotiated legacy version */
-	atomic_int legacy_log_level;	/* -1: logging/setLevel never called */
+	struct mcp_peer *stdio;		/* the peer of mcp_handle_line */
 	atomic_ullong seq;		/* for keys of calls that run alone */
 	char *instructions;		/* built once from the tools offered */
 	unsigned long long bulk_nonce;	/* makes this process's bulk markers unguessable */
@@ -81,6 +92,8 @@ struct mcp_bulk {
 
 /* One request being handled, on the read loop. */
 struct req {
+	struct mcp_peer *peer; /* borrowed */
+	struct out *out;       /* borrowed: where its answers go */
 	json_t *id;
 	const char *method;
 	json_t *params; /* object (possibly empty) */
@@ -140,9 +153,17 @@ struct line_feed {
  */
 #define MCP_LINES_KEY "mcp:big-lines"
 
+/* Where a message came from and where its answers go. */
+struct origin {
+	struct out *out;
+	mcp_route_fn route;
+	void *arg;
+};
+
 /* A big line copied off the reader's buffer, for its worker. */
 struct line_job {
 	struct mcp *m;
+	struct origin from; /* holds a reference to from.out */
 	char *line;
 	size_t n;
 	struct jsonscan scan;
@@ -151,6 +172,7 @@ struct line_job {
 /* A call that waits behind the big lines before it goes to its own queue. */
 struct forward {
 	struct mcp *m;
+	struct out *out; /* borrowed from the inner call */
 	struct call *inner;
 };
 
@@ -181,6 +203,8 @@ enum call_kind {
 /* Everything a worker needs to run one deferred request and reply. */
 struct call_data {
 	struct mcp *m;
+	struct mcp_peer *peer; /* one reference */
+	struct out *out;       /* one reference: the call's answers go there */
 	enum call_kind kind;
 	json_t *params; /* resources methods */
 	const struct tool_entry *tool;
@@ -220,23 +244,26 @@ static const struct method mcp_method_table[] = {
 };
 
 static int fail_set(struct fail *f, int code, const char *fmt, ...) PRINTF_LIKE(3, 4);
-static void reply_error(struct mcp *m, json_t *id, int code, const char *message, json_t *data);
+static void reply_error(struct out *out, json_t *id, int code, const char *message, json_t *data);
 static json_t *server_info(void);
 static json_t *capabilities(bool list_changed);
 static void finish_result(const struct req *rq, unsigned flags, json_t *result);
-static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm, struct mcp_bulk *bulk,
-			   size_t line_len, bool in_order);
+static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out, const struct rpc_msg *rm,
+			   struct mcp_bulk *bulk, size_t line_len, bool in_order);
 static int submit(struct mcp *m, struct call *c, const struct req *rq, struct fail *f);
 static int submit_busy(struct mcp *m, int r, struct fail *f);
 static void forward_run(struct call *c, void *data);
 static void forward_free(void *data);
 static void line_job_run(struct call *c, void *data);
 static void line_job_free(void *data);
-static void line_parse(struct mcp *m, char *line, size_t n, const struct jsonscan *scan, struct call *job);
+static void line_parse(struct mcp *m, const struct origin *from, char *line, size_t n, const struct jsonscan *scan,
+		       struct call *job);
+static struct mcp_peer *stdio_route(void *arg, const struct mcp_msg_info *info);
 static void trim_heap(size_t n);
-static void handle_notification(struct mcp *m, const struct rpc_msg *rm);
+static void handle_notification(struct mcp *m, struct mcp_peer *peer, const struct rpc_msg *rm);
 static void log_bridge(enum log_level level, const char *msg, void *data);
 static void call_run(struct call *c, void *data);
+static struct call_data *call_data_create(struct mcp *m, const struct req *rq);
 static void call_data_free(void *data);
 static size_t feed_line(void *buffer, size_t buflen, void *data);
 static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char *key, struct fail *f);
@@ -299,17 +326,18 @@ struct mcp *mcp_create(const struct tool_services *svc)
 	m->svc = svc;
 	m->dispatch = dispatch_create(MCP_WORKERS_MAX);
 	dispatch_set_limits(m->dispatch, DISPATCH_PENDING_MAX, (size_t)(MCP_PENDING_LINES * m->svc->cfg->max_line_bytes));
-	pthread_mutex_init(&m->lock, NULL);
-	atomic_init(&m->legacy_log_level, -1);
+	m->stdio = mcp_peer_create(m, "");
 	atomic_init(&m->seq, 0);
 	atomic_init(&m->big_lines, 0);
-	snprintf(m->version, sizeof(m->version), "%s", MCP_VERSION_LEGACY_NEWEST);
 	if (getrandom(&m->bulk_nonce, sizeof(m->bulk_nonce), GRND_NONBLOCK) != sizeof(m->bulk_nonce))
 		m->bulk_nonce = (unsigned long long)now_ms() ^ (unsigned long long)(uintptr_t)m;
 	instructions_build(m);
 	atomic_init(&m->initialized_legacy, false);
-	m->resources_changed = notify_create(svc->out, "notifications/resources/list_changed", MCP_LIST_CHANGED_MS);
-	if (!m->resources_changed)
+	/* over HTTP there is no stream for notifications outside a request (GET /mcp is 405) */
+	bool http = svc->cfg->http && svc->cfg->http[0];
+	m->resources_changed =
+		http ? NULL : notify_create(svc->out, "notifications/resources/list_changed", MCP_LIST_CHANGED_MS);
+	if (!m->resources_changed && !http)
 		log_warnf("no thread for resources/list_changed: clients see new files when they list again");
 	log_set_hook(log_bridge, m);
 	return m;
@@ -329,10 +357,42 @@ bool mcp_destroy(struct mcp *m)
 	if (!dispatch_destroy(m->dispatch, 500))
 		return false; /* workers still hold m: the process is about to exit */
 	notify_destroy(m->resources_changed); /* after the workers, which poke it */
-	pthread_mutex_destroy(&m->lock);
+	mcp_peer_put(m->stdio);
 	free(m->instructions);
 	free(m);
 	return true;
+}
+
+struct mcp_peer *mcp_peer_create(struct mcp *m, const char *principal)
+{
+	struct mcp_peer *p = xcalloc(1, sizeof(*p));
+	(void)m;
+	snprintf(p->principal, sizeof(p->principal), "%s", principal);
+	atomic_init(&p->refs, 1);
+	pthread_mutex_init(&p->lock, NULL);
+	atomic_init(&p->legacy_log_level, -1);
+	snprintf(p->version, sizeof(p->version), "%s", MCP_VERSION_LEGACY_NEWEST);
+	return p;
+}
+
+struct mcp_peer *mcp_peer_get(struct mcp_peer *p)
+{
+	if (p)
+		atomic_fetch_add(&p->refs, 1);
+	return p;
+}
+
+void mcp_peer_put(struct mcp_peer *p)
+{
+	if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
+		return;
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+bool mcp_peer_cancel(struct mcp *m, struct mcp_peer *p, const json_t *id)
+{
+	return dispatch_cancel(m->dispatch, p, id);
 }
 
 static int fail_set(struct fail *f, int code, const char *fmt, ...)
@@ -346,9 +406,9 @@ static int fail_set(struct fail *f, int code, const char *fmt, ...)
 	return -EINVAL;
 }
 
-static void reply_error(struct mcp *m, json_t *id, int code, const char *message, json_t *data)
+static void reply_error(struct out *out, json_t *id, int code, const char *message, json_t *data)
 {
-	(void)out_send_new(m->svc->out, rpc_error(id, code, message, data));
+	(void)out_send_new(out, rpc_error(id, code, message, data));
 }
 
 static json_t *server_info(void)
@@ -397,10 +457,10 @@ static int m_initialize(struct mcp *m, struct req *rq, json_t **ret, struct fail
 		if (strcmp(asked, legacy_versions[i]) == 0)
 			chosen = legacy_versions[i];
 
-	pthread_mutex_lock(&m->lock);
-	m->initialized = true;
-	snprintf(m->version, sizeof(m->version), "%s", chosen);
-	pthread_mutex_unlock(&m->lock);
+	pthread_mutex_lock(&rq->peer->lock);
+	rq->peer->initialized = true;
+	snprintf(rq->peer->version, sizeof(rq->peer->version), "%s", chosen);
+	pthread_mutex_unlock(&rq->peer->lock);
 
 	*ret = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", chosen, "capabilities",
 			 capabilities(m->resources_changed != NULL),
@@ -438,7 +498,7 @@ static int m_set_level(struct mcp *m, struct req *rq, json_t **ret, struct fail 
 		return fail_set(f, RPC_INVALID_PARAMS,
 				"logging/setLevel: params.level must be one of debug, info, notice, warning, "
 				"error, critical, alert, emergency");
-	atomic_store(&m->legacy_log_level, (int)l);
+	atomic_store(&rq->peer->legacy_log_level, (int)l);
 	*ret = json_object();
 	return 0;
 }
@@ -467,12 +527,11 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
 	const char *session = json_string_value(json_object_get(args, "session_id"));
 	/* a call that names a session queues behind that session's other calls */
 	if (t->per_session || session)
-		session_key(m->svc->sessions, session, key, DISPATCH_KEY_MAX);
+		session_key(m->svc->sessions, rq->peer->principal, session, key, DISPATCH_KEY_MAX);
 	else
 		snprintf(key, sizeof(key), "c:%llu", (unsigned long long)atomic_fetch_add(&m->seq, 1));
 
-	struct call_data *cd = xcalloc(1, sizeof(*cd));
-	cd->m = m;
+	struct call_data *cd = call_data_create(m, rq);
 	cd->tool = t;
 	cd->id = json_incref(rq->id);
 	cd->args = args ? json_incref(args) : json_object();
@@ -490,6 +549,8 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
 	}
 
 	struct call *c = call_create(rq->id, key, call_run, call_data_free, cd);
+	call_set_owner(c, rq->peer);
+	call_set_principal(c, rq->peer->principal);
 	*ret = NULL;
 	return submit(m, c, rq, f);
 }
@@ -506,8 +567,10 @@ static int submit(struct mcp *m, struct call *c, const struct req *rq, struct fa
 		/* a big line sent before this one is still being parsed: queue behind it */
 		struct forward *fw = xcalloc(1, sizeof(*fw));
 		fw->m = m;
+		fw->out = rq->out;
 		fw->inner = c;
 		c = call_create(rq->id, MCP_LINES_KEY, forward_run, forward_free, fw);
+		call_set_owner(c, rq->peer);
 		call_set_weight(c, rq->line_len);
 	}
 	int r = dispatch_submit(m->dispatch, c);
@@ -543,7 +606,7 @@ static void forward_run(struct call *c, void *data)
 		return;
 	}
 	(void)submit_busy(fw->m, r, &f);
-	reply_error(fw->m, call_id(c), f.code, f.message, NULL);
+	reply_error(fw->out, call_id(c), f.code, f.message, NULL);
 }
 
 static void forward_free(void *data)
@@ -575,7 +638,7 @@ static int m_resources_read(struct mcp *m, struct req *rq, json_t **ret, struct 
 		return fail_set(f, RPC_INVALID_PARAMS, "resources/read: params.uri must be a string");
 	/* a read queues behind the calls of its session; an unknown one fails on its own */
 	if (resources_uri_session(rq->params, sid, sizeof(sid)))
-		session_key(m->svc->sessions, sid, key, DISPATCH_KEY_MAX);
+		session_key(m->svc->sessions, rq->peer->principal, sid, key, DISPATCH_KEY_MAX);
 	else
 		snprintf(key, sizeof(key), "c:%llu", (unsigned long long)atomic_fetch_add(&m->seq, 1));
 	*ret = NULL;
@@ -585,8 +648,7 @@ static int m_resources_read(struct mcp *m, struct req *rq, json_t **ret, struct 
 /* Queues rq on a worker under key; the worker replies. */
 static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char *key, struct fail *f)
 {
-	struct call_data *cd = xcalloc(1, sizeof(*cd));
-	cd->m = m;
+	struct call_data *cd = call_data_create(m, rq);
 	cd->kind = kind;
 	cd->params = json_incref(rq->params);
 	cd->id = json_incref(rq->id);
@@ -594,6 +656,8 @@ static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char 
 	cd->modern = rq->modern;
 	cd->log_level = rq->log_level;
 	struct call *c = call_create(rq->id, key, call_run, call_data_free, cd);
+	call_set_owner(c, rq->peer);
+	call_set_principal(c, rq->peer->principal);
 	return submit(m, c, rq, f);
 }
 
@@ -617,12 +681,22 @@ static void resources_run(struct call *c, struct call_data *cd)
 		return;
 	}
 	if (r < 0) {
-		reply_error(m, cd->id, code, e.msg, NULL);
+		reply_error(cd->out, cd->id, code, e.msg, NULL);
 		return;
 	}
 	struct req rq = { .modern = cd->modern };
 	finish_result(&rq, METHOD_LIST, result);
-	(void)out_send_new(m->svc->out, rpc_result(cd->id, result));
+	(void)out_send_new(cd->out, rpc_result(cd->id, result));
+}
+
+/* The part every deferred request shares: who sent it, where its answers go. */
+static struct call_data *call_data_create(struct mcp *m, const struct req *rq)
+{
+	struct call_data *cd = xcalloc(1, sizeof(*cd));
+	cd->m = m;
+	cd->peer = mcp_peer_get(rq->peer);
+	cd->out = out_get(rq->out);
+	return cd;
 }
 
 static void call_data_free(void *data)
@@ -630,6 +704,8 @@ static void call_data_free(void *data)
 	struct call_data *cd = data;
 	if (!cd)
 		return;
+	mcp_peer_put(cd->peer);
+	out_put(cd->out); /* for HTTP, the last reference ends the request's answer */
 	json_decref(cd->params);
 	json_decref(cd->id);
 	json_decref(cd->args);
@@ -645,6 +721,7 @@ static void call_run(struct call *c, void *data)
 	struct mcp *m = cd->m;
 	struct tool_ctx ctx = {
 		.svc = m->svc,
+		.out = cd->out,
 		.call = c,
 		.protocol_version = cd->version,
 		.progress_token = cd->progress_token,
@@ -697,7 +774,7 @@ static void call_run(struct call *c, void *data)
 		json_object_set(result, "structuredContent", res.structured);
 	struct req rq = { .modern = cd->modern };
 	finish_result(&rq, 0, result);
-	(void)out_send_new(m->svc->out, rpc_result(cd->id, result));
+	(void)out_send_new(cd->out, rpc_result(cd->id, result));
 	tool_result_finish(&res);
 	files_maybe_changed(m, cd); /* after the result: the client reads the list with the call done */
 }
@@ -718,20 +795,22 @@ static void log_bridge(enum log_level level, const char *msg, void *data)
 {
 	struct mcp *m = data;
 	struct call_data *cd = current_call;
-	int threshold = cd && cd->modern ? cd->log_level : atomic_load(&m->legacy_log_level);
+	struct out *out = cd ? cd->out : m->svc->out;
+	int threshold = cd && cd->modern ? cd->log_level
+					 : atomic_load(cd ? &cd->peer->legacy_log_level : &m->stdio->legacy_log_level);
 
-	if (threshold < 0 || (int)level < threshold || out_closed(m->svc->out))
+	if (threshold < 0 || (int)level < threshold || out_closed(out))
 		return;
 	json_t *p = json_pack("{s:s, s:s, s:o}", "level", log_level_name(level), "logger", "sandbox-mcp", "data",
 			      json_string_lossy(msg, strlen(msg)));
-	(void)out_send_new(m->svc->out, rpc_notification("notifications/message", p));
+	(void)out_send_new(out, rpc_notification("notifications/message", p));
 }
 
-static void handle_notification(struct mcp *m, const struct rpc_msg *rm)
+static void handle_notification(struct mcp *m, struct mcp_peer *peer, const struct rpc_msg *rm)
 {
 	if (strcmp(rm->method, "notifications/cancelled") == 0) {
 		json_t *id = json_object_get(rm->params, "requestId");
-		if (rpc_id_valid(id) && dispatch_cancel(m->dispatch, id))
+		if (rpc_id_valid(id) && dispatch_cancel(m->dispatch, peer, id))
 			log_debugf("cancelled request %s",
 				   json_is_string(id) ? json_string_value(id) : "(integer id)");
 		return;
@@ -743,17 +822,17 @@ static void handle_notification(struct mcp *m, const struct rpc_msg *rm)
 	/* other notifications (progress, roots changes, ...) need nothing from us */
 }
 
-static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm, struct mcp_bulk *bulk,
-			   size_t line_len, bool in_order)
+static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out, const struct rpc_msg *rm,
+			   struct mcp_bulk *bulk, size_t line_len, bool in_order)
 {
-	struct req rq = { .id = rm->id, .method = rm->method, .log_level = -1, .bulk = bulk, .line_len = line_len,
+	struct req rq = { .peer = peer, .out = out, .id = rm->id, .method = rm->method, .log_level = -1, .bulk = bulk, .line_len = line_len,
 			  .in_order = in_order };
 	struct fail f = { 0 };
 	json_t *empty = NULL;
 	char legacy_version[16];
 
 	if (rm->params && !json_is_object(rm->params)) {
-		reply_error(m, rm->id, RPC_INVALID_PARAMS, "params must be an object", NULL);
+		reply_error(out, rm->id, RPC_INVALID_PARAMS, "params must be an object", NULL);
 		return;
 	}
 	rq.params = rm->params ? rm->params : (empty = json_object());
@@ -774,7 +853,7 @@ static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm,
 			snprintf(text, sizeof(text), "Unsupported protocol version%s%.40s; this server speaks %s",
 				 json_is_string(pv) ? " " : "", json_is_string(pv) ? json_string_value(pv) : "",
 				 MCP_VERSION_MODERN);
-			reply_error(m, rm->id, RPC_UNSUPPORTED_VERSION, text, data);
+			reply_error(out, rm->id, RPC_UNSUPPORTED_VERSION, text, data);
 			json_decref(empty);
 			return;
 		}
@@ -785,9 +864,9 @@ static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm,
 		if (lvl && log_level_parse(lvl, &l) == 0)
 			rq.log_level = (int)l;
 	} else {
-		pthread_mutex_lock(&m->lock);
-		snprintf(legacy_version, sizeof(legacy_version), "%s", m->version);
-		pthread_mutex_unlock(&m->lock);
+		pthread_mutex_lock(&peer->lock);
+		snprintf(legacy_version, sizeof(legacy_version), "%s", peer->version);
+		pthread_mutex_unlock(&peer->lock);
 		rq.version = legacy_version;
 		rq.modern = false;
 	}
@@ -799,23 +878,23 @@ static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm,
 	if (!md) {
 		char text[200];
 		snprintf(text, sizeof(text), "Method not found: %.100s", rm->method);
-		reply_error(m, rm->id, RPC_METHOD_NOT_FOUND, text, NULL);
+		reply_error(out, rm->id, RPC_METHOD_NOT_FOUND, text, NULL);
 		json_decref(empty);
 		return;
 	}
 	if (rq.modern && (md->flags & METHOD_LEGACY_ONLY)) {
 		char text[200];
 		snprintf(text, sizeof(text), "Method %s is not part of protocol %s", rm->method, MCP_VERSION_MODERN);
-		reply_error(m, rm->id, RPC_METHOD_NOT_FOUND, text, NULL);
+		reply_error(out, rm->id, RPC_METHOD_NOT_FOUND, text, NULL);
 		json_decref(empty);
 		return;
 	}
 	if (!rq.modern && !(md->flags & METHOD_BEFORE_INIT)) {
-		pthread_mutex_lock(&m->lock);
-		bool init = m->initialized;
-		pthread_mutex_unlock(&m->lock);
+		pthread_mutex_lock(&peer->lock);
+		bool init = peer->initialized;
+		pthread_mutex_unlock(&peer->lock);
 		if (!init) {
-			reply_error(m, rm->id, RPC_INVALID_REQUEST,
+			reply_error(out, rm->id, RPC_INVALID_REQUEST,
 				    "Server not initialized: send initialize first, or put "
 				    "io.modelcontextprotocol/protocolVersion \"" MCP_VERSION_MODERN
 				    "\" in params._meta",
@@ -832,14 +911,13 @@ static void handle_request(struct mcp *m, json_t *msg, const struct rpc_msg *rm,
 		return;
 	}
 	if (r < 0) {
-		reply_error(m, rm->id, f.code, f.message, f.data);
+		reply_error(out, rm->id, f.code, f.message, f.data);
 		json_decref(empty);
 		return;
 	}
 	finish_result(&rq, md->flags, result);
-	(void)out_send_new(m->svc->out, rpc_result(rm->id, result));
+	(void)out_send_new(out, rpc_result(rm->id, result));
 	json_decref(empty);
-	(void)msg;
 }
 
 /* Hands back the whole pages of [from, to) that are not yet given back. */
@@ -1045,7 +1123,7 @@ static json_t *scan_id(const char *line, const struct jsonscan *scan)
  * Refuses a line whose decoding would cost more than its budget, before
  * jansson sees it; true when it did (and replied).
  */
-static bool over_budget(struct mcp *m, const char *line, size_t n, const struct jsonscan *scan)
+static bool over_budget(struct out *out, const char *line, size_t n, const struct jsonscan *scan)
 {
 	size_t budget = MCP_JSON_COST_BASE + MCP_JSON_COST_PER_BYTE * n;
 	if (scan->cost <= budget && scan->depth <= MCP_JSON_DEPTH_MAX)
@@ -1063,17 +1141,17 @@ static bool over_budget(struct mcp *m, const char *line, size_t n, const struct 
 			 "may use); send bulk data as one string (e.g. base64 file content) or split the request",
 			 scan->objects, scan->arrays, scan->strings, scan->bare, scan->cost >> 20, budget >> 20, n);
 	json_t *id = scan_id(line, scan);
-	reply_error(m, id, RPC_INVALID_REQUEST, text, NULL);
+	reply_error(out, id, RPC_INVALID_REQUEST, text, NULL);
 	json_decref(id);
 	return true;
 }
 
 /* Replies to a line jansson refused: -32602 for a valid id with a \u0000, else -32700. */
-static void parse_failed(struct mcp *m, const struct mcp_bulk *bulk, const json_error_t *jerr, json_t *scanned_id)
+static void parse_failed(struct mcp *m, struct out *out, const struct mcp_bulk *bulk, const json_error_t *jerr, json_t *scanned_id)
 {
 	char text[300];
 	if (json_error_code(jerr) == json_error_null_character || json_error_code(jerr) == json_error_null_byte_in_key) {
-		reply_error(m, scanned_id, RPC_INVALID_PARAMS,
+		reply_error(out, scanned_id, RPC_INVALID_PARAMS,
 			    "Invalid params: a string in this request holds \\u0000 (the NUL character), which "
 			    "sandbox-mcp does not accept; remove it, or send binary data base64-encoded "
 			    "(file_write's encoding \"base64\")",
@@ -1082,12 +1160,25 @@ static void parse_failed(struct mcp *m, const struct mcp_bulk *bulk, const json_
 	}
 	snprintf(text, sizeof(text), "Parse error: %s (at byte %zu)", jerr->text,
 		 bulk_position(m, bulk, jerr->position < 0 ? 0 : (size_t)jerr->position));
-	reply_error(m, NULL, RPC_PARSE_ERROR, text, NULL);
+	reply_error(out, NULL, RPC_PARSE_ERROR, text, NULL);
+}
+
+static struct mcp_peer *stdio_route(void *arg, const struct mcp_msg_info *info)
+{
+	struct mcp *m = arg;
+	(void)info;
+	return mcp_peer_get(m->stdio);
 }
 
 void mcp_handle_line(struct mcp *m, char *line, size_t len)
 {
+	mcp_handle_message(m, m->svc->out, stdio_route, m, line, len);
+}
+
+void mcp_handle_message(struct mcp *m, struct out *out, mcp_route_fn route, void *arg, char *line, size_t len)
+{
 	struct jsonscan scan;
+	struct origin from = { .out = out, .route = route, .arg = arg };
 
 	/* blank lines (and a CR left by a CRLF client) are not messages */
 	size_t n = len;
@@ -1097,15 +1188,17 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len)
 		return;
 
 	jsonscan_measure(line, n, &scan);
-	if (over_budget(m, line, n, &scan))
+	if (over_budget(out, line, n, &scan))
 		return;
 	if (n < MCP_BIG_LINE) {
-		line_parse(m, line, n, &scan, NULL);
+		line_parse(m, &from, line, n, &scan, NULL);
 		return;
 	}
 	/* a copy for the worker; the reader's pages go back as they are copied */
 	struct line_job *lj = xcalloc(1, sizeof(*lj));
 	lj->m = m;
+	lj->from = from;
+	out_get(out);
 	lj->n = n;
 	lj->scan = scan;
 	lj->line = xmalloc(n);
@@ -1120,12 +1213,15 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len)
 	struct call *c = call_create(id, MCP_LINES_KEY, line_job_run, line_job_free, lj);
 	json_decref(id);
 	call_set_weight(c, n);
+	/* stdio's peer is known before parsing; a transport's, only after (it cannot cancel the parse) */
+	if (route == stdio_route)
+		call_set_owner(c, m->stdio);
 	atomic_fetch_add(&m->big_lines, 1);
 	int r = dispatch_submit(m->dispatch, c);
 	if (r < 0) {
 		struct fail f = { 0 };
 		(void)submit_busy(m, r, &f);
-		reply_error(m, call_id(c), f.code, f.message, NULL);
+		reply_error(out, call_id(c), f.code, f.message, NULL);
 		call_destroy(c); /* line_job_free undoes big_lines */
 	}
 }
@@ -1133,7 +1229,7 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len)
 static void line_job_run(struct call *c, void *data)
 {
 	struct line_job *lj = data;
-	line_parse(lj->m, lj->line, lj->n, &lj->scan, c);
+	line_parse(lj->m, &lj->from, lj->line, lj->n, &lj->scan, c);
 	free(lj->line);
 	lj->line = NULL;
 	trim_heap(lj->n);
@@ -1144,6 +1240,7 @@ static void line_job_free(void *data)
 	struct line_job *lj = data;
 	/* after the line's own call was queued: later calls may go straight to their queues */
 	atomic_fetch_sub(&lj->m->big_lines, 1);
+	out_put(lj->from.out);
 	free(lj->line);
 	free(lj);
 }
@@ -1153,8 +1250,10 @@ static void line_job_free(void *data)
  * worker's call (NULL on the read loop): a request it carries that was
  * cancelled meanwhile is dropped, and its calls are already in order.
  */
-static void line_parse(struct mcp *m, char *line, size_t n, const struct jsonscan *scan, struct call *job)
+static void line_parse(struct mcp *m, const struct origin *from, char *line, size_t n, const struct jsonscan *scan,
+		       struct call *job)
 {
+	struct out *out = from->out;
 	json_error_t jerr;
 	struct rpc_msg rm;
 	struct err e;
@@ -1177,14 +1276,14 @@ static void line_parse(struct mcp *m, char *line, size_t n, const struct jsonsca
 		msg = json_loadb(line, n, JSON_DECODE_ANY, &jerr);
 	}
 	if (!msg) {
-		parse_failed(m, &bulk, &jerr, scanned_id);
+		parse_failed(m, out, &bulk, &jerr, scanned_id);
 		json_decref(scanned_id);
 		bulk_free(&bulk);
 		return;
 	}
 	json_decref(scanned_id);
 	if (json_is_array(msg)) {
-		reply_error(m, NULL, RPC_INVALID_REQUEST,
+		reply_error(out, NULL, RPC_INVALID_REQUEST,
 			    "Invalid Request: JSON-RPC batches are not supported; send one message per line", NULL);
 		json_decref(msg);
 		bulk_free(&bulk);
@@ -1192,22 +1291,23 @@ static void line_parse(struct mcp *m, char *line, size_t n, const struct jsonsca
 	}
 	err_clear(&e);
 	if (rpc_envelope(msg, &rm, &id, &e) < 0) {
-		reply_error(m, id, RPC_INVALID_REQUEST, e.msg, NULL);
+		reply_error(out, id, RPC_INVALID_REQUEST, e.msg, NULL);
 		json_decref(msg);
 		bulk_free(&bulk);
 		return;
 	}
-	switch (rm.kind) {
-	case RPC_KIND_RESPONSE:
-		break; /* we send no requests, so there is nothing to match */
-	case RPC_KIND_NOTIFICATION:
-		handle_notification(m, &rm);
-		break;
-	case RPC_KIND_REQUEST:
-		if (!(job && call_cancelled(job)))
-			handle_request(m, msg, &rm, &bulk, n, job != NULL);
-		break;
-	}
+	json_t *meta = json_object_get(rm.params, "_meta");
+	struct mcp_msg_info info = { .kind = rm.kind, .method = rm.method, .id = rm.id,
+				     .modern = json_object_get(meta, "io.modelcontextprotocol/protocolVersion") != NULL };
+	struct mcp_peer *peer = from->route(from->arg, &info);
+	if (!peer) {
+		/* the transport refused it (unknown session) and answers that itself */
+	} else if (rm.kind == RPC_KIND_NOTIFICATION) {
+		handle_notification(m, peer, &rm);
+	} else if (rm.kind == RPC_KIND_REQUEST && !(job && call_cancelled(job))) {
+		handle_request(m, peer, out, &rm, &bulk, n, job != NULL);
+	} /* a response: we send no requests, so there is nothing to match */
+	mcp_peer_put(peer);
 	json_decref(msg);
 	bulk_free(&bulk);
 	if (!job)
@@ -1231,9 +1331,10 @@ static void trim_heap(size_t n)
 
 void mcp_handle_oversized(struct mcp *m)
 {
+	struct out *out = m->svc->out;
 	char text[200];
 	snprintf(text, sizeof(text),
 		 "Invalid Request: line longer than %llu bytes (SANDBOX_MAX_LINE_BYTES); it was skipped",
 		 (unsigned long long)m->svc->cfg->max_line_bytes);
-	reply_error(m, NULL, RPC_INVALID_REQUEST, text, NULL);
+	reply_error(out, NULL, RPC_INVALID_REQUEST, text, NULL);
 }

@@ -9,8 +9,10 @@
 #ifndef MCP_H
 #define MCP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
+#include "rpc.h"
 #include "tools.h"
 
 /* Protocol versions, newest first. */
@@ -27,6 +29,24 @@
 #define MCP_PENDING_LINES 4
 
 struct mcp;
+struct mcp_peer;
+
+/* What a parsed message is, for a transport to choose its peer (all borrowed). */
+struct mcp_msg_info {
+	enum rpc_kind kind;
+	const char *method; /* NULL for a response */
+	json_t *id;	    /* NULL for a notification */
+	bool modern;	    /* params._meta names a protocol version (2026-07-28, stateless) */
+};
+
+/*
+ * Chooses the peer a parsed message belongs to: a new reference, or NULL to
+ * refuse the message (nothing is then written for it: the transport answers
+ * on its own terms, e.g. HTTP 404 for an unknown session).  Runs on the
+ * thread that parses: the caller's, or a worker for a line of MCP_BIG_LINE
+ * bytes or more.
+ */
+typedef struct mcp_peer *(*mcp_route_fn)(void *arg, const struct mcp_msg_info *info);
 
 /* svc is borrowed and must outlive the mcp. */
 struct mcp *mcp_create(const struct tool_services *svc);
@@ -62,6 +82,29 @@ void mcp_add_notice(struct mcp *m, const char *text);
  * (madvise MADV_DONTNEED): the caller must not read those bytes afterwards.
  */
 void mcp_handle_line(struct mcp *m, char *line, size_t len);
+/*
+ * Same, for a transport with several clients: answers and notifications
+ * the message causes go to out (a reference is taken for each call still
+ * running, see out.h), and route picks the peer (see mcp_route_fn).
+ */
+void mcp_handle_message(struct mcp *m, struct out *out, mcp_route_fn route, void *arg, char *line, size_t len);
+
+/*
+ * A client of a transport: its legacy-era state (initialize, log level) and
+ * the principal its calls act for (copied; "" without tokens: see
+ * session.h). One reference.
+ */
+struct mcp_peer *mcp_peer_create(struct mcp *m, const char *principal);
+/* Another reference (NULL passed through). */
+struct mcp_peer *mcp_peer_get(struct mcp_peer *p);
+/* Drops a reference; NULL is a no-op. */
+void mcp_peer_put(struct mcp_peer *p);
+/*
+ * Cancels p's call with request id id, or all of p's calls when id is NULL
+ * (its client went away): queued ones are dropped, running ones woken and
+ * their processes killed; nothing is sent for them. True if one was found.
+ */
+bool mcp_peer_cancel(struct mcp *m, struct mcp_peer *p, const json_t *id);
 /* Replies to a line that was longer than the configured cap. */
 void mcp_handle_oversized(struct mcp *m);
 /* The server's instructions text for clients (borrowed). */

@@ -15,9 +15,11 @@
 #include "util.h"
 
 struct out {
-	int fd;
+	int fd;		      /* -1 for a sink */
+	struct out_sink sink; /* write NULL: write to fd */
 	pthread_mutex_t lock;
 	atomic_bool closed;
+	atomic_uint refs;
 };
 
 struct out *out_create(int fd)
@@ -26,15 +28,42 @@ struct out *out_create(int fd)
 	o->fd = fd;
 	pthread_mutex_init(&o->lock, NULL);
 	atomic_init(&o->closed, false);
+	atomic_init(&o->refs, 1);
 	return o;
+}
+
+struct out *out_create_sink(const struct out_sink *sink)
+{
+	struct out *o = out_create(-1);
+	o->sink = *sink;
+	return o;
+}
+
+struct out *out_get(struct out *o)
+{
+	if (o)
+		atomic_fetch_add(&o->refs, 1);
+	return o;
+}
+
+void out_put(struct out *o)
+{
+	if (!o || atomic_fetch_sub(&o->refs, 1) != 1)
+		return;
+	if (o->sink.release)
+		o->sink.release(o->sink.data);
+	pthread_mutex_destroy(&o->lock);
+	free(o);
 }
 
 void out_destroy(struct out *o)
 {
-	if (!o)
-		return;
-	pthread_mutex_destroy(&o->lock);
-	free(o);
+	out_put(o);
+}
+
+void out_close(struct out *o)
+{
+	atomic_store(&o->closed, true);
 }
 
 int out_send(struct out *o, json_t *msg)
@@ -60,7 +89,7 @@ int out_send_line(struct out *o, const char *line, size_t len)
 	if (atomic_load(&o->closed))
 		return -EPIPE;
 	pthread_mutex_lock(&o->lock);
-	int r = write_full(o->fd, line, len);
+	int r = o->sink.write ? o->sink.write(o->sink.data, line, len) : write_full(o->fd, line, len);
 	pthread_mutex_unlock(&o->lock);
 	if (r == -EPIPE || r == -EBADF)
 		atomic_store(&o->closed, true);

@@ -19,9 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agentctl.h"
 #include "buildconf.h"
 #include "ceiling.h"
 #include "log.h"
+#include "pull.h"
 #include "pyrepl.h"
 #include "session.h"
 #include "tar.h"
@@ -69,12 +71,14 @@ struct session_mgr {
 
 struct pending {
 	const char *name; /* NULL: unnamed */
+	const char *owner;
 	struct pending *next;
 };
 
 static int64_t wall_now(void);
 static void random_hex(char *out, size_t n);
-static struct session *find_locked(struct session_mgr *m, const char *ref);
+static struct session *find_locked(struct session_mgr *m, const char *owner, const char *ref);
+static bool owns(const struct session *s, const char *owner);
 static void unlink_locked(struct session_mgr *m, struct session *s);
 static void session_free(struct session *s);
 static void remove_container(struct session_mgr *m, struct session *s);
@@ -329,6 +333,8 @@ static int adopt_one(struct session_mgr *m, const char *id, json_t *labels, stru
 			    net ? net : "");
 	if (r == 0) {
 		snprintf(s->id, sizeof(s->id), "%s", sid);
+		const char *pr = json_string_value(json_object_get(labels, SESSION_LABEL ".principal"));
+		snprintf(s->owner, sizeof(s->owner), "%s", pr ? pr : "");
 		/* a reserved name would make it the default session of every call */
 		if (nm && name_valid(nm) && strcmp(nm, "default") != 0)
 			snprintf(s->name, sizeof(s->name), "%s", nm);
@@ -381,7 +387,7 @@ static void adopt(struct session_mgr *m, const char *id, json_t *labels, const c
 	if (state && strcmp(state, "running") != 0 && engine_container_start(m->engine, NULL, id, &err) < 0)
 		log_warnf("persistent session %s: cannot start its container: %s", s->id, err.msg);
 	pthread_mutex_lock(&m->lock);
-	bool dup = find_locked(m, s->id) != NULL;
+	bool dup = find_locked(m, NULL, s->id) != NULL;
 	if (!dup) {
 		if (m->len == m->cap) {
 			m->cap = m->cap ? m->cap * 2 : 8;
@@ -450,6 +456,7 @@ static void session_free(struct session *s)
 	json_decref(s->history);
 	json_decref(s->pip_jobs);
 	pyrepl_destroy(s->repl);
+	agentctl_destroy(s->agent);
 	free(s);
 }
 
@@ -516,13 +523,20 @@ void session_mgr_destroy(struct session_mgr *m)
 	free(m);
 }
 
-static struct session *find_locked(struct session_mgr *m, const char *ref)
+/* owner NULL: the server itself, which sees every principal's sessions. */
+static bool owns(const struct session *s, const char *owner)
+{
+	return !owner || strcmp(s->owner, owner) == 0;
+}
+
+/* owner's session with id or name ref; another principal's does not exist for it. */
+static struct session *find_locked(struct session_mgr *m, const char *owner, const char *ref)
 {
 	for (size_t i = 0; i < m->len; i++)
-		if (strcmp(m->list[i]->id, ref) == 0)
+		if (owns(m->list[i], owner) && strcmp(m->list[i]->id, ref) == 0)
 			return m->list[i];
 	for (size_t i = 0; i < m->len; i++)
-		if (m->list[i]->name[0] && strcmp(m->list[i]->name, ref) == 0)
+		if (owns(m->list[i], owner) && m->list[i]->name[0] && strcmp(m->list[i]->name, ref) == 0)
 			return m->list[i];
 	return NULL;
 }
@@ -765,7 +779,7 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 			       network, cfg->networks[0] ? cfg->networks : "empty");
 	wait_ready(m);
 	/* the name and the place under the limit are held from this check until the session is listed */
-	struct pending pend = { .name = o->name && *o->name ? o->name : NULL };
+	struct pending pend = { .name = o->name && *o->name ? o->name : NULL, .owner = call_principal(call) };
 	r = reserve(m, o, &pend, err);
 	if (r < 0)
 		return r;
@@ -791,13 +805,21 @@ static int reserve(struct session_mgr *m, const struct session_opts *o, struct p
 	const struct config *cfg = m->cfg;
 
 	pthread_mutex_lock(&m->lock);
-	bool taken = pend->name && find_locked(m, pend->name);
-	for (struct pending *p = m->pending; p && pend->name && !taken; p = p->next)
-		taken = p->name && strcmp(p->name, pend->name) == 0;
-	size_t live = m->npending;
-	for (size_t i = 0; i < m->len; i++)
-		live += !m->list[i]->adopted;
-	bool full = live >= cfg->max_sessions + (o->transient ? SESSION_TRANSIENT_EXTRA : 0);
+	bool taken = pend->name && find_locked(m, pend->owner, pend->name);
+	size_t live = 0, total = m->npending;
+	for (struct pending *p = m->pending; p; p = p->next) {
+		bool mine = strcmp(p->owner, pend->owner) == 0;
+		taken = taken || (mine && pend->name && p->name && strcmp(p->name, pend->name) == 0);
+		live += mine;
+	}
+	for (size_t i = 0; i < m->len; i++) {
+		live += !m->list[i]->adopted && owns(m->list[i], pend->owner);
+		total += !m->list[i]->adopted;
+	}
+	uint64_t extra = o->transient ? SESSION_TRANSIENT_EXTRA : 0;
+	bool full = live >= cfg->max_sessions + extra;
+	bool server_full = !full && cfg->max_sessions_total && total >= cfg->max_sessions_total + extra;
+	full = full || server_full;
 	if (!taken && !full) {
 		pend->next = m->pending;
 		m->pending = pend;
@@ -808,6 +830,11 @@ static int reserve(struct session_mgr *m, const struct session_opts *o, struct p
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EEXIST,
 			       "a session named '%s' already exists: use it, or close it with session_close first",
 			       pend->name);
+	if (server_full)
+		return err_set(err, ERRCODE_SESSION_LIMIT, -EUSERS,
+			       "the server has %zu sessions open or starting, its limit for all users "
+			       "(SANDBOX_MAX_SESSIONS_TOTAL=%llu): close one of yours with session_close, or try later",
+			       total, (unsigned long long)cfg->max_sessions_total);
 	if (full)
 		return err_set(err, ERRCODE_SESSION_LIMIT, -EUSERS,
 			       "%zu sessions made by this server are open or starting, the limit "
@@ -824,22 +851,11 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 	json_t *img = NULL, *inspect = NULL, *warnings = NULL;
 	int r;
 
-	r = engine_image_inspect(m->engine, call, image, &img, err);
-	if (r < 0) {
-		if (err->code == ERRCODE_IMAGE_NOT_FOUND) {
-			if (strcmp(image, SANDBOX_DEFAULT_IMAGE) == 0)
-				err_set(err, ERRCODE_IMAGE_NOT_FOUND, r,
-					"the default image %s is not built yet: run `docker build -t %s image/` in the "
-					"sandbox-mcp source tree (or `sandbox-mcp doctor` for details)",
-					image, image);
-			else
-				err_set(err, ERRCODE_IMAGE_NOT_FOUND, r,
-					"image %s is not on this Docker engine: run `docker pull %s` (or build it), or "
-					"omit image to use %s",
-					image, image, cfg->image);
-		}
+	/* the image policy, and a pull when the image is missing (pull.h) */
+	struct pull_result pulled = { 0 };
+	r = pull_image(m->engine, call, cfg, image, o->pull_report, o->pull_arg, &img, &pulled, err);
+	if (r < 0)
 		return r;
-	}
 
 	char user[sizeof(((struct session *)0)->user)];
 	bool fallback;
@@ -851,7 +867,10 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 	struct session *s = xcalloc(1, sizeof(*s));
 	random_hex(s->id, SESSION_ID_LEN);
 	snprintf(s->name, sizeof(s->name), "%s", o->name ? o->name : "");
+	snprintf(s->owner, sizeof(s->owner), "%s", call_principal(call));
 	snprintf(s->image, sizeof(s->image), "%s", image);
+	s->pulled = pulled.pulled;
+	s->pull_ms = pulled.pull_ms;
 	snprintf(s->user, sizeof(s->user), "%s", user);
 	snprintf(s->network, sizeof(s->network), "%s", network);
 	snprintf(s->runtime, sizeof(s->runtime), "%s", o->runtime ? o->runtime : (cfg->runtime ? cfg->runtime : ""));
@@ -865,10 +884,11 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 
 	char created[24];
 	snprintf(created, sizeof(created), "%lld", (long long)s->created);
-	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1",
+	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1",
 				   SESSION_LABEL ".instance", m->instance, SESSION_LABEL ".host", m->host,
 				   SESSION_LABEL ".lock", m->lock_path,
 				   SESSION_LABEL ".session", s->id, SESSION_LABEL ".name", s->name,
+				   SESSION_LABEL ".principal", s->owner,
 				   SESSION_LABEL ".persistent", s->persistent ? "true" : "false", SESSION_LABEL ".created",
 				   created, SESSION_LABEL ".user", s->user, SESSION_LABEL ".network", s->network);
 	json_t *env = json_array();
@@ -897,8 +917,15 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 		json_object_set_new(hc, "Mounts",
 				    json_pack("[{s:s, s:s}]", "Type", "volume", "Target", cfg->workspace));
 	}
-	json_t *body = json_pack("{s:s, s:[s, s, s], s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image",
-				 s->image, "Entrypoint", "/bin/sh", "-c", session_idle_cmd, "Cmd", "WorkingDir",
+	/*
+	 * With the agent, the agent idles as the main process (no /bin/sh needed:
+	 * shell-less images work); it is copied in before start, below.
+	 */
+	bool with_agent = agentctl_built() && !s->read_only;
+	json_t *entry = with_agent ? json_pack("[s, s]", AGENTCTL_PATH, "--idle")
+				   : json_pack("[s, s, s]", "/bin/sh", "-c", session_idle_cmd);
+	json_t *body = json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image",
+				 s->image, "Entrypoint", entry, "Cmd", "WorkingDir",
 				 cfg->workspace, "User", s->user, "Env", env, "Labels", labels, "HostConfig", hc,
 				 "Tty", 0, "OpenStdin", 0, "NetworkDisabled", strcmp(s->network, "none") == 0,
 				 "StopTimeout", 1);
@@ -928,6 +955,10 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 					       tar.data, tar.len, err);
 		buf_finish(&tar);
 	}
+	if (r == 0 && with_agent) {
+		r = agentctl_install(m->engine, call, s->container, err);
+		s->agent_installed = r == 0;
+	}
 	if (r == 0)
 		r = engine_container_start(m->engine, call, s->container, err);
 	if (r == 0)
@@ -936,8 +967,9 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 		r = verify_hardening(inspect, s, err);
 	if (r == 0 && !json_is_true(json_object_get(json_object_get(inspect, "State"), "Running")))
 		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
-			    "the session's container stopped right after it started (does image %s have /bin/sh "
-			    "and sleep?)",
+			    with_agent ? "the session's container stopped right after it started (image %s)"
+				       : "the session's container stopped right after it started (does image %s have "
+					 "/bin/sh and sleep?)",
 			    s->image);
 	json_decref(inspect);
 	if (r < 0) {
@@ -973,7 +1005,7 @@ int session_get(struct session_mgr *m, struct call *call, const char *ref, struc
 		ref = NULL; /* the default session by name: created on first use like no name */
 	wait_ready(m);
 	pthread_mutex_lock(&m->lock);
-	struct session *s = find_locked(m, ref ? ref : "default");
+	struct session *s = find_locked(m, call ? call_principal(call) : NULL, ref ? ref : "default");
 	if (s) {
 		s->refs++;
 		s->busy++;
@@ -1024,7 +1056,7 @@ int session_close(struct session_mgr *m, struct call *call, const char *ref, str
 {
 	wait_ready(m);
 	pthread_mutex_lock(&m->lock);
-	struct session *s = find_locked(m, ref ? ref : "default");
+	struct session *s = find_locked(m, call ? call_principal(call) : NULL, ref ? ref : "default");
 	if (s)
 		unlink_locked(m, s);
 	pthread_mutex_unlock(&m->lock);
@@ -1076,6 +1108,8 @@ json_t *session_list_json(struct session_mgr *m, struct call *call)
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->len; i++) {
 		struct session *s = m->list[i];
+		if (call && !owns(s, call_principal(call)))
+			continue;
 		json_t *j = session_json(s);
 		const char *state = states ? "missing" : "unknown";
 		size_t k;
@@ -1095,23 +1129,26 @@ json_t *session_list_json(struct session_mgr *m, struct call *call)
 	return out;
 }
 
-void session_key(struct session_mgr *m, const char *ref, char *out, size_t outsz)
+void session_key(struct session_mgr *m, const char *principal, const char *ref, char *out, size_t outsz)
 {
+	/* "s:REF" for the one principal without tokens; "s:NAME:REF" keeps principals' queues apart */
+	char pre[CALL_PRINCIPAL_MAX + 4];
+	snprintf(pre, sizeof(pre), principal[0] ? "s:%s:" : "s:", principal);
 	if (!m) {
-		snprintf(out, outsz, "s:%s", ref ? ref : "default");
+		snprintf(out, outsz, "%s%s", pre, ref ? ref : "default");
 		return;
 	}
 	pthread_mutex_lock(&m->lock);
-	struct session *s = find_locked(m, ref ? ref : "default");
+	struct session *s = find_locked(m, principal, ref ? ref : "default");
 	/*
 	 * The default session has one key whether it exists yet or is named by
 	 * its id: a first call (which creates it) and the calls after it queue
 	 * in one FIFO instead of running side by side.
 	 */
-	if (!ref || (s && s == find_locked(m, "default")))
-		snprintf(out, outsz, "s:default");
+	if (!ref || (s && s == find_locked(m, principal, "default")))
+		snprintf(out, outsz, "%sdefault", pre);
 	else
-		snprintf(out, outsz, "s:%.*s", (int)(outsz > 3 ? outsz - 3 : 0), s ? s->id : ref);
+		snprintf(out, outsz, "%s%.*s", pre, (int)(outsz > 3 ? outsz - 3 : 0), s ? s->id : ref);
 	pthread_mutex_unlock(&m->lock);
 }
 

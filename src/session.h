@@ -29,6 +29,7 @@
 /* Transient containers (session_opts.transient) allowed past SANDBOX_MAX_SESSIONS. */
 #define SESSION_TRANSIENT_EXTRA 2
 
+struct agentctl;
 struct pyrepl;
 struct session_mgr;
 
@@ -40,6 +41,7 @@ struct session {
 	char user[64];	   /* exec user, never root */
 	char network[32];
 	char runtime[64];
+	char owner[CALL_PRINCIPAL_MAX + 1]; /* the principal that made it; others cannot see it */
 	bool persistent;
 	bool read_only;
 	uint64_t memory_mb;
@@ -53,8 +55,17 @@ struct session {
 	bool closed;
 	bool adopted;	   /* found at start (persistent), not created by us */
 	json_t *warnings;  /* engine warnings at create */
+	bool pulled;	   /* session_create pulled the image, taking pull_ms */
+	int64_t pull_ms;
 	/* run_python's interpreter (pyrepl.h), started on first use; used only by calls on this session */
 	struct pyrepl *repl;
+	/*
+	 * run_command's agent (agentctl.h): agent_installed when it was copied
+	 * into the container at create; started on first use and restarted
+	 * after it died; used only by calls on this session.
+	 */
+	bool agent_installed;
+	struct agentctl *agent;
 	/*
 	 * What the session did that session_export replays, oldest first: an
 	 * array of objects {"kind": "pip_install" | "git_clone" | ..., ...}.
@@ -83,6 +94,9 @@ struct session_opts {
 	bool transient;
 	/* the implicit session of calls without session_id: the one allowed the name "default" */
 	bool default_session;
+	/* hears the progress of a pull of a missing image (pull.h); may be NULL */
+	void (*pull_report)(void *arg, double done, double total, const char *msg);
+	void *pull_arg;
 };
 
 int session_mgr_create(const struct config *cfg, struct engine *e, struct session_mgr **ret, struct err *err);
@@ -99,7 +113,9 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 		   struct err *err);
 /*
  * Finds a session by id or name (NULL: the default session, created on first
- * use). Marks it busy and used; *ret holds a reference.
+ * use) among those of call's principal (call_principal; a NULL call is the
+ * server itself and sees all). Marks it busy and used; *ret holds a reference.
+ * session_create, _close, _list_json and _key keep to the principal the same way.
  */
 int session_get(struct session_mgr *m, struct call *call, const char *ref, struct session **ret, struct err *err);
 void session_put(struct session_mgr *m, struct session *s);
@@ -111,9 +127,9 @@ void session_forget(struct session_mgr *m, struct session *s);
 json_t *session_list_json(struct session_mgr *m, struct call *call);
 /* One session as JSON (new reference). */
 json_t *session_json(const struct session *s);
-/* The dispatch key for calls naming ref (id or name; NULL: default). */
-void session_key(struct session_mgr *m, const char *ref, char *out, size_t outsz);
-/* Live sessions. */
+/* The dispatch key for calls of principal naming ref (id or name; NULL: default). */
+void session_key(struct session_mgr *m, const char *principal, const char *ref, char *out, size_t outsz);
+/* Live sessions, of every principal. */
 unsigned session_count(struct session_mgr *m);
 /* Remembers that a background pip install of package writes its log and status in dir. */
 void session_pip_job(struct session *s, const char *package, const char *dir);

@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agentctl.h"
 #include "buildconf.h"
 #include "ceiling.h"
 #include "exec.h"
+#include "pull.h"
 #include "tools.h"
 
 static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
@@ -91,7 +93,10 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 				SANDBOX_VERSION, "protocol_version", ctx->protocol_version, "config",
 				config_to_json(ctx->svc->cfg), "engine", engine);
 
-	tool_text(res, "sandbox-mcp %s (protocol %s)", SANDBOX_VERSION, ctx->protocol_version);
+	json_object_set_new(json_object_get(out, "server"), "agent", json_boolean(agentctl_built()));
+	tool_text(res, "sandbox-mcp %s (protocol %s); %s", SANDBOX_VERSION, ctx->protocol_version,
+		  agentctl_built() ? "commands run through the in-sandbox agent (sandbox-mcp-agent)"
+				   : "built without the in-sandbox agent (no musl-gcc): commands take the engine's exec path");
 	if (r == 0)
 		tool_text(res, "Docker engine %s (API %s, %s/%s) at %s", ev.version, ev.api_version, ev.os, ev.arch,
 			  endpoint);
@@ -107,6 +112,13 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 		  json_string_value(json_object_get(limits, "workspace_quota")),
 		  (unsigned long long)ctx->svc->cfg->output_save_mb);
 	json_object_set_new(out, "limits", limits);
+	json_t *images = r == 0 ? pull_images_json(ctx->svc->engine, ctx->call, ctx->svc->cfg) : NULL;
+	if (images) {
+		tool_text(res, "Images: %s; pull %s; %zu local images allowed (images.local)",
+			  config_images_summary(ctx->svc->cfg), ctx->svc->cfg->pull,
+			  json_array_size(json_object_get(images, "local")));
+		json_object_set_new(out, "images", images);
+	}
 	if (json_object_get(args, "session_id")) {
 		json_t *si = session_info(ctx, args, res);
 		if (!si) {
@@ -133,12 +145,14 @@ const struct tool_entry tool_env_info_entry = {
 			"this session (id or name; 'default' for the default one; at most 128 characters)\"}}}",
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{"
-		"\"server\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+		"\"server\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"agent\":{\"type\":\"boolean\"},"
 		"\"version\":{\"type\":\"string\"},\"protocol_version\":{\"type\":\"string\"}}},"
 		"\"config\":{\"type\":\"object\",\"properties\":{\"image\":{\"type\":\"string\"},"
 		"\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},\"pids\":{\"type\":\"integer\"},"
 		"\"timeout_s\":{\"type\":\"integer\"},\"idle_ttl_s\":{\"type\":\"integer\"},"
 		"\"max_sessions\":{\"type\":\"integer\"},\"workspace\":{\"type\":\"string\"}}},"
+		"\"images\":{\"type\":\"object\",\"properties\":{\"policy\":{\"type\":\"string\"},"
+		"\"pull\":{\"type\":\"string\"},\"local\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}},"
 		"\"engine\":{\"type\":\"object\",\"properties\":{\"reachable\":{\"type\":\"boolean\"},"
 		"\"endpoint\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"},"
 		"\"api_version\":{\"type\":\"string\"},\"os\":{\"type\":\"string\"},\"arch\":{\"type\":\"string\"},"

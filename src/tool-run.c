@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agentctl.h"
 #include "exec.h"
 #include "log.h"
 #include "pathsafe.h"
@@ -25,6 +26,8 @@
 #define RUN_STDIN_MAX (1u << 20)
 /* Most env variables per call. */
 #define RUN_ENV_MAX 64
+/* Most argv elements per call. */
+#define RUN_ARGV_MAX 1024
 /* Where cut output is saved, below the workspace. */
 #define RUN_OUTPUT_DIR ".sandbox-mcp/output"
 /* Saved output files kept in RUN_OUTPUT_DIR (run_command's and run_python's), the new one included. */
@@ -62,8 +65,12 @@ static void add_texts(struct tool_result *res, const struct run_ctx *rc, const s
 	json_t *path;
 
 	buf_init(&t, SIZE_MAX);
-	buf_printf(&t, "exit code %d (%.2f s)%s; stdout %llu bytes, stderr %llu bytes%s", xr->exit_code,
-		   (double)xr->duration_ms / 1000.0, xr->cancelled ? ", cancelled" : "",
+	char usage[80] = "";
+	if (xr->usage)
+		snprintf(usage, sizeof(usage), ", cpu %llu ms, max rss %llu KiB", (unsigned long long)xr->cpu_ms,
+			 (unsigned long long)xr->max_rss_kb);
+	buf_printf(&t, "exit code %d (%.2f s%s)%s; stdout %llu bytes, stderr %llu bytes%s", xr->exit_code,
+		   (double)xr->duration_ms / 1000.0, usage, xr->cancelled ? ", cancelled" : "",
 		   (unsigned long long)xr->out.total, (unsigned long long)xr->err.total,
 		   truncated ? " (truncated: each stream keeps its head and tail)" : "");
 	json_object_foreach (files, key, path) {
@@ -99,6 +106,9 @@ static void add_texts(struct tool_result *res, const struct run_ctx *rc, const s
 }
 
 static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+static bool run_agent(struct tool_ctx *ctx, struct session *s, const struct exec_spec *spec, struct exec_result *xr,
+		      struct err *e, int *ret_r);
+static int check_command(const struct config *cfg, json_t *args, const char **argv, struct err *e);
 static int on_data(void *arg, int stream, const char *p, size_t n);
 static void on_tick(void *arg);
 static void spill_start(struct run_ctx *rc, int stream);
@@ -215,6 +225,80 @@ static void on_tick(void *arg)
 	tool_progress_tick(rc->ctx);
 }
 
+/*
+ * Runs spec through the session's agent, starting it if it is not running.
+ * True when it did (the result in *ret_r, as exec_run's); false when the call
+ * must take the exec path: no agent in this container, it would not start,
+ * or it could not start this command.
+ */
+static bool run_agent(struct tool_ctx *ctx, struct session *s, const struct exec_spec *spec, struct exec_result *xr,
+		      struct err *e, int *ret_r)
+{
+	struct engine *eng = ctx->svc->engine;
+	struct err se;
+
+	if (!s->agent_installed)
+		return false;
+	if (s->agent && !agentctl_alive(s->agent)) {
+		log_infof("session %s: the agent is gone; starting a new one", s->id);
+		agentctl_destroy(s->agent);
+		s->agent = NULL;
+	}
+	if (!s->agent && agentctl_start(eng, ctx->call, s->container, s->user, &s->agent, &se) < 0) {
+		log_warnf("session %s: the agent did not start (%s); the exec path is used", s->id, se.msg);
+		return false;
+	}
+	int r = agentctl_run(s->agent, ctx->call, spec, xr, e);
+	if (r == -EAGAIN) {
+		log_infof("session %s: %s; the exec path is used", s->id, e->msg);
+		agentctl_destroy(s->agent);
+		s->agent = NULL;
+		exec_result_finish(xr);
+		err_clear(e);
+		return false;
+	}
+	*ret_r = r;
+	return true;
+}
+
+/* Checks command / argv (exactly one) and fills argv (RUN_ARGV_MAX + 1 slots). 0 or -errno with e. */
+static int check_command(const struct config *cfg, json_t *args, const char **argv, struct err *e)
+{
+	json_t *jcommand = json_object_get(args, "command");
+	json_t *jargv = json_object_get(args, "argv");
+	size_t total = 0, i;
+	json_t *v;
+
+	argv[0] = NULL;
+	if (!jcommand == !jargv)
+		return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "pass either command (a shell command line) or argv (a list, run without a shell), "
+			       "not %s",
+			       jcommand ? "both" : "neither");
+	if (jcommand)
+		total = json_string_length(jcommand);
+	if (json_array_size(jargv) > RUN_ARGV_MAX)
+		return err_set(e, ERRCODE_INVALID_ARGUMENT, -E2BIG, "argv has %zu elements; at most %d",
+			       json_array_size(jargv), RUN_ARGV_MAX);
+	json_array_foreach (jargv, i, v) {
+		if (strlen(json_string_value(v)) != json_string_length(v))
+			return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL, "argv[%zu] contains a NUL character", i);
+		total += json_string_length(v) + 1;
+		argv[i] = json_string_value(v);
+	}
+	argv[json_array_size(jargv)] = NULL;
+	if (jargv && (!argv[0] || !argv[0][0]))
+		return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "argv[0], the program to run, is %s: pass e.g. [\"ls\", \"-la\"]",
+			       argv[0] ? "empty" : "missing");
+	if (total > cfg->max_code_bytes)
+		return err_set(e, ERRCODE_TOO_LARGE, -E2BIG,
+			       "%s is %zu bytes, over the %llu-byte limit (SANDBOX_MAX_CODE_BYTES): write a script "
+			       "with file_write and run that",
+			       jcommand ? "command" : "argv", total, (unsigned long long)cfg->max_code_bytes);
+	return 0;
+}
+
 static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
 	const struct config *cfg = ctx->svc->cfg;
@@ -226,19 +310,15 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	char wd[PATHSAFE_MAX + 1];
 	const char *env[RUN_ENV_MAX + 1];
 	char *envbuf[RUN_ENV_MAX];
+	const char *argv[RUN_ARGV_MAX + 1];
 	size_t nenv = 0;
 	struct err e;
 	struct session *s;
 	int r;
 
 	err_clear(&e);
-	if (strlen(command) > cfg->max_code_bytes) {
-		err_set(&e, ERRCODE_TOO_LARGE, -E2BIG,
-			"command is %zu bytes, over the %llu-byte limit (SANDBOX_MAX_CODE_BYTES): write a script with "
-			"file_write and run that",
-			strlen(command), (unsigned long long)cfg->max_code_bytes);
+	if (check_command(cfg, args, argv, &e) < 0)
 		return tool_fail(res, &e);
-	}
 	if (jstdin && json_string_length(jstdin) > RUN_STDIN_MAX) {
 		err_set(&e, ERRCODE_TOO_LARGE, -E2BIG, "stdin is over %u bytes: write it to a file and redirect it",
 			RUN_STDIN_MAX);
@@ -282,6 +362,7 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	struct run_ctx rc = { .ctx = ctx, .s = s, .res = &xr };
 	struct exec_spec spec = {
 		.shell_command = command,
+		.argv = command ? NULL : argv,
 		.env = env,
 		.workdir = wd,
 		.user = s->user,
@@ -294,7 +375,8 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 		.on_tick = on_tick,
 		.arg = &rc,
 	};
-	r = exec_run(ctx->svc->engine, ctx->call, s->container, &spec, &xr, &e);
+	if (!run_agent(ctx, s, &spec, &xr, &e, &r))
+		r = exec_run(ctx->svc->engine, ctx->call, s->container, &spec, &xr, &e);
 	for (size_t i = 0; i < nenv; i++)
 		free(envbuf[i]);
 	spill_finish(&rc, &rc.spill[1], xr.out.total);
@@ -306,6 +388,11 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 				"the container of session %s is gone (removed or stopped outside sandbox-mcp); the "
 				"session was dropped: run again without session_id, or session_create a new one",
 				s->id);
+		} else if (e.code == ERRCODE_SHELL_NOT_FOUND) {
+			err_set(&e, ERRCODE_SHELL_NOT_FOUND, r,
+				"image %.200s has no /bin/sh, so a command string cannot run in it: pass argv instead "
+				"(a list such as [\"ls\", \"-la\"], run without a shell)",
+				s->image);
 		}
 		session_put(ctx->svc->sessions, s);
 		exec_result_finish(&xr);
@@ -370,6 +457,10 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 			files_cut = files_cut || sp->cut;
 		}
 	}
+	if (xr.usage) {
+		json_object_set_new(st, "cpu_ms", json_integer((json_int_t)xr.cpu_ms));
+		json_object_set_new(st, "max_rss_kb", json_integer((json_int_t)xr.max_rss_kb));
+	}
 	if (json_object_size(files)) {
 		json_object_set(st, "output_files", files);
 		json_object_set_new(st, "output_files_cut", json_boolean(files_cut));
@@ -391,6 +482,15 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 		snprintf(err_msg, sizeof(err_msg),
 			 "the session could not start the command (does image %s have /bin/sh?): %.200s", s->image,
 			 out.data ? out.data : "");
+	} else if (xr.agent_lost) {
+		err_code = "engine_error";
+		snprintf(err_msg, sizeof(err_msg),
+			 "the session's command agent (sandbox-mcp-agent) stopped while the command ran (killed from "
+			 "outside?), so its exit status is unknown; its processes were killed%s and the output so far "
+			 "is below. The session is usable: run the command again (the next call starts a new agent).",
+			 xr.restarted ? " (the session's container had to be restarted: running processes and /tmp were "
+					"lost, workspace files were kept)"
+				      : "");
 	} else if (xr.timed_out) {
 		err_code = "timeout";
 		snprintf(err_msg, sizeof(err_msg),
@@ -455,13 +555,18 @@ const struct tool_entry tool_run_command_entry = {
 	.name = "run_command",
 	.title = "Run a shell command",
 	.description =
-		"Run a shell command (/bin/sh -c) in the sandbox as a non-root user, in /workspace by default. "
-		"Returns stdout, stderr and the exit code. Output past the cap keeps its head and tail and the full "
+		"Run a shell command (/bin/sh -c), or a program with its arguments (argv, no shell), in the sandbox "
+		"as a non-root user, in /workspace by default. Returns stdout, stderr, the exit code and, when "
+		"known, the CPU time and peak memory used. Output past the cap keeps its head and tail and the full "
 		"text is saved to a file named in the result. A command that passes timeout_s is killed with all "
 		"its child processes; the session stays usable. No network unless the session was created with one.",
 	.input_schema =
-		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"command\"],\"properties\":{"
-		"\"command\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Shell command\"},"
+		"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+		"\"command\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Shell command (run with /bin/sh "
+		"-c); give this or argv\"},"
+		"\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"maxItems\":1024,"
+		"\"description\":\"The program and its arguments, run without a shell (also on images without "
+		"/bin/sh); give this or command; at most 1024 items\"},"
 		"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name "
 		"(default: the default session; at most 128 characters)\"},"
 		"\"workdir\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"Working directory inside "
@@ -477,6 +582,7 @@ const struct tool_entry tool_run_command_entry = {
 		"\"duration_ms\":{\"type\":\"integer\"},\"timed_out\":{\"type\":\"boolean\"},"
 		"\"truncated\":{\"type\":\"boolean\"},\"stdout_bytes\":{\"type\":\"integer\"},"
 		"\"stderr_bytes\":{\"type\":\"integer\"},\"restarted\":{\"type\":\"boolean\"},"
+		"\"cpu_ms\":{\"type\":\"integer\"},\"max_rss_kb\":{\"type\":\"integer\"},"
 		"\"output_files_cut\":{\"type\":\"boolean\"},"
 		"\"output_files\":{\"type\":\"object\",\"properties\":{\"stdout\":{\"type\":\"string\"},"
 		"\"stderr\":{\"type\":\"string\"}}}}}",

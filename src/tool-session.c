@@ -20,6 +20,12 @@ static int session_close_tool(struct tool_ctx *ctx, json_t *args, struct tool_re
 	"\"pids\":{\"type\":\"integer\"},\"read_only\":{\"type\":\"boolean\"},\"created\":{\"type\":\"integer\"}," \
 	"\"last_used\":{\"type\":\"integer\"},\"user\":{\"type\":\"string\"}"
 
+/* A pull's progress as notifications/progress of the call (tool_progress drops what does not grow). */
+static void pull_progress(void *arg, double done, double total, const char *msg)
+{
+	tool_progress(arg, done, total, msg);
+}
+
 static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
 	struct session_opts o = {
@@ -29,6 +35,8 @@ static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		.network = json_string_value(json_object_get(args, "network")),
 		.env = json_object_get(args, "env"),
 		.read_only = json_is_true(json_object_get(args, "read_only")),
+		.pull_report = pull_progress,
+		.pull_arg = ctx,
 	};
 	struct session *s;
 	struct err e;
@@ -51,6 +59,11 @@ static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	json_t *j = session_json(s);
 	json_object_set(j, "warnings", s->warnings ? s->warnings : json_array());
 	json_object_set_new(j, "workspace", json_string(ctx->svc->cfg->workspace));
+	json_object_set_new(j, "pulled", json_boolean(s->pulled));
+	if (s->pulled) {
+		json_object_set_new(j, "pull_ms", json_integer(s->pull_ms));
+		tool_text(res, "Pulled %s in %.1f s.", s->image, (double)s->pull_ms / 1000);
+	}
 	tool_text(res,
 		  "Session %s%s%s%s started from %s (network %s, %llu MB, %.2f CPUs%s%s). Pass session_id \"%s\" to "
 		  "run_command and the other tools.",
@@ -108,7 +121,9 @@ const struct tool_entry tool_session_create_entry = {
 	.input_schema =
 		"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 		"\"image\":{\"type\":\"string\",\"maxLength\":255,\"description\":\"Docker image (default: the "
-		"server's sandbox image with Python and data libraries; at most 255 characters)\"},"
+		"server's sandbox image with Python and data libraries; at most 255 characters). One that is "
+		"missing is pulled when the operator's image policy allows it (env_info images lists the local "
+		"ones and the policy)\"},"
 		"\"name\":{\"type\":\"string\",\"maxLength\":63,\"description\":\"A name usable wherever "
 		"session_id is (at most 63 characters)\"},"
 		"\"persistent\":{\"type\":\"boolean\",\"description\":\"Keep the session when the server exits "
@@ -125,7 +140,8 @@ const struct tool_entry tool_session_create_entry = {
 		"\"read_only\":{\"type\":\"boolean\",\"description\":\"Read-only root filesystem (the workspace "
 		"and /tmp stay writable)\"}}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{" SESSION_PROPS
-			 ",\"workspace\":{\"type\":\"string\"},\"warnings\":{\"type\":\"array\",\"items\":{\"type\":"
+			 ",\"workspace\":{\"type\":\"string\"},\"pulled\":{\"type\":\"boolean\"},"
+			 "\"pull_ms\":{\"type\":\"integer\"},\"warnings\":{\"type\":\"array\",\"items\":{\"type\":"
 			 "\"string\"}}}}",
 	.group = TOOL_GROUP_SESSION,
 	.read_only = false,

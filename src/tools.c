@@ -230,7 +230,7 @@ void tool_progress(struct tool_ctx *ctx, double progress, double total, const ch
 		json_object_set_new(p, "total", json_real(total));
 	if (message)
 		json_object_set_new(p, "message", json_string_lossy(message, strlen(message)));
-	(void)out_send_new(ctx->svc->out, rpc_notification("notifications/progress", p));
+	(void)out_send_new(ctx->out ? ctx->out : ctx->svc->out, rpc_notification("notifications/progress", p));
 	ctx->progress_sent_ms = now_ms();
 }
 

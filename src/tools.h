@@ -36,6 +36,7 @@ struct tool_services {
 /* One running tools/call. */
 struct tool_ctx {
 	const struct tool_services *svc;
+	struct out *out; /* where this call's progress goes (borrowed); NULL: svc->out */
 	struct call *call;
 	const char *protocol_version; /* negotiated for this call */
 	json_t *progress_token;	      /* borrowed; NULL when the client did not ask */

@@ -18,9 +18,12 @@
  *   session_commit                  vs  `docker commit <ctr>` (CLI)
  *   session_export with build: true vs  `docker build` (CLI) of the same
  *                                      export written to a host folder
+ *   session_create pulling an image vs  `docker pull` of the same reference
+ *   from a loopback docker-registry    (a 100 MB layer of its own on the
+ *                                      sandbox image), with the peak RSS
  *
- * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save]
- *        ("files", "save": only those rows)
+ * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull]
+ *        ("files", "save", "pull": only those rows, pull needs docker-registry; "run": up to the run_command rows)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,11 +32,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base64.h"
+#include "buildconf.h"
 #include "buf.h"
 #include "engine.h"
 #include "exec.h"
@@ -420,10 +426,143 @@ static void bench_save(int n)
 	free(a);
 }
 
+/* A free loopback TCP port (the registry takes it a moment later). */
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t n = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || getsockname(fd, (struct sockaddr *)&a, &n) < 0)
+		abort();
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* bench_pull's registry, killed when the bench gives up */
+static pid_t registry_pid;
+
+/* Runs sh -c cmd; exits the bench when it fails. */
+static void sh_ok(const char *cmd)
+{
+	char *const argv[] = { "sh", "-c", (char *)cmd, NULL };
+	pid_t p = fork();
+	if (p == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+		dup2(devnull, 1);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	waitpid(p, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "bench: `%s` failed\n", cmd);
+		if (registry_pid > 0)
+			kill(registry_pid, SIGKILL);
+		exit(1);
+	}
+}
+
+/*
+ * Pulls from a docker-registry on loopback: an image with a 100 MB layer of
+ * its own on top of the sandbox image is pushed, then each round removes it
+ * and pulls it back, once through session_create and once with `docker
+ * pull`, interleaved. Only the own layer moves; the server's peak RSS shows
+ * that the progress stream is not kept.
+ */
+static void bench_pull(int n)
+{
+	char dir[] = "/tmp/sandbox-mcp-bench-reg-XXXXXX";
+	if (!mkdtemp(dir)) {
+		perror("bench: mkdtemp");
+		exit(1);
+	}
+	int port = free_port();
+	char *cfg = xasprintf("%s/config.yml", dir);
+	FILE *f = fopen(cfg, "w");
+	if (!f)
+		abort();
+	fprintf(f, "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s/data\n"
+		   "http:\n  addr: 127.0.0.1:%d\n", dir, port);
+	fclose(f);
+	pid_t reg = fork();
+	if (reg == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		execlp("docker-registry", "docker-registry", "serve", cfg, (char *)NULL);
+		_exit(127);
+	}
+	registry_pid = reg;
+	char *ref = xasprintf("127.0.0.1:%d/sandbox-mcp-bench/pull:1", port);
+	char *cmd = xasprintf("for i in $(seq 50); do curl -sf http://127.0.0.1:%d/v2/ >/dev/null && exit 0; "
+			      "sleep 0.1; done; exit 1", port);
+	sh_ok(cmd);
+	free(cmd);
+	cmd = xasprintf("d=$(mktemp -d) && printf 'FROM %s\\nRUN head -c 100000000 /dev/urandom > /tmp/blob\\n' > $d/Dockerfile"
+			" && docker build -q --network none -t %s $d && rm -rf $d && docker push %s && docker rmi %s",
+			SANDBOX_DEFAULT_IMAGE, ref, ref, ref);
+	sh_ok(cmd);
+	free(cmd);
+
+	char *images = xasprintf("127.0.0.1:%d/sandbox-mcp-bench/*", port);
+	setenv("SANDBOX_IMAGES", images, 1);
+	setenv("SANDBOX_PULL", "missing", 1);
+	struct server s;
+	server_start(&s);
+	unsetenv("SANDBOX_IMAGES");
+	unsetenv("SANDBOX_PULL");
+	free(images);
+	free(server_call(&s, 1, "initialize", init_params));
+	/* a session without a pull first: the growth measured below is the pulls' alone */
+	json_t *warm = call_sc(&s, 2, "session_create", json_pack("{}"));
+	json_decref(call_sc(&s, 3, "session_close",
+			    json_pack("{s:s}", "session_id", json_string_value(json_object_get(warm, "session_id")))));
+	json_decref(warm);
+	long rss0 = rss_kb(s.pid, "VmHWM:");
+	double *v = calloc((size_t)n, sizeof(double)), *a = calloc((size_t)n, sizeof(double));
+	double *p = calloc((size_t)n, sizeof(double));
+	char *rmi = xasprintf("docker rmi %s", ref);
+	int id = 10;
+	for (int i = 0; i < n; i++) {
+		int64_t t0 = now_us();
+		json_t *cr = call_sc(&s, id++, "session_create", json_pack("{s:s}", "image", ref));
+		v[i] = since_ms(t0);
+		p[i] = (double)json_integer_value(json_object_get(cr, "pull_ms"));
+		if (!json_is_true(json_object_get(cr, "pulled"))) {
+			fprintf(stderr, "bench: session_create did not pull\n");
+			exit(1);
+		}
+		json_decref(call_sc(&s, id++, "session_close",
+				    json_pack("{s:s}", "session_id", json_string_value(json_object_get(cr, "session_id")))));
+		json_decref(cr);
+		sh_ok(rmi);
+		char *pv[] = { "docker", "pull", "-q", ref, NULL };
+		a[i] = run_cli(pv);
+		sh_ok(rmi);
+	}
+	double cli = median(a, n);
+	row("session_create's pull_ms (median)", median(p, n), "ms", "docker pull (CLI, median)", cli);
+	row("session_create pulling, whole (median)", median(v, n), "ms", "docker pull (CLI, median)", cli);
+	row("server peak RSS growth, pulling", (double)(rss_kb(s.pid, "VmHWM:") - rss0) / 1024.0, "MiB", NULL, 0);
+	server_stop(&s);
+	kill(reg, SIGKILL);
+	waitpid(reg, NULL, 0);
+	registry_pid = 0;
+	cmd = xasprintf("rm -rf %s", dir);
+	sh_ok(cmd);
+	free(cmd);
+	free(rmi);
+	free(ref);
+	free(cfg);
+	free(v);
+	free(a);
+	free(p);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files|save]\n");
+		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull]\n");
 		return 2;
 	}
 	bin = argv[1];
@@ -437,8 +576,14 @@ int main(int argc, char **argv)
 		bench_files(rounds < 5 ? rounds : 5);
 		return 0;
 	}
+	/* run: only the spawn, RSS and run_command rows (the agent's figures) */
+	bool only_run = argc > 3 && strcmp(argv[3], "run") == 0;
 	if (argc > 3 && strcmp(argv[3], "save") == 0) {
 		bench_save(rounds < 5 ? rounds : 5);
+		return 0;
+	}
+	if (argc > 3 && strcmp(argv[3], "pull") == 0) {
+		bench_pull(rounds < 5 ? rounds : 5);
 		return 0;
 	}
 	double *v = calloc((size_t)rounds, sizeof(double)), *a = calloc((size_t)rounds, sizeof(double));
@@ -478,6 +623,13 @@ int main(int argc, char **argv)
 		v[i] = (double)(now_us() - t0) / 1000.0;
 	}
 	double run_true = median(v, rounds);
+	for (int i = 0; i < rounds; i++) {
+		int64_t t0 = now_us();
+		free(server_call(&s, 5000 + i, "tools/call",
+				 "{\"name\":\"run_command\",\"arguments\":{\"argv\":[\"true\"]}}"));
+		v[i] = (double)(now_us() - t0) / 1000.0;
+	}
+	double run_argv = median(v, rounds);
 
 	/* the container behind the default session, for the anchors */
 	char *info = server_call(&s, 9000, "tools/call",
@@ -525,6 +677,11 @@ int main(int argc, char **argv)
 	double cli_ms = median(v, cli_rounds);
 	row("run_command true, warm (median)", run_true, "ms", "raw API exec floor (median)", floor_ms);
 	row("run_command true, warm (median)", run_true, "ms", "docker exec CLI (median)", cli_ms);
+	row("run_command argv [true], warm", run_argv, "ms", "raw API exec floor (median)", floor_ms);
+	if (only_run) {
+		server_stop(&s);
+		return 0;
+	}
 
 	/* 3b. run_python: interpreter start (a fresh one each time), then 1+1 warm */
 	int n10 = rounds < 10 ? rounds : 10;
@@ -598,6 +755,8 @@ int main(int argc, char **argv)
 
 	bench_files(rounds < 5 ? rounds : 5);
 	bench_save(rounds < 5 ? rounds : 5);
+	if (access("/usr/bin/docker-registry", X_OK) == 0)
+		bench_pull(rounds < 5 ? rounds : 5);
 	free(v);
 	free(a);
 	(void)sid;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # run.sh [SECONDS] [TARGET...] - run the libFuzzer targets for SECONDS each
-# (default 20), all of them unless targets are named (bulk, chunked, http_parse, image, jsonscan, pathsafe, repl,
-# rpc, schema, stream, tar, userdb).
+# (default 20), all of them unless targets are named (agentproto, bulk, chunked,
+# http_parse, image, imageref, jsonscan, pathsafe, repl, rpc, schema, stream, tar, userdb).
 #
 # Builds build-fuzz (clang, ASan+UBSan, -Dfuzzing=true) at the top of the
 # source tree if it is not there; FUZZ_BUILDDIR picks another directory.
@@ -23,7 +23,7 @@ esac
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 builddir=${FUZZ_BUILDDIR:-$src/build-fuzz}
-targets=${*:-bulk chunked http_parse image jsonscan pathsafe repl rpc schema stream tar userdb}
+targets=${*:-agentproto bulk chunked http_parse image imageref jsonscan pathsafe repl rpc schema stream tar userdb}
 
 if [ ! -f "$builddir/build.ninja" ]; then
 	CC=clang meson setup "$builddir" "$src" -Dfuzzing=true -Db_sanitize=address,undefined \

@@ -38,6 +38,12 @@ static void test_defaults(void **state)
 	assert_string_equal(c.host_dirs, "");
 	assert_int_equal(c.tool_groups, TOOL_GROUP_ALL);
 	assert_null(c.docker_host);
+	assert_string_equal(c.images, "");
+	assert_string_equal(c.pull, "missing");
+	json_t *j = config_to_json(&c);
+	assert_string_equal(json_string_value(json_object_get(j, "pull")), "missing");
+	assert_non_null(strstr(json_string_value(json_object_get(j, "image_policy")), "docker.io/library/*"));
+	json_decref(j);
 	config_finish(&c);
 }
 
@@ -46,7 +52,7 @@ static void test_env_then_flags(void **state)
 	struct config c;
 	struct err e;
 	char *envp[] = { "SANDBOX_MEMORY_MB=1024", "SANDBOX_IMAGE=envimg", "DOCKER_HOST=tcp://127.0.0.1:2375",
-			 "SANDBOX_TOOLS=run,env", "OTHER=1", NULL };
+			 "SANDBOX_TOOLS=run,env", "OTHER=1", "SANDBOX_PULL=never", "SANDBOX_IMAGES=python:*", NULL };
 	char *argv[] = { "x", "--image", "flagimg", "--cpus=0.5", "--max-sessions", "3", "doctor", NULL };
 	int next;
 	config_init(&c);
@@ -59,6 +65,8 @@ static void test_env_then_flags(void **state)
 	assert_int_equal(c.max_sessions, 3);
 	assert_string_equal(c.docker_host, "tcp://127.0.0.1:2375");
 	assert_int_equal(c.tool_groups, TOOL_GROUP_RUN | TOOL_GROUP_ENV);
+	assert_string_equal(c.pull, "never");
+	assert_string_equal(c.images, "python:*");
 	assert_string_equal(c.commit_repos, CONFIG_COMMIT_REPOS_DEFAULT);
 	json_t *j = config_to_json(&c);
 	assert_string_equal(json_string_value(json_object_get(j, "commit_repos")), CONFIG_COMMIT_REPOS_DEFAULT);
@@ -85,6 +93,9 @@ static void test_errors(void **state)
 		{ "SANDBOX_COMMIT_REPOS=sandbox-*-x", NULL, "'*' may only end a pattern" },
 		{ NULL, "--commit-repos=a,*b", "'*' may only end a pattern" },
 		{ NULL, "--timeout-s", "--timeout-s needs a value" },
+		{ "SANDBOX_PULL=sometimes", NULL, "pull 'sometimes' is not one of never, missing, always" },
+		{ NULL, "--images=python:*,,x", "images: '' is not an image pattern" },
+		{ "SANDBOX_IMAGES=python:* ; rm", NULL, "is not an image pattern" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct config c;

@@ -187,7 +187,7 @@ static void test_limits(void **state)
 	call_destroy(over);
 	/* a cancelled queued call gives its room back */
 	json_t *id4 = json_integer(4);
-	assert_true(dispatch_cancel(d, id4));
+	assert_true(dispatch_cancel(d, NULL, id4));
 	json_decref(id4);
 	struct call *again = mkcall(&rec, 10, "s:c", 10, 0);
 	assert_int_equal(dispatch_submit(d, again), 0);
@@ -223,15 +223,15 @@ static void test_cancel_queued_and_running(void **state)
 	assert_int_equal(dispatch_pending(d), 2);
 
 	json_t *id2 = json_integer(2);
-	assert_true(dispatch_cancel(d, id2)); /* queued: dropped, never runs */
+	assert_true(dispatch_cancel(d, NULL, id2)); /* queued: dropped, never runs */
 	assert_int_equal(dispatch_pending(d), 1);
-	assert_true(dispatch_cancel(d, id1)); /* running: hook wakes it */
+	assert_true(dispatch_cancel(d, NULL, id1)); /* running: hook wakes it */
 	assert_true(dispatch_drain(d, 2000));
 	assert_int_equal(rec.n, 1);
 	assert_int_equal(rec.order[0], 1);
 	assert_int_equal(atomic_load(&rec.freed), 2);
 	json_t *id9 = json_integer(9);
-	assert_false(dispatch_cancel(d, id9));
+	assert_false(dispatch_cancel(d, NULL, id9));
 	json_decref(id1);
 	json_decref(id2);
 	json_decref(id9);

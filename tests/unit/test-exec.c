@@ -50,11 +50,12 @@ static void test_every_count(void **state)
 		}
 	}
 	/* the old copies' size: twelve arguments no longer lose the twelfth */
-	const char *small[16];
+	const char *small[17];
 	const char *twelve[13] = { "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", NULL };
 	assert_int_equal(exec_sh_argv(small, 16, "s", "n", twelve), -E2BIG);
 	assert_int_equal(exec_sh_argv(small, 17, "s", "n", twelve), 0);
 	assert_string_equal(small[15], "12");
+	assert_null(small[16]);
 }
 
 int main(void)

@@ -209,6 +209,34 @@ static void test_send_timeout(void **state)
 	close(sv2[1]);
 }
 
+/*
+ * An answer that may take long in total but stalls: with an idle cap the
+ * read ends after the cap, not after the whole-answer timeout (a pull).
+ */
+static void test_idle_cap(void **state)
+{
+	struct peer p;
+	pthread_t t;
+	struct err e;
+	struct http_response resp;
+	char body[64];
+	(void)state;
+	struct http_conn *c = start(&p, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n", 0, 20000,
+				    &t);
+	http_conn_set_idle(c, 200);
+	assert_int_equal(http_request_send(c, "POST", "/images/create", NULL, NULL, 0, &e), 0);
+	assert_int_equal(http_response_recv(c, false, &resp, &e), 0);
+	assert_int_equal(http_body_read(c, body, sizeof(body), &e), 5);
+	int64_t t0 = now_ms();
+	assert_int_equal(http_body_read(c, body, sizeof(body), &e), -ETIMEDOUT);
+	int64_t took = now_ms() - t0;
+	assert_int_equal(e.code, ERRCODE_TIMEOUT);
+	assert_non_null(strstr(e.msg, "sent nothing for 200 ms"));
+	assert_true(took >= 190 && took < 5000);
+	shutdown(p.fd, SHUT_RDWR);
+	finish(&p, t, c);
+}
+
 struct aborter {
 	struct http_conn *c;
 };
@@ -290,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_send_timeout),
+		cmocka_unit_test(test_idle_cap),
 		cmocka_unit_test(test_abort),
 		cmocka_unit_test(test_request_injection_refused),
 		cmocka_unit_test(test_streaming_small_reads),

@@ -147,7 +147,8 @@ export class Server {
       command: wrap.length ? wrap[0] : serverBin(),
       args: wrap.length ? [...wrap.slice(1), serverBin()] : [],
       // the SDK's default environment would drop DOCKER_HOST, XDG_RUNTIME_DIR and SANDBOX_*
-      env: serverEnv({ SANDBOX_LOG_LEVEL: 'info', ...env }),
+      // tests never pull from the internet: a test that pulls sets SANDBOX_PULL itself
+      env: serverEnv({ SANDBOX_LOG_LEVEL: 'info', SANDBOX_PULL: 'never', ...env }),
       stderr: 'pipe',
     });
     this.transport.stderr.on('data', (d) => {

@@ -1,0 +1,103 @@
+/*
+ * agentproto.h - the framing between the server and sandbox-mcp-agent, the
+ * small static program that runs commands inside a session's container
+ * (src/agent/agent.c, docs/agent.md).
+ *
+ * Both directions carry frames like repl.h's, a 5-byte header then a payload:
+ *
+ *	[type, 1 byte][size, 4 bytes big-endian]  payload (size bytes)
+ *
+ * server -> agent: 'R' run a command (payload: fields, see below),
+ *                  'I' bytes for its stdin, 'C' close its stdin,
+ *                  'K' kill its process group.
+ * agent -> server: 'H' hello ("sandbox-mcp-agent <version> <pid>"),
+ *                  'P' the command started ("<pgid>"),
+ *                  'F' it could not start ("<errno> <message>"),
+ *                  'O' / 'E' a chunk of its stdout / stderr,
+ *                  'X' it ended ("<exit code> <cpu ms> <max rss KiB>";
+ *                  the last frame of a command).
+ *
+ * An 'R' payload is a list of fields, each a tag byte, the value and a NUL:
+ * 'a' one argv element (in order), 's' a shell command (run as
+ * /bin/sh -c), 'e' one "K=V" environment entry, 'd' the working directory.
+ *
+ * This file has no project includes: the agent is built from it with
+ * musl-gcc, apart from the server.  The parsers are pure: payload comes back
+ * as pointers into the caller's input.
+ */
+#ifndef AGENTPROTO_H
+#define AGENTPROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest payload accepted in one frame either way. */
+#define AGENTPROTO_FRAME_MAX (4u << 20)
+/* Length of a frame header. */
+#define AGENTPROTO_HEADER_LEN 5
+/* Most fields in an 'R' payload (argv and env entries together). */
+#define AGENTPROTO_FIELDS_MAX 4096
+
+/* The frame types each side accepts. */
+#define AGENTPROTO_TO_AGENT "RICK"
+#define AGENTPROTO_TO_SERVER "HPFOEX"
+
+enum agentproto_state {
+	AGENTPROTO_HEADER,  /* reading a header; hdr_len bytes of it seen */
+	AGENTPROTO_PAYLOAD, /* inside a payload, `remaining` bytes left */
+	AGENTPROTO_ERROR,   /* a malformed header was seen; stays here */
+};
+
+struct agentproto {
+	const char *types; /* the types accepted (AGENTPROTO_TO_*) */
+	enum agentproto_state state;
+	size_t hdr_len;
+	uint32_t size;
+	uint32_t remaining;
+	int type;
+};
+
+/* One run of a frame's payload: frames split across reads come in several. */
+struct agentproto_piece {
+	int type;
+	const char *p; /* inside the caller's input */
+	size_t n;      /* 0 only for an empty frame */
+	uint32_t size; /* the whole frame's payload size */
+	bool first, last;
+};
+
+/* The exit report of an 'X' frame. */
+struct agentproto_exit {
+	int code;	    /* 0..255; 128+N for signal N */
+	uint64_t cpu_ms;    /* user + system time of the command's waited-for processes */
+	uint64_t maxrss_kb; /* peak RSS of its largest process */
+};
+
+/* types: AGENTPROTO_TO_AGENT or AGENTPROTO_TO_SERVER (borrowed, static). */
+void agentproto_init(struct agentproto *f, const char *types);
+/*
+ * Consumes from in[0..len) and sets *ret_consumed. 1 with *ret, a piece of
+ * payload (an empty frame yields one empty piece with first and last set);
+ * -2 when all of `in` was used and more is needed; -1 on a malformed header
+ * (a type not in f->types, a size over AGENTPROTO_FRAME_MAX), after which
+ * every call returns -1 and *ret_consumed is not set.
+ */
+int agentproto_feed(struct agentproto *f, const char *in, size_t len, size_t *ret_consumed,
+		    struct agentproto_piece *ret);
+/* True between frames: EOF here is a clean end, anywhere else a truncation. */
+bool agentproto_at_boundary(const struct agentproto *f);
+/* Writes the header of a frame of this type and payload size. */
+void agentproto_header(char out[AGENTPROTO_HEADER_LEN], int type, uint32_t size);
+/*
+ * The next field of an 'R' payload p[0..len) from *off: 1 with its tag and
+ * value (NUL-terminated in p, value[value_len] == '\0') and *off moved past
+ * it; 0 at the end; -1 when the field has no NUL, an empty tag or a tag
+ * outside "asde".
+ */
+int agentproto_field(const char *p, size_t len, size_t *off, int *ret_tag, const char **ret_value,
+		     size_t *ret_value_len);
+/* Parses an 'X' payload. 0, or -1 when it is not three decimal numbers. */
+int agentproto_parse_exit(const char *p, size_t len, struct agentproto_exit *ret);
+
+#endif

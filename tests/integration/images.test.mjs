@@ -1,0 +1,210 @@
+// Images pulled by session_create from real registries on loopback (Debian's
+// docker-registry): progress seen by the SDK client, htpasswd auth through a
+// DOCKER_CONFIG the CLI wrote, wrong credentials, a reference outside the
+// policy refused without a request reaching the registry, a missing tag, and a
+// cancelled pull that leaves the engine able to pull again.
+
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Server, suite, requireEngine, cleanup, docker, show } from './lib/harness.mjs';
+import { sleep } from '../e2e/lib/rawpipe.mjs';
+
+const haveRegistry = (() => {
+  try { execFileSync('sh', ['-c', 'command -v docker-registry && command -v htpasswd'], { stdio: 'ignore' }); return true; } catch { return false; }
+})();
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+/** A docker-registry on 127.0.0.1 with storage in a temp dir; htpasswd when user is given. */
+async function startRegistry(user, password) {
+  const dir = mkdtempSync(join(tmpdir(), 'sbx-registry-'));
+  const port = await freePort();
+  let auth = '';
+  if (user) {
+    execFileSync('htpasswd', ['-Bbc', join(dir, 'htpasswd'), user, password], { stdio: 'ignore' });
+    auth = `auth:\n  htpasswd:\n    realm: sbx-test\n    path: ${join(dir, 'htpasswd')}\n`;
+  }
+  writeFileSync(join(dir, 'config.yml'), `version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n` +
+    `    rootdirectory: ${join(dir, 'data')}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:${port}\n${auth}`);
+  const child = spawn('docker-registry', ['serve', join(dir, 'config.yml')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const reg = { dir, port, child, log: '', host: `127.0.0.1:${port}` };
+  child.stdout.on('data', (d) => { reg.log += d; });
+  child.stderr.on('data', (d) => { reg.log += d; });
+  for (let i = 0; i < 100 && !/listening on/.test(reg.log); i++) await sleep(100);
+  assert.match(reg.log, /listening on/, `registry started: ${reg.log.slice(-2000)}`);
+  return reg;
+}
+
+function stopRegistry(reg) {
+  if (!reg) return;
+  reg.child.kill('SIGKILL');
+  rmSync(reg.dir, { recursive: true, force: true });
+}
+
+async function dockerOk(args, opts) {
+  const r = await docker(args, { timeoutMs: 300000, ...opts });
+  assert.equal(r.code, 0, `docker ${args.join(' ')}: ${r.stderr}`);
+  return r;
+}
+
+/** Builds a small image with a layer of its own (random bytes) and pushes it as ref (with CLI config dir cfg). */
+async function pushImage(ref, mb, cfg) {
+  const ctx = mkdtempSync(join(tmpdir(), 'sbx-img-'));
+  writeFileSync(join(ctx, 'Dockerfile'), `FROM debian:bookworm-slim\nRUN head -c ${mb}000000 /dev/urandom > /blob\n` +
+    'LABEL io.sandbox-mcp.test=images\n');
+  try {
+    await dockerOk(['build', '-q', '--network', 'none', '-t', ref, ctx]);
+    await dockerOk([...(cfg ? ['--config', cfg] : []), 'push', ref]);
+    await dockerOk(['rmi', ref]); // the only tag: the image (ours) goes, debian's layers stay
+  } finally {
+    rmSync(ctx, { recursive: true, force: true });
+  }
+}
+
+/** session_create through the SDK with a progress token; returns { res, progress }. */
+async function createWithProgress(srv, args, opts = {}) {
+  const progress = [];
+  const res = await srv.client.callTool({ name: 'session_create', arguments: args }, undefined,
+    { timeout: 300000, onprogress: (p) => { progress.push(p); opts.onprogress?.(p); }, signal: opts.signal });
+  return { res, progress };
+}
+
+describe('session_create pulls from registries on loopback', suite({ timeout: 900000, skip: haveRegistry ? false : 'docker-registry or htpasswd not installed (.ci/prepare)' }), () => {
+  let open, secured, srv;
+  const refs = new Set();
+  const cfgDirs = [];
+
+  before(async () => {
+    requireEngine();
+    open = await startRegistry();
+    secured = await startRegistry('sbx', 'right-pass');
+  });
+
+  after(async () => {
+    try {
+      await srv?.close();
+      for (const r of refs) await docker(['rmi', r]);
+      await cleanup();
+    } finally {
+      // the registries keep node's event loop alive: they go whatever cleanup() found
+      stopRegistry(open);
+      stopRegistry(secured);
+      for (const d of cfgDirs) rmSync(d, { recursive: true, force: true });
+    }
+  });
+
+  test('a missing image is pulled, with progress notifications, and the result says so', async () => {
+    const ref = `${open.host}/sbx-test/base:1`;
+    await pushImage(ref, 8);
+    refs.add(ref);
+    srv = await Server.start('images', { SANDBOX_IMAGES: `${open.host}/sbx-test/*`, SANDBOX_PULL: 'missing' });
+    const { res, progress } = await createWithProgress(srv, { image: ref });
+    assert.ok(!res.isError, show(res));
+    const st = res.structuredContent;
+    assert.equal(st.pulled, true, show(res));
+    assert.ok(Number.isInteger(st.pull_ms) && st.pull_ms >= 0, show(res));
+    assert.ok(progress.length >= 1, 'progress notifications were sent');
+    assert.ok(progress.every((p, i) => i === 0 || p.progress > progress[i - 1].progress), JSON.stringify(progress));
+    assert.ok(progress.some((p) => /layers/.test(p.message ?? '')), JSON.stringify(progress));
+    assert.equal((await docker(['image', 'inspect', ref])).code, 0, 'the image is on the engine now');
+    await srv.ok('run_command', { session_id: st.session_id, command: 'test -s /blob' });
+    // a second create finds it: no pull
+    const again = await srv.ok('session_create', { image: ref });
+    assert.equal(again.pulled, false);
+    const info = await srv.ok('env_info');
+    assert.ok(info.images.local.includes(ref), `env_info lists it: ${JSON.stringify(info.images)}`);
+    assert.ok(!info.images.local.includes('debian:bookworm-slim'), 'and not what the policy refuses');
+    assert.match(info.images.policy, /SANDBOX_IMAGES/);
+  });
+
+  test('a reference outside the policy is refused without a request reaching the registry', async () => {
+    const ref = `${open.host}/other/base:1`;
+    const before = open.log.length;
+    const st = await srv.fails('session_create', { image: ref }, 'invalid_argument');
+    assert.match(st.error.message, /SANDBOX_IMAGES/, st.error.message);
+    // the default policy pulls only official images: a loopback registry is refused too
+    const dflt = await Server.start('images-default', { SANDBOX_PULL: 'missing' });
+    try {
+      const d = await dflt.fails('session_create', { image: `${open.host}/sbx-test/nothere:1` }, 'image_not_found');
+      assert.match(d.error.message, /docker pull/, d.error.message);
+      assert.match(d.error.message, /SANDBOX_IMAGES/, d.error.message);
+    } finally {
+      await dflt.close();
+    }
+    await sleep(300);
+    assert.doesNotMatch(open.log.slice(before), /other\/base|nothere/, 'the registry saw no request');
+  });
+
+  test('a missing tag is image_not_found with the registry\'s reason', async () => {
+    const st = await srv.fails('session_create', { image: `${open.host}/sbx-test/base:nope` }, 'image_not_found',
+      { timeoutMs: 120000 });
+    assert.match(st.error.message, /has no .*sbx-test\/base:nope.*manifest unknown/, st.error.message);
+    assert.doesNotMatch(st.error.message, /try again/, st.error.message);
+  });
+
+  test('a cancelled pull leaves the engine consistent: the next pull works', async () => {
+    const ref = `${open.host}/sbx-test/big:1`;
+    await pushImage(ref, 60);
+    refs.add(ref);
+    const ac = new AbortController();
+    let aborted = false;
+    await assert.rejects(createWithProgress(srv, { image: ref }, {
+      signal: ac.signal,
+      onprogress: () => { if (!aborted) { aborted = true; ac.abort(); } },
+    }));
+    assert.ok(aborted, 'the pull reported progress before it was cancelled');
+    const rss0 = srv.peakRssKiB();
+    const { res } = await createWithProgress(srv, { image: ref });
+    assert.ok(!res.isError, show(res));
+    assert.equal(res.structuredContent.pulled, true, 'the cancelled pull stopped: this one pulled');
+    // the progress stream is parsed line by line: a 60 MB pull does not grow the server
+    const grew = srv.peakRssKiB() - rss0;
+    assert.ok(grew < 8192, `peak RSS grew by ${grew} KiB during the pull`);
+    await srv.ok('run_command', { session_id: res.structuredContent.session_id, command: 'test -s /blob' });
+  });
+
+  test('htpasswd auth: credentials from DOCKER_CONFIG pull; wrong ones are a clear error', async () => {
+    const good = mkdtempSync(join(tmpdir(), 'sbx-dcfg-'));
+    cfgDirs.push(good);
+    execFileSync('docker', ['--config', good, 'login', '-u', 'sbx', '--password-stdin', secured.host],
+      { input: 'right-pass\n', stdio: ['pipe', 'ignore', 'pipe'] });
+    const ref = `${secured.host}/sbx-test/private:1`;
+    await pushImage(ref, 2, good);
+    refs.add(ref);
+
+    const bad = mkdtempSync(join(tmpdir(), 'sbx-dcfg-'));
+    cfgDirs.push(bad);
+    writeFileSync(join(bad, 'config.json'), JSON.stringify({
+      auths: { [secured.host]: { auth: Buffer.from('sbx:wrong-pass').toString('base64') } },
+    }));
+    const env = { SANDBOX_IMAGES: `${secured.host}/sbx-test/*`, SANDBOX_PULL: 'missing' };
+    const wrong = await Server.start('images-wrong', { ...env, DOCKER_CONFIG: bad });
+    try {
+      const st = await wrong.fails('session_create', { image: ref }, 'image_not_found', { timeoutMs: 120000 });
+      assert.match(st.error.message, /refused/, st.error.message);
+      assert.match(st.error.message, /credentials/, st.error.message);
+      assert.doesNotMatch(JSON.stringify(st), /wrong-pass/, 'the secret is never in a result');
+    } finally {
+      await wrong.close();
+    }
+    const right = await Server.start('images-auth', { ...env, DOCKER_CONFIG: good });
+    try {
+      const st = await right.ok('session_create', { image: ref }, { timeoutMs: 300000 });
+      assert.equal(st.pulled, true);
+      assert.doesNotMatch(right.stderrTail, /right-pass|c2J4OnJpZ2h0LXBhc3M/, 'the secret is never logged');
+    } finally {
+      await right.close();
+    }
+  });
+});
