@@ -471,10 +471,9 @@ int agentctl_run(struct agentctl *a, struct call *call, const struct exec_spec *
 	 * then as every other call does, so the exec path takes it and reports
 	 * the engine's error. A connect is tens of microseconds on a unix socket.
 	 */
-	int fd;
-	if (transport_connect(engine_endpoint(a->engine), AGENTCTL_CONNECT_TIMEOUT_MS, &fd, err) < 0)
+	/* remote engines are asked on a kept-alive connection instead (engine_reachable) */
+	if (engine_reachable(a->engine, AGENTCTL_CONNECT_TIMEOUT_MS, err) < 0)
 		return -EAGAIN;
-	close(fd);
 	buf_init(&out, SIZE_MAX);
 	if (build_request(spec, &out) < 0) {
 		/* the exec path has its own limit and message for this */

@@ -356,6 +356,29 @@ int engine_request_raw(struct engine *e, struct call *call, const char *method, 
 	return roundtrip(e, call, method, target, content_type, body, len, ret_status, ret_json, err);
 }
 
+int engine_reachable(struct engine *e, int timeout_ms, struct err *err)
+{
+	int fd, status;
+
+	/*
+	 * On a local socket a fresh connect is microseconds and also sees a
+	 * socket made unusable since the pool's connections were opened. On
+	 * tcp:// with TLS it is a handshake and a relay thread, over ssh a new
+	 * ssh process: there a kept-alive connection is asked instead (a
+	 * dropped engine fails the retried roundtrip all the same).
+	 */
+	if (e->ep.kind == TRANSPORT_UNIX) {
+		int r = transport_connect(&e->ep, timeout_ms, &fd, err);
+		if (r == 0)
+			close(fd);
+		return r;
+	}
+	json_t *j = NULL;
+	int r = roundtrip(e, NULL, "GET", "/_ping", NULL, NULL, 0, &status, &j, err);
+	json_decref(j);
+	return r;
+}
+
 int engine_request(struct engine *e, struct call *call, const char *method, const char *path, json_t *body,
 		   int *ret_status, json_t **ret_json, struct err *err)
 {

@@ -64,6 +64,11 @@ const char *engine_api_version(struct engine *e);
  */
 int engine_request(struct engine *e, struct call *call, const char *method, const char *path, json_t *body,
 		   int *ret_status, json_t **ret_json, struct err *err);
+/*
+ * Whether the engine answers now: a fresh connect on a unix socket, a
+ * _ping on a kept-alive connection elsewhere (TLS, ssh). 0 or -errno with err.
+ */
+int engine_reachable(struct engine *e, int timeout_ms, struct err *err);
 /* Same with a raw body (e.g. a tar stream) and its content type. */
 int engine_request_raw(struct engine *e, struct call *call, const char *method, const char *path,
 		       const char *content_type, const void *body, size_t len, int *ret_status, json_t **ret_json,
