@@ -313,7 +313,9 @@ int agentctl_start(struct engine *e, struct call *call, const char *container_id
 		agentctl_destroy(a);
 		return r;
 	}
-	int64_t deadline = t0 + AGENTCTL_START_TIMEOUT_MS;
+	/* a hello that does not come within one engine timeout is a stalled stream: fall back sooner */
+	int start_ms = engine_timeout_ms(e) < AGENTCTL_START_TIMEOUT_MS ? engine_timeout_ms(e) : AGENTCTL_START_TIMEOUT_MS;
+	int64_t deadline = t0 + start_ms;
 	for (;;) {
 		if (process(a, NULL) < 0 || (a->eof && !a->ready)) {
 			r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "the agent did not start: %.300s", a->diag);
@@ -323,8 +325,8 @@ int agentctl_start(struct engine *e, struct call *call, const char *container_id
 			break;
 		int64_t left = deadline - now_ms();
 		if (left <= 0) {
-			r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the agent did not start within %d s",
-				    AGENTCTL_START_TIMEOUT_MS / 1000);
+			r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the agent did not start within %d ms",
+				    start_ms);
 			break;
 		}
 		struct pollfd pfd[2] = { { .fd = a->fd, .events = POLLIN }, { .fd = wake[0], .events = POLLIN } };

@@ -1228,3 +1228,8 @@ int engine_image_pull(struct engine *e, struct call *call, const char *from_imag
 	r = read_messages(conn, on_msg, msg_arg, NULL, NULL, err);
 	return long_close(call, conn, r, err);
 }
+
+int engine_timeout_ms(const struct engine *e)
+{
+	return e->timeout_ms;
+}

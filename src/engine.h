@@ -69,6 +69,8 @@ int engine_request(struct engine *e, struct call *call, const char *method, cons
  * _ping on a kept-alive connection elsewhere (TLS, ssh). 0 or -errno with err.
  */
 int engine_reachable(struct engine *e, int timeout_ms, struct err *err);
+/* The timeout of one engine call (SANDBOX_ENGINE_TIMEOUT_S), ms. */
+int engine_timeout_ms(const struct engine *e);
 /* Same with a raw body (e.g. a tar stream) and its content type. */
 int engine_request_raw(struct engine *e, struct call *call, const char *method, const char *path,
 		       const char *content_type, const void *body, size_t len, int *ret_status, json_t **ret_json,

@@ -102,9 +102,11 @@ const CASES = [
   { fault: 'http-500-json', pattern: 'POST /containers/*/exec', tool: 'file_write', args: { path: 'x.txt', content: 'hi' },
     codes: ['engine_error'] },
   { fault: 'stall', pattern: 'POST /exec/*/start', tool: 'file_list', codes: ['timeout'] },
-  // the command's own deadline, then the kill, then the grace for a stream that does not end
-  { fault: 'exec-hang', pattern: 'POST /exec/*/start', count: 1, tool: 'run_command', args: { timeout_s: 2 },
-    codes: ['timeout'], limitMs: 12000 },
+  // the command's own deadline, then the kill, then the grace for a stream that does not end; the first
+  // hanging exec is the in-sandbox agent's start (given up after one engine timeout, then the exec path),
+  // the second the command's own
+  { fault: 'exec-hang', pattern: 'POST /exec/*/start', count: 2, tool: 'run_command', args: { timeout_s: 2 },
+    codes: ['timeout'], limitMs: 14000 },
 ];
 
 /** Calls `tool` and returns { ms, code, message } of the error it reports. */
