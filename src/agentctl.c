@@ -98,9 +98,9 @@ int agentctl_install(struct engine *e, struct call *call, const char *container_
 	if (!agentctl_built())
 		return err_set(err, ERRCODE_INTERNAL, -ENOSYS, "this sandbox-mcp was built without the agent");
 	buf_init(&tar, AGENT_BIN_LEN + 64 * 1024);
-	struct tar_entry dir = { .path = AGENTCTL_DIR + 1, .type = TAR_TYPE_DIR, .mode = 0555 };
+	struct tar_entry dir = { .path = &AGENTCTL_DIR[1], .type = TAR_TYPE_DIR, .mode = 0555 };
 	struct tar_entry file = {
-		.path = AGENTCTL_PATH + 1, .type = TAR_TYPE_FILE, .size = AGENT_BIN_LEN, .mode = 0555
+		.path = &AGENTCTL_PATH[1], .type = TAR_TYPE_FILE, .size = AGENT_BIN_LEN, .mode = 0555
 	};
 	if ((r = tar_writer_create(&tar, &w, err)) == 0 && (r = tar_writer_add(w, &dir, err)) == 0 &&
 	    (r = tar_writer_add(w, &file, err)) == 0 && (r = tar_writer_data(w, agent_bin, AGENT_BIN_LEN, err)) == 0)
