@@ -1,7 +1,7 @@
 #!/bin/sh
 # run.sh [SECONDS] [TARGET...] - run the libFuzzer targets for SECONDS each
-# (default 20), all of them unless targets are named (agentproto, bulk, chunked,
-# http_parse, image, imageref, jsonscan, pathsafe, repl, rpc, schema, stream, tar, userdb).
+# (default 20), all of them (the fuzz_targets list of meson.build beside this
+# file) unless targets are named.
 #
 # Builds build-fuzz (clang, ASan+UBSan, -Dfuzzing=true) at the top of the
 # source tree if it is not there; FUZZ_BUILDDIR picks another directory.
@@ -23,7 +23,10 @@ esac
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 builddir=${FUZZ_BUILDDIR:-$src/build-fuzz}
-targets=${*:-agentproto bulk chunked http_parse image imageref jsonscan pathsafe repl rpc schema stream tar userdb}
+# every target meson.build lists, unless some are named (one list, so none is forgotten)
+all=$(sed -n "s/^fuzz_targets = \[\(.*\)\]/\1/p" "$here/meson.build" | sed "s/[',]/ /g")
+[ -n "$all" ] || { echo "run.sh: no fuzz_targets list in $here/meson.build" >&2; exit 2; }
+targets=${*:-$all}
 
 if [ ! -f "$builddir/build.ninja" ]; then
 	CC=clang meson setup "$builddir" "$src" -Dfuzzing=true -Db_sanitize=address,undefined \
