@@ -23,6 +23,7 @@
 
 #include "buildconf.h"
 #include "bulk.h"
+#include "dispatch.h"
 #include "jsonscan.h"
 #include "log.h"
 #include "mcp.h"
