@@ -193,6 +193,17 @@ bool is_hex(const char *s, size_t len)
 	return true;
 }
 
+int hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 json_t *json_string_lossy(const char *p, size_t n)
 {
 	json_t *s = json_stringn(p, n);
