@@ -124,6 +124,37 @@ function textOf(res) {
   return res.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 }
 
+const URL_META = 'io.sandbox-mcp/url';
+const FIGURE_CODE = 'import matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 1])\n' +
+  'open("report.txt", "w").write("linked-report\\n")\nplt.show()';
+
+/**
+ * A run_python result with a figure and a new file: the image is inlined AND
+ * linked, and both links carry a signed URL that fetches the bytes with no
+ * header at all. Returns the links for hostile checks.
+ */
+async function checkLinkedFigure(res, base) {
+  assert.ok(!res.isError, textOf(res));
+  const img = res.content.find((c) => c.type === 'image');
+  assert.ok(img, `an image block: ${JSON.stringify(res.content).slice(0, 500)}`);
+  const fig = res.content.find((c) => c.type === 'resource_link' && c.mimeType === 'image/png');
+  assert.ok(fig, `the figure is linked too: ${JSON.stringify(res.content.filter((c) => c.type !== 'image'))}`);
+  const rep = res.content.find((c) => c.type === 'resource_link' && c.name === 'report.txt');
+  assert.ok(rep, 'the new file is linked');
+  for (const l of [fig, rep]) {
+    assert.ok(l._meta?.[URL_META]?.startsWith(`${base}/files/`), `signed URL on ${l.uri}: ${JSON.stringify(l._meta)}`);
+    assert.match(l._meta[URL_META], /\?exp=\d+&sig=[0-9a-f]{64}$/);
+  }
+  const png = await fetch(fig._meta[URL_META]);
+  assert.equal(png.status, 200);
+  assert.equal(png.headers.get('content-type'), 'image/png');
+  assert.deepEqual(Buffer.from(await png.arrayBuffer()), Buffer.from(img.data, 'base64'), 'the linked figure is the inlined one');
+  const txt = await fetch(rep._meta[URL_META]);
+  assert.equal(txt.status, 200);
+  assert.equal(await txt.text(), 'linked-report\n');
+  return { fig: fig._meta[URL_META], report: rep._meta[URL_META] };
+}
+
 describe('SDK 1.x StreamableHTTPClientTransport', () => {
   let srv;
   let client;
@@ -152,16 +183,15 @@ describe('SDK 1.x StreamableHTTPClientTransport', () => {
     assert.match(textOf(res), /hello-http/);
   });
 
-  test('run_python returns a figure as a PNG', { timeout: 120000 }, async () => {
-    const res = await client.callTool({
-      name: 'run_python',
-      arguments: { code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 1])\nplt.show()' },
-    }, undefined, { timeout: 110000 });
+  test('run_python returns a figure as a PNG, also linked; files fetched through signed links', { timeout: 120000 }, async () => {
+    const res = await client.callTool({ name: 'run_python', arguments: { code: FIGURE_CODE } },
+      undefined, { timeout: 110000 });
     assert.ok(!res.isError, textOf(res));
     const img = res.content.find((c) => c.type === 'image');
     assert.ok(img, `an image block: ${JSON.stringify(res.content).slice(0, 500)}`);
     assert.equal(img.mimeType, 'image/png');
     assert.equal(Buffer.from(img.data, 'base64').subarray(1, 4).toString(), 'PNG');
+    await checkLinkedFigure(res, srv.base);
   });
 
   test('progress arrives over SSE, and cancelling kills the command', { timeout: 120000 }, async () => {
@@ -207,6 +237,28 @@ describe('@modelcontextprotocol/client 2.x over HTTP', () => {
       const res = await client.callTool({ name: 'run_command', arguments: { command: 'echo modern-http' } },
         { timeout: 110000 });
       assert.match(textOf(res), /modern-http/);
+      // run_python with a figure; the figure and a new file fetched through their signed links
+      const py = await client.callTool({ name: 'run_python', arguments: { code: FIGURE_CODE } }, { timeout: 110000 });
+      await checkLinkedFigure(py, srv.base);
+      // progress, then cancel: the command is killed within 5 s
+      const ac = new AbortController();
+      let progress = 0;
+      const call = client.callTool({
+        name: 'run_command',
+        arguments: { command: 'for i in $(seq 1 700); do echo tock-$i; sleep 0.2; done; echo never-client2' },
+      }, { signal: ac.signal, timeout: 110000, onprogress: () => { progress++; if (progress === 2) ac.abort('enough'); } });
+      await assert.rejects(call, /abort|enough|cancel/i);
+      const aborted = Date.now();
+      assert.ok(progress >= 2, `progress seen: ${progress}`);
+      let left;
+      do {
+        await sleep(250);
+        const ps = await client.callTool({ name: 'run_command', arguments: { command: 'ps -eo args | grep -c "[s]eq 1 700" || true' } },
+          { timeout: 60000 });
+        left = String(ps.structuredContent?.stdout ?? '').trim();
+      } while (left !== '0' && Date.now() - aborted < 5000);
+      assert.equal(left, '0', 'the cancelled command was killed');
+      assert.ok(Date.now() - aborted < 6000, 'killed within 5 s of the cancel');
     } finally {
       await client.close().catch(() => {});
     }
