@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';
 import { serverBin, serverEnv, sleep } from './lib/rawpipe.mjs';
 
@@ -267,7 +268,9 @@ describe('@modelcontextprotocol/client 2.x over HTTP', () => {
 
 describe('hostile and broken HTTP clients', () => {
   let srv;
-  before(async () => { srv = await startServer({ SANDBOX_MAX_LINE_BYTES: 65536, SANDBOX_HTTP_TIMEOUT_S: 2 }); });
+  before(async () => {
+    srv = await startServer({ SANDBOX_MAX_LINE_BYTES: 65536, SANDBOX_HTTP_TIMEOUT_S: 2, SANDBOX_HTTP_REQUEST_TIMEOUT_S: 3 });
+  });
   after(async () => {
     const r = await srv?.stop();
     assert.equal(r.code, 0, `exit after SIGTERM: ${JSON.stringify(r)}; ${srv.stderr()}`);
@@ -346,10 +349,32 @@ describe('hostile and broken HTTP clients', () => {
     sock.on('error', () => {});
     const closed = new Promise((resolve) => sock.on('close', resolve));
     sock.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\n`);
-    // (a client that drips a byte now and then is held to the connection limit instead: next test)
     await closed;
     const secs = (Date.now() - t0) / 1000;
     assert.ok(secs >= 1.5 && secs < 15, `closed after ${secs.toFixed(1)} s (timeout 2 s)`);
+  });
+
+  test('a slowloris client (a byte every 300 ms, never idle 2 s) is cut off at the request deadline', { timeout: 30000 }, async () => {
+    const t0 = Date.now();
+    const sock = net.connect(srv.port, '127.0.0.1');
+    sock.on('error', () => {});
+    let answer = '';
+    sock.on('data', (d) => { answer += d; });
+    const closed = new Promise((resolve) => sock.on('close', resolve));
+    const head = `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\nContent-Type: application/json\r\n` +
+      `X-Pad: ${'p'.repeat(200)}\r\n\r\n`;
+    let sent = 0;
+    const drip = setInterval(() => { if (sent < head.length && !sock.destroyed) sock.write(head[sent++]); }, 300);
+    // without a whole-request deadline the idle timeout (2 s) never fires: the head takes 70 s to drip in
+    const outcome = await Promise.race([closed.then(() => 'closed'), sleep(15000).then(() => 'open')]);
+    clearInterval(drip);
+    sock.destroy();
+    const secs = (Date.now() - t0) / 1000;
+    assert.equal(outcome, 'closed', `the drip client still connected after ${secs.toFixed(1)} s (${sent} bytes sent)`);
+    assert.ok(secs >= 2.5 && secs < 10, `closed after ${secs.toFixed(1)} s (request deadline 3 s)`);
+    assert.ok(sent < head.length, 'cut before its head was in');
+    assert.equal(answer, '', 'nothing reached MCP');
+    assert.equal((await post(srv, INIT)).status, 200, 'the server still serves');
   });
 
   test('1,000 connections are bounded: 503 or refused past the limit, then served again', { timeout: 90000 }, async () => {
@@ -545,6 +570,53 @@ describe('principals: each token NAME sees only its own sandboxes', () => {
     assert.ok(!res.text.includes(aid) && !res.text.includes(wid), 'resources/list shows only bob\'s');
   });
 
+  test('signed links: no header needed; altered, re-pointed or forged ones are 403', { timeout: 120000 }, async () => {
+    const links = (res) => Object.fromEntries(res.content.filter((c) => c.type === 'resource_link')
+      .map((c) => [c.name, c._meta?.[URL_META]]));
+    const a = await call(TA, 'run_python', { code: 'open("secret.txt", "w").write("alice-only\\n")' });
+    const aUrl = links(a)['secret.txt'];
+    assert.ok(aUrl, JSON.stringify(a.content));
+    const b = await call(TB, 'run_python', { code: 'open("mine.txt", "w").write("bob\\n")' });
+    const bUrl = links(b)['mine.txt'];
+    assert.ok(bUrl, JSON.stringify(b.content));
+    const aSid = /\/files\/([0-9a-f]+)\//.exec(aUrl)[1];
+    const bSid = /\/files\/([0-9a-f]+)\//.exec(bUrl)[1];
+    assert.notEqual(aSid, bSid);
+    const status = async (u, headers = {}) => (await fetch(u, { headers })).status;
+    // the link is the credential: no Authorization, and any Origin (a chat UI shows it)
+    const ok = await fetch(aUrl, { headers: { Origin: 'https://chat.example' } });
+    assert.equal(ok.status, 200);
+    assert.equal(await ok.text(), 'alice-only\n');
+    assert.match(ok.headers.get('content-security-policy'), /sandbox/, 'sandbox-written pages cannot run as this origin');
+    assert.equal(ok.headers.get('x-content-type-options'), 'nosniff');
+    const exp = /exp=(\d+)/.exec(aUrl)[1];
+    const sig = /sig=([0-9a-f]+)/.exec(aUrl)[1];
+    const flip = (h) => (h[0] === '0' ? '1' : '0') + h.slice(1);
+    const altered = {
+      'exp + 1': aUrl.replace(`exp=${exp}`, `exp=${Number(exp) + 1}`),
+      'exp with a leading zero': aUrl.replace(`exp=${exp}`, `exp=0${exp}`),
+      'sig changed': aUrl.replace(`sig=${sig}`, `sig=${flip(sig)}`),
+      'sig upper case': aUrl.replace(`sig=${sig}`, `sig=${sig.toUpperCase()}`),
+      'sig missing': aUrl.replace(`&sig=${sig}`, ''),
+      'exp missing': aUrl.replace(`exp=${exp}&`, ''),
+      'path changed': aUrl.replace('secret.txt', 'mine.txt'),
+      'path re-spelled': aUrl.replace('/workspace/', '/workspace/./'),
+      'session changed': aUrl.replace(aSid, bSid),
+      'session by name': aUrl.replace(aSid, 'default'),
+      // bob's genuine signature, pointed at alice's session or file
+      'bob\'s link on alice\'s session': bUrl.replace(bSid, aSid),
+      'bob\'s sig on alice\'s path': aUrl.replace(`sig=${sig}`, `sig=${/sig=([0-9a-f]+)/.exec(bUrl)[1]}`)
+        .replace(`exp=${exp}`, `exp=${/exp=(\d+)/.exec(bUrl)[1]}`),
+    };
+    for (const [what, u] of Object.entries(altered)) {
+      // 'path re-spelled' normalises to the same file: the same MAC, so it is served
+      const want = what === 'path re-spelled' ? 200 : 403;
+      assert.equal(await status(u), want, `${what}: ${u}`);
+      assert.equal(await status(u, { Authorization: `Bearer ${TB}` }), want, `${what}, with bob's token`);
+    }
+    assert.equal(await status(bUrl), 200, 'bob\'s own link works');
+  });
+
   test('another principal\'s MCP session id is 404', async () => {
     const r = await post(srv, INIT, { Authorization: `Bearer ${TA}` });
     const sid = r.headers.get('mcp-session-id');
@@ -627,5 +699,43 @@ describe('HTTPS (--tls-cert, --tls-key)', () => {
     r = await runToExit(['serve', '--http', `127.0.0.1:${p}`, '--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'junk.pem')]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /--tls-key .*not a PEM file/);
+  });
+});
+
+describe('signed links expire (SANDBOX_HTTP_LINK_TTL_S)', () => {
+  let srv;
+  before(async () => { srv = await startServer({ SANDBOX_HTTP_LINK_TTL_S: 2 }); });
+  after(async () => { await srv?.stop(); });
+
+  test('a link works until exp, then is 403 (expired)', { timeout: 120000 }, async () => {
+    const r = await post(srv, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_python',
+      arguments: { code: 'open("soon.txt", "w").write("x")' }, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } },
+    { Accept: 'application/json' });
+    const link = JSON.parse(r.text).result.content.find((c) => c.type === 'resource_link');
+    const u = link._meta[URL_META];
+    const exp = Number(/exp=(\d+)/.exec(u)[1]);
+    if (Date.now() / 1000 < exp) assert.equal((await fetch(u)).status, 200, 'fresh');
+    while (Date.now() / 1000 <= exp + 1) await sleep(250);
+    const late = await fetch(u);
+    assert.equal(late.status, 403);
+    assert.match(await late.text(), /expired/);
+  });
+});
+
+describe('stdio results are unchanged', () => {
+  test('resource_link without a download URL; figures inlined, not linked', { timeout: 120000 }, async () => {
+    const client = new Client({ name: 'http-e2e-stdio', version: '0' }, { capabilities: {} });
+    await client.connect(new StdioClientTransport({ command: BIN, args: [], env: serverEnv(), stderr: 'ignore' }));
+    try {
+      const res = await client.callTool({ name: 'run_python', arguments: { code: FIGURE_CODE } }, undefined, { timeout: 110000 });
+      assert.ok(!res.isError, textOf(res));
+      assert.ok(res.content.some((c) => c.type === 'image'), 'the figure is inlined');
+      const linksOut = res.content.filter((c) => c.type === 'resource_link');
+      assert.deepEqual(linksOut.map((c) => c.name), ['report.txt'], 'only the file is linked, not the figure');
+      assert.equal(linksOut[0]._meta, undefined, 'no signed URL on stdio');
+      assert.doesNotMatch(JSON.stringify(res), /io\.sandbox-mcp\/url|sandbox-mcp-figures/);
+    } finally {
+      await client.close().catch(() => {});
+    }
   });
 });
