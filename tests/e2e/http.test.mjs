@@ -377,6 +377,34 @@ describe('hostile and broken HTTP clients', () => {
     assert.equal((await post(srv, INIT)).status, 200, 'the server still serves');
   });
 
+  test('a response write that makes no progress is cut after SANDBOX_HTTP_TIMEOUT_S', { timeout: 120000 }, async () => {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' };
+    const r = await post(srv, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_command',
+      arguments: { command: 'head -c 6000000 /dev/urandom > /workspace/big' }, _meta: meta } }, { Accept: 'application/json' });
+    const sid = JSON.parse(r.text).result.structuredContent.session_id;
+    // python's socket, for a 4 KiB receive buffer (node's net cannot set one): the server's writes stall
+    const reader = (pauseS) => spawnSync('python3', ['-c', `
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", ${srv.port}))
+s.sendall(b"GET /files/${sid}/workspace/big HTTP/1.1\\r\\nHost: 127.0.0.1:${srv.port}\\r\\nConnection: close\\r\\n\\r\\n")
+time.sleep(${pauseS})
+s.settimeout(20)
+n = 0
+while True:
+    d = s.recv(65536)
+    if not d: break
+    n += len(d)
+print(n)
+`], { encoding: 'utf8', timeout: 60000 });
+    const stalled = reader(8);
+    assert.equal(stalled.status, 0, stalled.stderr);
+    assert.ok(Number(stalled.stdout) < 6000000, `a reader stalled 8 s got ${stalled.stdout.trim()} bytes: cut`);
+    const slow = reader(1);
+    assert.ok(Number(slow.stdout) > 6000000, `a reader that pauses 1 s gets it all: ${slow.stdout.trim()}`);
+  });
+
   test('1,000 connections are bounded: 503 or refused past the limit, then served again', { timeout: 90000 }, async () => {
     const socks = [];
     let answered503 = 0;
