@@ -750,6 +750,40 @@ describe('signed links expire (SANDBOX_HTTP_LINK_TTL_S)', () => {
   });
 });
 
+describe('--http-public-url', () => {
+  const PUB = 'https://sandbox.example.com:8443/box';
+  let srv;
+  before(async () => { srv = await startServer({ SANDBOX_HTTP_PUBLIC_URL: `${PUB}/` }); });
+  after(async () => { await srv?.stop(); });
+
+  test('links name the public URL, never the Host a client sent; its host is a valid Host', { timeout: 120000 }, async () => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_python',
+      arguments: { code: 'open("pub.txt", "w").write("p")' }, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } });
+    const req = (host) => `POST /mcp HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n` +
+      `Accept: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+    const raw = await rawRequest(srv.port, req('sandbox.example.com:8443'), { timeoutMs: 110000 });
+    assert.equal(statusOf(raw), 200, raw.slice(0, 300));
+    const link = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)).result.content.find((c) => c.type === 'resource_link');
+    const u = link._meta[URL_META];
+    assert.ok(u.startsWith(`${PUB}/files/`), u);
+    // the proxy strips /box: the same path and query on the bound address fetch the file
+    const local = await fetch(`${srv.base}${u.slice(PUB.length)}`);
+    assert.equal(local.status, 200);
+    assert.equal(await local.text(), 'p');
+    assert.equal(statusOf(await rawRequest(srv.port, req('evil.example'))), 421);
+    assert.equal(statusOf(await rawRequest(srv.port, req('sandbox.example.com'))), 421, 'the port counts');
+  });
+
+  test('refused at start: a public URL that is not http(s) or carries a query', async () => {
+    const port = await freePort();
+    for (const bad of ['ftp://x.example', 'https://x.example/?a=1', 'https://user@x.example', 'x.example']) {
+      const r = await runToExit(['serve', '--http', `127.0.0.1:${port}`, '--http-public-url', bad]);
+      assert.equal(r.code, 1, bad);
+      assert.match(r.stderr, /--http-public-url .* is not an http:\/\/ or https:\/\/ URL/, bad);
+    }
+  });
+});
+
 describe('stdio results are unchanged', () => {
   test('resource_link without a download URL; figures inlined, not linked', { timeout: 120000 }, async () => {
     const client = new Client({ name: 'http-e2e-stdio', version: '0' }, { capabilities: {} });
