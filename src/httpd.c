@@ -24,7 +24,12 @@
  * Before anything reaches MCP: Host must name the bound address (421: DNS
  * rebinding), Origin must be allowed (403), the body must fit
  * SANDBOX_MAX_LINE_BYTES (413), and at most HTTPD_CONNECTIONS_MAX connections
- * are served (503).
+ * are served (503). Each request's head and body must arrive within
+ * SANDBOX_HTTP_REQUEST_TIMEOUT_S (httpwatch.h: the idle timeout alone lets a
+ * client drip a byte at a time for ever).
+ *
+ * GET /files/ serves a file of a sandbox, with the token, or through a
+ * signed link (?exp=&sig=, linksign.h) that needs none.
  */
 #include <arpa/inet.h>
 #include <errno.h>
