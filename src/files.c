@@ -291,9 +291,8 @@ void files_link(struct tool_ctx *ctx, struct tool_result *res, const struct sess
 	/* HTTP mode: a URL that fetches the file without a token, for clients that cannot read sandbox:// */
 	char url[LINKSIGN_BASE_MAX + FILES_URI_MAX + 128];
 	const char *enc = uri + strlen("sandbox://") + strlen(s->id) + 1;
-	if (linksign_enabled(ctx->svc->links) &&
-	    linksign_url(ctx->svc->links, call_principal(ctx->call), s->id, path, enc, (int64_t)time(NULL), url,
-			 sizeof(url)) == 0)
+	if (linksign_enabled(ctx->svc->links) && linksign_url(ctx->svc->links, call_principal(ctx->call), s->id, path,
+							      enc, (int64_t)time(NULL), url, sizeof(url)) == 0)
 		json_object_set_new(link, "_meta", json_pack("{s:s}", FILES_URL_META, url));
 	json_array_append_new(res->content, link);
 }
@@ -436,11 +435,15 @@ static int put_produce(void *arg, struct tar_writer *w, struct err *err)
 	return tar_writer_data(w, src->data + src->pos - n, n, err);
 }
 
-int files_put(struct tool_ctx *ctx, struct session *s, const char *dir, const char *name, const void *data,
-	      size_t len, struct err *err)
+int files_put(struct tool_ctx *ctx, struct session *s, const char *dir, const char *name, const void *data, size_t len,
+	      struct err *err)
 {
 	struct put_src src = {
-		.entry = { .path = name, .type = TAR_TYPE_FILE, .size = len, .mode = 0644, .mtime = (int64_t)time(NULL) },
+		.entry = { .path = name,
+			   .type = TAR_TYPE_FILE,
+			   .size = len,
+			   .mode = 0644,
+			   .mtime = (int64_t)time(NULL) },
 		.data = data,
 		.len = len,
 	};

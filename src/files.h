@@ -94,8 +94,8 @@ int files_uri(const struct session *s, const char *path, char *out, size_t outsz
  * container (so a tmpfs such as /tmp gets it); dir is made if missing. 0 or
  * -errno with err.
  */
-int files_put(struct tool_ctx *ctx, struct session *s, const char *dir, const char *name, const void *data,
-	      size_t len, struct err *err);
+int files_put(struct tool_ctx *ctx, struct session *s, const char *dir, const char *name, const void *data, size_t len,
+	      struct err *err);
 
 /* The resource_link _meta key of a signed download URL (HTTP mode). */
 #define FILES_URL_META "io.sandbox-mcp/url"

@@ -91,11 +91,11 @@ struct httpd {
 	int stop[2];		  /* readable once stopping: wakes every waiting exchange */
 	char *tls_cert, *tls_key; /* PEM, for libmicrohttpd's GnuTLS (HTTPS); NULL: plain HTTP */
 	atomic_int connections;
-	struct httpwatch *watch; /* the whole-request deadline (slowloris) */
+	struct httpwatch *watch;		 /* the whole-request deadline (slowloris) */
 	char public_host[LINKSIGN_BASE_MAX + 1]; /* --http-public-url's host[:port], also a valid Host; "" none */
-	pthread_rwlock_t keys_lock; /* guards keys */
-	struct authkeys *keys;	    /* NULL: no token file, no auth */
-	pthread_mutex_t lock;	    /* guards sessions */
+	pthread_rwlock_t keys_lock;		 /* guards keys */
+	struct authkeys *keys;			 /* NULL: no token file, no auth */
+	pthread_mutex_t lock;			 /* guards sessions */
 	struct msession sessions[HTTPD_SESSIONS_MAX];
 };
 
@@ -150,8 +150,8 @@ static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, bool lin
 static int links_setup(struct httpd *h, bool tls, struct err *err);
 static struct httpwatch_conn *watch_entry(struct MHD_Connection *c);
 static enum MHD_Result reply_file(struct MHD_Connection *c, const char *mime, const char *data, size_t n);
-static enum linksign_verdict link_session(struct httpd *h, struct MHD_Connection *c, const char *ref,
-					  const char *path, struct session **ret);
+static enum linksign_verdict link_session(struct httpd *h, struct MHD_Connection *c, const char *ref, const char *path,
+					  struct session **ret);
 static bool authorized(struct httpd *h, struct MHD_Connection *c, char *ret_principal);
 static int keys_load(const char *path, struct authkeys **ret, struct err *err);
 static int pem_load(const char *flag, const char *path, char **ret, struct err *err);
@@ -639,10 +639,11 @@ static enum MHD_Result download(struct httpd *h, struct MHD_Connection *c, const
 		enum linksign_verdict v = link_session(h, c, ref, path, &s);
 		if (v != LINKSIGN_OK) {
 			call_destroy(call);
-			const char *why = v == LINKSIGN_EXPIRED
-						  ? "forbidden: this download link has expired; ask for the file again\n"
-						  : "forbidden: this download link is not valid (altered, made by an earlier "
-						    "run of the server, or its session is gone)\n";
+			const char *why =
+				v == LINKSIGN_EXPIRED
+					? "forbidden: this download link has expired; ask for the file again\n"
+					: "forbidden: this download link is not valid (altered, made by an earlier "
+					  "run of the server, or its session is gone)\n";
 			return reply(c, MHD_HTTP_FORBIDDEN, "text/plain", why, strlen(why), NULL);
 		}
 		r = 0;
@@ -673,8 +674,8 @@ static enum MHD_Result download(struct httpd *h, struct MHD_Connection *c, const
  * when exp and sig are the MAC of its owner, its id and path; else why not.
  * Whether the session exists is not told apart from a bad signature.
  */
-static enum linksign_verdict link_session(struct httpd *h, struct MHD_Connection *c, const char *ref,
-					  const char *path, struct session **ret)
+static enum linksign_verdict link_session(struct httpd *h, struct MHD_Connection *c, const char *ref, const char *path,
+					  struct session **ret)
 {
 	const char *exp = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "exp");
 	const char *sig = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sig");
@@ -687,9 +688,9 @@ static enum linksign_verdict link_session(struct httpd *h, struct MHD_Connection
 	/* a NULL call is the server's own look-up, across principals: the MAC names the owner */
 	if (session_get(h->svc->sessions, NULL, ref, &s, &err) < 0)
 		return LINKSIGN_ALTERED;
-	enum linksign_verdict v = strcmp(s->id, ref) != 0
-					  ? LINKSIGN_ALTERED
-					  : linksign_verify(h->svc->links, s->owner, s->id, path, exp, sig, (int64_t)time(NULL));
+	enum linksign_verdict v = strcmp(s->id, ref) != 0 ? LINKSIGN_ALTERED
+							  : linksign_verify(h->svc->links, s->owner, s->id, path, exp,
+									    sig, (int64_t)time(NULL));
 	if (v != LINKSIGN_OK) {
 		session_put(h->svc->sessions, s);
 		return v;

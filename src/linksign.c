@@ -19,8 +19,8 @@
 #include "linksign.h"
 #include "util.h"
 
-static int mac_hex(const struct linksign *l, const char *principal, const char *session, const char *path,
-		   int64_t exp, char out[LINKSIGN_SIG_LEN + 1]);
+static int mac_hex(const struct linksign *l, const char *principal, const char *session, const char *path, int64_t exp,
+		   char out[LINKSIGN_SIG_LEN + 1]);
 static bool same_ct(const char *a, const char *b, size_t n);
 
 struct linksign *linksign_create(uint64_t ttl_s)
@@ -86,8 +86,8 @@ bool linksign_enabled(const struct linksign *l)
 	return l && l->base[0];
 }
 
-static int mac_hex(const struct linksign *l, const char *principal, const char *session, const char *path,
-		   int64_t exp, char out[LINKSIGN_SIG_LEN + 1])
+static int mac_hex(const struct linksign *l, const char *principal, const char *session, const char *path, int64_t exp,
+		   char out[LINKSIGN_SIG_LEN + 1])
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char digest[32];

@@ -157,10 +157,12 @@ static void test_roundtrip(void **state)
 			 -EINVAL); /* no base yet */
 	assert_int_equal(linksign_set_base(l, "http://127.0.0.1:8080"), 0);
 	assert_int_equal(linksign_set_base(other, "http://127.0.0.1:8080"), 0);
-	assert_int_equal(linksign_url(l, "alice", "0a1b2c3d4e5f", "/w/a b.txt", "w/a%20b.txt", now, url, sizeof(url)), 0);
+	assert_int_equal(linksign_url(l, "alice", "0a1b2c3d4e5f", "/w/a b.txt", "w/a%20b.txt", now, url, sizeof(url)),
+			 0);
 	assert_memory_equal(url, "http://127.0.0.1:8080/files/0a1b2c3d4e5f/w/a%20b.txt?exp=1800000100&sig=", 70);
 	assert_int_equal(linksign_url(l, "alice", "0a1b2c3d4e5f", "/w/a", "w/a", now, url, 40), -ENAMETOOLONG);
-	assert_int_equal(linksign_url(l, "alice", "0a1b2c3d4e5f", "/w/a b.txt", "w/a%20b.txt", now, url, sizeof(url)), 0);
+	assert_int_equal(linksign_url(l, "alice", "0a1b2c3d4e5f", "/w/a b.txt", "w/a%20b.txt", now, url, sizeof(url)),
+			 0);
 	split(url, exp, sig);
 	assert_int_equal(linksign_sig_parse(sig, strlen(sig)), 0);
 
