@@ -750,6 +750,46 @@ describe('signed links expire (SANDBOX_HTTP_LINK_TTL_S)', () => {
   });
 });
 
+describe('links die with the server', () => {
+  test('a persistent session\'s link of the last run is 403; a new one works', { timeout: 180000 }, async () => {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' };
+    const call = async (srv, name, args) => {
+      const r = await post(srv, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, _meta: meta } },
+        { Accept: 'application/json' });
+      assert.equal(r.status, 200, r.text);
+      return JSON.parse(r.text).result;
+    };
+    const linkOf = (res) => res.content.find((c) => c.type === 'resource_link')?._meta?.[URL_META];
+    let srv = await startServer();
+    let sid;
+    try {
+      const c = await call(srv, 'session_create', { persistent: true, name: `links-restart-${process.pid}` });
+      assert.ok(!c.isError, JSON.stringify(c));
+      sid = c.structuredContent.session_id;
+      const old = linkOf(await call(srv, 'file_write', { path: 'kept.txt', content: 'kept', session_id: sid }));
+      assert.equal((await fetch(old)).status, 200);
+      const oldPath = old.slice(srv.base.length);
+      await srv.stop();
+      srv = await startServer();
+      // the session was adopted by the new run, but the key is new
+      let fresh;
+      const deadline = Date.now() + 30000;
+      do {
+        const r = await call(srv, 'file_read', { path: 'kept.txt', session_id: sid });
+        fresh = r.isError ? null : linkOf(r);
+        if (!fresh) await sleep(500);
+      } while (!fresh && Date.now() < deadline);
+      assert.ok(fresh, 'the persistent session is there after the restart');
+      const stale = await fetch(`${srv.base}${oldPath}`);
+      assert.equal(stale.status, 403, 'the old link, on the new server');
+      assert.equal(await (await fetch(fresh)).text(), 'kept');
+    } finally {
+      if (sid) await call(srv, 'session_close', { session_id: sid }).catch(() => {});
+      await srv.stop();
+    }
+  });
+});
+
 describe('--http-public-url', () => {
   const PUB = 'https://sandbox.example.com:8443/box';
   let srv;
