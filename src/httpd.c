@@ -91,12 +91,14 @@ struct httpd {
 	int stop[2];		  /* readable once stopping: wakes every waiting exchange */
 	char *tls_cert, *tls_key; /* PEM, for libmicrohttpd's GnuTLS (HTTPS); NULL: plain HTTP */
 	atomic_int connections;
-	struct httpwatch *watch;		 /* the whole-request deadline (slowloris) */
-	char public_host[LINKSIGN_BASE_MAX + 1]; /* --http-public-url's host[:port], also a valid Host; "" none */
-	pthread_rwlock_t keys_lock;		 /* guards keys */
-	struct authkeys *keys;			 /* NULL: no token file, no auth */
-	pthread_mutex_t lock;			 /* guards sessions */
+	pthread_rwlock_t keys_lock; /* guards keys */
+	struct authkeys *keys;	    /* NULL: no token file, no auth */
+	pthread_mutex_t lock;	    /* guards sessions */
 	struct msession sessions[HTTPD_SESSIONS_MAX];
+
+	struct httpwatch *watch; /* the whole-request deadline (slowloris) */
+	/* --http-public-url's host[:port], also accepted as Host; "" without one */
+	char public_host[LINKSIGN_BASE_MAX + 1];
 };
 
 /* A line written to an exchange's out, waiting to be sent. */
