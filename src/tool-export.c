@@ -615,8 +615,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	if (json_array_size(mine)) {
 		tool_progress_stage(ctx, "reading pip freeze of a fresh container of the base image");
 		if ((r = base_freeze(ctx, base_id, &theirs, &e_)) < 0) {
-			snprintf(e_.msg + strlen(e_.msg), sizeof(e_.msg) - strlen(e_.msg),
-				 " (while starting a throwaway container of the base image to compare pip freeze)");
+			err_append(&e_, r, " (while starting a throwaway container of the base image to compare pip freeze)");
 			goto fail;
 		}
 	} else {
@@ -682,8 +681,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		char cpath[DOCKERFILE_CONTEXT_NAME_MAX];
 		if ((r = files_pull_file(ctx, s, json_string_value(v), 0, UINT64_MAX, files_max_bytes(cfg) - outside_bytes,
 					 &data, &size, &mode, &e_)) < 0) {
-			snprintf(e_.msg + strlen(e_.msg), sizeof(e_.msg) - strlen(e_.msg),
-				 " (a package was installed from it; the export needs it in its context)");
+			err_append(&e_, r, " (a package was installed from it; the export needs it in its context)");
 			goto fail;
 		}
 		dockerfile_context_name(json_string_value(v), cpath, sizeof(cpath));
