@@ -466,69 +466,61 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 		json_object_set_new(st, "output_files_cut", json_boolean(files_cut));
 	}
 
-	const char *err_code = NULL;
-	char err_msg[ERR_MSG_MAX] = "";
+	err_clear(&e);
 	if (fork_failed || (no_start && xr.restarted)) {
-		err_code = "too_many_processes";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the command hit the session's limit of %llu processes (a fork bomb or runaway background "
-			 "jobs)%s. Start fewer processes, or session_create a new session.",
-			 (unsigned long long)s->pids,
-			 xr.restarted ? "; the session's container was restarted to free it: running processes and "
-					"/tmp were lost, workspace files were kept"
-				      : "; its processes were killed and the session is usable");
+		err_set(&e, ERRCODE_TOO_MANY_PROCESSES, -EIO,
+			"the command hit the session's limit of %llu processes (a fork bomb or runaway background "
+			"jobs)%s. Start fewer processes, or session_create a new session.",
+			(unsigned long long)s->pids,
+			xr.restarted ? "; the session's container was restarted to free it: running processes and "
+				       "/tmp were lost, workspace files were kept"
+				     : "; its processes were killed and the session is usable");
 	} else if (no_start) {
-		err_code = "engine_error";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the session could not start the command (does image %s have /bin/sh?): %.200s", s->image,
-			 out.data ? out.data : "");
+		err_set(&e, ERRCODE_ENGINE_ERROR, -EIO,
+			"the session could not start the command (does image %s have /bin/sh?): %.200s", s->image,
+			out.data ? out.data : "");
 	} else if (xr.agent_lost) {
-		err_code = "engine_error";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the session's command agent (sandbox-mcp-agent) stopped while the command ran (killed from "
-			 "outside?), so its exit status is unknown; its processes were killed%s and the output so far "
-			 "is below. The session is usable: run the command again (the next call starts a new agent).",
-			 xr.restarted ? " (the session's container had to be restarted: running processes and /tmp were "
-					"lost, workspace files were kept)"
-				      : "");
+		err_set(&e, ERRCODE_ENGINE_ERROR, -EIO,
+			"the session's command agent (sandbox-mcp-agent) stopped while the command ran (killed from "
+			"outside?), so its exit status is unknown; its processes were killed%s and the output so far "
+			"is below. The session is usable: run the command again (the next call starts a new agent).",
+			xr.restarted ? " (the session's container had to be restarted: running processes and /tmp were "
+				       "lost, workspace files were kept)"
+				     : "");
 	} else if (xr.timed_out) {
-		err_code = "timeout";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the command ran past its %d s limit and was killed with its child processes%s; the output "
-			 "so far is below. Pass a larger timeout_s for long jobs, or run them in the background "
-			 "(nohup ... &) and poll.",
-			 spec.timeout_ms / 1000,
-			 xr.restarted ? " (the session's container had to be restarted: running processes and /tmp "
-					"were lost, workspace files were kept)"
-				      : "; the session is still usable");
+		err_set(&e, ERRCODE_TIMEOUT, -EIO,
+			"the command ran past its %d s limit and was killed with its child processes%s; the output "
+			"so far is below. Pass a larger timeout_s for long jobs, or run them in the background "
+			"(nohup ... &) and poll.",
+			spec.timeout_ms / 1000,
+			xr.restarted ? " (the session's container had to be restarted: running processes and /tmp "
+				       "were lost, workspace files were kept)"
+				     : "; the session is still usable");
 	} else if (xr.restarted) {
-		err_code = "timeout";
-		snprintf(err_msg, sizeof(err_msg), "the session's container was restarted to stop the command");
+		err_set(&e, ERRCODE_TIMEOUT, -EIO, "the session's container was restarted to stop the command");
 	} else if (container_gone) {
-		err_code = "session_not_found";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the container of session %s stopped while the command ran (killed, stopped or removed outside "
-			 "sandbox-mcp); the session was dropped and the output so far is below: run again without "
-			 "session_id, or session_create a new one",
-			 s->id);
+		err_set(&e, ERRCODE_SESSION_NOT_FOUND, -EIO,
+			"the container of session %s stopped while the command ran (killed, stopped or removed outside "
+			"sandbox-mcp); the session was dropped and the output so far is below: run again without "
+			"session_id, or session_create a new one",
+			s->id);
 	} else if (xr.exit_code == 137) {
-		err_code = "out_of_memory";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the command was killed (SIGKILL, exit 137), almost certainly by the kernel for using more "
-			 "than the session's %llu MB memory limit. Use less memory, or session_create with a larger "
-			 "memory_mb.",
-			 (unsigned long long)s->memory_mb);
+		err_set(&e, ERRCODE_OUT_OF_MEMORY, -EIO,
+			"the command was killed (SIGKILL, exit 137), almost certainly by the kernel for using more "
+			"than the session's %llu MB memory limit. Use less memory, or session_create with a larger "
+			"memory_mb.",
+			(unsigned long long)s->memory_mb);
 	} else if (xr.exit_code < 0 && !xr.cancelled) {
-		err_code = "engine_error";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the command's output ended but the Docker engine did not report its exit code (the command "
-			 "may still be running, or the engine failed); the output so far is below. Run it again if the "
-			 "exit status matters; if this keeps happening, check the engine with `docker info`.");
+		err_set(&e, ERRCODE_ENGINE_ERROR, -EIO,
+			"the command's output ended but the Docker engine did not report its exit code (the command "
+			"may still be running, or the engine failed); the output so far is below. Run it again if the "
+			"exit status matters; if this keeps happening, check the engine with `docker info`.");
 	}
-	if (err_code) {
-		json_object_set_new(st, "error", json_pack("{s:s, s:s}", "code", err_code, "message", err_msg));
+	if (e.code != ERRCODE_NONE) {
+		json_object_set_new(st, "error",
+				    json_pack("{s:s, s:s}", "code", errcode_name(e.code), "message", e.msg));
 		res->is_error = true;
-		tool_text(res, "Error (%s): %s", err_code, err_msg);
+		tool_text(res, "Error (%s): %s", errcode_name(e.code), e.msg);
 	}
 
 	/*
