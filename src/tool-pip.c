@@ -614,6 +614,8 @@ const struct tool_entry tool_pip_install_entry = {
 	.open_world = true,
 	.per_session = true,
 	.handler = pip_install,
+	.instructions = "pip_install installs Python packages into the session (offline by default: from wheels, "
+			"sdists or folders in the sandbox); background: true plus pip_status for long installs.",
 };
 
 const struct tool_entry tool_pip_uninstall_entry = {

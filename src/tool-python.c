@@ -394,4 +394,6 @@ const struct tool_entry tool_run_python_entry = {
 	.open_world = false,
 	.per_session = true,
 	.handler = run_python,
+	.instructions = "run_python keeps variables, imports and functions between calls, like a notebook; open "
+			"matplotlib figures come back as images.",
 };

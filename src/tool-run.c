@@ -138,8 +138,7 @@ static void observe(struct run_ctx *rc, const struct exec_spec *spec, struct run
 static enum errcode classify(const struct run_ctx *rc, const struct exec_spec *spec, const struct run_outcome *o,
 			     struct err *e);
 static json_t *saved_files(const struct run_ctx *rc, bool *ret_cut);
-static void render(struct tool_result *res, const struct run_ctx *rc, const struct run_outcome *o,
-		   const struct err *e);
+static void render(struct tool_result *res, const struct run_ctx *rc, const struct run_outcome *o, const struct err *e);
 static int on_data(void *arg, int stream, const char *p, size_t n);
 static void on_tick(void *arg);
 static void spill_start(struct run_ctx *rc, int stream);
@@ -354,8 +353,8 @@ static int parse_args(const struct config *cfg, json_t *args, struct run_args *a
 	if ((r = check_command(cfg, args, a->argv, e)) < 0)
 		return r;
 	if (a->jstdin && json_string_length(a->jstdin) > RUN_STDIN_MAX)
-		return err_set(e, ERRCODE_TOO_LARGE, -E2BIG, "stdin is over %u bytes: write it to a file and redirect it",
-			       RUN_STDIN_MAX);
+		return err_set(e, ERRCODE_TOO_LARGE, -E2BIG,
+			       "stdin is over %u bytes: write it to a file and redirect it", RUN_STDIN_MAX);
 	r = path_resolve(cfg->workspace, workdir ? workdir : ".", a->wd, sizeof(a->wd));
 	if (r < 0 || !path_within(cfg->workspace, a->wd))
 		return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
@@ -369,7 +368,8 @@ static int parse_args(const struct config *cfg, json_t *args, struct run_args *a
 		if (!tool_env_name_valid(key) || !json_is_string(v)) {
 			run_args_finish(a);
 			return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-				       "env '%.60s': names are letters, digits and '_' (not first), values strings", key);
+				       "env '%.60s': names are letters, digits and '_' (not first), values strings",
+				       key);
 		}
 		a->envbuf[a->nenv] = xasprintf("%s=%s", key, json_string_value(v));
 		a->env[a->nenv] = a->envbuf[a->nenv];
@@ -476,7 +476,8 @@ static void observe(struct run_ctx *rc, const struct exec_spec *spec, struct run
 	else if (o->no_start && engine_container_restart(eng, NULL, rc->s->container, &e) == 0)
 		xr->restarted = true;
 	o->truncated = capture_truncated(&xr->out) || capture_truncated(&xr->err);
-	o->container_gone = xr->exit_code == 137 && !xr->timed_out && !xr->restarted && container_stopped(rc->ctx, rc->s);
+	o->container_gone = xr->exit_code == 137 && !xr->timed_out && !xr->restarted &&
+			    container_stopped(rc->ctx, rc->s);
 }
 
 /*
@@ -509,9 +510,10 @@ static enum errcode classify(const struct run_ctx *rc, const struct exec_spec *s
 			"the session's command agent (sandbox-mcp-agent) stopped while the command ran (killed from "
 			"outside?), so its exit status is unknown; its processes were killed%s and the output so far "
 			"is below. The session is usable: run the command again (the next call starts a new agent).",
-			xr->restarted ? " (the session's container had to be restarted: running processes and /tmp were "
-					"lost, workspace files were kept)"
-				      : "");
+			xr->restarted
+				? " (the session's container had to be restarted: running processes and /tmp were "
+				  "lost, workspace files were kept)"
+				: "");
 	} else if (xr->timed_out) {
 		err_set(e, ERRCODE_TIMEOUT, -EIO,
 			"the command ran past its %d s limit and was killed with its child processes%s; the output "
@@ -562,8 +564,7 @@ static json_t *saved_files(const struct run_ctx *rc, bool *ret_cut)
 }
 
 /* The result of a command that ran: structuredContent, e's error when classify found one, the texts. */
-static void render(struct tool_result *res, const struct run_ctx *rc, const struct run_outcome *o,
-		   const struct err *e)
+static void render(struct tool_result *res, const struct run_ctx *rc, const struct run_outcome *o, const struct err *e)
 {
 	const struct exec_result *xr = rc->res;
 	bool files_cut;
@@ -681,4 +682,8 @@ const struct tool_entry tool_run_command_entry = {
 	.open_world = false,
 	.per_session = true,
 	.handler = run_command,
+	.instructions = "Tools create a default session on first use; pass session_id only to use another one "
+			"(session_create makes it, e.g. with network or another image). run_command runs shell "
+			"commands; a command past timeout_s is killed with its child processes and the session stays "
+			"usable.",
 };
