@@ -188,36 +188,34 @@ static void add_files(struct tool_ctx *ctx, struct tool_result *res, const struc
 }
 
 /* The error notice for a cell that did not end normally (none when it did). */
-static void add_outcome(struct tool_result *res, const struct session *s, const struct pyrepl_result *pr,
-			int timeout_s)
+static void add_outcome(struct tool_result *res, const struct session *s, const struct pyrepl_result *pr, int timeout_s)
 {
 	const char *etype = json_string_value(json_object_get(json_object_get(pr->result, "error"), "type"));
 	bool kbi = etype && strcmp(etype, "KeyboardInterrupt") == 0;
 	const char *why = pr->cancelled ? "the call was cancelled" : NULL;
 	char limit[96];
 	enum errcode code = pr->cancelled ? ERRCODE_CANCELLED : ERRCODE_TIMEOUT;
-	char msg[ERR_MSG_MAX];
+	struct err e;
 
 	snprintf(limit, sizeof(limit), "the code ran past its %d s limit", timeout_s);
 	if (!why)
 		why = limit;
 	if (pr->killed) {
-		snprintf(msg, sizeof(msg),
-			 "%s and did not stop on an interrupt (SIGINT) within %d s, so the interpreter was killed%s: "
-			 "its state was lost (variables, imports, functions). The next run_python call starts a fresh "
-			 "interpreter; the session and its files are fine.%s",
-			 why, PYREPL_INTERRUPT_GRACE_MS / 1000,
-			 pr->restarted ? " (the session's container had to be restarted: running processes and /tmp "
-					 "were lost too)"
-				       : "",
-			 pr->cancelled ? "" : " Pass a larger timeout_s for long jobs.");
+		err_set(&e, code, -EIO,
+			"%s and did not stop on an interrupt (SIGINT) within %d s, so the interpreter was killed%s: "
+			"its state was lost (variables, imports, functions). The next run_python call starts a fresh "
+			"interpreter; the session and its files are fine.%s",
+			why, PYREPL_INTERRUPT_GRACE_MS / 1000,
+			pr->restarted ? " (the session's container had to be restarted: running processes and /tmp "
+					"were lost too)"
+				      : "",
+			pr->cancelled ? "" : " Pass a larger timeout_s for long jobs.");
 	} else if (pr->lost && pr->exit_code == 137) {
-		code = ERRCODE_OUT_OF_MEMORY;
-		snprintf(msg, sizeof(msg),
-			 "the interpreter was killed (SIGKILL, exit 137), almost certainly by the kernel for using "
-			 "more than the session's %llu MB memory limit: its state was lost. Use less memory, or "
-			 "session_create with a larger memory_mb; the next run_python call starts a fresh interpreter.",
-			 (unsigned long long)s->memory_mb);
+		err_set(&e, ERRCODE_OUT_OF_MEMORY, -ENOMEM,
+			"the interpreter was killed (SIGKILL, exit 137), almost certainly by the kernel for using "
+			"more than the session's %llu MB memory limit: its state was lost. Use less memory, or "
+			"session_create with a larger memory_mb; the next run_python call starts a fresh interpreter.",
+			(unsigned long long)s->memory_mb);
 	} else if (pr->lost) {
 		/* it ended on its own (os._exit, a crash): say so, but the code asked for it */
 		char status[32] = "";
@@ -229,16 +227,14 @@ static void add_outcome(struct tool_result *res, const struct session *s, const 
 			  status, pr->diag[0] ? "\n" : "", pr->diag);
 		return;
 	} else if (pr->interrupted && (kbi || !pr->result)) {
-		snprintf(msg, sizeof(msg),
-			 "%s and was interrupted (KeyboardInterrupt); the interpreter's state was kept: variables "
-			 "defined before are still there.%s",
-			 why, pr->cancelled ? "" : " Pass a larger timeout_s for long jobs.");
+		err_set(&e, code, -EIO,
+			"%s and was interrupted (KeyboardInterrupt); the interpreter's state was kept: variables "
+			"defined before are still there.%s",
+			why, pr->cancelled ? "" : " Pass a larger timeout_s for long jobs.");
 	} else {
 		return;
 	}
-	res->is_error = true;
-	tool_text(res, "Error (%s): %s", errcode_name(code), msg);
-	tool_structured(res, json_pack("{s:{s:s, s:s}}", "error", "code", errcode_name(code), "message", msg));
+	tool_structured(res, json_pack("{s:o}", "error", tool_error(res, &e)));
 }
 
 /*

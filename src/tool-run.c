@@ -583,12 +583,8 @@ static void render(struct tool_result *res, const struct run_ctx *rc, const stru
 		json_object_set(st, "output_files", files);
 		json_object_set_new(st, "output_files_cut", json_boolean(files_cut));
 	}
-	if (e->code != ERRCODE_NONE) {
-		json_object_set_new(st, "error",
-				    json_pack("{s:s, s:s}", "code", errcode_name(e->code), "message", e->msg));
-		res->is_error = true;
-		tool_text(res, "Error (%s): %s", errcode_name(e->code), e->msg);
-	}
+	if (e->code != ERRCODE_NONE)
+		json_object_set_new(st, "error", tool_error(res, e));
 	/*
 	 * Claude Code and Codex give the model only structuredContent, as JSON.
 	 * Claude Code previews the first 2 KB of a large one; Codex keeps the

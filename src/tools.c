@@ -240,12 +240,18 @@ void tool_structured(struct tool_result *res, json_t *obj)
 	res->structured = obj;
 }
 
+json_t *tool_error(struct tool_result *res, const struct err *e)
+{
+	res->is_error = true;
+	/* fold_failure knows this block by its start */
+	tool_text(res, "Error (%s): %s", errcode_name(e->code), e->msg);
+	return json_pack("{s:s, s:s}", "code", errcode_name(e->code), "message", e->msg);
+}
+
 int tool_fail(struct tool_result *res, const struct err *e)
 {
 	json_array_clear(res->content);
-	tool_text(res, "Error (%s): %s", errcode_name(e->code), e->msg);
-	tool_structured(res, json_pack("{s:{s:s, s:s}}", "error", "code", errcode_name(e->code), "message", e->msg));
-	res->is_error = true;
+	tool_structured(res, json_pack("{s:o}", "error", tool_error(res, e)));
 	return 0;
 }
 

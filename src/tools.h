@@ -120,6 +120,12 @@ void tool_structured(struct tool_result *res, json_t *obj);
 /* Turns res into a failed result carrying e's code and message; returns 0. */
 int tool_fail(struct tool_result *res, const struct err *e);
 /*
+ * Marks res failed and adds e's "Error (code): message" block, keeping what
+ * res holds (a failed command's output); returns {code, message} for the
+ * caller's structuredContent.error (new reference).
+ */
+json_t *tool_error(struct tool_result *res, const struct err *e);
+/*
  * Looks up the session named by args.session_id (or the default one, created
  * on first use). On failure fills res with the error and returns -ENOENT.
  */
