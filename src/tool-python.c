@@ -79,12 +79,8 @@ static int start(struct tool_ctx *ctx, struct session *s, struct pyrepl **ret, s
 			"session from %s (or another image with Python, e.g. python:3.12-slim) and pass its "
 			"session_id. run_command works in any image.",
 			s->id, s->image, why, ctx->svc->cfg->image);
-	} else if (e.code == ERRCODE_SESSION_NOT_FOUND) {
-		session_forget(ctx->svc->sessions, s);
-		err_set(&e, ERRCODE_SESSION_NOT_FOUND, r,
-			"the container of session %s is gone (removed or stopped outside sandbox-mcp); the session "
-			"was dropped: run again without session_id, or session_create a new one",
-			s->id);
+	} else {
+		tool_session_gone(ctx, s, r, &e);
 	}
 	tool_fail(res, &e);
 	return r;

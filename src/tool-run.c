@@ -409,19 +409,12 @@ static int run(struct run_ctx *rc, const struct run_args *a, struct exec_spec *s
 		r = exec_run(ctx->svc->engine, ctx->call, s->container, spec, rc->res, e);
 	spill_finish(rc, &rc->spill[1], rc->res->out.total);
 	spill_finish(rc, &rc->spill[2], rc->res->err.total);
-	if (r < 0 && e->code == ERRCODE_SESSION_NOT_FOUND) {
-		session_forget(ctx->svc->sessions, s);
-		err_set(e, ERRCODE_SESSION_NOT_FOUND, r,
-			"the container of session %s is gone (removed or stopped outside sandbox-mcp); the "
-			"session was dropped: run again without session_id, or session_create a new one",
-			s->id);
-	} else if (r < 0 && e->code == ERRCODE_SHELL_NOT_FOUND) {
-		err_set(e, ERRCODE_SHELL_NOT_FOUND, r,
-			"image %.200s has no /bin/sh, so a command string cannot run in it: pass argv instead "
-			"(a list such as [\"ls\", \"-la\"], run without a shell)",
-			s->image);
-	}
-	return r;
+	if (r < 0 && e->code == ERRCODE_SHELL_NOT_FOUND)
+		return err_set(e, ERRCODE_SHELL_NOT_FOUND, r,
+			       "image %.200s has no /bin/sh, so a command string cannot run in it: pass argv instead "
+			       "(a list such as [\"ls\", \"-la\"], run without a shell)",
+			       s->image);
+	return r < 0 ? tool_session_gone(ctx, s, r, e) : r;
 }
 
 /*

@@ -347,14 +347,18 @@ int tool_exec(struct tool_ctx *ctx, struct session *s, const char *const *argv, 
 		.arg = ctx,
 	};
 	int r = exec_run(ctx->svc->engine, ctx->call, s->container, &spec, xr, e);
-	if (r < 0 && e->code == ERRCODE_SESSION_NOT_FOUND) {
-		session_forget(ctx->svc->sessions, s);
-		err_set(e, ERRCODE_SESSION_NOT_FOUND, r,
-			"the container of session %s is gone (removed or stopped outside sandbox-mcp); the session was "
-			"dropped: run again without session_id, or session_create a new one",
-			s->id);
-	}
-	return r;
+	return r < 0 ? tool_session_gone(ctx, s, r, e) : r;
+}
+
+int tool_session_gone(struct tool_ctx *ctx, struct session *s, int r, struct err *e)
+{
+	if (e->code != ERRCODE_SESSION_NOT_FOUND)
+		return r;
+	session_forget(ctx->svc->sessions, s);
+	return err_set(e, ERRCODE_SESSION_NOT_FOUND, r,
+		       "the container of session %s is gone (removed or stopped outside sandbox-mcp); the session was "
+		       "dropped: run again without session_id, or session_create a new one",
+		       s->id);
 }
 
 char *tool_exec_output(const struct exec_result *xr, size_t *len)

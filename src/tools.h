@@ -165,6 +165,11 @@ void tool_progress_stage(struct tool_ctx *ctx, const char *stage);
  */
 int tool_exec(struct tool_ctx *ctx, struct session *s, const char *const *argv, const char *const *env,
 	      const char *workdir, int timeout_ms, struct exec_result *xr, struct err *e);
+/*
+ * After a failed run in s (r < 0): when e says session_not_found, the
+ * container is gone, so s is dropped and e says what to do next. Returns r.
+ */
+int tool_session_gone(struct tool_ctx *ctx, struct session *s, int r, struct err *e);
 /* stdout then stderr of xr as text (capped as captured); owned by the caller. */
 char *tool_exec_output(const struct exec_result *xr, size_t *len);
 
