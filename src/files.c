@@ -80,14 +80,7 @@ int files_resolve(const struct config *cfg, const char *path, bool allow_root, c
 
 int files_exec_failed(struct tool_ctx *ctx, struct session *s, int r, struct err *err)
 {
-	if (err->code == ERRCODE_SESSION_NOT_FOUND) {
-		session_forget(ctx->svc->sessions, s);
-		return err_set(err, ERRCODE_SESSION_NOT_FOUND, r,
-			       "the container of session %s is gone (removed or stopped outside sandbox-mcp); the "
-			       "session was dropped: run again without session_id, or session_create a new one",
-			       s->id);
-	}
-	return r;
+	return tool_session_gone(ctx, s, r, err);
 }
 
 int files_code_failed(int code, const char *stderr_text, const char *path, const char *verb, struct err *err)

@@ -45,7 +45,7 @@ uint64_t files_max_bytes(const struct config *cfg);
 int files_resolve(const struct config *cfg, const char *path, bool allow_root, char *out, size_t outsz,
 		  struct err *err);
 
-/* An exec that could not run: forgets the session if its container is gone; returns r with err set. */
+/* An exec that could not run: tool_session_gone under the name the file tools use; returns r. */
 int files_exec_failed(struct tool_ctx *ctx, struct session *s, int r, struct err *err);
 
 /*

@@ -240,40 +240,10 @@ static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char 
 static void resources_run(struct call *c, struct call_data *cd);
 static void files_maybe_changed(struct mcp *m, const struct call_data *cd);
 
-/* Server instructions: a few lines, each kept only when its tool is offered. */
-static const struct {
-	const char *tool; /* NULL: always */
-	const char *text;
-} instruction_lines[] = {
-	{ NULL, "sandbox-mcp runs code in Docker containers (sessions) on this machine: no network, a "
-		"non-root user, memory/CPU/process limits. Files live in /workspace." },
-	{ "run_command", "Tools create a default session on first use; pass session_id only to use another "
-			 "one (session_create makes it, e.g. with network or another image)." },
-	{ "run_python", "run_python keeps variables, imports and functions between calls, like a notebook; "
-			"open matplotlib figures come back as images." },
-	{ "run_command", "run_command runs shell commands; a command past timeout_s is killed with its child "
-			 "processes and the session stays usable." },
-	{ "file_write", "Move files with file_write/file_read (and file_upload/file_download for host "
-			"folders the user allowed)." },
-	{ "session_commit", "session_commit saves a session as an image and session_export writes a Dockerfile "
-			    "that recreates it; session_create {image} starts from either." },
-	{ "pip_install", "pip_install installs Python packages into the session (offline by default: from wheels, "
-			 "sdists or folders in the sandbox); background: true plus pip_status for long installs." },
-	{ "git_clone", "git_clone/git_status/git_diff/git_commit/git_push work on repositories in the sandbox." },
-	{ "env_info", "env_info tells the limits and whether Docker answers; failures carry a stable "
-		      "structuredContent.error.code and say what to do next." },
-};
-
+/* Server instructions: a few sentences, each said only when its tool is offered (tools.c). */
 static void instructions_build(struct mcp *m)
 {
-	struct buf b;
-	buf_init(&b, 4096);
-	for (size_t i = 0; i < ARRAY_SIZE(instruction_lines); i++) {
-		if (instruction_lines[i].tool && !tools_find(instruction_lines[i].tool, m->svc->cfg->tool_groups))
-			continue;
-		(void)buf_printf(&b, "%s%s", b.len ? " " : "", instruction_lines[i].text);
-	}
-	m->instructions = buf_steal(&b, NULL);
+	m->instructions = tools_instructions(m->svc->cfg->tool_groups);
 }
 
 void mcp_add_notice(struct mcp *m, const char *text)
