@@ -205,7 +205,7 @@ static int missing(const struct config *cfg, const char *image, const char *why,
 		       image, why, image, cfg->image);
 }
 
-int pull_image(struct engine *e, struct call *call, const struct config *cfg, const char *image,
+int pull_image(struct engine *e, struct call *call, const struct config *cfg, const char *image, bool own,
 	       pull_report_fn report, void *arg, json_t **ret_img, struct pull_result *ret, struct err *err)
 {
 	struct imageref r;
@@ -216,7 +216,7 @@ int pull_image(struct engine *e, struct call *call, const struct config *cfg, co
 	int rc;
 
 	if (imageref_is_id(image, n)) {
-		if (cfg->images[0] && !mine)
+		if (cfg->images[0] && !mine && !own)
 			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
 				       "image ids cannot be held against the operator's image policy (SANDBOX_IMAGES): "
 				       "name the image by repository and tag");
