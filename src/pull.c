@@ -116,8 +116,8 @@ static void on_message(void *arg, json_t *msg)
 	char line[256];
 	snprintf(line, sizeof(line), "pulling %.120s: %zu/%zu layers, %.1f of %.1f MB", p->ref, p->done,
 		 p->n + p->extra, (double)cur / 1e6, (double)tot / 1e6);
-	/* progress must grow: a finished layer with no new bytes still counts */
-	p->report(p->arg, (double)cur + (double)p->done, tot ? (double)tot + (double)(p->n + p->extra) : 0, line);
+	/* progress must grow: a finished layer with no new bytes still counts, and so does the start (1) */
+	p->report(p->arg, (double)cur + (double)p->done + 1, tot ? (double)tot + (double)(p->n + p->extra) + 1 : 0, line);
 }
 
 /* Turns the engine's pull failure in err into one that says what to do. Returns err's ret. */
@@ -174,8 +174,12 @@ static int do_pull(struct engine *e, struct call *call, const struct imageref *r
 	p->ref = ref;
 	p->report = report;
 	p->arg = arg;
-	if (report)
-		report(arg, 0, 0, "pulling image");
+	if (report) {
+		/* at once, before the registry answers: the manifest alone may take a while */
+		char line[256];
+		snprintf(line, sizeof(line), "pulling %.120s", ref);
+		report(arg, 1, 0, line);
+	}
 	rc = engine_image_pull(e, call, from, r->digest[0] ? r->digest : r->tag, auth, on_message, p, err);
 	free(p);
 	if (rc < 0 && rc != -ECANCELED)

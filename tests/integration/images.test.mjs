@@ -356,8 +356,12 @@ describe('session_create pulls from registries on loopback', suite({ timeout: 90
     const s = await Server.start('images-export', { SANDBOX_IMAGES: `${open.host}/sbx-test/*,sandbox-mcp-*`,
       SANDBOX_PULL: 'missing' });
     try {
-      const c = await s.ok('session_create', { image: ref }, { timeoutMs: 300000 });
+      const { res, progress } = await createWithProgress(s, { image: ref });
+      assert.ok(!res.isError, show(res));
+      const c = res.structuredContent;
       assert.equal(c.pulled, true);
+      // the engine has every layer (sandbox-mcp-python:latest stays): the start is reported all the same
+      assert.ok(progress.some((p) => /^pulling .*sbx-test\/python:1/.test(p.message ?? '')), JSON.stringify(progress));
       await s.ok('run_command', { session_id: c.session_id, command: 'echo kept > /workspace/note' });
       const tag = `imgtest-${process.pid}`;
       // the export reads pip freeze of a fresh container of the base (by id) and builds in throwaway sessions
@@ -377,6 +381,63 @@ describe('session_create pulls from registries on loopback', suite({ timeout: 90
     } finally {
       await s.close();
       for (const r of made) await docker(['rmi', r]);
+    }
+  });
+
+  test('SANDBOX_PULL always pulls a present tag again, never asks no registry; doctor shows the policy', async () => {
+    const ref = `${open.host}/sbx-test/base:1`;
+    assert.equal((await docker(['image', 'inspect', ref])).code, 0, 'pulled by the first test');
+    const env = { SANDBOX_IMAGES: `${open.host}/sbx-test/*` };
+    const always = await Server.start('images-always', { ...env, SANDBOX_PULL: 'always' });
+    try {
+      const st = await always.ok('session_create', { image: ref }, { timeoutMs: 300000 });
+      assert.equal(st.pulled, true, 'present, and pulled again');
+    } finally {
+      await always.close();
+    }
+    await sleep(300);
+    const seen = requestsSeen(open);
+    const never = await Server.start('images-never', { ...env, SANDBOX_PULL: 'never' });
+    try {
+      const st = await never.fails('session_create', { image: `${open.host}/sbx-test/base:2` }, 'image_not_found');
+      assert.match(st.error.message, /SANDBOX_PULL is never/, st.error.message);
+      assert.match(st.error.message, /docker pull/, st.error.message);
+    } finally {
+      await never.close();
+    }
+    await sleep(300);
+    assert.equal(requestsSeen(open), seen, 'never asks no registry');
+    const doc = await new Promise((resolve) => {
+      const child = spawn(process.env.SANDBOX_MCP_BIN, ['doctor'], {
+        env: { ...process.env, ...env, SANDBOX_PULL: 'missing' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d) => { out += d; });
+      child.stderr.on('data', (d) => { out += d; });
+      child.on('close', () => resolve(out));
+    });
+    assert.ok(doc.includes(`; SANDBOX_IMAGES '${open.host}/sbx-test/*'; pull missing`), doc);
+  });
+
+  test('a registry that never answers: the pull ends as timeout after the engine timeout', async () => {
+    // a loopback port that accepts and says nothing: the engine waits, so the server hears nothing
+    const held = [];
+    const silent = createServer((sock) => { held.push(sock); sock.on('error', () => {}); });
+    await new Promise((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const host = `127.0.0.1:${silent.address().port}`;
+    const s = await Server.start('images-stall', { SANDBOX_IMAGES: `${host}/**`, SANDBOX_PULL: 'missing',
+      SANDBOX_ENGINE_TIMEOUT_S: '3' });
+    try {
+      const t0 = Date.now();
+      const st = await s.fails('session_create', { image: `${host}/sbx-test/stall:1` }, 'timeout', { timeoutMs: 120000 });
+      const secs = (Date.now() - t0) / 1000;
+      assert.ok(secs >= 2.5 && secs < 60, `gave up after ${secs} s: ${st.error.message}`);
+      assert.ok(held.length >= 1, 'the engine did reach the registry');
+      // the engine still answers
+      assert.equal((await s.ok('session_list')).sessions?.length ?? 0, 0);
+    } finally {
+      await s.close();
+      for (const sock of held) sock.destroy();
+      silent.close();
     }
   });
 });
