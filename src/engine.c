@@ -1221,6 +1221,8 @@ int engine_image_pull(struct engine *e, struct call *call, const char *from_imag
 	/* the whole pull may take the long timeout, but every wait for a byte only the engine timeout */
 	int r = long_open_headers(e, call, "POST", path, headers, e->timeout_ms, NULL, 0, NULL, NULL, &conn, &resp,
 				  err);
+	if (headers) /* the credentials went with the request: no copy of them stays in freed memory */
+		explicit_bzero(headers, strlen(headers));
 	if (r < 0)
 		return r;
 	if (resp.status >= 400)

@@ -182,6 +182,8 @@ static int do_pull(struct engine *e, struct call *call, const struct imageref *r
 	}
 	rc = engine_image_pull(e, call, from, r->digest[0] ? r->digest : r->tag, auth, on_message, p, err);
 	free(p);
+	if (auth) /* regauth.h: the caller wipes what it was given */
+		explicit_bzero(auth, strlen(auth));
 	if (rc < 0 && rc != -ECANCELED)
 		rc = pull_failed(ref, r->domain, auth != NULL, err);
 	return rc;
