@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "buildconf.h"
+#include "engine-image.h"
 #include "image.h"
 #include "imageref.h"
 #include "log.h"

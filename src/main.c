@@ -21,6 +21,7 @@
 #include "clientcfg.h"
 #include "config.h"
 #include "engine.h"
+#include "engine-image.h"
 #include "httpd.h"
 #include "log.h"
 #include "mcp.h"

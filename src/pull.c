@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "buildconf.h"
+#include "engine-image.h"
 #include "imageref.h"
 #include "log.h"
 #include "pull.h"
