@@ -213,9 +213,14 @@ describe('session_create pulls from registries on loopback', suite({ timeout: 90
     }));
     assert.ok(aborted, 'the pull reported progress before it was cancelled');
     const rss0 = srv.peakRssKiB();
-    const { res } = await createWithProgress(srv, { image: ref });
+    const t0 = Date.now();
+    const { res, progress } = await createWithProgress(srv, { image: ref });
+    const secs = (Date.now() - t0) / 1000;
     assert.ok(!res.isError, show(res));
     assert.equal(res.structuredContent.pulled, true, 'the cancelled pull stopped: this one pulled');
+    // rate-limited: every 250 ms at most, besides the start and one per finished layer (a few here)
+    assert.ok(progress.length <= secs * 4 + 10, `${progress.length} notifications in ${secs} s`);
+    assert.ok(progress.at(-1).total >= 60e6, `bytes in all: ${JSON.stringify(progress.at(-1))}`);
     // the progress stream is parsed line by line: a 60 MB pull does not grow the server
     const grew = srv.peakRssKiB() - rss0;
     assert.ok(grew < 8192, `peak RSS grew by ${grew} KiB during the pull`);
