@@ -67,8 +67,8 @@ int engine_commit(struct engine *e, struct call *call, const char *container_id,
 	snprintf(path, sizeof(path), "/commit?container=%s&repo=%s&tag=%s&comment=%s&pause=1", container_id, erepo,
 		 etag, ecomment);
 	_cleanup_free_ char *body = config ? json_dumps(config, JSON_COMPACT) : NULL;
-	int r = engine_long_open(e, call, "POST", path, body ? "application/json" : NULL, body, body ? strlen(body) : 0, NULL,
-			  NULL, &conn, &resp, err);
+	int r = engine_long_open(e, call, "POST", path, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
+				 NULL, NULL, &conn, &resp, err);
 	if (r < 0)
 		return r;
 	if (resp.status >= 400) {
@@ -174,8 +174,8 @@ int engine_image_pull(struct engine *e, struct call *call, const char *from_imag
 	snprintf(path, sizeof(path), "/images/create?fromImage=%s&tag=%s", efrom, etag);
 	_cleanup_free_ char *headers = auth && *auth ? xasprintf("X-Registry-Auth: %s\r\n", auth) : NULL;
 	/* the whole pull may take the long timeout, but every wait for a byte only the engine timeout */
-	int r = engine_long_open_headers(e, call, "POST", path, headers, engine_timeout_ms(e), NULL, 0, NULL, NULL, &conn, &resp,
-				  err);
+	int r = engine_long_open_headers(e, call, "POST", path, headers, engine_timeout_ms(e), NULL, 0, NULL, NULL,
+					 &conn, &resp, err);
 	if (headers) /* the credentials went with the request: no copy of them stays in freed memory */
 		explicit_bzero(headers, strlen(headers));
 	if (r < 0)

@@ -15,10 +15,10 @@
 #include "http.h"
 
 /* Returns ERRCODE_INTERNAL from the calling function for an id that is not 64 hex digits. */
-#define CHECK_ID(id)                                                                                                \
-	do {                                                                                                        \
-		if (!engine_id_valid(id))                                                                           \
-			return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing an invalid engine id");            \
+#define CHECK_ID(id)                                                                                     \
+	do {                                                                                             \
+		if (!engine_id_valid(id))                                                                \
+			return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing an invalid engine id"); \
 	} while (0)
 
 /*

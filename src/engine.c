@@ -16,8 +16,8 @@
 #include <sys/socket.h>
 
 #include "base64.h"
-#include "engine.h"
 #include "engine-internal.h"
+#include "engine.h"
 #include "http.h"
 #include "log.h"
 #include "tls.h"
@@ -874,8 +874,8 @@ int engine_long_open(struct engine *e, struct call *call, const char *method, co
 	char headers[128] = "";
 	if (content_type)
 		snprintf(headers, sizeof(headers), "Content-Type: %s\r\n", content_type);
-	return engine_long_open_headers(e, call, method, path, content_type ? headers : NULL, 0, body, len, src, src_arg,
-				 ret_conn, resp, err);
+	return engine_long_open_headers(e, call, method, path, content_type ? headers : NULL, 0, body, len, src,
+					src_arg, ret_conn, resp, err);
 }
 
 /* engine_long_open with any extra header lines (CRLF-ended), and idle_ms (0: none) capping each wait for a byte. */

@@ -118,7 +118,8 @@ static void on_message(void *arg, json_t *msg)
 	snprintf(line, sizeof(line), "pulling %.120s: %zu/%zu layers, %.1f of %.1f MB", p->ref, p->done,
 		 p->n + p->extra, (double)cur / 1e6, (double)tot / 1e6);
 	/* progress must grow: a finished layer with no new bytes still counts, and so does the start (1) */
-	p->report(p->arg, (double)cur + (double)p->done + 1, tot ? (double)tot + (double)(p->n + p->extra) + 1 : 0, line);
+	p->report(p->arg, (double)cur + (double)p->done + 1, tot ? (double)tot + (double)(p->n + p->extra) + 1 : 0,
+		  line);
 }
 
 /* Turns the engine's pull failure in err into one that says what to do. Returns err's ret. */

@@ -537,8 +537,8 @@ static void bench_pull(int n)
 		int64_t t0 = now_us();
 		/* with a progress token, as a client showing a progress bar calls it */
 		json_t *cr = call_sc_params(&s, id, "session_create",
-					    json_pack("{s:s, s:{s:s}, s:{s:i}}", "name", "session_create", "arguments", "image",
-						      ref, "_meta", "progressToken", id));
+					    json_pack("{s:s, s:{s:s}, s:{s:i}}", "name", "session_create", "arguments",
+						      "image", ref, "_meta", "progressToken", id));
 		id++;
 		v[i] = since_ms(t0);
 		p[i] = (double)json_integer_value(json_object_get(cr, "pull_ms"));
@@ -554,7 +554,8 @@ static void bench_pull(int n)
 		cr = call_sc(&s, id++, "session_create", json_pack("{s:s}", "image", ref));
 		h[i] = since_ms(t0);
 		json_decref(call_sc(&s, id++, "session_close",
-				    json_pack("{s:s}", "session_id", json_string_value(json_object_get(cr, "session_id")))));
+				    json_pack("{s:s}", "session_id",
+					      json_string_value(json_object_get(cr, "session_id")))));
 		json_decref(cr);
 		sh_ok(rmi);
 		char *pv[] = { "docker", "pull", "-q", ref, NULL };
@@ -567,8 +568,10 @@ static void bench_pull(int n)
 	long rss1 = rss_kb(s.pid, "VmHWM:");
 	row("session_create's pull_ms (median)", median(p, n), "ms", "docker pull (CLI, median)", cli);
 	row("session_create pulling minus present (median)", median(d, n), "ms", "docker pull (CLI, median)", cli);
-	row("session_create pulling, whole (median)", median(v, n), "ms", "session_create, image present", median(h, n));
-	row("server peak RSS after the pulls", (double)rss1 / 1024.0, "MiB", "before them (VmHWM)", (double)rss0 / 1024.0);
+	row("session_create pulling, whole (median)", median(v, n), "ms", "session_create, image present",
+	    median(h, n));
+	row("server peak RSS after the pulls", (double)rss1 / 1024.0, "MiB", "before them (VmHWM)",
+	    (double)rss0 / 1024.0);
 	server_stop(&s);
 	kill(reg, SIGKILL);
 	waitpid(reg, NULL, 0);

@@ -79,8 +79,9 @@ static void test_same_ref(void **state)
 	/* imageref's normal form: a registry's case, a port, a digest alone */
 	assert_true(image_same_ref("LocalHost:5000/x:1", "localhost:5000/x:1"));
 	assert_false(image_same_ref("localhost:5000/x:1", "localhost:5001/x:1"));
-	assert_true(image_same_ref("debian@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-				   "docker.io/library/debian@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+	assert_true(
+		image_same_ref("debian@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			       "docker.io/library/debian@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
 	/* not references: compared as written */
 	assert_true(image_same_ref("Not A Ref", "Not A Ref"));
 	assert_false(image_same_ref("Debian", "debian"));
