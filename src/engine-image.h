@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "dispatch.h"
+#include "call.h"
 #include "engine.h"
 #include "errcode.h"
 

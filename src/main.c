@@ -23,6 +23,7 @@
 #include "engine-image.h"
 #include "engine.h"
 #include "httpd.h"
+#include "linksign.h"
 #include "log.h"
 #include "mcp.h"
 #include "out.h"
@@ -248,7 +249,11 @@ static int serve(const struct config *cfg, char **args)
 	/* HTTP answers each request on its own response: what has no request to go with is dropped */
 	struct out_sink none = { .write = discard };
 	struct out *out = http ? out_create_sink(&none) : out_create(STDOUT_FILENO);
-	struct tool_services svc = { .cfg = cfg, .engine = engine, .out = out, .sessions = sessions, .hostfs = hostfs };
+	/* HTTP mode only: tool results then carry signed download links */
+	struct linksign *links = cfg->http && cfg->http[0] ? linksign_create(cfg->http_link_ttl_s) : NULL;
+	struct tool_services svc = {
+		.cfg = cfg, .engine = engine, .out = out, .sessions = sessions, .hostfs = hostfs, .links = links
+	};
 	struct mcp *m = mcp_create(&svc);
 	engine_probe(cfg, m);
 	bool idle;
@@ -260,6 +265,7 @@ static int serve(const struct config *cfg, char **args)
 			out_destroy(out);
 			engine_destroy(engine);
 			hostfs_destroy(hostfs);
+			linksign_destroy(links);
 			tools_finish();
 			return rc;
 		}
@@ -286,6 +292,7 @@ static int serve(const struct config *cfg, char **args)
 	out_destroy(out);
 	engine_destroy(engine);
 	hostfs_destroy(hostfs);
+	linksign_destroy(links);
 	tools_finish();
 	return 0;
 }

@@ -22,6 +22,8 @@
 
 /* Changed files listed in the text. */
 #define PY_FILES_SHOWN 50
+/* Where HTTP mode writes figures to link them (a tmpfs in sessions: gone with the container). */
+#define PY_FIGURE_DIR "/tmp/sandbox-mcp-figures"
 
 static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 static void on_output(void *arg, int stream, const char *p, size_t n);
@@ -33,6 +35,8 @@ static void outbox_figure(struct tool_ctx *ctx, struct tool_result *res, const s
 			  size_t i, const struct buf *png);
 static void add_files(struct tool_ctx *ctx, struct tool_result *res, const struct session *s, json_t *files,
 		      bool incomplete);
+static void link_figure(struct tool_ctx *ctx, struct tool_result *res, struct session *s, unsigned cell, size_t i,
+			const struct buf *png);
 static void add_outcome(struct tool_result *res, const struct session *s, const struct pyrepl_result *pr,
 			int timeout_s);
 
@@ -124,6 +128,32 @@ static void outbox_figure(struct tool_ctx *ctx, struct tool_result *res, const s
 		tool_text(res, "Figure %zu could not be saved in the outbox: %s", i + 1, err.msg);
 	else
 		tool_text(res, "Figure %zu is also saved on the host: %s", i + 1, path);
+}
+
+/*
+ * HTTP mode: also writes the figure to PY_FIGURE_DIR in the sandbox and links
+ * it (resource_link with a signed URL), for chat UIs that show links rather
+ * than image content. A figure that cannot be written is only inlined.
+ */
+static void link_figure(struct tool_ctx *ctx, struct tool_result *res, struct session *s, unsigned cell, size_t i,
+			const struct buf *png)
+{
+	char name[96], path[PATHSAFE_MAX + 1];
+	struct timespec ts;
+	struct err err;
+
+	if (!linksign_enabled(ctx->svc->links) || png->len < 8 || memcmp(png->data, "\x89PNG\r\n\x1a\n", 8) != 0)
+		return;
+	err_clear(&err);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(name, sizeof(name), "cell%u-fig%zu-%lld%03ld.png", cell, i + 1, (long long)ts.tv_sec,
+		 ts.tv_nsec / 1000000);
+	snprintf(path, sizeof(path), "%s/%s", PY_FIGURE_DIR, name);
+	if (files_put(ctx, s, PY_FIGURE_DIR, name, png->data, png->len, &err) < 0) {
+		log_debugf("figure %zu of cell %u not linked: %s", i + 1, cell, err.msg);
+		return;
+	}
+	files_link(ctx, res, s, path, "image/png");
 }
 
 /*
@@ -342,6 +372,7 @@ static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	for (size_t i = 0; i < pr.nfigures; i++) {
 		add_image(res, &pr.figures[i]);
 		outbox_figure(ctx, res, s, pr.cell, i, &pr.figures[i]);
+		link_figure(ctx, res, s, pr.cell, i, &pr.figures[i]);
 	}
 	size_t dropped = pr.figures_dropped + (size_t)json_integer_value(json_object_get(pr.result, "figures_dropped"));
 	if (dropped)

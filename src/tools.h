@@ -16,11 +16,12 @@
 #include <jansson.h>
 
 #include "config.h"
-#include "dispatch.h"
+#include "call.h"
 #include "engine.h"
 #include "errcode.h"
 #include "exec.h"
 #include "hostfs.h"
+#include "linksign.h"
 #include "out.h"
 #include "session.h"
 
@@ -31,6 +32,7 @@ struct tool_services {
 	struct out *out;
 	struct session_mgr *sessions;
 	struct hostfs *hostfs; /* the allowed host directories (SANDBOX_HOST_DIRS) */
+	struct linksign *links; /* HTTP mode: signs download links (linksign.h); NULL on stdio */
 };
 
 /* One running tools/call. */
