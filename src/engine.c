@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "base64.h"
+#include "engine-internal.h"
 #include "engine.h"
 #include "http.h"
 #include "log.h"
@@ -449,22 +450,6 @@ int engine_version(struct engine *e, struct call *call, struct engine_version *r
 	return 0;
 }
 
-int engine_image_inspect(struct engine *e, struct call *call, const char *name, json_t **ret_json,
-			 struct err *err)
-{
-	char esc[1024], path[1100];
-	int status = 0;
-
-	if (engine_url_escape(name, esc, sizeof(esc)) < 0)
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "image name too long");
-	snprintf(path, sizeof(path), "/images/%s/json", esc);
-	int r = engine_request(e, call, "GET", path, NULL, &status, ret_json, err);
-	if (r < 0 && status == 404)
-		return err_set(err, ERRCODE_IMAGE_NOT_FOUND, -ENOENT, "image %s is not present on the Docker engine",
-			       name);
-	return r;
-}
-
 int engine_container_create(struct engine *e, struct call *call, json_t *body, char ret_id[ENGINE_ID_LEN + 1],
 			    json_t **ret_warnings, struct err *err)
 {
@@ -487,12 +472,6 @@ int engine_container_create(struct engine *e, struct call *call, json_t *body, c
 	json_decref(j);
 	return 0;
 }
-
-#define CHECK_ID(id)                                                                                                \
-	do {                                                                                                        \
-		if (!engine_id_valid(id))                                                                           \
-			return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing an invalid engine id");            \
-	} while (0)
 
 int engine_container_start(struct engine *e, struct call *call, const char *id, struct err *err)
 {
@@ -540,7 +519,7 @@ int engine_container_restart(struct engine *e, struct call *call, const char *id
 }
 
 /* GET /<kind>/json?all=1&filters={"label":[label]}: the array. */
-static int list_by_label(struct engine *e, struct call *call, const char *kind, const char *label, json_t **ret_json,
+int engine_list_by_label(struct engine *e, struct call *call, const char *kind, const char *label, json_t **ret_json,
 			 struct err *err)
 {
 	char esc[1024], path[1200];
@@ -565,23 +544,7 @@ static int list_by_label(struct engine *e, struct call *call, const char *kind, 
 int engine_container_list(struct engine *e, struct call *call, const char *label, json_t **ret_json,
 			  struct err *err)
 {
-	return list_by_label(e, call, "containers", label, ret_json, err);
-}
-
-int engine_image_list(struct engine *e, struct call *call, const char *label, json_t **ret_json, struct err *err)
-{
-	return list_by_label(e, call, "images", label, ret_json, err);
-}
-
-int engine_image_tag(struct engine *e, struct call *call, const char *id, const char *repo, const char *tag,
-		     struct err *err)
-{
-	char eid[256], erepo[1024], etag[512], path[2000];
-	if (engine_url_escape(id, eid, sizeof(eid)) < 0 || engine_url_escape(repo, erepo, sizeof(erepo)) < 0 ||
-	    engine_url_escape(tag, etag, sizeof(etag)) < 0)
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image id, repository or tag too long");
-	snprintf(path, sizeof(path), "/images/%s/tag?repo=%s&tag=%s", eid, erepo, etag);
-	return engine_request(e, call, "POST", path, NULL, NULL, NULL, err);
+	return engine_list_by_label(e, call, "containers", label, ret_json, err);
 }
 
 int engine_archive_put(struct engine *e, struct call *call, const char *id, const char *path, const void *tar,
@@ -902,22 +865,19 @@ void engine_body_destroy(struct engine_body *b)
  * chunks; then reads the response head. 0 with *ret_conn armed on call
  * (the caller disarms and destroys it), or -errno with err.
  */
-static int long_open_headers(struct engine *e, struct call *call, const char *method, const char *path,
-			     const char *headers, int idle_ms, const void *body, size_t len, engine_source_fn src,
-			     void *src_arg, struct http_conn **ret_conn, struct http_response *resp, struct err *err);
-static int long_open(struct engine *e, struct call *call, const char *method, const char *path,
+int engine_long_open(struct engine *e, struct call *call, const char *method, const char *path,
 		     const char *content_type, const void *body, size_t len, engine_source_fn src, void *src_arg,
 		     struct http_conn **ret_conn, struct http_response *resp, struct err *err)
 {
 	char headers[128] = "";
 	if (content_type)
 		snprintf(headers, sizeof(headers), "Content-Type: %s\r\n", content_type);
-	return long_open_headers(e, call, method, path, content_type ? headers : NULL, 0, body, len, src, src_arg,
-				 ret_conn, resp, err);
+	return engine_long_open_headers(e, call, method, path, content_type ? headers : NULL, 0, body, len, src,
+					src_arg, ret_conn, resp, err);
 }
 
-/* long_open with any extra header lines (CRLF-ended), and idle_ms (0: none) capping each wait for a byte. */
-static int long_open_headers(struct engine *e, struct call *call, const char *method, const char *path,
+/* engine_long_open with any extra header lines (CRLF-ended), and idle_ms (0: none) capping each wait for a byte. */
+int engine_long_open_headers(struct engine *e, struct call *call, const char *method, const char *path,
 			     const char *headers, int idle_ms, const void *body, size_t len, engine_source_fn src,
 			     void *src_arg, struct http_conn **ret_conn, struct http_response *resp, struct err *err)
 {
@@ -968,7 +928,7 @@ static int long_open_headers(struct engine *e, struct call *call, const char *me
 }
 
 /* Ends a long call: disarms call, closes conn, maps a cancelled read. Returns r. */
-static int long_close(struct call *call, struct http_conn *conn, int r, struct err *err)
+int engine_long_close(struct call *call, struct http_conn *conn, int r, struct err *err)
 {
 	if (call) {
 		call_disarm(call);
@@ -980,7 +940,7 @@ static int long_close(struct call *call, struct http_conn *conn, int r, struct e
 }
 
 /* Reads a >= 400 answer's message into err (404: what is missing is an image). Returns -EIO or -ENOENT. */
-static int long_failed(struct http_conn *conn, int status, struct err *err)
+int engine_long_failed(struct http_conn *conn, int status, struct err *err)
 {
 	struct buf out;
 	struct err rerr;
@@ -1004,7 +964,7 @@ static int long_failed(struct http_conn *conn, int status, struct err *err)
  * each to on_msg; an {"error": ...} message ends it as ERRCODE_ENGINE_ERROR.
  * ret_last (may be NULL) receives the last message that had key `keep`.
  */
-static int read_messages(struct http_conn *conn, engine_message_fn on_msg, void *arg, const char *keep,
+int engine_read_messages(struct http_conn *conn, engine_message_fn on_msg, void *arg, const char *keep,
 			 json_t **ret_last, struct err *err)
 {
 	struct buf in;
@@ -1062,62 +1022,6 @@ static int read_messages(struct http_conn *conn, engine_message_fn on_msg, void 
 	return r;
 }
 
-/* Copies an image id ("sha256:<hex>") from s into ret_id; -EPROTO with err when s is not one. */
-static int image_id_copy(const char *s, char ret_id[ENGINE_IMAGE_ID_MAX], const char *what, struct err *err)
-{
-	if (!s || strncmp(s, "sha256:", 7) != 0 || !engine_id_valid(s + 7))
-		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "%s returned no valid image id", what);
-	snprintf(ret_id, ENGINE_IMAGE_ID_MAX, "%s", s);
-	return 0;
-}
-
-int engine_commit(struct engine *e, struct call *call, const char *container_id, const char *repo, const char *tag,
-		  const char *comment, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
-{
-	char erepo[1024], etag[512], ecomment[2048], path[4096];
-	struct http_conn *conn;
-	struct http_response resp;
-	CHECK_ID(container_id);
-	if (engine_url_escape(repo, erepo, sizeof(erepo)) < 0 || engine_url_escape(tag, etag, sizeof(etag)) < 0 ||
-	    engine_url_escape(comment ? comment : "", ecomment, sizeof(ecomment)) < 0)
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "repository, tag or message too long");
-	snprintf(path, sizeof(path), "/commit?container=%s&repo=%s&tag=%s&comment=%s&pause=1", container_id, erepo,
-		 etag, ecomment);
-	_cleanup_free_ char *body = config ? json_dumps(config, JSON_COMPACT) : NULL;
-	int r = long_open(e, call, "POST", path, body ? "application/json" : NULL, body, body ? strlen(body) : 0, NULL,
-			  NULL, &conn, &resp, err);
-	if (r < 0)
-		return r;
-	if (resp.status >= 400) {
-		r = long_failed(conn, resp.status, err);
-		if (resp.status == 404)
-			err->code = ERRCODE_SESSION_NOT_FOUND;
-		return long_close(call, conn, r, err);
-	}
-	struct buf out;
-	buf_init(&out, 64 * 1024);
-	r = http_body_read_all(conn, &out, err);
-	json_t *j = r == 0 && out.len ? json_loadb(out.data, out.len, 0, NULL) : NULL;
-	buf_finish(&out);
-	if (r == 0)
-		r = image_id_copy(json_string_value(json_object_get(j, "Id")), ret_id, "commit", err);
-	json_decref(j);
-	return long_close(call, conn, r, err);
-}
-
-int engine_image_remove(struct engine *e, struct call *call, const char *name, struct err *err)
-{
-	char esc[1024], path[1100];
-	int status = 0;
-	if (engine_url_escape(name, esc, sizeof(esc)) < 0)
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "image name too long");
-	snprintf(path, sizeof(path), "/images/%s", esc);
-	int r = engine_request(e, call, "DELETE", path, NULL, &status, NULL, err);
-	if (r < 0 && status == 404)
-		return 0;
-	return r;
-}
-
 int engine_container_export(struct engine *e, struct call *call, const char *id, struct engine_body **ret,
 			    struct err *err)
 {
@@ -1126,14 +1030,14 @@ int engine_container_export(struct engine *e, struct call *call, const char *id,
 	struct http_response resp;
 	CHECK_ID(id);
 	snprintf(path, sizeof(path), "/containers/%s/export", id);
-	int r = long_open(e, call, "GET", path, NULL, NULL, 0, NULL, NULL, &conn, &resp, err);
+	int r = engine_long_open(e, call, "GET", path, NULL, NULL, 0, NULL, NULL, &conn, &resp, err);
 	if (r < 0)
 		return r;
 	if (resp.status >= 400) {
-		r = long_failed(conn, resp.status, err);
+		r = engine_long_failed(conn, resp.status, err);
 		if (resp.status == 404)
 			err->code = ERRCODE_SESSION_NOT_FOUND;
-		return long_close(call, conn, r, err);
+		return engine_long_close(call, conn, r, err);
 	}
 	struct engine_body *b = xcalloc(1, sizeof(*b));
 	b->e = e;
@@ -1142,89 +1046,6 @@ int engine_container_export(struct engine *e, struct call *call, const char *id,
 	b->own = true;
 	*ret = b;
 	return 0;
-}
-
-int engine_image_import(struct engine *e, struct call *call, const char *repo, const char *tag, const char *message,
-			const char *const *changes, engine_source_fn src, void *src_arg,
-			char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
-{
-	struct buf path;
-	char esc[2048];
-	struct http_conn *conn;
-	struct http_response resp;
-	json_t *last = NULL;
-	int r;
-
-	buf_init(&path, 6000);
-	buf_append_str(&path, "/images/create?fromSrc=-");
-	/* a name left out would import an untagged image: any part that does not fit ends the call */
-	if (engine_url_escape(repo, esc, sizeof(esc)) < 0 || buf_printf(&path, "&repo=%s", esc) < 0 ||
-	    engine_url_escape(tag, esc, sizeof(esc)) < 0 || buf_printf(&path, "&tag=%s", esc) < 0 ||
-	    (message && (engine_url_escape(message, esc, sizeof(esc)) < 0 ||
-			 buf_printf(&path, "&message=%s", esc) < 0))) {
-		buf_finish(&path);
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG,
-			       "the image name, tag or message is too long to import: shorten it");
-	}
-	for (size_t i = 0; changes && changes[i]; i++) {
-		if (engine_url_escape(changes[i], esc, sizeof(esc)) < 0 || buf_printf(&path, "&changes=%s", esc) < 0) {
-			buf_finish(&path);
-			return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image settings too long to import");
-		}
-	}
-	r = long_open(e, call, "POST", path.data, "application/x-tar", NULL, 0, src, src_arg, &conn, &resp, err);
-	buf_finish(&path);
-	if (r < 0)
-		return r;
-	if (resp.status >= 400)
-		return long_close(call, conn, long_failed(conn, resp.status, err), err);
-	r = read_messages(conn, NULL, NULL, "status", &last, err);
-	if (r == 0)
-		r = image_id_copy(json_string_value(json_object_get(last, "status")), ret_id, "import", err);
-	json_decref(last);
-	return long_close(call, conn, r, err);
-}
-
-int engine_build(struct engine *e, struct call *call, const char *query, engine_source_fn src, void *src_arg,
-		 engine_message_fn on_msg, void *msg_arg, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
-{
-	struct http_conn *conn;
-	struct http_response resp;
-	json_t *last = NULL;
-	_cleanup_free_ char *path = xasprintf("/build?%s", query);
-	int r = long_open(e, call, "POST", path, "application/x-tar", NULL, 0, src, src_arg, &conn, &resp, err);
-	if (r < 0)
-		return r;
-	if (resp.status >= 400)
-		return long_close(call, conn, long_failed(conn, resp.status, err), err);
-	r = read_messages(conn, on_msg, msg_arg, "aux", &last, err);
-	if (r == 0)
-		r = image_id_copy(json_string_value(json_object_get(json_object_get(last, "aux"), "ID")), ret_id,
-				  "build", err);
-	json_decref(last);
-	return long_close(call, conn, r, err);
-}
-
-int engine_image_pull(struct engine *e, struct call *call, const char *from_image, const char *tag,
-		      const char *auth, engine_message_fn on_msg, void *msg_arg, struct err *err)
-{
-	char efrom[1024], etag[512], path[1700];
-	struct http_conn *conn;
-	struct http_response resp;
-
-	if (engine_url_escape(from_image, efrom, sizeof(efrom)) < 0 || engine_url_escape(tag, etag, sizeof(etag)) < 0)
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image name or tag too long to pull");
-	snprintf(path, sizeof(path), "/images/create?fromImage=%s&tag=%s", efrom, etag);
-	_cleanup_free_ char *headers = auth && *auth ? xasprintf("X-Registry-Auth: %s\r\n", auth) : NULL;
-	/* the whole pull may take the long timeout, but every wait for a byte only the engine timeout */
-	int r = long_open_headers(e, call, "POST", path, headers, e->timeout_ms, NULL, 0, NULL, NULL, &conn, &resp,
-				  err);
-	if (r < 0)
-		return r;
-	if (resp.status >= 400)
-		return long_close(call, conn, long_failed(conn, resp.status, err), err);
-	r = read_messages(conn, on_msg, msg_arg, NULL, NULL, err);
-	return long_close(call, conn, r, err);
 }
 
 int engine_timeout_ms(const struct engine *e)

@@ -85,9 +85,6 @@ bool engine_id_valid(const char *id);
 
 /* GET /version. */
 int engine_version(struct engine *e, struct call *call, struct engine_version *ret, struct err *err);
-/* GET /images/{name}/json; ERRCODE_IMAGE_NOT_FOUND when absent. */
-int engine_image_inspect(struct engine *e, struct call *call, const char *name, json_t **ret_json,
-			 struct err *err);
 
 /*
  * What this engine answered to HostConfig.StorageOpt (a disk quota): state 1
@@ -111,11 +108,6 @@ int engine_container_restart(struct engine *e, struct call *call, const char *id
 /* GET /containers/json?all=1&filters={"label":[label]}; ret_json is the array. */
 int engine_container_list(struct engine *e, struct call *call, const char *label, json_t **ret_json,
 			  struct err *err);
-/* GET /images/json?all=1&filters={"label":[label]} (intermediate images too); ret_json is the array. */
-int engine_image_list(struct engine *e, struct call *call, const char *label, json_t **ret_json, struct err *err);
-/* POST /images/{id}/tag?repo=&tag= (moves the tag if it exists: check first). */
-int engine_image_tag(struct engine *e, struct call *call, const char *id, const char *repo, const char *tag,
-		     struct err *err);
 /* PUT /containers/{id}/archive?path=... with an uncompressed tar (owners as in the headers). */
 int engine_archive_put(struct engine *e, struct call *call, const char *id, const char *path, const void *tar,
 		       size_t len, struct err *err);
@@ -190,14 +182,6 @@ void engine_stream_destroy(struct engine_stream *s);
 /* Image ids as the engine prints them: "sha256:" and 64 hex digits. */
 #define ENGINE_IMAGE_ID_MAX 80
 
-/*
- * POST /commit?container=id&repo=&tag=&comment=&pause=1 with config (the
- * new image's container config, may be NULL). 0 with ret_id, or -errno.
- */
-int engine_commit(struct engine *e, struct call *call, const char *container_id, const char *repo, const char *tag,
-		  const char *comment, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
-/* DELETE /images/{name} (no force: an image a container uses stays). An absent image is success. */
-int engine_image_remove(struct engine *e, struct call *call, const char *name, struct err *err);
 /* GET /containers/{id}/export: the container's whole filesystem as a tar, read with engine_body_read. */
 int engine_container_export(struct engine *e, struct call *call, const char *id, struct engine_body **ret,
 			    struct err *err);
@@ -206,35 +190,5 @@ int engine_container_export(struct engine *e, struct call *call, const char *id,
 typedef ssize_t (*engine_source_fn)(void *arg, void *p, size_t n, struct err *err);
 /* Hears each message of a build's or import's progress stream (a JSON object, borrowed). */
 typedef void (*engine_message_fn)(void *arg, json_t *msg);
-
-/*
- * POST /images/create?fromSrc=-&repo=&tag=&message=&changes=... with the
- * rootfs tar src gives, sent in chunks (no length needed). changes are
- * Dockerfile instructions (CMD, ENV, LABEL, ...; NULL-terminated, may be
- * NULL). 0 with ret_id, or -errno with err.
- */
-int engine_image_import(struct engine *e, struct call *call, const char *repo, const char *tag, const char *message,
-			const char *const *changes, engine_source_fn src, void *src_arg,
-			char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
-/*
- * POST /build?<query> (query already escaped: t=, labels=, networkmode=,
- * ...) with the uncompressed tar context src gives, sent in chunks. Each progress message
- * goes to on_msg. 0 with ret_id, or -errno with err: a failed build is
- * ERRCODE_ENGINE_ERROR carrying the builder's error line.
- */
-int engine_build(struct engine *e, struct call *call, const char *query, engine_source_fn src, void *src_arg,
-		 engine_message_fn on_msg, void *msg_arg, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
-
-/*
- * POST /images/create?fromImage=&tag= (tag: a tag or a digest), for the
- * engine's own platform. auth (may be NULL) is the X-Registry-Auth value;
- * it is sent, never logged or kept. Each progress message goes to on_msg.
- * The pull may take ENGINE_LONG_TIMEOUT_MS, but no wait for a byte more
- * than the engine timeout. 0, or -errno with err: a refusal before the
- * stream (e.g. 404 for a missing tag) carries the engine's message, a
- * failure in it is ERRCODE_ENGINE_ERROR with -ENOEXEC.
- */
-int engine_image_pull(struct engine *e, struct call *call, const char *from_image, const char *tag,
-		      const char *auth, engine_message_fn on_msg, void *msg_arg, struct err *err);
 
 #endif

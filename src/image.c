@@ -5,115 +5,40 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 
 #include "buf.h"
 #include "buildconf.h"
+#include "engine-image.h"
 #include "image.h"
+#include "imageref.h"
 #include "log.h"
 
-static bool component_ok(const char *p, size_t n);
-static bool domain_ok(const char *p, size_t n);
-static void normalize(const char *ref, char *out, size_t outsz);
-
-static bool lower_alnum(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-/* [a-z0-9]+((\.|_|__|-+)[a-z0-9]+)* */
-static bool component_ok(const char *p, size_t n)
-{
-	size_t i = 0;
-	if (n == 0 || !lower_alnum(p[0]) || !lower_alnum(p[n - 1]))
-		return false;
-	while (i < n) {
-		if (lower_alnum(p[i])) {
-			i++;
-			continue;
-		}
-		size_t j = i;
-		while (j < n && !lower_alnum(p[j]))
-			j++;
-		size_t k = j - i;
-		bool ok = (k == 1 && (p[i] == '.' || p[i] == '_')) || (k == 2 && p[i] == '_' && p[i + 1] == '_');
-		if (!ok) {
-			ok = true;
-			for (size_t m = i; m < j; m++)
-				ok = ok && p[m] == '-';
-		}
-		if (!ok)
-			return false;
-		i = j;
-	}
-	return true;
-}
-
-/* host[:port]: letters, digits, '.', '-'; a port of digits. */
-static bool domain_ok(const char *p, size_t n)
-{
-	size_t i = 0;
-	if (n == 0)
-		return false;
-	for (; i < n && p[i] != ':'; i++) {
-		char c = p[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-		      c == '-'))
-			return false;
-	}
-	if (i == 0)
-		return false;
-	if (i < n) {
-		if (i + 1 == n)
-			return false;
-		for (i++; i < n; i++)
-			if (p[i] < '0' || p[i] > '9')
-				return false;
-	}
-	return true;
-}
-
+/*
+ * A repository is a reference without tag or digest: imageref's grammar
+ * (docker's), so what the engine would refuse is refused before it is asked.
+ */
 int image_repository_check(const char *repo, struct err *err)
 {
+	struct imageref r;
+	struct err ignored;
 	size_t n = strlen(repo);
-	const char *p = repo;
-	bool first = true;
+	const char *last = strrchr(repo, '/');
+	bool tagged = strchr(last ? last : repo, ':') || strchr(repo, '@');
 
-	if (n == 0 || n > IMAGE_REF_MAX)
-		goto bad;
-	while (*p) {
-		const char *slash = strchr(p, '/');
-		size_t k = slash ? (size_t)(slash - p) : strlen(p);
-		bool is_domain = first && slash && (memchr(p, '.', k) || memchr(p, ':', k) || (k == 9 && !strncmp(p, "localhost", 9)));
-		if (is_domain ? !domain_ok(p, k) : !component_ok(p, k))
-			goto bad;
-		first = false;
-		if (!slash)
-			break;
-		p = slash + 1;
-		if (!*p)
-			goto bad;
-	}
+	if (n == 0 || n > IMAGE_REF_MAX || tagged || imageref_parse(repo, n, &r, &ignored) < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "repository '%.100s' is not a valid image name: use lowercase letters, digits and '.', "
+			       "'_', '-' between them, components separated by '/' (e.g. my-project/analysis), at most "
+			       "%d characters",
+			       repo, IMAGE_REF_MAX);
 	return 0;
-bad:
-	return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-		       "repository '%.100s' is not a valid image name: use lowercase letters, digits and '.', '_', '-' "
-		       "between them, components separated by '/' (e.g. my-project/analysis), at most %d characters",
-		       repo, IMAGE_REF_MAX);
 }
 
 int image_tag_check(const char *tag, struct err *err)
 {
-	size_t n = strlen(tag);
-	bool ok = n > 0 && n <= IMAGE_TAG_MAX && tag[0] != '.' && tag[0] != '-';
-	for (size_t i = 0; ok && i < n; i++) {
-		char c = tag[i];
-		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-		     c == '-';
-	}
-	if (!ok)
+	if (!imageref_tag_ok(tag, strlen(tag)))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			       "tag '%.140s' is not a valid image tag: 1-%d letters, digits, '_', '.' or '-', not starting "
 			       "with '.' or '-'",
@@ -136,60 +61,16 @@ void image_default_tag(const struct session *s, char *out, size_t outsz)
 	snprintf(out, outsz, "%.60s-%s-%04x", who, stamp, rnd);
 }
 
-/* ref as image_familiar spells its repository, with :latest when it names no tag or digest. */
-static void normalize(const char *ref, char *out, size_t outsz)
-{
-	char repo[IMAGE_REF_MAX * 2 + 16], fam[IMAGE_REF_MAX * 2 + 16];
-	const char *at = strchr(ref, '@');
-	const char *slash = strrchr(ref, '/');
-	const char *colon = strrchr(slash ? slash : ref, ':');
-	const char *end = at ? at : colon ? colon : ref + strlen(ref);
-	snprintf(repo, sizeof(repo), "%.*s", (int)(end - ref), ref);
-	image_familiar(repo, fam, sizeof(fam));
-	snprintf(out, outsz, "%s%s", fam, *end ? end : ":latest");
-}
-
-void image_familiar(const char *repo, char *out, size_t outsz)
-{
-	char low[IMAGE_REF_MAX * 2 + 16];
-	const char *slash = strchr(repo, '/');
-	size_t dn = slash ? (size_t)(slash - repo) : 0;
-	/* docker's rule: a first component with '.' or ':', "localhost", or uppercase names a registry host */
-	bool host = slash && (memchr(repo, '.', dn) || memchr(repo, ':', dn) || (dn == 9 && !strncasecmp(repo, "localhost", 9)));
-	for (size_t i = 0; slash && !host && i < dn; i++)
-		host = repo[i] >= 'A' && repo[i] <= 'Z';
-	snprintf(low, sizeof(low), "%s", repo);
-	/* a host name is case-insensitive: Docker.io is docker.io to whoever pulls */
-	for (size_t i = 0; host && i < dn && i < sizeof(low); i++)
-		if (low[i] >= 'A' && low[i] <= 'Z')
-			low[i] = (char)(low[i] - 'A' + 'a');
-	const char *p = low;
-	if (host && ((dn == 9 && !strncmp(p, "docker.io", 9)) || (dn == 15 && !strncmp(p, "index.docker.io", 15)) ||
-		     (dn == 20 && !strncmp(p, "registry-1.docker.io", 20))))
-		p += dn + 1;
-	if ((p != low || !host) && strncmp(p, "library/", 8) == 0 && strchr(p + 8, '/') == NULL)
-		p += 8;
-	snprintf(out, outsz, "%s", p);
-}
-
-/* True when repository name (familiar form) starts with a registry host. */
-static bool has_host(const char *name)
-{
-	const char *slash = strchr(name, '/');
-	size_t dn = slash ? (size_t)(slash - name) : 0;
-	return slash && (memchr(name, '.', dn) || memchr(name, ':', dn) || (dn == 9 && !strncmp(name, "localhost", 9)));
-}
-
 bool image_repo_matches(const char *repo, const char *patterns)
 {
 	char fam[IMAGE_REF_MAX * 2 + 16], pat[IMAGE_REF_MAX * 2 + 16], fpat[IMAGE_REF_MAX * 2 + 16];
-	image_familiar(repo, fam, sizeof(fam));
+	bool fam_host = imageref_familiar(repo, fam, sizeof(fam));
 	for (const char *p = patterns; *p;) {
 		size_t n = strcspn(p, ",");
 		bool prefix = n > 0 && p[n - 1] == '*';
 		snprintf(pat, sizeof(pat), "%.*s", (int)(prefix ? n - 1 : n), p);
 		/* the pattern is spelled like a repository: compare both in their familiar form */
-		image_familiar(pat, fpat, sizeof(fpat));
+		(void)imageref_familiar(pat, fpat, sizeof(fpat));
 		size_t k = strlen(fpat);
 		/*
 		 * docker.io/ followed by a star is every Docker Hub name (no registry host), not every
@@ -199,7 +80,7 @@ bool image_repo_matches(const char *repo, const char *patterns)
 		bool hub_only = prefix && k == 0 && pn > 0;
 		bool lib_only = hub_only && pn >= 8 && strcmp(pat + pn - 8, "library/") == 0;
 		if (n > 0 && (prefix ? strncmp(fam, fpat, k) == 0 : strcmp(fam, fpat) == 0) &&
-		    !(hub_only && has_host(fam)) && !(lib_only && strchr(fam, '/')))
+		    !(hub_only && fam_host) && !(lib_only && strchr(fam, '/')))
 			return true;
 		p += n;
 		if (*p == ',')
@@ -220,11 +101,37 @@ int image_ref_allowed(const struct config *cfg, const char *repo, struct err *er
 	return 0;
 }
 
+/*
+ * ref in imageref's normal form (registry lowercased), for comparing: the
+ * digest, if any, is kept as written and a digest alone has no tag. False
+ * when the name is not a reference.
+ */
+static bool canonical(const char *ref, char *out, size_t outsz)
+{
+	struct imageref r;
+	struct err ignored;
+	const char *at = strchr(ref, '@');
+	size_t n = at ? (size_t)(at - ref) : strlen(ref);
+	const char *last = memrchr(ref, '/', n);
+	bool tagged = memchr(last ? last : ref, ':', n - (size_t)((last ? last : ref) - ref)) != NULL;
+
+	if (imageref_parse(ref, n, &r, &ignored) < 0)
+		return false;
+	for (char *c = r.domain; *c; c++)
+		if (*c >= 'A' && *c <= 'Z')
+			*c = (char)(*c - 'A' + 'a');
+	if (at && !tagged)
+		r.tag[0] = '\0';
+	imageref_format(&r, out, outsz);
+	snprintf(out + strlen(out), outsz - strlen(out), "%s", at ? at : "");
+	return true;
+}
+
 bool image_same_ref(const char *a, const char *b)
 {
-	char na[IMAGE_REF_MAX * 2 + 16], nb[IMAGE_REF_MAX * 2 + 16];
-	normalize(a, na, sizeof(na));
-	normalize(b, nb, sizeof(nb));
+	char na[IMAGEREF_INPUT_MAX + IMAGEREF_FORMAT_MAX], nb[IMAGEREF_INPUT_MAX + IMAGEREF_FORMAT_MAX];
+	if (!canonical(a, na, sizeof(na)) || !canonical(b, nb, sizeof(nb)))
+		return strcmp(a, b) == 0;
 	return strcmp(na, nb) == 0;
 }
 

@@ -49,19 +49,17 @@
  */
 #define IMAGE_LABEL_BUILD SESSION_LABEL ".commit.build"
 
-/* Checks a repository ("name", "host:port/a/b", lowercase). 0 or -EINVAL (ERRCODE_INVALID_ARGUMENT). */
+/*
+ * Checks a repository ("name", "host:port/a/b", lowercase; imageref's
+ * grammar). 0 or -EINVAL (ERRCODE_INVALID_ARGUMENT).
+ */
 int image_repository_check(const char *repo, struct err *err);
 /* Checks a tag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}. 0 or -EINVAL. */
 int image_tag_check(const char *tag, struct err *err);
 /*
- * repo in the form its name has for whoever pulls it: the registry host
- * lowercased, docker.io/ (index.docker.io/, registry-1.docker.io/) and
- * library/ dropped ("Docker.io/library/debian" is "debian").
- */
-void image_familiar(const char *repo, char *out, size_t outsz);
-/*
  * True when repo matches one of patterns (','-separated repositories; a
- * trailing '*' matches any rest), both compared in their familiar form.
+ * trailing '*' matches any rest), both compared in their familiar form
+ * (imageref_familiar).
  */
 bool image_repo_matches(const char *repo, const char *patterns);
 /*

@@ -115,7 +115,7 @@ static bool is_domain(const char *p, size_t n)
 	return false;
 }
 
-static bool tag_ok(const char *p, size_t n)
+bool imageref_tag_ok(const char *p, size_t n)
 {
 	if (n == 0 || n > IMAGEREF_TAG_MAX || p[0] == '.' || p[0] == '-')
 		return false;
@@ -193,7 +193,7 @@ int imageref_parse(const char *s, size_t n, struct imageref *ret, struct err *er
 			break;
 		}
 	if (name < rest) {
-		if (!tag_ok(s + name + 1, rest - name - 1))
+		if (!imageref_tag_ok(s + name + 1, rest - name - 1))
 			return BAD("image reference '%.*s' has an invalid tag: 1-%d letters, digits, '_', '.' or '-', "
 				   "not starting with '.' or '-'",
 				   shown, s, IMAGEREF_TAG_MAX);
@@ -242,6 +242,29 @@ void imageref_format(const struct imageref *r, char *out, size_t outsz)
 {
 	snprintf(out, outsz, "%s/%s%s%s%s%s", r->domain, r->path, r->tag[0] ? ":" : "", r->tag, r->digest[0] ? "@" : "",
 		 r->digest);
+}
+
+bool imageref_familiar(const char *repo, char *out, size_t outsz)
+{
+	char low[IMAGEREF_INPUT_MAX * 2 + 16];
+	const char *slash = strchr(repo, '/');
+	size_t dn = slash ? (size_t)(slash - repo) : 0;
+	bool host = slash && is_domain(repo, dn);
+
+	snprintf(low, sizeof(low), "%s", repo);
+	/* a host name is case-insensitive: Docker.io is docker.io to whoever pulls */
+	for (size_t i = 0; host && i < dn && i < sizeof(low); i++)
+		if (low[i] >= 'A' && low[i] <= 'Z')
+			low[i] = (char)(low[i] - 'A' + 'a');
+	const char *p = low;
+	if (host && ((dn == 9 && !strncmp(p, "docker.io", 9)) || (dn == 15 && !strncmp(p, "index.docker.io", 15)) ||
+		     (dn == 20 && !strncmp(p, "registry-1.docker.io", 20))))
+		p += dn + 1;
+	bool hub = p != low || !host;
+	if (hub && strncmp(p, "library/", 8) == 0 && strchr(p + 8, '/') == NULL)
+		p += 8;
+	snprintf(out, outsz, "%s", p);
+	return !hub;
 }
 
 bool imageref_official(const struct imageref *r)

@@ -42,10 +42,20 @@ struct imageref {
  * message saying what is wrong (ERRCODE_INVALID_ARGUMENT).
  */
 int imageref_parse(const char *s, size_t n, struct imageref *ret, struct err *err);
+/* True for a tag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}. */
+bool imageref_tag_ok(const char *p, size_t n);
 /* True for an image id: "sha256:" and 64 hex digits, or 64 hex digits alone. */
 bool imageref_is_id(const char *s, size_t n);
 /* Writes domain/path[:tag][@digest] to out (IMAGEREF_FORMAT_MAX bytes suffice). */
 void imageref_format(const struct imageref *r, char *out, size_t outsz);
+/*
+ * repo (a repository, no tag) in the form its name has for whoever pulls it,
+ * as the docker CLI shows it: the registry host lowercased, docker.io/
+ * (index.docker.io/, registry-1.docker.io/) and library/ dropped
+ * ("Docker.io/library/debian" is "debian"). Not a check: any string gets a
+ * form. True when that form starts with a registry other than Docker Hub.
+ */
+bool imageref_familiar(const char *repo, char *out, size_t outsz);
 /* True for Docker Hub's official images: docker.io/library/<name>. */
 bool imageref_official(const struct imageref *r);
 

@@ -20,6 +20,7 @@
 #include "ceiling.h"
 #include "clientcfg.h"
 #include "config.h"
+#include "engine-image.h"
 #include "engine.h"
 #include "httpd.h"
 #include "linksign.h"
@@ -441,7 +442,8 @@ static int doctor_engine(const struct config *cfg)
 	char quota[256];
 	ceiling_quota_state(engine, NULL, cfg, true, quota, sizeof(quota));
 	printf("%s  workspace quota: %s\n", strcmp(quota, "enforced") == 0 ? "ok  " : "note", quota);
-	printf("ok    images: %s; pull %s\n", config_images_summary(cfg), cfg->pull);
+	printf("ok    images: %s%s%s%s; pull %s\n", config_images_summary(cfg),
+	       cfg->images[0] ? "; SANDBOX_IMAGES '" : "", cfg->images, cfg->images[0] ? "'" : "", cfg->pull);
 	printf("ok    networks sessions may join: %s\n", cfg->networks[0] ? cfg->networks : "none (SANDBOX_NETWORKS)");
 	engine_destroy(engine);
 	return problems ? 1 : 0;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "buildconf.h"
+#include "engine-image.h"
 #include "imageref.h"
 #include "log.h"
 #include "pull.h"
@@ -116,8 +117,9 @@ static void on_message(void *arg, json_t *msg)
 	char line[256];
 	snprintf(line, sizeof(line), "pulling %.120s: %zu/%zu layers, %.1f of %.1f MB", p->ref, p->done,
 		 p->n + p->extra, (double)cur / 1e6, (double)tot / 1e6);
-	/* progress must grow: a finished layer with no new bytes still counts */
-	p->report(p->arg, (double)cur + (double)p->done, tot ? (double)tot + (double)(p->n + p->extra) : 0, line);
+	/* progress must grow: a finished layer with no new bytes still counts, and so does the start (1) */
+	p->report(p->arg, (double)cur + (double)p->done + 1, tot ? (double)tot + (double)(p->n + p->extra) + 1 : 0,
+		  line);
 }
 
 /* Turns the engine's pull failure in err into one that says what to do. Returns err's ret. */
@@ -174,10 +176,16 @@ static int do_pull(struct engine *e, struct call *call, const struct imageref *r
 	p->ref = ref;
 	p->report = report;
 	p->arg = arg;
-	if (report)
-		report(arg, 0, 0, "pulling image");
+	if (report) {
+		/* at once, before the registry answers: the manifest alone may take a while */
+		char line[256];
+		snprintf(line, sizeof(line), "pulling %.120s", ref);
+		report(arg, 1, 0, line);
+	}
 	rc = engine_image_pull(e, call, from, r->digest[0] ? r->digest : r->tag, auth, on_message, p, err);
 	free(p);
+	if (auth) /* regauth.h: the caller wipes what it was given */
+		explicit_bzero(auth, strlen(auth));
 	if (rc < 0 && rc != -ECANCELED)
 		rc = pull_failed(ref, r->domain, auth != NULL, err);
 	return rc;
@@ -205,7 +213,7 @@ static int missing(const struct config *cfg, const char *image, const char *why,
 		       image, why, image, cfg->image);
 }
 
-int pull_image(struct engine *e, struct call *call, const struct config *cfg, const char *image,
+int pull_image(struct engine *e, struct call *call, const struct config *cfg, const char *image, bool own,
 	       pull_report_fn report, void *arg, json_t **ret_img, struct pull_result *ret, struct err *err)
 {
 	struct imageref r;
@@ -216,7 +224,7 @@ int pull_image(struct engine *e, struct call *call, const struct config *cfg, co
 	int rc;
 
 	if (imageref_is_id(image, n)) {
-		if (cfg->images[0] && !mine)
+		if (cfg->images[0] && !mine && !own)
 			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
 				       "image ids cannot be held against the operator's image policy (SANDBOX_IMAGES): "
 				       "name the image by repository and tag");

@@ -37,8 +37,11 @@ struct pull_result {
  * malformed or outside the policy, ERRCODE_IMAGE_NOT_FOUND for one that
  * is missing and not pulled (or that the registry does not have), with
  * the registry's reason. report (may be NULL) hears the pull's progress.
+ * own: the server's own throwaway session (session_export's look at a
+ * base, its build's steps), whose image id it took from the engine: the
+ * policy is for the references users name and does not hold such ids back.
  */
-int pull_image(struct engine *e, struct call *call, const struct config *cfg, const char *image,
+int pull_image(struct engine *e, struct call *call, const struct config *cfg, const char *image, bool own,
 	       pull_report_fn report, void *arg, json_t **ret_img, struct pull_result *ret, struct err *err);
 
 /* True when the policy lets sessions use image from the engine (an image id only under the default policy). */

@@ -854,7 +854,7 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 
 	/* the image policy, and a pull when the image is missing (pull.h) */
 	struct pull_result pulled = { 0 };
-	r = pull_image(m->engine, call, cfg, image, o->pull_report, o->pull_arg, &img, &pulled, err);
+	r = pull_image(m->engine, call, cfg, image, o->transient, o->pull_report, o->pull_arg, &img, &pulled, err);
 	if (r < 0)
 		return r;
 
@@ -1002,6 +1002,12 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 
 int session_get(struct session_mgr *m, struct call *call, const char *ref, struct session **ret, struct err *err)
 {
+	return session_get_reporting(m, call, ref, NULL, NULL, ret, err);
+}
+
+int session_get_reporting(struct session_mgr *m, struct call *call, const char *ref, session_pull_report_fn report,
+			  void *arg, struct session **ret, struct err *err)
+{
 	if (ref && strcmp(ref, "default") == 0)
 		ref = NULL; /* the default session by name: created on first use like no name */
 	wait_ready(m);
@@ -1022,7 +1028,7 @@ int session_get(struct session_mgr *m, struct call *call, const char *ref, struc
 			       "no session '%.80s': it was closed or never existed. session_list shows the open "
 			       "sessions; omit session_id to use the default one",
 			       ref);
-	struct session_opts o = { .name = "default", .default_session = true };
+	struct session_opts o = { .name = "default", .default_session = true, .pull_report = report, .pull_arg = arg };
 	return session_create(m, call, &o, ret, err);
 }
 

@@ -76,6 +76,9 @@ struct session {
 	json_t *pip_jobs;
 };
 
+/* Hears a pull's progress: bytes so far, bytes in all (0: not known yet), a line for people (pull.h). */
+typedef void (*session_pull_report_fn)(void *arg, double done, double total, const char *msg);
+
 struct session_opts {
 	const char *image; /* NULL: the configured default */
 	const char *name;
@@ -95,7 +98,7 @@ struct session_opts {
 	/* the implicit session of calls without session_id: the one allowed the name "default" */
 	bool default_session;
 	/* hears the progress of a pull of a missing image (pull.h); may be NULL */
-	void (*pull_report)(void *arg, double done, double total, const char *msg);
+	session_pull_report_fn pull_report;
 	void *pull_arg;
 };
 
@@ -118,6 +121,13 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
  * session_create, _close, _list_json and _key keep to the principal the same way.
  */
 int session_get(struct session_mgr *m, struct call *call, const char *ref, struct session **ret, struct err *err);
+/*
+ * session_get, where report (may be NULL) hears the progress of the pull
+ * that creating the default session may need (pull.h), so a tool called
+ * without session_create still shows it.
+ */
+int session_get_reporting(struct session_mgr *m, struct call *call, const char *ref, session_pull_report_fn report,
+			  void *arg, struct session **ret, struct err *err);
 void session_put(struct session_mgr *m, struct session *s);
 /* Stops and removes the session's container. */
 int session_close(struct session_mgr *m, struct call *call, const char *ref, struct err *err);

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "buildconf.h"
+#include "engine-image.h"
 #include "image.h"
 #include "log.h"
 #include "tools.h"

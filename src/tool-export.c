@@ -51,6 +51,7 @@
 #include "buildconf.h"
 #include "exec.h"
 #include "dockerfile.h"
+#include "engine-image.h"
 #include "files.h"
 #include "hostfs.h"
 #include "image.h"

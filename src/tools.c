@@ -374,13 +374,25 @@ char *tool_exec_output(const struct exec_result *xr, size_t *len)
 	return buf_steal(&b, NULL);
 }
 
+/*
+ * A pull for the default session, inside a tool whose own progress counts
+ * seconds (run_command's output): sent on that scale, so the tool's later
+ * progress still grows, with the layers and bytes in the message.
+ */
+static void default_pull_progress(void *arg, double done, double total, const char *msg)
+{
+	(void)done;
+	(void)total;
+	tool_progress_stage(arg, msg);
+}
+
 int tool_session(struct tool_ctx *ctx, json_t *args, struct session **ret, struct tool_result *res)
 {
 	struct err e;
 	const char *ref = json_string_value(json_object_get(args, "session_id"));
 
 	err_clear(&e);
-	if (session_get(ctx->svc->sessions, ctx->call, ref, ret, &e) < 0) {
+	if (session_get_reporting(ctx->svc->sessions, ctx->call, ref, default_pull_progress, ctx, ret, &e) < 0) {
 		tool_fail(res, &e);
 		return -ENOENT;
 	}

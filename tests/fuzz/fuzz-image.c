@@ -7,7 +7,7 @@
  * the name; a name the default patterns accept really is one of ours once
  * docker resolves it (sandbox-mcp-... on Docker Hub, or localhost/sandbox-mcp/...),
  * however its registry host is spelled; "*" accepts every name; a reference
- * names the same tag as itself.
+ * names the same tag as itself; a name the check accepts imageref_parse reads.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -17,6 +17,7 @@
 #include "config.h"
 #include "fuzz.h"
 #include "image.h"
+#include "imageref.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -32,13 +33,16 @@ static void check_name(const char *repo, const char *patterns)
 
 	int r = image_repository_check(repo, &e);
 	FUZZ_CHECK(r == 0 || r == -EINVAL);
-	image_familiar(repo, fam, sizeof(fam));
+	(void)imageref_familiar(repo, fam, sizeof(fam));
 	FUZZ_CHECK(memchr(fam, '\0', sizeof(fam)) != NULL);
 	FUZZ_CHECK(strlen(fam) <= strlen(repo));
 	FUZZ_CHECK(image_repo_matches(repo, "*"));
 	(void)image_repo_matches(repo, patterns);
 	if (r < 0)
 		return;
+	/* one grammar: a repository the check accepts is a reference imageref reads */
+	struct imageref ir;
+	FUZZ_CHECK(imageref_parse(repo, strlen(repo), &ir, &e) == 0);
 	FUZZ_CHECK(image_same_ref(repo, repo));
 	if (image_repo_matches(repo, CONFIG_COMMIT_REPOS_DEFAULT))
 		FUZZ_CHECK(strncmp(fam, "sandbox-mcp-", 12) == 0 || strncmp(fam, "localhost/sandbox-mcp/", 22) == 0);

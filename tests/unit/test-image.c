@@ -12,6 +12,7 @@
 #include "testutil.h"
 
 #include "image.h"
+#include "imageref.h"
 
 static void test_repository(void **state)
 {
@@ -31,6 +32,17 @@ static void test_repository(void **state)
 	memset(longname, 'a', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
 	assert_int_equal(image_repository_check(longname, &e), -EINVAL);
+	/* docker's limit is on the normalised name: docker.io/library/ counts */
+	longname[IMAGE_REF_MAX - 18] = '\0';
+	assert_int_equal(image_repository_check(longname, &e), 0);
+	longname[IMAGE_REF_MAX - 18] = 'a';
+	longname[IMAGE_REF_MAX - 17] = '\0';
+	assert_int_equal(image_repository_check(longname, &e), -EINVAL);
+	/* the registry part as imageref reads it: case-insensitive host, [ipv6], a port of digits */
+	assert_int_equal(image_repository_check("LocalHost/x", &e), 0);
+	assert_int_equal(image_repository_check("[::1]:5000/x", &e), 0);
+	assert_int_equal(image_repository_check("host:5x/x", &e), -EINVAL);
+	assert_int_equal(image_repository_check("a/b@sha256:00", &e), -EINVAL);
 }
 
 static void test_tag(void **state)
@@ -64,6 +76,15 @@ static void test_same_ref(void **state)
 	assert_true(image_same_ref("Docker.io/library/debian:bookworm-slim", "debian:bookworm-slim"));
 	assert_true(image_same_ref("index.docker.io/library/debian@sha256:ab", "debian@sha256:ab"));
 	assert_false(image_same_ref("debian@sha256:ab", "debian"));
+	/* imageref's normal form: a registry's case, a port, a digest alone */
+	assert_true(image_same_ref("LocalHost:5000/x:1", "localhost:5000/x:1"));
+	assert_false(image_same_ref("localhost:5000/x:1", "localhost:5001/x:1"));
+	assert_true(
+		image_same_ref("debian@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			       "docker.io/library/debian@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+	/* not references: compared as written */
+	assert_true(image_same_ref("Not A Ref", "Not A Ref"));
+	assert_false(image_same_ref("Debian", "debian"));
 }
 
 /* The allowlist: every spelling of a registry, host case and library/ compared as docker would pull. */
@@ -84,10 +105,16 @@ static void test_allowed(void **state)
 		assert_true(image_repo_matches(good[i], pats));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
 		assert_false(image_repo_matches(bad[i], pats));
-	image_familiar("Docker.io/library/debian", fam, sizeof(fam));
+	(void)imageref_familiar("Docker.io/library/debian", fam, sizeof(fam));
 	assert_string_equal(fam, "debian");
-	image_familiar("GHCR.IO/Org/app", fam, sizeof(fam));
+	assert_true(imageref_familiar("GHCR.IO/Org/app", fam, sizeof(fam)));
 	assert_string_equal(fam, "ghcr.io/Org/app");
+	assert_false(imageref_familiar("registry-1.docker.io/me/app", fam, sizeof(fam)));
+	assert_string_equal(fam, "me/app");
+	/* docker's rule: an uppercase first component is a registry host, so not Docker Hub's */
+	assert_true(imageref_familiar("Org/app", fam, sizeof(fam)));
+	assert_string_equal(fam, "org/app");
+	assert_false(image_repo_matches("Org/app", "docker.io/*"));
 	assert_true(image_repo_matches("docker.io/myorg/app", "myorg/*"));
 	assert_true(image_repo_matches("myorg/app", "x,docker.io/myorg/app"));
 	assert_false(image_repo_matches("myorg/app2", "myorg/app"));
