@@ -247,7 +247,8 @@ static int serve(const struct config *cfg, char **args)
 	/* HTTP answers each request on its own response: what has no request to go with is dropped */
 	struct out_sink none = { .write = discard };
 	struct out *out = http ? out_create_sink(&none) : out_create(STDOUT_FILENO);
-	struct tool_services svc = { .cfg = cfg, .engine = engine, .out = out, .sessions = sessions, .hostfs = hostfs };
+	struct tool_services svc = { .cfg = cfg, .engine = engine, .out = out, .sessions = sessions, .hostfs = hostfs,
+				     .env_cache = env_cache_create() };
 	struct mcp *m = mcp_create(&svc);
 	engine_probe(cfg, m);
 	bool idle;
@@ -256,6 +257,7 @@ static int serve(const struct config *cfg, char **args)
 		idle = mcp_destroy(m);
 		if (rc != 0 && idle) {
 			session_mgr_destroy(sessions);
+			env_cache_destroy(svc.env_cache);
 			out_destroy(out);
 			engine_destroy(engine);
 			hostfs_destroy(hostfs);
@@ -282,6 +284,7 @@ static int serve(const struct config *cfg, char **args)
 		 */
 		_exit(0);
 	}
+	env_cache_destroy(svc.env_cache);
 	out_destroy(out);
 	engine_destroy(engine);
 	hostfs_destroy(hostfs);
