@@ -118,6 +118,7 @@ struct exchange {
 	char sid_new[HTTPD_SID_LEN + 1]; /* issued by initialize */
 	struct line *head, *tail;
 	bool ended;	/* the out's last reference is gone: nothing more comes */
+	bool answered;	/* the response is queued (the last line for a request) */
 	bool gone;	/* the client hung up */
 	struct buf sse; /* the event being sent */
 	size_t sse_off;
@@ -142,7 +143,7 @@ static int pem_load(const char *flag, const char *path, char **ret, struct err *
 static void tls_free(struct httpd *h);
 static struct exchange *exchange_create(struct httpd *h, struct MHD_Connection *c, const char *principal);
 static void exchange_put(struct exchange *x);
-static int sink_write(void *data, const char *line, size_t len);
+static int sink_write(void *data, const char *line, size_t len, bool response);
 static void sink_release(void *data);
 static struct mcp_peer *route(void *arg, const struct mcp_msg_info *info);
 static void poke(int fd);
@@ -671,7 +672,7 @@ static void exchange_put(struct exchange *x)
 }
 
 /* out.h's sink: queue the line for the connection thread. */
-static int sink_write(void *data, const char *line, size_t len)
+static int sink_write(void *data, const char *line, size_t len, bool response)
 {
 	struct exchange *x = data;
 	struct line *l = xmalloc(sizeof(*l) + len);
@@ -689,6 +690,7 @@ static int sink_write(void *data, const char *line, size_t len)
 	else
 		x->head = l;
 	x->tail = l;
+	x->answered |= response;
 	poke(x->wake[1]);
 	pthread_mutex_unlock(&x->lock);
 	return 0;
@@ -840,8 +842,13 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 	out_put(out);
 	buf_finish(&x->body); /* a big message is done with once parsed */
 
+	/*
+	 * Until the response (or, for a client that takes SSE, the first line
+	 * before it). The worker drops the out only after it answered: waiting
+	 * for that instead would turn many plain answers into SSE streams.
+	 */
 	pthread_mutex_lock(&x->lock);
-	while (!x->ended && !(x->head && sse_ok && x->kind == RPC_KIND_REQUEST && !x->refuse)) {
+	while (!x->ended && !x->answered && !(x->head && sse_ok && x->kind == RPC_KIND_REQUEST && !x->refuse)) {
 		pthread_mutex_unlock(&x->lock);
 		if (wait_event(x) < 0)
 			return MHD_NO;
@@ -855,7 +862,7 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 		return reply_rpc_error(c, (unsigned)status, RPC_INVALID_REQUEST, msg);
 	}
 	const char *sid = x->sid_new[0] ? x->sid_new : NULL;
-	if (!x->ended) {
+	if (!x->ended && !(x->answered && (!sse_ok || x->head == x->tail))) {
 		pthread_mutex_unlock(&x->lock);
 		struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, x, NULL);
 		if (!r)
@@ -873,7 +880,7 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 	pthread_mutex_unlock(&x->lock);
 	if (!last) /* a notification or response, or a request cancelled meanwhile */
 		return reply(c, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
-	/* the lines are no longer written to: the last is the response (or the parse error) */
+	/* the last line is the response (or the parse error); it stays until the exchange is freed */
 	return reply(c, routed ? MHD_HTTP_OK : MHD_HTTP_BAD_REQUEST, "application/json", last->p, last->n, sid);
 }
 
@@ -899,7 +906,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 			free(l);
 			continue;
 		}
-		if (x->ended) {
+		if (x->ended || x->answered) {
 			pthread_mutex_unlock(&x->lock);
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		}

@@ -66,7 +66,7 @@ static void usage(FILE *f);
 static int serve(const struct config *cfg, char **args);
 static bool serve_stdio(const struct config *cfg, struct mcp *m, struct out *out);
 static int serve_http(struct mcp *m, const struct tool_services *svc, const sigset_t *stop);
-static int discard(void *data, const char *line, size_t len);
+static int discard(void *data, const char *line, size_t len, bool response);
 static void engine_probe(const struct config *cfg, struct mcp *m);
 static int doctor(const struct config *cfg, char **args);
 static int doctor_host(const struct config *cfg);
@@ -292,9 +292,9 @@ static int serve(const struct config *cfg, char **args)
 	return 0;
 }
 
-static int discard(void *data, const char *line, size_t len)
+static int discard(void *data, const char *line, size_t len, bool response)
 {
-	(void)data, (void)line, (void)len;
+	(void)data, (void)line, (void)len, (void)response;
 	return 0;
 }
 
