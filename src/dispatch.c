@@ -6,7 +6,10 @@
  *  - at most one worker owns a queue (q->has_worker), so its calls never
  *    overlap and keep arrival order;
  *  - d->workers counts live threads; a worker whose queue runs dry adopts a
- *    queue that is waiting for a thread, or exits.
+ *    queue that is waiting for a thread, or waits on d->idle_list for up to
+ *    DISPATCH_LINGER_MS to be handed one (a thread per call cost more than
+ *    the call when calls are short and many), then exits. At most
+ *    DISPATCH_IDLE_MAX wait; shutting down wakes them all.
  * A call is freed only by its worker, after call_disarm, so a cancel hook
  * that is running on the reader thread always sees a live call.
  *  - d->pending and d->pending_bytes count the calls queued or running and
@@ -61,10 +64,24 @@ struct dispatch {
 	struct queue *queues;
 	unsigned workers;
 	unsigned max_workers;
+	struct idle *idle_list; /* workers waiting for a queue */
+	unsigned idle_count;
 	bool shutting_down;
 	/* admission: what is queued or running, against its limits */
 	unsigned pending, max_pending;
 	size_t pending_bytes, max_bytes;
+};
+
+/* How long a worker with nothing to do waits for a queue before it exits. */
+#define DISPATCH_LINGER_MS 2000
+/* Workers that wait for work at most (the others exit at once). */
+#define DISPATCH_IDLE_MAX 8
+
+/* A worker waiting for work, on its own stack: dispatch_submit hands it a queue. */
+struct idle {
+	pthread_cond_t wake;
+	struct queue *q; /* set by whoever wakes it with work */
+	struct idle *next;
 };
 
 struct worker_arg {
@@ -78,6 +95,7 @@ static void *worker_main(void *arg);
 static struct queue *queue_find(struct dispatch *d, const char *key);
 static void queue_unlink(struct dispatch *d, struct queue *q);
 static void deadline_in(struct timespec *ts, int wait_ms);
+static struct queue *idle_wait(struct dispatch *d);
 
 struct call *call_create(json_t *id, const char *key, call_run_fn run, call_free_fn free_data, void *data)
 {
@@ -260,11 +278,55 @@ static void *worker_main(void *arg)
 				break;
 			}
 		}
+		if (!q)
+			q = idle_wait(d);
 	}
 	d->workers--;
 	pthread_cond_broadcast(&d->idle);
 	pthread_mutex_unlock(&d->lock);
 	return NULL;
+}
+
+/*
+ * Waits, with d->lock held, for dispatch_submit to hand this worker a queue
+ * (which it then owns), for up to DISPATCH_LINGER_MS; NULL: exit.
+ */
+static struct queue *idle_wait(struct dispatch *d)
+{
+	struct idle me = { .q = NULL };
+	struct timespec deadline;
+
+	if (d->shutting_down || d->idle_count >= DISPATCH_IDLE_MAX)
+		return NULL;
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* a clock change must not shorten or stretch it */
+	pthread_cond_init(&me.wake, &attr);
+	pthread_condattr_destroy(&attr);
+	me.next = d->idle_list;
+	d->idle_list = &me;
+	d->idle_count++;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += DISPATCH_LINGER_MS / 1000;
+	deadline.tv_nsec += (long)(DISPATCH_LINGER_MS % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	while (!me.q && !d->shutting_down)
+		if (pthread_cond_timedwait(&me.wake, &d->lock, &deadline) == ETIMEDOUT)
+			break;
+	if (!me.q) { /* not handed work: still on the list */
+		for (struct idle **pp = &d->idle_list; *pp; pp = &(*pp)->next) {
+			if (*pp == &me) {
+				*pp = me.next;
+				d->idle_count--;
+				break;
+			}
+		}
+	}
+	pthread_cond_destroy(&me.wake);
+	return me.q;
 }
 
 int dispatch_submit(struct dispatch *d, struct call *c)
@@ -287,7 +349,15 @@ int dispatch_submit(struct dispatch *d, struct call *c)
 		q->next = d->queues;
 		d->queues = q;
 	}
-	if (!q->has_worker && d->workers < d->max_workers) {
+	if (!q->has_worker && d->idle_list) {
+		/* a waiting worker takes it: off the list, so no one else hands it work */
+		struct idle *w = d->idle_list;
+		d->idle_list = w->next;
+		d->idle_count--;
+		w->q = q;
+		q->has_worker = true;
+		pthread_cond_signal(&w->wake);
+	} else if (!q->has_worker && d->workers < d->max_workers) {
 		pthread_attr_t attr;
 		pthread_t t;
 		struct worker_arg *wa = xmalloc(sizeof(*wa));
@@ -399,6 +469,8 @@ bool dispatch_destroy(struct dispatch *d, int wait_ms)
 		return true;
 	pthread_mutex_lock(&d->lock);
 	d->shutting_down = true;
+	for (struct idle *w = d->idle_list; w; w = w->next)
+		pthread_cond_signal(&w->wake);
 	for (struct queue *q = d->queues; q; q = q->next) {
 		while (q->head) {
 			struct call *c = q->head;

@@ -1,12 +1,14 @@
 /*
  * test-dispatch.c - per-key FIFO order, parallelism across keys, the worker
- * cap, and cancellation of queued and running calls.
+ * cap, cancellation of queued and running calls, and workers kept for the
+ * next call.
  */
 #include "testutil.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "dispatch.h"
@@ -15,6 +17,7 @@
 struct rec {
 	pthread_mutex_t lock;
 	int order[64];
+	long tid[64]; /* the thread each ran on */
 	int n;
 	atomic_int running, peak, freed;
 };
@@ -42,6 +45,7 @@ static void job_run(struct call *c, void *data)
 	if (j->sleep_ms)
 		usleep((useconds_t)j->sleep_ms * 1000);
 	pthread_mutex_lock(&j->rec->lock);
+	j->rec->tid[j->rec->n] = syscall(SYS_gettid);
 	j->rec->order[j->rec->n++] = j->tag;
 	pthread_mutex_unlock(&j->rec->lock);
 	atomic_fetch_sub(&j->rec->running, 1);
@@ -267,6 +271,27 @@ static void test_destroy_cancels(void **state)
 	assert_int_equal(atomic_load(&rec.freed), 5);
 }
 
+/* A call after the last one finished runs on the same worker: no thread per call. */
+static void test_worker_reused(void **state)
+{
+	struct rec rec;
+	rec_init(&rec);
+	struct dispatch *d = dispatch_create(8);
+	for (int i = 0; i < 3; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "c:%d", i); /* a key of its own, as a call that names no session */
+		assert_int_equal(dispatch_submit(d, mkcall(&rec, i, key, i, 0)), 0);
+		assert_true(dispatch_drain(d, 5000));
+	}
+	assert_int_equal(rec.n, 3);
+	assert_true(rec.tid[1] == rec.tid[0]);
+	assert_true(rec.tid[2] == rec.tid[0]);
+	/* the waiting worker does not hold up the end */
+	int64_t t0 = now_ms();
+	assert_true(dispatch_destroy(d, 5000));
+	assert_true(now_ms() - t0 < 1000);
+}
+
 int main(void)
 {
 	util_json_init();
@@ -278,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_cancel_queued_and_running),
 		cmocka_unit_test(test_arm_after_cancel),
 		cmocka_unit_test(test_destroy_cancels),
+		cmocka_unit_test(test_worker_reused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
