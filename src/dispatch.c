@@ -389,6 +389,49 @@ int dispatch_submit(struct dispatch *d, struct call *c)
 	return 0;
 }
 
+int dispatch_run_here(struct dispatch *d, struct call *c)
+{
+	pthread_mutex_lock(&d->lock);
+	if (d->shutting_down || d->pending >= d->max_pending ||
+	    (d->pending > 0 && (c->weight > d->max_bytes || d->pending_bytes > d->max_bytes - c->weight)) ||
+	    queue_find(d, c->key)) {
+		/* refused, or calls to keep order with: dispatch_submit decides and queues */
+		pthread_mutex_unlock(&d->lock);
+		return dispatch_submit(d, c);
+	}
+	/* a queue like any other, so dispatch_cancel, _drain and _destroy see the call */
+	struct queue *q = xcalloc(1, sizeof(*q));
+	snprintf(q->key, sizeof(q->key), "%s", c->key);
+	q->next = d->queues;
+	d->queues = q;
+	q->has_worker = true;
+	d->pending++;
+	d->pending_bytes += c->weight;
+	while (c) {
+		q->running = c;
+		pthread_mutex_unlock(&d->lock);
+		if (!call_cancelled(c))
+			c->run(c, c->data);
+		call_disarm(c);
+		pthread_mutex_lock(&d->lock);
+		q->running = NULL;
+		call_retire(d, c);
+		/* calls queued behind it meanwhile, on its key, run here too, in order */
+		c = q->head;
+		if (c) {
+			q->head = c->next;
+			if (!q->head)
+				q->tail = NULL;
+			c->next = NULL;
+		}
+	}
+	q->has_worker = false;
+	queue_unlink(d, q);
+	pthread_cond_broadcast(&d->idle);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
 /* c is the one dispatch_cancel looks for: owner's, and id's unless id is NULL. */
 static bool call_matches(const struct call *c, const void *owner, const json_t *id)
 {

@@ -7,7 +7,10 @@
  * the out's last reference is gone, i.e. until the call (on a dispatch
  * worker) has answered or was cancelled.  While it waits it also watches the
  * client's socket: a client that hangs up has its call cancelled at once
- * (the process is killed, as for notifications/cancelled).
+ * (the process is killed, as for notifications/cancelled).  A read-only
+ * call on no session (env_info, session_list) has no process to kill: the
+ * connection thread runs it itself (MCP_RUN_HERE), two thread hand-offs
+ * fewer for the calls a client polls.
  *
  * The answer's form is chosen when the first line arrives: a response with
  * nothing before it is sent as application/json (with Content-Length); a
@@ -100,7 +103,7 @@ struct line {
 struct exchange {
 	struct httpd *h;
 	int fd;	     /* the client's socket (libmicrohttpd's) */
-	int wake[2]; /* a byte per line written and at the end */
+	int wake[2]; /* a byte per line written and at the end; made (under lock) only to wait */
 	struct buf body;
 	bool too_big;
 	char sid_in[HTTPD_SID_LEN + 1];		/* the Mcp-Session-Id sent, if well-formed */
@@ -146,6 +149,7 @@ static void exchange_put(struct exchange *x);
 static int sink_write(void *data, const char *line, size_t len, bool response);
 static void sink_release(void *data);
 static struct mcp_peer *route(void *arg, const struct mcp_msg_info *info);
+static int wake_ready(struct exchange *x);
 static void poke(int fd);
 static int wait_event(struct exchange *x);
 static void client_gone(struct exchange *x);
@@ -691,7 +695,8 @@ static int sink_write(void *data, const char *line, size_t len, bool response)
 		x->head = l;
 	x->tail = l;
 	x->answered |= response;
-	poke(x->wake[1]);
+	if (x->wake[1] >= 0)
+		poke(x->wake[1]);
 	pthread_mutex_unlock(&x->lock);
 	return 0;
 }
@@ -701,9 +706,22 @@ static void sink_release(void *data)
 	struct exchange *x = data;
 	pthread_mutex_lock(&x->lock);
 	x->ended = true;
-	poke(x->wake[1]);
+	if (x->wake[1] >= 0)
+		poke(x->wake[1]);
 	pthread_mutex_unlock(&x->lock);
 	exchange_put(x);
+}
+
+/*
+ * Makes x's wake pipe, with x->lock held, before the first wait: a call run
+ * here (MCP_RUN_HERE) has answered before its thread would wait, and never
+ * needs one. Writers poke it only once it exists (under the same lock).
+ */
+static int wake_ready(struct exchange *x)
+{
+	if (x->wake[0] >= 0)
+		return 0;
+	return pipe2(x->wake, O_CLOEXEC | O_NONBLOCK) < 0 ? -errno : 0;
 }
 
 /* Wakes the waiting thread; a full pipe means it is awake anyway. */
@@ -826,10 +844,6 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
 				       "Bad Request: unsupported MCP-Protocol-Version; this server speaks 2026-07-28, "
 				       "2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05");
-	if (pipe2(x->wake, O_CLOEXEC | O_NONBLOCK) < 0)
-		return reply_rpc_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_INTERNAL_ERROR,
-				       "Server out of file descriptors");
-
 	if (x->body.len == 0)
 		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_PARSE_ERROR,
 				       "Parse error: the body is empty; POST one JSON-RPC message");
@@ -838,7 +852,7 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 	x->refs++; /* the out's */
 	pthread_mutex_unlock(&x->lock);
 	struct out *out = out_create_sink(&sink);
-	mcp_handle_message(h->m, out, route, x, x->body.data, x->body.len);
+	mcp_handle_message(h->m, out, route, x, x->body.data, x->body.len, MCP_RUN_HERE);
 	out_put(out);
 	buf_finish(&x->body); /* a big message is done with once parsed */
 
@@ -849,6 +863,12 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 	 */
 	pthread_mutex_lock(&x->lock);
 	while (!x->ended && !x->answered && !(x->head && sse_ok && x->kind == RPC_KIND_REQUEST && !x->refuse)) {
+		if (wake_ready(x) < 0) {
+			pthread_mutex_unlock(&x->lock);
+			client_gone(x); /* cannot wait for it: cancel it */
+			return reply_rpc_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_INTERNAL_ERROR,
+					       "Server out of file descriptors; retry later");
+		}
 		pthread_mutex_unlock(&x->lock);
 		if (wait_event(x) < 0)
 			return MHD_NO;
@@ -909,6 +929,11 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 		if (x->ended || x->answered) {
 			pthread_mutex_unlock(&x->lock);
 			return MHD_CONTENT_READER_END_OF_STREAM;
+		}
+		if (wake_ready(x) < 0) {
+			pthread_mutex_unlock(&x->lock);
+			client_gone(x);
+			return MHD_CONTENT_READER_END_WITH_ERROR;
 		}
 		pthread_mutex_unlock(&x->lock);
 		if (wait_event(x) < 0)
