@@ -88,8 +88,10 @@ struct httpd {
 	atomic_int connections;
 	pthread_rwlock_t keys_lock; /* guards keys */
 	struct authkeys *keys;	    /* NULL: no token file, no auth */
-	pthread_mutex_t lock;	    /* guards sessions */
+	pthread_mutex_t lock;	    /* guards sessions, handling and stopping */
 	struct msession sessions[HTTPD_SESSIONS_MAX];
+	struct exchange *handling; /* exchanges inside mcp_handle_message, which may run a call */
+	bool stopping;
 };
 
 /* A line written to an exchange's out, waiting to be sent. */
@@ -125,6 +127,7 @@ struct exchange {
 	bool gone;	/* the client hung up */
 	struct buf sse; /* the event being sent */
 	size_t sse_off;
+	struct exchange *prev, *next; /* in h->handling, under h->lock */
 };
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -153,6 +156,7 @@ static int wake_ready(struct exchange *x);
 static void poke(int fd);
 static int wait_event(struct exchange *x);
 static void client_gone(struct exchange *x);
+static int handling(struct httpd *h, struct exchange *x, bool on);
 static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max);
 static const char *header(struct MHD_Connection *c, const char *name);
 static bool version_known(const char *v);
@@ -263,7 +267,16 @@ void httpd_stop(struct httpd *h)
 {
 	if (!h)
 		return;
-	/* wake every exchange that waits for an answer; mcp_destroy cancels the calls */
+	/*
+	 * Calls run on connection threads (MCP_RUN_HERE) are cancelled here, or
+	 * joining those threads would wait for them (an engine that stalls: its
+	 * timeout). The rest wake up to the stop pipe; mcp_destroy cancels theirs.
+	 */
+	pthread_mutex_lock(&h->lock);
+	h->stopping = true;
+	for (struct exchange *x = h->handling; x; x = x->next)
+		client_gone(x);
+	pthread_mutex_unlock(&h->lock);
 	poke(h->stop[1]);
 	MHD_stop_daemon(h->daemon);
 	for (size_t i = 0; i < HTTPD_SESSIONS_MAX; i++) {
@@ -775,6 +788,31 @@ static void client_gone(struct exchange *x)
 	mcp_peer_put(peer);
 }
 
+/* Adds x to (or takes it off) h->handling, so httpd_stop can cancel its call; -ESHUTDOWN once stopping. */
+static int handling(struct httpd *h, struct exchange *x, bool on)
+{
+	int r = 0;
+	pthread_mutex_lock(&h->lock);
+	if (on && h->stopping) {
+		r = -ESHUTDOWN;
+	} else if (on) {
+		x->prev = NULL;
+		x->next = h->handling;
+		if (h->handling)
+			h->handling->prev = x;
+		h->handling = x;
+	} else {
+		if (x->prev)
+			x->prev->next = x->next;
+		else
+			h->handling = x->next;
+		if (x->next)
+			x->next->prev = x->prev;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return r;
+}
+
 /* mcp.h's route: which peer the parsed message belongs to, or a refusal. */
 static struct mcp_peer *route(void *arg, const struct mcp_msg_info *info)
 {
@@ -848,11 +886,15 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_PARSE_ERROR,
 				       "Parse error: the body is empty; POST one JSON-RPC message");
 	struct out_sink sink = { .write = sink_write, .release = sink_release, .data = x };
+	if (handling(h, x, true) < 0)
+		return reply_rpc_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_INTERNAL_ERROR,
+				       "Service Unavailable: the server is stopping");
 	pthread_mutex_lock(&x->lock);
 	x->refs++; /* the out's */
 	pthread_mutex_unlock(&x->lock);
 	struct out *out = out_create_sink(&sink);
 	mcp_handle_message(h->m, out, route, x, x->body.data, x->body.len, MCP_RUN_HERE);
+	(void)handling(h, x, false);
 	out_put(out);
 	buf_finish(&x->body); /* a big message is done with once parsed */
 

@@ -219,3 +219,55 @@ describe('engine faults', { concurrency: 4, timeout: 240000 }, () => {
     });
   }
 });
+
+describe('HTTP: stopping while a call runs on a connection thread', { timeout: 60000 }, () => {
+  test('SIGTERM while env_info waits for a stalled engine: the server exits at once', async () => {
+    const { spawn } = await import('node:child_process');
+    const net = await import('node:net');
+    const fake = await FakeEngine.start('none');
+    const port = await new Promise((resolve, reject) => {
+      const s = net.createServer();
+      s.on('error', reject);
+      s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+    });
+    // a long engine timeout: waiting for it would be the bug
+    const child = spawn(process.env.SANDBOX_MCP_BIN, ['serve', '--http', `127.0.0.1:${port}`], {
+      env: { ...process.env, DOCKER_HOST: fake.dockerHost, SANDBOX_ENGINE_TIMEOUT_S: '30' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr = (stderr + d).slice(-4000); });
+    const exited = new Promise((resolve) => child.on('exit', (code, sig) => resolve({ code, sig })));
+    try {
+      const url = `http://127.0.0.1:${port}/mcp`;
+      const post = (body, headers = {}) => fetch(url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify(body),
+      });
+      let init;
+      for (let i = 0; i < 100 && !init; i++) {
+        init = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
+          protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'fault', version: '0' } } }).catch(() => null);
+        if (!init) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(init?.ok, `initialize: ${init?.status}; ${stderr}`);
+      const sid = init.headers.get('mcp-session-id');
+      const from = fake.lines.length;
+      await fake.setFault('stall', 'GET /version');
+      const call = post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'env_info', arguments: {} } },
+        { 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' }).catch(() => null);
+      await fake.waitLine((l) => l.startsWith('FAULT stall'), 10000, 'the stalled /version', from);
+      const t0 = Date.now();
+      child.kill('SIGTERM');
+      const r = await exited;
+      const secs = (Date.now() - t0) / 1000;
+      assert.equal(r.code, 0, `exit: ${JSON.stringify(r)}; ${stderr}`);
+      assert.ok(secs < 5, `exited ${secs.toFixed(1)} s after SIGTERM (the engine timeout is 30 s)`);
+      await call;
+    } finally {
+      child.kill('SIGKILL');
+      await fake.stop();
+    }
+  });
+});
