@@ -10,7 +10,8 @@
  * not held to the engine's pace; the answer says how old it is
  * (engine.age_ms). Only an answer is reused: an engine that does not answer
  * is asked again by the next call, so one that comes back shows at once, and
- * one that goes away shows within the TTL.
+ * one that goes away shows within the TTL (or the engine timeout, while the
+ * one call that asks waits: calls meanwhile get the last answer, older).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -30,7 +31,8 @@ struct env_cache {
 	pthread_mutex_t lock; /* guards the rest */
 	int64_t at_ms;	      /* when the engine answered; 0: nothing kept */
 	struct engine_version ev;
-	json_t *images; /* pull_images_json's answer, or NULL */
+	json_t *images;	 /* pull_images_json's answer, or NULL */
+	bool refreshing; /* one call asks the engine; the others take the last answer meanwhile */
 };
 
 static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
@@ -118,7 +120,10 @@ static int engine_facts(struct tool_ctx *ctx, struct engine_version *ret_ev, jso
 
 	if (c) {
 		pthread_mutex_lock(&c->lock);
-		bool fresh = c->at_ms && now - c->at_ms < ENV_ENGINE_TTL_MS;
+		/* many clients at the moment it expires would all ask the engine: one does */
+		bool fresh = c->at_ms && (now - c->at_ms < ENV_ENGINE_TTL_MS || c->refreshing);
+		if (!fresh)
+			c->refreshing = true;
 		if (fresh) {
 			*ret_ev = c->ev;
 			/* a copy: jansson values are not shared between threads that dump them */
@@ -131,8 +136,15 @@ static int engine_facts(struct tool_ctx *ctx, struct engine_version *ret_ev, jso
 	}
 	tool_progress(ctx, 1, 2, "asking the Docker engine for its version");
 	int r = engine_version(ctx->svc->engine, ctx->call, ret_ev, err);
-	if (r < 0)
+	if (r < 0) {
+		if (c) {
+			pthread_mutex_lock(&c->lock);
+			c->refreshing = false;
+			c->at_ms = 0; /* the last answer is not kept past one that failed */
+			pthread_mutex_unlock(&c->lock);
+		}
 		return r;
+	}
 	*ret_images = pull_images_json(ctx->svc->engine, ctx->call, ctx->svc->cfg);
 	*ret_age = 0;
 	if (c) {
@@ -142,6 +154,7 @@ static int engine_facts(struct tool_ctx *ctx, struct engine_version *ret_ev, jso
 		c->images = copy;
 		c->ev = *ret_ev;
 		c->at_ms = now;
+		c->refreshing = false;
 		pthread_mutex_unlock(&c->lock);
 		json_decref(old);
 	}
