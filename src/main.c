@@ -247,7 +247,11 @@ static int serve(const struct config *cfg, char **args)
 	/* HTTP answers each request on its own response: what has no request to go with is dropped */
 	struct out_sink none = { .write = discard };
 	struct out *out = http ? out_create_sink(&none) : out_create(STDOUT_FILENO);
-	struct tool_services svc = { .cfg = cfg, .engine = engine, .out = out, .sessions = sessions, .hostfs = hostfs,
+	struct tool_services svc = { .cfg = cfg,
+				     .engine = engine,
+				     .out = out,
+				     .sessions = sessions,
+				     .hostfs = hostfs,
 				     .env_cache = env_cache_create() };
 	struct mcp *m = mcp_create(&svc);
 	engine_probe(cfg, m);

@@ -829,8 +829,15 @@ static void handle_notification(struct mcp *m, struct mcp_peer *peer, const stru
 static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out, const struct rpc_msg *rm,
 			   struct mcp_bulk *bulk, size_t line_len, bool in_order, bool run_here)
 {
-	struct req rq = { .peer = peer, .out = out, .id = rm->id, .method = rm->method, .log_level = -1, .bulk = bulk, .line_len = line_len,
-			  .in_order = in_order, .run_here = run_here };
+	struct req rq = { .peer = peer,
+			  .out = out,
+			  .id = rm->id,
+			  .method = rm->method,
+			  .log_level = -1,
+			  .bulk = bulk,
+			  .line_len = line_len,
+			  .in_order = in_order,
+			  .run_here = run_here };
 	struct fail f = { 0 };
 	json_t *empty = NULL;
 	char legacy_version[16];

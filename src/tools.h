@@ -30,7 +30,7 @@ struct tool_services {
 	struct engine *engine;
 	struct out *out;
 	struct session_mgr *sessions;
-	struct hostfs *hostfs; /* the allowed host directories (SANDBOX_HOST_DIRS) */
+	struct hostfs *hostfs;	     /* the allowed host directories (SANDBOX_HOST_DIRS) */
 	struct env_cache *env_cache; /* env_info's recent engine answers; NULL: ask every time */
 };
 

@@ -23,10 +23,10 @@
  * least moved by other load on the machine), its VmRSS while the clients are
  * connected, and its VmHWM.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,7 +268,8 @@ static void conn_step(struct conn *c, struct buf *body)
 		if (k < 0 && errno == EAGAIN)
 			return;
 		if (k <= 0) {
-			fprintf(stderr, "httpload: the server closed a connection (%s)\n", k < 0 ? strerror(errno) : "EOF");
+			fprintf(stderr, "httpload: the server closed a connection (%s)\n",
+				k < 0 ? strerror(errno) : "EOF");
 			exit(1);
 		}
 		buf_commit(&c->in, (size_t)k);
@@ -346,7 +347,8 @@ int main(int argc, char **argv)
 	if (pid > 0)
 		rss = status_kb(pid, "VmRSS:");
 	double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-		     (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) /
+		     (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec -
+			      ru0.ru_stime.tv_usec) /
 			     1e6;
 	qsort(lat, nlat, sizeof(*lat), cmp_double);
 	printf("clients %d req/s %.0f p50_ms %.2f p99_ms %.2f errors %lu client_cpu %.0f%%", n, (double)nlat / secs,
