@@ -18,7 +18,7 @@
 
 #include <stdbool.h>
 
-#include "dispatch.h"
+#include "call.h"
 #include "engine.h"
 #include "errcode.h"
 #include "exec.h"

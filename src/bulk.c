@@ -5,12 +5,21 @@
  * bulk_check accepts exactly the string bodies jansson accepts (the fuzz
  * target fuzz-bulk compares the two), so lifting a string out of a line never
  * lets through a message the parser would have refused.
+ *
+ * The lifting (bulk_lift, the feed, bulk_settle) was mcp.c's; it lives here
+ * beside what it builds on so mcp.c only decides when a line is big.
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "bulk.h"
+#include "util.h"
 
 int bulk_find(const char *p, size_t n, size_t min, struct bulk_span *spans, int max)
 {
@@ -43,14 +52,8 @@ static int hex4(const unsigned char *p)
 {
 	int v = 0;
 	for (int i = 0; i < 4; i++) {
-		int c = p[i], d;
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
+		int d = hex_digit(p[i]);
+		if (d < 0)
 			return -1;
 		v = v * 16 + d;
 	}
@@ -204,4 +207,189 @@ size_t bulk_decode(char *text, size_t n)
 		i += 2;
 	}
 	return o;
+}
+
+/* Hands back the whole pages of [from, to) that are not yet given back. */
+static void give_back(uintptr_t *given_back, uintptr_t from, uintptr_t to, bool force)
+{
+#ifdef MADV_DONTNEED
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	if (from < *given_back)
+		from = *given_back;
+	uintptr_t start = (from + page - 1) & ~(page - 1);
+	uintptr_t end = to & ~(page - 1);
+	if (end > start && (force || end - start >= BULK_GIVE_BACK_STEP)) {
+		(void)madvise((void *)start, end - start, MADV_DONTNEED);
+		*given_back = end;
+	}
+#else
+	(void)given_back, (void)from, (void)to, (void)force;
+#endif
+}
+
+void bulk_copy_giving_back(char *dst, char *src, size_t n)
+{
+	uintptr_t given_back = (uintptr_t)src;
+	for (size_t off = 0; off < n; off += BULK_GIVE_BACK_STEP) {
+		size_t k = n - off < BULK_GIVE_BACK_STEP ? n - off : BULK_GIVE_BACK_STEP;
+		memcpy(dst + off, src + off, k);
+		give_back(&given_back, (uintptr_t)src, (uintptr_t)(src + off + k), false);
+	}
+	give_back(&given_back, (uintptr_t)src, (uintptr_t)(src + n), true);
+}
+
+static size_t marker(unsigned long long nonce, int i, char *out, size_t size)
+{
+	/* U+F8FF (private use) first: no client writes that by accident */
+	int k = snprintf(out, size, "\xEF\xA3\xBFsandbox-mcp-bulk-%016llx-%d", nonce, i);
+	return k > 0 && (size_t)k < size ? (size_t)k : 0;
+}
+
+void bulk_lift(struct bulk_lifted *b, char *line, size_t n, size_t min, unsigned long long nonce)
+{
+	struct bulk_span found[BULK_LIFT_MAX];
+	int count = bulk_find(line, n, min, found, BULK_LIFT_MAX);
+	uintptr_t given_back = (uintptr_t)line;
+
+	b->nonce = nonce;
+	for (int i = 0; i < count; i++) {
+		char *p = line + found[i].start;
+		if (bulk_check(p, found[i].len) < 0)
+			continue;
+		size_t len = bulk_decode(p, found[i].len);
+		char *copy = xmalloc(len ? len : 1);
+		for (size_t off = 0; off < len; off += BULK_GIVE_BACK_STEP) {
+			size_t k = len - off < BULK_GIVE_BACK_STEP ? len - off : BULK_GIVE_BACK_STEP;
+			memcpy(copy + off, p + off, k);
+			give_back(&given_back, (uintptr_t)p, (uintptr_t)(p + off + k), false);
+		}
+		give_back(&given_back, (uintptr_t)p, (uintptr_t)(p + found[i].len), true);
+		b->span[b->count] = found[i];
+		b->data[b->count] = copy;
+		b->len[b->count] = len;
+		b->count++;
+	}
+}
+
+void bulk_feed_init(struct bulk_feed *f, const char *line, size_t n, const struct bulk_lifted *b)
+{
+	memset(f, 0, sizeof(*f));
+	f->p = line;
+	f->n = n;
+	/* the feed hands back what it passes, the lifted parts again (a no-op) */
+	f->given_back = (uintptr_t)line;
+	f->bulk = b;
+}
+
+size_t bulk_feed_read(void *buffer, size_t buflen, void *data)
+{
+	struct bulk_feed *f = data;
+	char *out = buffer;
+	size_t done = 0;
+
+	while (done < buflen) {
+		if (f->in_marker) {
+			size_t k = f->marker_len - f->marker_off;
+			if (k > buflen - done)
+				k = buflen - done;
+			memcpy(out + done, f->marker + f->marker_off, k);
+			f->marker_off += k;
+			done += k;
+			if (f->marker_off == f->marker_len) {
+				f->in_marker = false;
+				f->off = f->bulk->span[f->next].start + f->bulk->span[f->next].len;
+				f->next++;
+			}
+			continue;
+		}
+		bool lifted = f->bulk && f->next < f->bulk->count;
+		size_t limit = lifted ? f->bulk->span[f->next].start : f->n;
+		size_t k = limit - f->off < buflen - done ? limit - f->off : buflen - done;
+		memcpy(out + done, f->p + f->off, k);
+		f->off += k;
+		done += k;
+		if (f->off == limit) {
+			if (!lifted)
+				break;
+			f->marker_len = marker(f->bulk->nonce, f->next, f->marker, sizeof(f->marker));
+			f->marker_off = 0;
+			f->in_marker = true;
+		}
+	}
+	give_back(&f->given_back, f->given_back, (uintptr_t)f->p + f->off, false);
+	return done;
+}
+
+/* The index of the lifted string whose marker j is, or -1. */
+static int lifted_index(const struct bulk_lifted *b, const json_t *j)
+{
+	char mark[64];
+	if (!json_is_string(j))
+		return -1;
+	for (int i = 0; i < b->count; i++) {
+		size_t k = marker(b->nonce, i, mark, sizeof(mark));
+		if (b->data[i] && json_string_length(j) == k && memcmp(json_string_value(j), mark, k) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* Puts every lifted string but the kept one back into j as a jansson string. */
+static void restore(struct bulk_lifted *b, json_t *j)
+{
+	if (json_is_object(j)) {
+		const char *key;
+		json_t *v;
+		json_object_foreach (j, key, v) {
+			int i = v == b->kept ? -1 : lifted_index(b, v);
+			if (i >= 0)
+				json_object_set_new(j, key, json_stringn_nocheck(b->data[i], b->len[i]));
+			else
+				restore(b, v);
+		}
+	} else if (json_is_array(j)) {
+		for (size_t k = 0; k < json_array_size(j); k++) {
+			json_t *v = json_array_get(j, k);
+			int i = lifted_index(b, v);
+			if (i >= 0)
+				json_array_set_new(j, k, json_stringn_nocheck(b->data[i], b->len[i]));
+			else
+				restore(b, v);
+		}
+	}
+}
+
+void bulk_settle(struct bulk_lifted *b, json_t *msg, json_t *keep)
+{
+	int i = keep ? lifted_index(b, keep) : -1;
+	if (i >= 0) {
+		b->kept = keep;
+		b->kept_index = i;
+	}
+	restore(b, msg);
+	for (i = 0; i < b->count; i++) {
+		if (b->kept && i == b->kept_index)
+			continue;
+		free(b->data[i]);
+		b->data[i] = NULL;
+	}
+}
+
+size_t bulk_position(const struct bulk_lifted *b, size_t pos)
+{
+	char mark[64];
+	size_t shift = 0;
+	for (int i = 0; i < b->count; i++) {
+		size_t k = marker(b->nonce, i, mark, sizeof(mark));
+		if (pos <= b->span[i].start - shift)
+			break;
+		shift += b->span[i].len - k;
+	}
+	return pos + shift;
+}
+
+void bulk_free(struct bulk_lifted *b)
+{
+	for (int i = 0; i < b->count; i++)
+		free(b->data[i]);
 }

@@ -12,13 +12,18 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "ceiling.h"
 #include "log.h"
-#include "session.h"
 
-/* Label on the quota probe's container (never started, removed at once). */
-#define CEILING_PROBE_LABEL SESSION_LABEL ".probe"
+/*
+ * A probe that outlives this long was left by a server that died in the
+ * milliseconds between its create and its remove: probes are never started,
+ * so removing one that old cannot stop anyone's work (and removing a live
+ * one only makes its server log that its own remove failed).
+ */
+#define CEILING_PROBE_STALE_S 10
 
 static bool storage_opt_refused(const struct err *err);
 static int whole_number(const json_t *v, uint64_t *ret);
@@ -165,6 +170,33 @@ const char *ceiling_quota_state(struct engine *e, struct call *call, const struc
 	else
 		snprintf(buf, n, "unavailable: %s", why);
 	return buf;
+}
+
+void ceiling_sweep_probes(struct engine *e, struct call *call)
+{
+	json_t *list = NULL, *c;
+	struct err err;
+	size_t i;
+
+	err_clear(&err);
+	if (engine_container_list(e, call, CEILING_PROBE_LABEL, &list, &err) < 0) {
+		log_debugf("listing old quota probes failed: %s", err.msg);
+		return;
+	}
+	time_t now = time(NULL);
+	json_array_foreach(list, i, c) {
+		const char *id = json_string_value(json_object_get(c, "Id"));
+		const char *state = json_string_value(json_object_get(c, "State"));
+		json_int_t created = json_integer_value(json_object_get(c, "Created"));
+		if (!id || !state || strcmp(state, "created") != 0 || now - (time_t)created < CEILING_PROBE_STALE_S)
+			continue;
+		err_clear(&err);
+		if (engine_container_remove(e, call, id, &err) < 0)
+			log_debugf("removing the old quota probe %.12s failed: %s", id, err.msg);
+		else
+			log_infof("removed a quota probe container %.12s left by a server that stopped", id);
+	}
+	json_decref(list);
 }
 
 json_t *ceiling_json(struct engine *e, struct call *call, const struct config *cfg, bool may_probe)

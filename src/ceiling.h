@@ -17,9 +17,25 @@
 #include <jansson.h>
 
 #include "config.h"
-#include "dispatch.h"
+#include "call.h"
 #include "engine.h"
 #include "errcode.h"
+
+/*
+ * Label on the quota probe's container: never started, removed at once, and
+ * swept by the next probe when its server died in between (the session label
+ * io.sandbox-mcp plus ".probe"; session.h includes this header, not the
+ * other way round).
+ */
+#define CEILING_PROBE_LABEL "io.sandbox-mcp.probe"
+
+/*
+ * Removes quota probes older than a few seconds, left by a server that died
+ * between creating and removing one. The probe carries no instance label
+ * (no server owns it longer than a create and a remove), so the session
+ * sweep at start-up never sees it and calls this instead.
+ */
+void ceiling_sweep_probes(struct engine *e, struct call *call);
 
 /* Floors: below these a container starts but hardly anything runs in it. */
 #define CEILING_MIN_MEMORY_MB 16

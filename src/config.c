@@ -87,6 +87,12 @@ static const struct opt opts[] = {
 	  "Serve MCP over HTTP on HOST:PORT (or PORT, on 127.0.0.1) at /mcp instead of stdio" },
 	{ "http_timeout_s", NULL, OPT_U64, OFF(http_timeout_s), 1, 3600,
 	  "Close an HTTP connection that sends or reads nothing for this long, s (slow or stalled clients)" },
+	{ "http_request_timeout_s", NULL, OPT_U64, OFF(http_request_timeout_s), 1, 3600,
+	  "A request's head and body must arrive within this, s, however they trickle in (slowloris)" },
+	{ "http_public_url", NULL, OPT_STRING, OFF(http_public_url), 0, 0,
+	  "Base URL clients reach the server at, for signed download links (default: the bound address)" },
+	{ "http_link_ttl_s", NULL, OPT_U64, OFF(http_link_ttl_s), 1, 2592000,
+	  "Signed download links expire after this, s" },
 	{ "http_token_file", NULL, OPT_STRING, OFF(http_token_file), 0, 0,
 	  "File of NAME:TOKEN lines: /mcp then needs Authorization: Bearer TOKEN (re-read on SIGHUP)" },
 	{ "tls_cert", NULL, OPT_STRING, OFF(tls_cert), 0, 0, "PEM certificate (chain) for --http: serve HTTPS" },
@@ -137,6 +143,8 @@ void config_init(struct config *c)
 	c->engine_timeout_s = 30;
 	c->max_layers = 100;
 	c->http_timeout_s = 30;
+	c->http_request_timeout_s = 60;
+	c->http_link_ttl_s = 86400;
 	c->workspace = xstrdup("/workspace");
 	c->host_dirs = xstrdup("");
 	c->tools = xstrdup("session,run,files,pip,git,env");

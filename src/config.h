@@ -71,6 +71,9 @@ struct config {
 	char *http;		 /* --http HOST:PORT; NULL or "": stdio */
 	char *http_allow_origin; /* ','-separated origins; NULL or "": localhost's on loopback */
 	uint64_t http_timeout_s; /* idle HTTP connections are closed after this */
+	uint64_t http_request_timeout_s; /* a request head and body must arrive within this */
+	char *http_public_url;		  /* base of signed links; NULL or "": the bound address */
+	uint64_t http_link_ttl_s;	  /* signed links live this long */
 	char *tls_cert, *tls_key; /* PEM files: --http serves HTTPS */
 	char *http_token_file;	 /* NAME:TOKEN lines; NULL or "": no auth (loopback only) */
 	char *images;	/* image policy patterns (imageref.h), ','-separated; "": the default policy */

@@ -20,7 +20,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,26 +28,6 @@
 #include "dispatch.h"
 #include "log.h"
 #include "util.h"
-
-struct call {
-	json_t *id;
-	const void *owner; /* the client that sent it: request ids are unique only per client */
-	char principal[CALL_PRINCIPAL_MAX + 1]; /* whose sandboxes it may use (session.c) */
-	char key[DISPATCH_KEY_MAX + 1];
-	call_run_fn run;
-	call_free_fn free_data;
-	void *data;
-	size_t weight; /* bytes, counted in d->pending_bytes while queued or running */
-	atomic_bool cancelled;
-
-	pthread_mutex_t lock; /* guards hook, hook_arg, hook_running */
-	pthread_cond_t cond;
-	call_cancel_fn hook;
-	void *hook_arg;
-	bool hook_running;
-
-	struct call *next; /* in its queue */
-};
 
 struct queue {
 	char key[DISPATCH_KEY_MAX + 1];
@@ -89,7 +68,6 @@ struct worker_arg {
 	struct queue *q;
 };
 
-static void call_cancel(struct call *c);
 static void call_retire(struct dispatch *d, struct call *c);
 static void *worker_main(void *arg);
 static struct queue *queue_find(struct dispatch *d, const char *key);
@@ -97,111 +75,12 @@ static void queue_unlink(struct dispatch *d, struct queue *q);
 static void deadline_in(struct timespec *ts, int wait_ms);
 static struct queue *idle_wait(struct dispatch *d);
 
-struct call *call_create(json_t *id, const char *key, call_run_fn run, call_free_fn free_data, void *data)
-{
-	struct call *c = xcalloc(1, sizeof(*c));
-	c->id = json_incref(id);
-	snprintf(c->key, sizeof(c->key), "%s", key);
-	c->run = run;
-	c->free_data = free_data;
-	c->data = data;
-	atomic_init(&c->cancelled, false);
-	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->cond, NULL);
-	return c;
-}
-
-void call_destroy(struct call *c)
-{
-	if (!c)
-		return;
-	if (c->free_data)
-		c->free_data(c->data);
-	json_decref(c->id);
-	pthread_mutex_destroy(&c->lock);
-	pthread_cond_destroy(&c->cond);
-	free(c);
-}
-
-void call_set_owner(struct call *c, const void *owner)
-{
-	c->owner = owner;
-}
-
-void call_set_principal(struct call *c, const char *principal)
-{
-	snprintf(c->principal, sizeof(c->principal), "%s", principal);
-}
-
-const char *call_principal(const struct call *c)
-{
-	return c ? c->principal : "";
-}
-
-void call_set_weight(struct call *c, size_t bytes)
-{
-	c->weight = bytes;
-}
-
 /* Frees a call the dispatcher took, and stops counting it. Called with d->lock held. */
 static void call_retire(struct dispatch *d, struct call *c)
 {
 	d->pending--;
-	d->pending_bytes -= c->weight;
+	d->pending_bytes -= call_weight(c);
 	call_destroy(c);
-}
-
-json_t *call_id(const struct call *c)
-{
-	return c->id;
-}
-
-bool call_cancelled(const struct call *c)
-{
-	return atomic_load(&c->cancelled);
-}
-
-int call_arm(struct call *c, call_cancel_fn fn, void *arg)
-{
-	pthread_mutex_lock(&c->lock);
-	if (atomic_load(&c->cancelled)) {
-		pthread_mutex_unlock(&c->lock);
-		return -ECANCELED;
-	}
-	c->hook = fn;
-	c->hook_arg = arg;
-	pthread_mutex_unlock(&c->lock);
-	return 0;
-}
-
-void call_disarm(struct call *c)
-{
-	pthread_mutex_lock(&c->lock);
-	while (c->hook_running)
-		pthread_cond_wait(&c->cond, &c->lock);
-	c->hook = NULL;
-	c->hook_arg = NULL;
-	pthread_mutex_unlock(&c->lock);
-}
-
-/* Marks c cancelled and runs its hook. Called with d->lock held; c is running. */
-static void call_cancel(struct call *c)
-{
-	pthread_mutex_lock(&c->lock);
-	atomic_store(&c->cancelled, true);
-	call_cancel_fn fn = c->hook;
-	void *arg = c->hook_arg;
-	if (fn)
-		c->hook_running = true;
-	pthread_mutex_unlock(&c->lock);
-	if (!fn)
-		return;
-	/* the worker cannot free c before hook_running drops: it disarms first */
-	fn(arg);
-	pthread_mutex_lock(&c->lock);
-	c->hook_running = false;
-	pthread_cond_broadcast(&c->cond);
-	pthread_mutex_unlock(&c->lock);
 }
 
 struct dispatch *dispatch_create(unsigned max_workers)
@@ -253,14 +132,14 @@ static void *worker_main(void *arg)
 	while (q) {
 		struct call *c = q->head;
 		if (c) {
-			q->head = c->next;
+			q->head = call_next(c);
 			if (!q->head)
 				q->tail = NULL;
-			c->next = NULL;
+			call_set_next(c, NULL);
 			q->running = c;
 			pthread_mutex_unlock(&d->lock);
 			if (!call_cancelled(c))
-				c->run(c, c->data);
+				call_invoke(c);
 			call_disarm(c);
 			pthread_mutex_lock(&d->lock);
 			q->running = NULL;
@@ -337,15 +216,15 @@ int dispatch_submit(struct dispatch *d, struct call *c)
 		return -ESHUTDOWN;
 	}
 	if (d->pending >= d->max_pending ||
-	    (d->pending > 0 && (c->weight > d->max_bytes || d->pending_bytes > d->max_bytes - c->weight))) {
+	    (d->pending > 0 && (call_weight(c) > d->max_bytes || d->pending_bytes > d->max_bytes - call_weight(c)))) {
 		pthread_mutex_unlock(&d->lock);
 		return -EBUSY;
 	}
-	struct queue *q = queue_find(d, c->key);
+	struct queue *q = queue_find(d, call_key(c));
 	bool fresh = !q;
 	if (!q) {
 		q = xcalloc(1, sizeof(*q));
-		snprintf(q->key, sizeof(q->key), "%s", c->key);
+		snprintf(q->key, sizeof(q->key), "%s", call_key(c));
 		q->next = d->queues;
 		d->queues = q;
 	}
@@ -379,12 +258,12 @@ int dispatch_submit(struct dispatch *d, struct call *c)
 	}
 	/* the new worker blocks on d->lock until we release it, so append now */
 	if (q->tail)
-		q->tail->next = c;
+		call_set_next(q->tail, c);
 	else
 		q->head = c;
 	q->tail = c;
 	d->pending++;
-	d->pending_bytes += c->weight;
+	d->pending_bytes += call_weight(c);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
 }
@@ -393,25 +272,25 @@ int dispatch_run_here(struct dispatch *d, struct call *c)
 {
 	pthread_mutex_lock(&d->lock);
 	if (d->shutting_down || d->pending >= d->max_pending ||
-	    (d->pending > 0 && (c->weight > d->max_bytes || d->pending_bytes > d->max_bytes - c->weight)) ||
-	    queue_find(d, c->key)) {
+	    (d->pending > 0 && (call_weight(c) > d->max_bytes || d->pending_bytes > d->max_bytes - call_weight(c))) ||
+	    queue_find(d, call_key(c))) {
 		/* refused, or calls to keep order with: dispatch_submit decides and queues */
 		pthread_mutex_unlock(&d->lock);
 		return dispatch_submit(d, c);
 	}
 	/* a queue like any other, so dispatch_cancel, _drain and _destroy see the call */
 	struct queue *q = xcalloc(1, sizeof(*q));
-	snprintf(q->key, sizeof(q->key), "%s", c->key);
+	snprintf(q->key, sizeof(q->key), "%s", call_key(c));
 	q->next = d->queues;
 	d->queues = q;
 	q->has_worker = true;
 	d->pending++;
-	d->pending_bytes += c->weight;
+	d->pending_bytes += call_weight(c);
 	while (c) {
 		q->running = c;
 		pthread_mutex_unlock(&d->lock);
 		if (!call_cancelled(c))
-			c->run(c, c->data);
+			call_invoke(c);
 		call_disarm(c);
 		pthread_mutex_lock(&d->lock);
 		q->running = NULL;
@@ -419,10 +298,10 @@ int dispatch_run_here(struct dispatch *d, struct call *c)
 		/* calls queued behind it meanwhile, on its key, run here too, in order */
 		c = q->head;
 		if (c) {
-			q->head = c->next;
+			q->head = call_next(c);
 			if (!q->head)
 				q->tail = NULL;
-			c->next = NULL;
+			call_set_next(c, NULL);
 		}
 	}
 	q->has_worker = false;
@@ -435,7 +314,7 @@ int dispatch_run_here(struct dispatch *d, struct call *c)
 /* c is the one dispatch_cancel looks for: owner's, and id's unless id is NULL. */
 static bool call_matches(const struct call *c, const void *owner, const json_t *id)
 {
-	return c->owner == owner && (!id || json_equal(c->id, (json_t *)id));
+	return call_owner(c) == owner && (!id || json_equal(call_id(c), (json_t *)id));
 }
 
 bool dispatch_cancel(struct dispatch *d, const void *owner, const json_t *id)
@@ -450,18 +329,18 @@ bool dispatch_cancel(struct dispatch *d, const void *owner, const json_t *id)
 			if (id)
 				break;
 		}
-		for (struct call **pp = &q->head; *pp;) {
-			struct call *c = *pp;
+		for (struct call *prev = NULL, *c = q->head, *next; c; c = next) {
+			next = call_next(c);
 			if (!call_matches(c, owner, id)) {
-				pp = &c->next;
+				prev = c;
 				continue;
 			}
-			*pp = c->next;
-			if (q->tail == c) {
-				q->tail = NULL;
-				for (struct call *t = q->head; t; t = t->next)
-					q->tail = t;
-			}
+			if (prev)
+				call_set_next(prev, next);
+			else
+				q->head = next;
+			if (q->tail == c)
+				q->tail = prev;
 			call_retire(d, c);
 			found = true;
 			if (id)
@@ -517,7 +396,7 @@ bool dispatch_destroy(struct dispatch *d, int wait_ms)
 	for (struct queue *q = d->queues; q; q = q->next) {
 		while (q->head) {
 			struct call *c = q->head;
-			q->head = c->next;
+			q->head = call_next(c);
 			call_retire(d, c);
 		}
 		q->tail = NULL;

@@ -14,46 +14,15 @@
 
 #include <jansson.h>
 
-struct call;
+#include "call.h"
+
 struct dispatch;
 
-typedef void (*call_run_fn)(struct call *c, void *data);
-typedef void (*call_free_fn)(void *data);
-typedef void (*call_cancel_fn)(void *arg);
-
 /* Longest dispatch key (session id or name). */
-#define DISPATCH_KEY_MAX 128
+#define DISPATCH_KEY_MAX CALL_KEY_MAX
 
 /* Calls queued or running at once, whatever their size (dispatch_set_limits). */
 #define DISPATCH_PENDING_MAX 4096
-
-/* id is copied (incref); data is owned by the call and released with free_data. */
-struct call *call_create(json_t *id, const char *key, call_run_fn run, call_free_fn free_data, void *data);
-/*
- * The client that sent it (borrowed; the call's data keeps it alive):
- * dispatch_cancel finds only that client's calls. Default NULL.
- */
-void call_set_owner(struct call *c, const void *owner);
-/* Longest principal name (the NAME of an HTTP token); "" is the one principal without tokens. */
-#define CALL_PRINCIPAL_MAX 64
-/* The principal the call acts for (copied; cut at CALL_PRINCIPAL_MAX). Default "". */
-void call_set_principal(struct call *c, const char *principal);
-/* The call's principal (borrowed); "" for a NULL call. */
-const char *call_principal(const struct call *c);
-/* What the call holds, in bytes (its request line), for the dispatcher's byte limit. */
-void call_set_weight(struct call *c, size_t bytes);
-/* Frees a call that was never submitted (or whose submit failed), with its data. */
-void call_destroy(struct call *c);
-/* The request id (borrowed). */
-json_t *call_id(const struct call *c);
-bool call_cancelled(const struct call *c);
-/*
- * Arms fn(arg) to run, from the cancelling thread, if the call is cancelled
- * before call_disarm. Returns -ECANCELED (and does not arm) if already cancelled.
- */
-int call_arm(struct call *c, call_cancel_fn fn, void *arg);
-/* Disarms; waits for a hook that is running right now to return. */
-void call_disarm(struct call *c);
 
 struct dispatch *dispatch_create(unsigned max_workers);
 /*

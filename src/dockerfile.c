@@ -287,13 +287,12 @@ static void pip_line(struct buf *b, const char *flags, json_t *list, const char 
 	buf_append_str(b, "\n");
 }
 
-void dockerfile_write(const struct dockerfile_info *x, struct buf *b)
+/* The header comment and FROM: the base by tag when the tag still names it, else by id. */
+static void write_from(const struct dockerfile_info *x, struct buf *b)
 {
 	char stamp[32];
 	time_t now = time(NULL);
 	struct tm tm;
-	size_t i;
-	json_t *v;
 
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
 	buf_printf(b, "# Recreates sandbox-mcp session %s%s%s%s (exported %s by sandbox-mcp %s).\n", x->s->id,
@@ -310,6 +309,11 @@ void dockerfile_write(const struct dockerfile_info *x, struct buf *b)
 			buf_printf(b, "; the tag names %s now, so this starts from the id it had", x->base_ref_id);
 		buf_printf(b, ".\nFROM %s\n\n", x->base_id);
 	}
+}
+
+/* The provenance labels, all on one LABEL line, or none if one cannot be quoted. */
+static void write_labels(const struct dockerfile_info *x, struct buf *b)
+{
 	if (json_object_size(x->labels)) {
 		const char *k;
 		json_t *lv;
@@ -329,6 +333,13 @@ void dockerfile_write(const struct dockerfile_info *x, struct buf *b)
 				   l.data);
 		buf_finish(&l);
 	}
+}
+
+/* The workspace, pip's local sources outside it, the user and the file modes. */
+static void write_workspace(const struct dockerfile_info *x, struct buf *b)
+{
+	size_t i;
+	json_t *v;
 
 	buf_printf(b, "# The workspace (folders 0755, files 0644 in this context; other modes below)\n");
 	buf_printf(b, "COPY --chown=%s workspace/ %s/\n", x->s->user, x->ws);
@@ -362,6 +373,12 @@ void dockerfile_write(const struct dockerfile_info *x, struct buf *b)
 	}
 	if (n)
 		buf_append_str(b, "\n");
+}
+
+static void write_env(const struct dockerfile_info *x, struct buf *b)
+{
+	size_t i;
+	json_t *v;
 
 	if (json_array_size(x->env)) {
 		buf_append_str(b, "\n# The session's environment\n");
@@ -380,6 +397,13 @@ void dockerfile_write(const struct dockerfile_info *x, struct buf *b)
 			buf_finish(&q);
 		}
 	}
+}
+
+/* pip: what was installed beyond the base image, offline where it can be, and what was removed. */
+static void write_pip(const struct dockerfile_info *x, struct buf *b)
+{
+	size_t i;
+	json_t *v;
 
 	struct dockerfile_pip *p = x->pip;
 	if (json_array_size(p->installed) || json_array_size(p->removed)) {
@@ -413,6 +437,13 @@ void dockerfile_write(const struct dockerfile_info *x, struct buf *b)
 			buf_append_str(b, "\n");
 		}
 	}
+}
+
+/* git clones, as comments: their files came with the workspace. */
+static void write_git(const struct dockerfile_info *x, struct buf *b)
+{
+	size_t i;
+	json_t *v;
 
 	bool git = false;
 	json_array_foreach (x->history, i, v) {
@@ -429,6 +460,16 @@ void dockerfile_write(const struct dockerfile_info *x, struct buf *b)
 			buf_printf(b, "#   %s at %s into %s%s\n", url, commit ? commit : "?", path ? path : "?",
 				   path && !path_within(x->ws, path) ? " (outside the workspace: not recreated)" : "");
 	}
+}
+
+void dockerfile_write(const struct dockerfile_info *x, struct buf *b)
+{
+	write_from(x, b);
+	write_labels(x, b);
+	write_workspace(x, b);
+	write_env(x, b);
+	write_pip(x, b);
+	write_git(x, b);
 	buf_printf(b, "\nWORKDIR %s\n", x->workdir);
 }
 

@@ -152,9 +152,7 @@ static int engine_hint(struct err *err, int r)
 	default:
 		return r;
 	}
-	size_t n = strlen(err->msg);
-	snprintf(err->msg + n, sizeof(err->msg) - n, "; %s", hint);
-	return r;
+	return err_append(err, r, "; %s", hint);
 }
 
 static void engine_error_message(int status, const json_t *j, struct err *err)

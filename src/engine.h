@@ -22,7 +22,7 @@
 #include <jansson.h>
 
 #include "buf.h"
-#include "dispatch.h"
+#include "call.h"
 #include "errcode.h"
 #include "transport.h"
 

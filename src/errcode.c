@@ -140,6 +140,25 @@ int err_set_tail(struct err *e, enum errcode code, int ret, const char *text, si
 	return ret;
 }
 
+int err_append(struct err *e, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!e)
+		return ret;
+	size_t used = strnlen(e->msg, sizeof(e->msg) - 1);
+	e->msg[used] = '\0';
+	va_start(ap, fmt);
+	int n = vsnprintf(e->msg + used, sizeof(e->msg) - used, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		e->msg[used] = '\0';
+	else if ((size_t)n >= sizeof(e->msg) - used)
+		utf8_trim_end(e->msg + used);
+	utf8_sanitize(e->msg + used);
+	return ret;
+}
+
 void err_clear(struct err *e)
 {
 	if (e) {

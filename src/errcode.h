@@ -57,6 +57,12 @@ int err_set(struct err *e, enum errcode code, int ret, const char *fmt, ...) PRI
  */
 int err_set_tail(struct err *e, enum errcode code, int ret, const char *text, size_t len, const char *fmt, ...)
 	PRINTF_LIKE(6, 7);
+/*
+ * Adds to e's message what the caller knows and the lower layer did not
+ * ("; the upload stopped, ..."): as much as fits, cut on a character start
+ * and sanitized like err_set's. The code stays; returns ret. NULL e: nothing.
+ */
+int err_append(struct err *e, int ret, const char *fmt, ...) PRINTF_LIKE(3, 4);
 void err_clear(struct err *e);
 
 #endif

@@ -20,7 +20,7 @@
 #include <sys/types.h>
 
 #include "capture.h"
-#include "dispatch.h"
+#include "call.h"
 #include "engine.h"
 #include "errcode.h"
 

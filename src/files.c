@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "base64.h"
 #include "exec.h"
@@ -79,14 +80,7 @@ int files_resolve(const struct config *cfg, const char *path, bool allow_root, c
 
 int files_exec_failed(struct tool_ctx *ctx, struct session *s, int r, struct err *err)
 {
-	if (err->code == ERRCODE_SESSION_NOT_FOUND) {
-		session_forget(ctx->svc->sessions, s);
-		return err_set(err, ERRCODE_SESSION_NOT_FOUND, r,
-			       "the container of session %s is gone (removed or stopped outside sandbox-mcp); the "
-			       "session was dropped: run again without session_id, or session_create a new one",
-			       s->id);
-	}
-	return r;
+	return tool_session_gone(ctx, s, r, err);
 }
 
 int files_code_failed(int code, const char *stderr_text, const char *path, const char *verb, struct err *err)
@@ -287,6 +281,12 @@ void files_link(struct tool_ctx *ctx, struct tool_result *res, const struct sess
 	json_t *link = json_pack("{s:s, s:s, s:s}", "type", "resource_link", "uri", uri, "name", name);
 	if (mime)
 		json_object_set_new(link, "mimeType", json_string(mime));
+	/* HTTP mode: a URL that fetches the file without a token, for clients that cannot read sandbox:// */
+	char url[LINKSIGN_BASE_MAX + FILES_URI_MAX + 128];
+	const char *enc = uri + strlen("sandbox://") + strlen(s->id) + 1;
+	if (linksign_enabled(ctx->svc->links) && linksign_url(ctx->svc->links, call_principal(ctx->call), s->id, path,
+							      enc, (int64_t)time(NULL), url, sizeof(url)) == 0)
+		json_object_set_new(link, "_meta", json_pack("{s:s}", FILES_URL_META, url));
 	json_array_append_new(res->content, link);
 }
 
@@ -399,3 +399,51 @@ int files_pull_file(struct tool_ctx *ctx, struct session *s, const char *path, u
 	return 0;
 }
 
+/* files_put's stream: one file entry, its bytes by TAR_CHUNK, the end. */
+struct put_src {
+	struct tar_entry entry;
+	const char *data;
+	size_t len, pos;
+	bool started;
+};
+
+static const char put_script[] = FILES_TAR_ENV "mkdir -p -- \"$1\" && cd -- \"$1\" && exec tar -x -f -\n";
+
+static int put_produce(void *arg, struct tar_writer *w, struct err *err)
+{
+	struct put_src *src = arg;
+	int r;
+
+	if (!src->started) {
+		src->started = true;
+		return tar_writer_add(w, &src->entry, err);
+	}
+	if (src->pos == src->len) {
+		if ((r = tar_writer_close(w, err)) < 0)
+			return r;
+		return 1;
+	}
+	size_t n = src->len - src->pos < TAR_CHUNK ? src->len - src->pos : TAR_CHUNK;
+	src->pos += n;
+	return tar_writer_data(w, src->data + src->pos - n, n, err);
+}
+
+int files_put(struct tool_ctx *ctx, struct session *s, const char *dir, const char *name, const void *data, size_t len,
+	      struct err *err)
+{
+	struct put_src src = {
+		.entry = { .path = name,
+			   .type = TAR_TYPE_FILE,
+			   .size = len,
+			   .mode = 0644,
+			   .mtime = (int64_t)time(NULL) },
+		.data = data,
+		.len = len,
+	};
+	const char *args[] = { dir, NULL };
+	struct xfer_result xr;
+	int r = xfer_push(ctx->svc->engine, ctx->call, s, put_script, args, put_produce, &src, &xr, err);
+	if (r < 0)
+		return files_exec_failed(ctx, s, r, err);
+	return files_script_failed(&xr, dir, "write", err);
+}

@@ -45,7 +45,7 @@ uint64_t files_max_bytes(const struct config *cfg);
 int files_resolve(const struct config *cfg, const char *path, bool allow_root, char *out, size_t outsz,
 		  struct err *err);
 
-/* An exec that could not run: forgets the session if its container is gone; returns r with err set. */
+/* An exec that could not run: tool_session_gone under the name the file tools use; returns r. */
 int files_exec_failed(struct tool_ctx *ctx, struct session *s, int r, struct err *err);
 
 /*
@@ -89,7 +89,21 @@ void files_render_content(struct tool_ctx *ctx, struct tool_result *res, const s
 /* The sandbox:// URI of path in s. 0 or -ENAMETOOLONG. */
 int files_uri(const struct session *s, const char *path, char *out, size_t outsz);
 
-/* Adds a resource_link to path when the client's protocol knows them (2025-06-18 on). */
+/*
+ * Writes len bytes as dir/name in s, as the session's user, from inside the
+ * container (so a tmpfs such as /tmp gets it); dir is made if missing. 0 or
+ * -errno with err.
+ */
+int files_put(struct tool_ctx *ctx, struct session *s, const char *dir, const char *name, const void *data, size_t len,
+	      struct err *err);
+
+/* The resource_link _meta key of a signed download URL (HTTP mode). */
+#define FILES_URL_META "io.sandbox-mcp/url"
+
+/*
+ * Adds a resource_link to path when the client's protocol knows them
+ * (2025-06-18 on); in HTTP mode with a signed download URL in its _meta.
+ */
 void files_link(struct tool_ctx *ctx, struct tool_result *res, const struct session *s, const char *path,
 		const char *mime);
 

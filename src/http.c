@@ -97,23 +97,36 @@ static bool token_ok(const char *s)
 	return true;
 }
 
+/*
+ * The request line and extra headers a request may be sent with: no token
+ * may smuggle a second line or request (the target may carry a session's
+ * name or a path, which came from a tool's caller).
+ */
+static int head_check(const char *method, const char *target, const char *extra_headers, struct err *err)
+{
+	if (!token_ok(method) || !token_ok(target) || strchr(target, ' ') || strchr(method, ' ') ||
+	    target[0] != '/')
+		return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed request line");
+	if (!extra_headers)
+		return 0;
+	/* every header line must end in CRLF and carry no bare CR/LF or blank line */
+	if (strstr(extra_headers, "\r\n\r\n") || extra_headers[0] == '\r')
+		return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed header");
+	for (const char *p = extra_headers; *p; p++) {
+		if ((*p == '\r' && p[1] != '\n') || (*p == '\n' && (p == extra_headers || p[-1] != '\r')))
+			return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed header");
+	}
+	return 0;
+}
+
 int http_request_send(struct http_conn *c, const char *method, const char *target, const char *extra_headers,
 		      const void *body, size_t body_len, struct err *err)
 {
 	char head[HTTP_REQUEST_HEAD_MAX];
 
-	if (!token_ok(method) || !token_ok(target) || strchr(target, ' ') || strchr(method, ' ') ||
-	    target[0] != '/')
-		return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed request line");
-	if (extra_headers) {
-		/* every header line must end in CRLF and carry no bare CR/LF or blank line */
-		if (strstr(extra_headers, "\r\n\r\n") || extra_headers[0] == '\r')
-			return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed header");
-		for (const char *p = extra_headers; *p; p++) {
-			if ((*p == '\r' && p[1] != '\n') || (*p == '\n' && (p == extra_headers || p[-1] != '\r')))
-				return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed header");
-		}
-	}
+	int r = head_check(method, target, extra_headers, err);
+	if (r < 0)
+		return r;
 	int n = snprintf(head, sizeof(head),
 			 "%s %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: sandbox-mcp\r\n%s"
 			 "Content-Length: %zu\r\n\r\n",
@@ -129,7 +142,7 @@ int http_request_send(struct http_conn *c, const char *method, const char *targe
 	}
 	c->deadline = now_ms() + c->timeout_ms;
 	c->answering = false;
-	int r = send_all(c, head, (size_t)n, err);
+	r = send_all(c, head, (size_t)n, err);
 	if (r == 0 && body_len)
 		r = send_all(c, body, body_len, err);
 	if (r == 0) /* the answer's deadline counts from the end of the request */
@@ -142,17 +155,9 @@ int http_request_send_chunked(struct http_conn *c, const char *method, const cha
 {
 	char head[HTTP_REQUEST_HEAD_MAX];
 
-	if (!token_ok(method) || !token_ok(target) || strchr(target, ' ') || strchr(method, ' ') ||
-	    target[0] != '/')
-		return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed request line");
-	if (extra_headers) {
-		if (strstr(extra_headers, "\r\n\r\n") || extra_headers[0] == '\r')
-			return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed header");
-		for (const char *p = extra_headers; *p; p++) {
-			if ((*p == '\r' && p[1] != '\n') || (*p == '\n' && (p == extra_headers || p[-1] != '\r')))
-				return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed header");
-		}
-	}
+	int r = head_check(method, target, extra_headers, err);
+	if (r < 0)
+		return r;
 	int n = snprintf(head, sizeof(head),
 			 "%s %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: sandbox-mcp\r\n%s"
 			 "Transfer-Encoding: chunked\r\n\r\n",

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "http_parse.h"
+#include "util.h"
 
 static const char *find_eol(const char *p, const char *end);
-static int hex_value(char c);
 static int is_tchar(unsigned char c);
 
 static const char *find_eol(const char *p, const char *end)
@@ -100,17 +100,6 @@ const struct slice *http_head_get(const struct http_head *h, const char *name)
 	return NULL;
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 void http_chunked_init(struct http_chunked *d)
 {
 	memset(d, 0, sizeof(*d));
@@ -126,7 +115,7 @@ int http_chunked_decode(struct http_chunked *d, const char *in, size_t len, size
 		char c = in[i];
 		switch (d->state) {
 		case HTTP_CHUNKED_SIZE: {
-			int v = hex_value(c);
+			int v = hex_digit(c);
 			if (v >= 0) {
 				if (++d->digits > HTTP_CHUNK_DIGITS_MAX)
 					return -1;

@@ -27,7 +27,12 @@
  * Before anything reaches MCP: Host must name the bound address (421: DNS
  * rebinding), Origin must be allowed (403), the body must fit
  * SANDBOX_MAX_LINE_BYTES (413), and at most HTTPD_CONNECTIONS_MAX connections
- * are served (503).
+ * are served (503). Each request's head and body must arrive within
+ * SANDBOX_HTTP_REQUEST_TIMEOUT_S (httpwatch.h: the idle timeout alone lets a
+ * client drip a byte at a time for ever).
+ *
+ * GET /files/ serves a file of a sandbox, with the token, or through a
+ * signed link (?exp=&sig=, linksign.h) that needs none.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,6 +47,7 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -51,6 +57,8 @@
 #include "files.h"
 #include "httpcheck.h"
 #include "httpd.h"
+#include "httpwatch.h"
+#include "linksign.h"
 #include "log.h"
 #include "pathsafe.h"
 #include "rpc.h"
@@ -92,6 +100,10 @@ struct httpd {
 	struct msession sessions[HTTPD_SESSIONS_MAX];
 	struct exchange *handling; /* exchanges inside mcp_handle_message, which may run a call */
 	bool stopping;
+
+	struct httpwatch *watch; /* the whole-request deadline (slowloris) */
+	/* --http-public-url's host[:port], also accepted as Host; "" without one */
+	char public_host[LINKSIGN_BASE_MAX + 1];
 };
 
 /* A line written to an exchange's out, waiting to be sent. */
@@ -142,7 +154,13 @@ static enum MHD_Result health(struct httpd *h, struct MHD_Connection *c, const c
 static enum MHD_Result download(struct httpd *h, struct MHD_Connection *c, const char *rest, const char *principal);
 static enum MHD_Result end_session(struct httpd *h, struct MHD_Connection *c, const char *principal);
 static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct exchange *x);
-static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, char *ret_principal, bool *ret_refused);
+static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, bool link, char *ret_principal,
+			     bool *ret_refused);
+static int links_setup(struct httpd *h, bool tls, struct err *err);
+static struct httpwatch_conn *watch_entry(struct MHD_Connection *c);
+static enum MHD_Result reply_file(struct MHD_Connection *c, const char *mime, const char *data, size_t n);
+static enum linksign_verdict link_session(struct httpd *h, struct MHD_Connection *c, const char *ref, const char *path,
+					  struct session **ret);
 static bool authorized(struct httpd *h, struct MHD_Connection *c, char *ret_principal);
 static int keys_load(const char *path, struct authkeys **ret, struct err *err);
 static int pem_load(const char *flag, const char *path, char **ret, struct err *err);
@@ -230,6 +248,10 @@ int httpd_start(struct mcp *m, const struct tool_services *svc, struct httpd **r
 	};
 	if (tls)
 		flags |= MHD_USE_TLS;
+	if (links_setup(h, tls, err) < 0)
+		goto fail;
+	if (httpwatch_create((unsigned)svc->cfg->http_request_timeout_s, &h->watch, err) < 0)
+		goto fail;
 	if (pipe2(h->stop, O_CLOEXEC | O_NONBLOCK) < 0) {
 		err_set(err, ERRCODE_INTERNAL, -errno, "pipe: %s", strerror(errno));
 		goto fail;
@@ -251,6 +273,7 @@ int httpd_start(struct mcp *m, const struct tool_services *svc, struct httpd **r
 	*ret = h;
 	return 0;
 fail:
+	httpwatch_destroy(h->watch);
 	if (h->stop[0] >= 0) {
 		close(h->stop[0]);
 		close(h->stop[1]);
@@ -279,6 +302,7 @@ void httpd_stop(struct httpd *h)
 	pthread_mutex_unlock(&h->lock);
 	poke(h->stop[1]);
 	MHD_stop_daemon(h->daemon);
+	httpwatch_destroy(h->watch);
 	for (size_t i = 0; i < HTTPD_SESSIONS_MAX; i++) {
 		if (h->sessions[i].peer) {
 			(void)mcp_peer_cancel(h->m, h->sessions[i].peer, NULL);
@@ -437,11 +461,22 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 			  enum MHD_ConnectionNotificationCode code)
 {
 	struct httpd *h = cls;
-	(void)c, (void)socket_context;
-	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		atomic_fetch_add(&h->connections, 1);
-	else
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		*socket_context = ci ? httpwatch_add(h->watch, ci->connect_fd) : NULL;
+	} else {
 		atomic_fetch_sub(&h->connections, 1);
+		httpwatch_remove(h->watch, *socket_context); /* before libmicrohttpd closes the fd */
+		*socket_context = NULL;
+	}
+}
+
+/* The connection's httpwatch entry (NULL when it could not be made). */
+static struct httpwatch_conn *watch_entry(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
 }
 
 static const char *header(struct MHD_Connection *c, const char *name)
@@ -484,9 +519,12 @@ static enum MHD_Result reply_rpc_error(struct MHD_Connection *c, unsigned status
 
 /*
  * The checks every /mcp request passes before its body is read. Refusing
- * queues the response and sets *ret_refused.
+ * queues the response and sets *ret_refused. A signed link (link) is its own
+ * credential, and is meant to be shown by pages of any origin: it skips the
+ * token and Origin checks.
  */
-static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, char *ret_principal, bool *ret_refused)
+static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, bool link, char *ret_principal,
+			     bool *ret_refused)
 {
 	const char *host = header(c, MHD_HTTP_HEADER_HOST);
 	const char *origin = header(c, "Origin");
@@ -496,13 +534,14 @@ static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, char *re
 	if (atomic_load(&h->connections) > HTTPD_CONNECTIONS_MAX)
 		return reply_rpc_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_INTERNAL_ERROR,
 				       "Server busy: too many connections; retry later");
-	if (!host || !httpcheck_host(host, strlen(host), h->host, h->port))
+	if (!host || (!httpcheck_host(host, strlen(host), h->host, h->port) &&
+		      !(h->public_host[0] && strcasecmp(host, h->public_host) == 0)))
 		return reply_rpc_error(c, MHD_HTTP_MISDIRECTED_REQUEST, RPC_INVALID_REQUEST,
 				       "Misdirected Request: the Host header does not name this server's address");
-	if (origin && !httpcheck_origin(origin, strlen(origin), h->loopback, h->svc->cfg->http_allow_origin))
+	if (!link && origin && !httpcheck_origin(origin, strlen(origin), h->loopback, h->svc->cfg->http_allow_origin))
 		return reply_rpc_error(c, MHD_HTTP_FORBIDDEN, RPC_INVALID_REQUEST,
 				       "Forbidden: this Origin may not call the server (see --http-allow-origin)");
-	if (!authorized(h, c, ret_principal))
+	if (!link && !authorized(h, c, ret_principal))
 		return reply_rpc_error(c, MHD_HTTP_UNAUTHORIZED, RPC_INVALID_REQUEST,
 				       "Unauthorized: send Authorization: Bearer TOKEN with a token of the server's "
 				       "--http-token-file");
@@ -522,17 +561,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	char principal[CALL_PRINCIPAL_MAX + 1] = "";
 	(void)version;
 
+	if (!x ? strcmp(method, "POST") != 0 : *upload_size == 0)
+		httpwatch_pause(h->watch, watch_entry(c)); /* the request is in: served without a deadline */
 	if (!x) {
 		if (strcmp(url, "/health") == 0)
 			return health(h, c, method);
 		if (strncmp(url, "/files/", 7) == 0 && strcmp(method, "GET") == 0) {
-			enum MHD_Result r = guard(h, c, principal, &refused);
-			return refused ? r : download(h, c, url + 7, principal);
+			bool link = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sig") ||
+				    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "exp");
+			enum MHD_Result r = guard(h, c, link, principal, &refused);
+			return refused ? r : download(h, c, url + 7, link ? NULL : principal);
 		}
 		if (strcmp(url, "/mcp") != 0)
 			return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found: the MCP endpoint is /mcp\n", 36,
 				     NULL);
-		enum MHD_Result r = guard(h, c, principal, &refused);
+		enum MHD_Result r = guard(h, c, false, principal, &refused);
 		if (refused)
 			return r;
 		if (strcmp(method, "DELETE") == 0)
@@ -555,8 +598,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
+	struct httpd *h = cls;
 	struct exchange *x = *con_cls;
-	(void)cls, (void)c;
+	httpwatch_rearm(h->watch, watch_entry(c)); /* a next request on this connection gets its own deadline */
 	if (!x)
 		return;
 	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
@@ -588,6 +632,8 @@ static enum MHD_Result health(struct httpd *h, struct MHD_Connection *c, const c
  * absolute without its leading '/', as in sandbox:// resource URIs), read
  * through tar like file_read, at most FILES_READ_MAX bytes. Another
  * principal's session is 404, as an unknown one; "default" is not created.
+ * principal NULL: a signed link (?exp=&sig=), checked against the session's
+ * owner; anything wrong with it is 403.
  */
 static enum MHD_Result download(struct httpd *h, struct MHD_Connection *c, const char *rest, const char *principal)
 {
@@ -606,9 +652,24 @@ static enum MHD_Result download(struct httpd *h, struct MHD_Connection *c, const
 	memcpy(ref, rest, (size_t)(slash - rest));
 	ref[slash - rest] = '\0';
 	struct call *call = call_create(NULL, "files", NULL, NULL, NULL);
-	call_set_principal(call, principal);
+	call_set_principal(call, principal ? principal : "");
 	struct tool_ctx ctx = { .svc = h->svc, .call = call, .protocol_version = MCP_VERSION_LEGACY_NEWEST };
-	int r = strcmp(ref, "default") == 0 ? -ENOENT : session_get(h->svc->sessions, call, ref, &s, &err);
+	int r;
+	if (!principal) {
+		enum linksign_verdict v = link_session(h, c, ref, path, &s);
+		if (v != LINKSIGN_OK) {
+			call_destroy(call);
+			const char *why =
+				v == LINKSIGN_EXPIRED
+					? "forbidden: this download link has expired; ask for the file again\n"
+					: "forbidden: this download link is not valid (altered, made by an earlier "
+					  "run of the server, or its session is gone)\n";
+			return reply(c, MHD_HTTP_FORBIDDEN, "text/plain", why, strlen(why), NULL);
+		}
+		r = 0;
+	} else {
+		r = strcmp(ref, "default") == 0 ? -ENOENT : session_get(h->svc->sessions, call, ref, &s, &err);
+	}
 	if (r == 0)
 		r = files_pull_file(&ctx, s, path, 0, UINT64_MAX, cap < FILES_READ_MAX ? cap : FILES_READ_MAX, &data,
 				    &size, &mode, &err);
@@ -623,9 +684,88 @@ static enum MHD_Result download(struct httpd *h, struct MHD_Connection *c, const
 	}
 	bool text, image;
 	const char *mime = files_mime(path, data.data ? data.data : "", data.len, &text, &image);
-	enum MHD_Result res = reply(c, MHD_HTTP_OK, mime, data.data ? data.data : "", data.len, NULL);
+	enum MHD_Result res = reply_file(c, mime, data.data ? data.data : "", data.len);
 	buf_finish(&data);
 	return res;
+}
+
+/*
+ * The session a signed link names (by id only), with a reference in *ret,
+ * when exp and sig are the MAC of its owner, its id and path; else why not.
+ * Whether the session exists is not told apart from a bad signature.
+ */
+static enum linksign_verdict link_session(struct httpd *h, struct MHD_Connection *c, const char *ref, const char *path,
+					  struct session **ret)
+{
+	const char *exp = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "exp");
+	const char *sig = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sig");
+	struct session *s = NULL;
+	struct err err;
+
+	err_clear(&err);
+	if (!linksign_enabled(h->svc->links) || strcmp(ref, "default") == 0)
+		return LINKSIGN_ALTERED;
+	/* a NULL call is the server's own look-up, across principals: the MAC names the owner */
+	if (session_get(h->svc->sessions, NULL, ref, &s, &err) < 0)
+		return LINKSIGN_ALTERED;
+	enum linksign_verdict v = strcmp(s->id, ref) != 0 ? LINKSIGN_ALTERED
+							  : linksign_verify(h->svc->links, s->owner, s->id, path, exp,
+									    sig, (int64_t)time(NULL));
+	if (v != LINKSIGN_OK) {
+		session_put(h->svc->sessions, s);
+		return v;
+	}
+	*ret = s;
+	return LINKSIGN_OK;
+}
+
+/*
+ * A file's bytes. Sandboxed code chose them: a page it wrote must not run
+ * as this server's origin (it could call /mcp), so the browser gets it in a
+ * sandbox (CSP), without type sniffing, and sends no Referer on from it.
+ */
+static enum MHD_Result reply_file(struct MHD_Connection *c, const char *mime, const char *data, size_t n)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)data, MHD_RESPMEM_MUST_COPY);
+	if (!r)
+		return MHD_NO;
+	(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, mime);
+	(void)MHD_add_response_header(r, "Content-Security-Policy", "sandbox; default-src 'none'; img-src data:");
+	(void)MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	(void)MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "private, no-store");
+	enum MHD_Result res = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return res;
+}
+
+/*
+ * The base of signed links: --http-public-url when set (behind a reverse
+ * proxy: the address clients use), else the bound address. Never a Host
+ * header: a client could make the server sign links to anywhere.
+ */
+static int links_setup(struct httpd *h, bool tls, struct err *err)
+{
+	const char *pub = h->svc->cfg->http_public_url;
+	char base[LINKSIGN_BASE_MAX + 16];
+
+	if (!h->svc->links)
+		return 0;
+	if (pub && pub[0]) {
+		if (linksign_set_base(h->svc->links, pub) < 0)
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "--http-public-url '%.200s' is not an http:// or https:// URL of at most %d "
+				       "characters without query, fragment or user (e.g. https://sandbox.example.com)",
+				       pub, LINKSIGN_BASE_MAX);
+		linksign_base_authority(h->svc->links, h->public_host, sizeof(h->public_host));
+		return 0;
+	}
+	snprintf(base, sizeof(base), "%s://%s", tls ? "https" : "http", h->address);
+	if (linksign_set_base(h->svc->links, base) < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "cannot make download links for %s", base);
+	if (strcmp(h->host, "0.0.0.0") == 0 || strcmp(h->host, "::") == 0)
+		log_warnf("download links will name %s, which clients cannot reach: set --http-public-url", base);
+	return 0;
 }
 
 static enum MHD_Result end_session(struct httpd *h, struct MHD_Connection *c, const char *principal)

@@ -6,8 +6,9 @@
  * (progress and log notifications, then the response) when the client
  * accepts one and the call sent something before its response.  GET /mcp is
  * 405 (no server-to-client stream is offered), DELETE /mcp ends an MCP
- * session, GET /health answers without MCP.  With a token file, /mcp needs
- * `Authorization: Bearer TOKEN`.  Details: docs/http.md.
+ * session, GET /health answers without MCP, GET /files/SESSION/PATH serves a
+ * sandbox's file (with the token, or through a signed link).  With a token
+ * file, /mcp needs `Authorization: Bearer TOKEN`.  Details: docs/http.md.
  */
 #ifndef HTTPD_H
 #define HTTPD_H

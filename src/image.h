@@ -17,7 +17,7 @@
 
 #include "buf.h"
 #include "config.h"
-#include "dispatch.h"
+#include "call.h"
 #include "engine.h"
 #include "errcode.h"
 #include "session.h"

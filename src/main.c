@@ -22,6 +22,7 @@
 #include "config.h"
 #include "engine.h"
 #include "httpd.h"
+#include "linksign.h"
 #include "log.h"
 #include "mcp.h"
 #include "out.h"
@@ -247,11 +248,14 @@ static int serve(const struct config *cfg, char **args)
 	/* HTTP answers each request on its own response: what has no request to go with is dropped */
 	struct out_sink none = { .write = discard };
 	struct out *out = http ? out_create_sink(&none) : out_create(STDOUT_FILENO);
+	/* HTTP mode only: tool results then carry signed download links */
+	struct linksign *links = cfg->http && cfg->http[0] ? linksign_create(cfg->http_link_ttl_s) : NULL;
 	struct tool_services svc = { .cfg = cfg,
 				     .engine = engine,
 				     .out = out,
 				     .sessions = sessions,
 				     .hostfs = hostfs,
+				     .links = links,
 				     .env_cache = env_cache_create() };
 	struct mcp *m = mcp_create(&svc);
 	engine_probe(cfg, m);
@@ -265,6 +269,7 @@ static int serve(const struct config *cfg, char **args)
 			out_destroy(out);
 			engine_destroy(engine);
 			hostfs_destroy(hostfs);
+			linksign_destroy(links);
 			tools_finish();
 			return rc;
 		}
@@ -292,6 +297,7 @@ static int serve(const struct config *cfg, char **args)
 	out_destroy(out);
 	engine_destroy(engine);
 	hostfs_destroy(hostfs);
+	linksign_destroy(links);
 	tools_finish();
 	return 0;
 }

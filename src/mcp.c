@@ -17,12 +17,12 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include "buildconf.h"
 #include "bulk.h"
+#include "dispatch.h"
 #include "jsonscan.h"
 #include "log.h"
 #include "mcp.h"
@@ -71,24 +71,10 @@ struct mcp {
 	atomic_uint big_lines;		/* big lines handed to a worker and not yet done with */
 };
 
-/*
- * Big string values lifted out of a big line before it is parsed (see
- * bulk.h).  The parsed message holds a marker string in their place; each is
- * put back as a jansson string, except the one a tool takes as its bulk_arg,
- * which the call owns and the tool reads through tool_arg_string.
- */
+/* Big string values of at least this many bytes are lifted out of a big line (bulk.h). */
 #ifndef MCP_BULK_MIN /* the fuzz build sets it lower, as MCP_BIG_LINE */
 #define MCP_BULK_MIN (1u << 20)
 #endif
-#define MCP_BULK_MAX 4
-struct mcp_bulk {
-	int count;
-	struct bulk_span span[MCP_BULK_MAX];
-	char *data[MCP_BULK_MAX];
-	size_t len[MCP_BULK_MAX];
-	json_t *kept; /* the marker left in the arguments for the tool (borrowed) */
-	int kept_index;
-};
 
 /* One request being handled, on the read loop. */
 struct req {
@@ -101,7 +87,7 @@ struct req {
 	const char *version; /* the version this request speaks */
 	int log_level;	     /* modern: requested level, or -1 */
 	json_t *progress_token;
-	struct mcp_bulk *bulk; /* tools/call takes the kept bulk string from here */
+	struct bulk_lifted *bulk; /* tools/call takes the kept bulk string from here */
 	size_t line_len;       /* the request's line: what a queued call holds, about */
 	bool in_order;	       /* parsed on the big-line worker: already behind what came before */
 	bool run_here;	       /* the transport's thread may run a short call itself (MCP_RUN_HERE) */
@@ -113,21 +99,6 @@ struct fail {
 	char message[ERR_MSG_MAX];
 	json_t *data; /* owned, may be NULL */
 };
-
-/* A big line being parsed (feed_line). */
-struct line_feed {
-	const char *p;
-	size_t n, off;
-	uintptr_t given_back; /* pages below this were handed back */
-	const struct mcp_bulk *bulk; /* lifted spans, fed as their markers */
-	int next;		     /* the next lifted span */
-	char marker[64];
-	size_t marker_len, marker_off;
-	bool in_marker;
-	unsigned long long nonce;
-};
-/* Bytes of a big line handed back at a time. */
-#define MCP_GIVE_BACK_STEP (1u << 20)
 
 /*
  * What decoding one line may cost (jsonscan's estimate): a fixed allowance
@@ -251,7 +222,7 @@ static json_t *server_info(void);
 static json_t *capabilities(bool list_changed);
 static void finish_result(const struct req *rq, unsigned flags, json_t *result);
 static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out, const struct rpc_msg *rm,
-			   struct mcp_bulk *bulk, size_t line_len, bool in_order, bool run_here);
+			   struct bulk_lifted *bulk, size_t line_len, bool in_order, bool run_here);
 static int submit(struct mcp *m, struct call *c, const struct req *rq, bool here, struct fail *f);
 static int submit_busy(struct mcp *m, int r, struct fail *f);
 static void forward_run(struct call *c, void *data);
@@ -267,45 +238,14 @@ static void log_bridge(enum log_level level, const char *msg, void *data);
 static void call_run(struct call *c, void *data);
 static struct call_data *call_data_create(struct mcp *m, const struct req *rq);
 static void call_data_free(void *data);
-static size_t feed_line(void *buffer, size_t buflen, void *data);
 static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char *key, struct fail *f);
 static void resources_run(struct call *c, struct call_data *cd);
 static void files_maybe_changed(struct mcp *m, const struct call_data *cd);
 
-/* Server instructions: a few lines, each kept only when its tool is offered. */
-static const struct {
-	const char *tool; /* NULL: always */
-	const char *text;
-} instruction_lines[] = {
-	{ NULL, "sandbox-mcp runs code in Docker containers (sessions) on this machine: no network, a "
-		"non-root user, memory/CPU/process limits. Files live in /workspace." },
-	{ "run_command", "Tools create a default session on first use; pass session_id only to use another "
-			 "one (session_create makes it, e.g. with network or another image)." },
-	{ "run_python", "run_python keeps variables, imports and functions between calls, like a notebook; "
-			"open matplotlib figures come back as images." },
-	{ "run_command", "run_command runs shell commands; a command past timeout_s is killed with its child "
-			 "processes and the session stays usable." },
-	{ "file_write", "Move files with file_write/file_read (and file_upload/file_download for host "
-			"folders the user allowed)." },
-	{ "session_commit", "session_commit saves a session as an image and session_export writes a Dockerfile "
-			    "that recreates it; session_create {image} starts from either." },
-	{ "pip_install", "pip_install installs Python packages into the session (offline by default: from wheels, "
-			 "sdists or folders in the sandbox); background: true plus pip_status for long installs." },
-	{ "git_clone", "git_clone/git_status/git_diff/git_commit/git_push work on repositories in the sandbox." },
-	{ "env_info", "env_info tells the limits and whether Docker answers; failures carry a stable "
-		      "structuredContent.error.code and say what to do next." },
-};
-
+/* Server instructions: a few sentences, each said only when its tool is offered (tools.c). */
 static void instructions_build(struct mcp *m)
 {
-	struct buf b;
-	buf_init(&b, 4096);
-	for (size_t i = 0; i < ARRAY_SIZE(instruction_lines); i++) {
-		if (instruction_lines[i].tool && !tools_find(instruction_lines[i].tool, m->svc->cfg->tool_groups))
-			continue;
-		(void)buf_printf(&b, "%s%s", b.len ? " " : "", instruction_lines[i].text);
-	}
-	m->instructions = buf_steal(&b, NULL);
+	m->instructions = tools_instructions(m->svc->cfg->tool_groups);
 }
 
 void mcp_add_notice(struct mcp *m, const char *text)
@@ -827,7 +767,7 @@ static void handle_notification(struct mcp *m, struct mcp_peer *peer, const stru
 }
 
 static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out, const struct rpc_msg *rm,
-			   struct mcp_bulk *bulk, size_t line_len, bool in_order, bool run_here)
+			   struct bulk_lifted *bulk, size_t line_len, bool in_order, bool run_here)
 {
 	struct req rq = { .peer = peer,
 			  .out = out,
@@ -931,190 +871,21 @@ static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out
 	json_decref(empty);
 }
 
-/* Hands back the whole pages of [from, to) that are not yet given back. */
-static void give_back(uintptr_t *given_back, uintptr_t from, uintptr_t to, bool force)
-{
-#ifdef MADV_DONTNEED
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	if (from < *given_back)
-		from = *given_back;
-	uintptr_t start = (from + page - 1) & ~(page - 1);
-	uintptr_t end = to & ~(page - 1);
-	if (end > start && (force || end - start >= MCP_GIVE_BACK_STEP)) {
-		(void)madvise((void *)start, end - start, MADV_DONTNEED);
-		*given_back = end;
-	}
-#else
-	(void)given_back, (void)from, (void)to, (void)force;
-#endif
-}
-
-static size_t bulk_marker(unsigned long long nonce, int i, char *out, size_t size)
-{
-	/* U+F8FF (private use) first: no client writes that by accident */
-	int k = snprintf(out, size, "\xEF\xA3\xBFsandbox-mcp-bulk-%016llx-%d", nonce, i);
-	return k > 0 && (size_t)k < size ? (size_t)k : 0;
-}
-
-/*
- * Feeds a big line to jansson a piece at a time, lifted strings as their
- * markers, and hands the pages of the part already parsed back to the
- * kernel: the line is otherwise held beside jansson's token buffer and the
- * strings it makes.
- */
-static size_t feed_line(void *buffer, size_t buflen, void *data)
-{
-	struct line_feed *f = data;
-	char *out = buffer;
-	size_t done = 0;
-
-	while (done < buflen) {
-		if (f->in_marker) {
-			size_t k = f->marker_len - f->marker_off;
-			if (k > buflen - done)
-				k = buflen - done;
-			memcpy(out + done, f->marker + f->marker_off, k);
-			f->marker_off += k;
-			done += k;
-			if (f->marker_off == f->marker_len) {
-				f->in_marker = false;
-				f->off = f->bulk->span[f->next].start + f->bulk->span[f->next].len;
-				f->next++;
-			}
-			continue;
-		}
-		bool lifted = f->bulk && f->next < f->bulk->count;
-		size_t limit = lifted ? f->bulk->span[f->next].start : f->n;
-		size_t k = limit - f->off < buflen - done ? limit - f->off : buflen - done;
-		memcpy(out + done, f->p + f->off, k);
-		f->off += k;
-		done += k;
-		if (f->off == limit) {
-			if (!lifted)
-				break;
-			f->marker_len = bulk_marker(f->nonce, f->next, f->marker, sizeof(f->marker));
-			f->marker_off = 0;
-			f->in_marker = true;
-		}
-	}
-	give_back(&f->given_back, f->given_back, (uintptr_t)f->p + f->off, false);
-	return done;
-}
-
-/*
- * Lifts the big string values of a big line out of it: each checked, decoded
- * in place and copied to its own buffer while the line's pages behind the
- * copy are handed back.  A string the JSON rules refuse stays where it is,
- * for the parser to report.
- */
-static void bulk_lift(char *line, size_t n, struct mcp_bulk *b, uintptr_t *given_back)
-{
-	struct bulk_span found[MCP_BULK_MAX];
-	int count = bulk_find(line, n, MCP_BULK_MIN, found, MCP_BULK_MAX);
-
-	for (int i = 0; i < count; i++) {
-		char *p = line + found[i].start;
-		if (bulk_check(p, found[i].len) < 0)
-			continue;
-		size_t len = bulk_decode(p, found[i].len);
-		char *copy = xmalloc(len ? len : 1);
-		for (size_t off = 0; off < len; off += MCP_GIVE_BACK_STEP) {
-			size_t k = len - off < MCP_GIVE_BACK_STEP ? len - off : MCP_GIVE_BACK_STEP;
-			memcpy(copy + off, p + off, k);
-			give_back(given_back, (uintptr_t)p, (uintptr_t)(p + off + k), false);
-		}
-		give_back(given_back, (uintptr_t)p, (uintptr_t)(p + found[i].len), true);
-		b->span[b->count] = found[i];
-		b->data[b->count] = copy;
-		b->len[b->count] = len;
-		b->count++;
-	}
-}
-
-/* The index of the lifted string whose marker j is, or -1. */
-static int bulk_index(const struct mcp *m, const struct mcp_bulk *b, const json_t *j)
-{
-	char marker[64];
-	if (!json_is_string(j))
-		return -1;
-	for (int i = 0; i < b->count; i++) {
-		size_t k = bulk_marker(m->bulk_nonce, i, marker, sizeof(marker));
-		if (b->data[i] && json_string_length(j) == k && memcmp(json_string_value(j), marker, k) == 0)
-			return i;
-	}
-	return -1;
-}
-
-/* Puts every lifted string but the kept one back into the message as a jansson string. */
-static void bulk_restore(const struct mcp *m, struct mcp_bulk *b, json_t *j)
-{
-	if (json_is_object(j)) {
-		const char *key;
-		json_t *v;
-		json_object_foreach (j, key, v) {
-			int i = v == b->kept ? -1 : bulk_index(m, b, v);
-			if (i >= 0)
-				json_object_set_new(j, key, json_stringn_nocheck(b->data[i], b->len[i]));
-			else
-				bulk_restore(m, b, v);
-		}
-	} else if (json_is_array(j)) {
-		for (size_t k = 0; k < json_array_size(j); k++) {
-			json_t *v = json_array_get(j, k);
-			int i = bulk_index(m, b, v);
-			if (i >= 0)
-				json_array_set_new(j, k, json_stringn_nocheck(b->data[i], b->len[i]));
-			else
-				bulk_restore(m, b, v);
-		}
-	}
-}
-
 /* Picks the lifted string a tools/call hands its tool as the bulk argument, then restores the rest. */
-static void bulk_settle(const struct mcp *m, struct mcp_bulk *b, json_t *msg)
+static void bulk_settle_call(const struct mcp *m, struct bulk_lifted *b, json_t *msg)
 {
 	const char *method = json_string_value(json_object_get(msg, "method"));
 	json_t *params = json_object_get(msg, "params");
 	json_t *args = json_object_get(params, "arguments");
 	const char *name = json_string_value(json_object_get(params, "name"));
+	json_t *keep = NULL;
 
 	/* any shape may come here (the checks of tools/call come later): no name, no bulk argument */
 	if (method && strcmp(method, "tools/call") == 0 && name && json_is_object(args)) {
 		const struct tool_entry *t = tools_find(name, m->svc->cfg->tool_groups);
-		json_t *v = t && t->bulk_arg ? json_object_get(args, t->bulk_arg) : NULL;
-		int i = bulk_index(m, b, v);
-		if (i >= 0) {
-			b->kept = v;
-			b->kept_index = i;
-		}
+		keep = t && t->bulk_arg ? json_object_get(args, t->bulk_arg) : NULL;
 	}
-	bulk_restore(m, b, msg);
-	for (int i = 0; i < b->count; i++) {
-		if (b->kept && i == b->kept_index)
-			continue;
-		free(b->data[i]);
-		b->data[i] = NULL;
-	}
-}
-
-/* The byte of the line at position pos of what the parser was fed (markers in place of lifted strings). */
-static size_t bulk_position(const struct mcp *m, const struct mcp_bulk *b, size_t pos)
-{
-	char marker[64];
-	size_t shift = 0;
-	for (int i = 0; i < b->count; i++) {
-		size_t k = bulk_marker(m->bulk_nonce, i, marker, sizeof(marker));
-		if (pos <= b->span[i].start - shift)
-			break;
-		shift += b->span[i].len - k;
-	}
-	return pos + shift;
-}
-
-static void bulk_free(struct mcp_bulk *b)
-{
-	for (int i = 0; i < b->count; i++)
-		free(b->data[i]);
+	bulk_settle(b, msg, keep);
 }
 
 /* The id a scan found, when it is one a request may carry (new reference), else NULL. */
@@ -1158,7 +929,7 @@ static bool over_budget(struct out *out, const char *line, size_t n, const struc
 }
 
 /* Replies to a line jansson refused: -32602 for a valid id with a \u0000, else -32700. */
-static void parse_failed(struct mcp *m, struct out *out, const struct mcp_bulk *bulk, const json_error_t *jerr, json_t *scanned_id)
+static void parse_failed(struct mcp *m, struct out *out, const struct bulk_lifted *bulk, const json_error_t *jerr, json_t *scanned_id)
 {
 	char text[300];
 	if (json_error_code(jerr) == json_error_null_character || json_error_code(jerr) == json_error_null_byte_in_key) {
@@ -1170,7 +941,7 @@ static void parse_failed(struct mcp *m, struct out *out, const struct mcp_bulk *
 		return;
 	}
 	snprintf(text, sizeof(text), "Parse error: %s (at byte %zu)", jerr->text,
-		 bulk_position(m, bulk, jerr->position < 0 ? 0 : (size_t)jerr->position));
+		 bulk_position(bulk, jerr->position < 0 ? 0 : (size_t)jerr->position));
 	reply_error(out, NULL, RPC_PARSE_ERROR, text, NULL);
 }
 
@@ -1214,13 +985,7 @@ void mcp_handle_message(struct mcp *m, struct out *out, mcp_route_fn route, void
 	lj->n = n;
 	lj->scan = scan;
 	lj->line = xmalloc(n);
-	uintptr_t given_back = (uintptr_t)line;
-	for (size_t off = 0; off < n; off += MCP_GIVE_BACK_STEP) {
-		size_t k = n - off < MCP_GIVE_BACK_STEP ? n - off : MCP_GIVE_BACK_STEP;
-		memcpy(lj->line + off, line + off, k);
-		give_back(&given_back, (uintptr_t)line, (uintptr_t)(line + off + k), false);
-	}
-	give_back(&given_back, (uintptr_t)line, (uintptr_t)(line + n), true);
+	bulk_copy_giving_back(lj->line, line, n);
 	json_t *id = scan_id(lj->line, &scan); /* so that notifications/cancelled finds it */
 	struct call *c = call_create(id, MCP_LINES_KEY, line_job_run, line_job_free, lj);
 	json_decref(id);
@@ -1270,20 +1035,19 @@ static void line_parse(struct mcp *m, const struct origin *from, char *line, siz
 	struct rpc_msg rm;
 	struct err e;
 	json_t *id = NULL;
-	struct mcp_bulk bulk = { 0 };
+	struct bulk_lifted bulk = { 0 };
 
 	/* read now: a big line's bytes are handed back while it is parsed */
 	json_t *scanned_id = scan->nul_escape ? scan_id(line, scan) : NULL;
 
 	json_t *msg;
 	if (n >= MCP_BIG_LINE) {
-		struct line_feed f = { .p = line, .n = n, .given_back = (uintptr_t)line, .bulk = &bulk,
-				       .nonce = m->bulk_nonce };
-		bulk_lift(line, n, &bulk, &f.given_back);
-		f.given_back = (uintptr_t)line; /* the feed hands back what it passes, lifted parts again */
-		msg = json_load_callback(feed_line, &f, JSON_DECODE_ANY, &jerr);
+		struct bulk_feed f;
+		bulk_lift(&bulk, line, n, MCP_BULK_MIN, m->bulk_nonce);
+		bulk_feed_init(&f, line, n, &bulk);
+		msg = json_load_callback(bulk_feed_read, &f, JSON_DECODE_ANY, &jerr);
 		if (msg && bulk.count)
-			bulk_settle(m, &bulk, msg);
+			bulk_settle_call(m, &bulk, msg);
 	} else {
 		msg = json_loadb(line, n, JSON_DECODE_ANY, &jerr);
 	}

@@ -24,7 +24,7 @@
 
 #include "buf.h"
 #include "capture.h"
-#include "dispatch.h"
+#include "call.h"
 #include "engine.h"
 #include "errcode.h"
 

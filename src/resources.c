@@ -19,6 +19,7 @@
 #include "pathsafe.h"
 #include "resources.h"
 #include "rpc.h"
+#include "util.h"
 
 #define URI_SCHEME "sandbox://"
 /* What the helpers shared with the tools see as the protocol (it only gates resource links). */
@@ -32,7 +33,6 @@ static const char list_script[] =
 	"cd -- \"$1\" 2>/dev/null || exit 0\n"
 	"exec find . -mindepth 1 -maxdepth 16 -name '.*' -prune -o -type f -printf '%s\\t%P\\0'\n";
 
-static int hexval(char c);
 static bool ref_char(char c);
 static int session_get_existing(const struct tool_services *svc, struct call *call, const char *ref,
 				struct session **ret, struct err *err);
@@ -47,17 +47,6 @@ json_t *resources_templates_json(void)
 			 "A file in a live session, by its absolute path without the leading '/', e.g. "
 			 "sandbox://0123456789ab/workspace/data.csv (session ids come from session_list; a session "
 			 "name works in place of the id).");
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* What a session id or name is made of (ids are hex, names add A-Z, '-', '_', '.'). */
@@ -91,7 +80,7 @@ static int uri_parse(const char *uri, char *sid, size_t sidsz, char *path, size_
 		if (o + 1 >= sizeof(raw))
 			return -EINVAL;
 		if (*q == '%') {
-			int hi = hexval(q[1]), lo = hi < 0 ? -1 : hexval(q[2]);
+			int hi = hex_digit(q[1]), lo = hi < 0 ? -1 : hex_digit(q[2]);
 			if (lo < 0)
 				return -EINVAL;
 			raw[o++] = (char)(hi << 4 | lo);

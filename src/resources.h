@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "dispatch.h"
+#include "call.h"
 #include "errcode.h"
 #include "tools.h"
 

@@ -438,6 +438,7 @@ static void *starter_main(void *arg)
 				log_warnf("removing %.12s: %s", id, err.msg);
 		}
 		json_decref(list);
+		ceiling_sweep_probes(m->engine, NULL);
 	}
 	pthread_mutex_lock(&m->lock);
 	m->ready = true;

@@ -18,7 +18,7 @@
 #include <jansson.h>
 
 #include "config.h"
-#include "dispatch.h"
+#include "call.h"
 #include "engine.h"
 #include "errcode.h"
 

@@ -219,4 +219,6 @@ const struct tool_entry tool_session_commit_entry = {
 	.open_world = false,
 	.per_session = true,
 	.handler = session_commit_tool,
+	.instructions = "session_commit saves a session as an image and session_export writes a Dockerfile that "
+			"recreates it; session_create {image} starts from either.",
 };

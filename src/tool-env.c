@@ -267,4 +267,6 @@ const struct tool_entry tool_env_info_entry = {
 	.open_world = false,
 	.per_session = false,
 	.handler = env_info,
+	.instructions = "env_info tells the limits and whether Docker answers; failures carry a stable "
+			"structuredContent.error.code and say what to do next.",
 };

@@ -116,6 +116,49 @@ struct build_tail {
 	char step[160];	 /* the last "Step n/m : ..." line */
 };
 
+/*
+ * One session_export call, carried through its phases (export_check, _inspect,
+ * _freeze, _workspace, _outside, _dockerfile, _build, _render): what it was
+ * asked, what it read of the session, the context and Dockerfiles it made,
+ * the build. export_init empties every member; export_finish releases what
+ * the phases filled, however far they got.
+ */
+struct export
+{
+	struct tool_ctx *ctx;
+	struct session *s;
+	/* the arguments */
+	const char *host_dir, *repo, *tag;
+	bool build;
+	char deftag[IMAGE_TAG_MAX + 1];
+	char ref[IMAGE_REF_MAX + IMAGE_TAG_MAX + 2]; /* repository:tag of the built image */
+	/* the host folder (host_dir): its fd, its real path, the new folder in it and its extraction */
+	int dfd;
+	char real[PATH_MAX], folder[NAME_MAX + 1];
+	struct hostfs_extract *hx;
+	/* the session's container and its base image, by id (parent) and by the name it started from */
+	json_t *container, *parent, *baseref;
+	const char *base_id, *base_ref_id; /* borrowed from container and baseref */
+	json_t *env;			   /* the container's variables the base image lacks */
+	json_t *mine, *theirs;		   /* pip freeze of the session and of its base image */
+	struct dockerfile_pip plan;
+	/* the context */
+	struct ctx_sink sink;
+	struct tar_writer *w; /* the build's context tar (NULL: no build) */
+	struct buf tarbuf;
+	struct xfer_result xr; /* how the workspace's tar ended, and what it reported */
+	/* the Dockerfile returned (df), and the builder's without the RUN lines (bdf; the lines in runs) */
+	json_t *labels, *runs;
+	struct buf df, bdf;
+	size_t steps;
+	/* the build */
+	char nonce[64]; /* this build's IMAGE_LABEL_BUILD filter */
+	char image_id[ENGINE_IMAGE_ID_MAX];
+	struct build_tail bt;
+	bool build_failed; /* the builder or a RUN step failed, not the tagging: bt says where */
+	int64_t build_ms;
+};
+
 static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 
 /*
@@ -520,378 +563,480 @@ static int hardened_steps(struct tool_ctx *ctx, struct session *s, json_t *runs,
 	return r;
 }
 
-static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+/*
+ * What the server must allow before anything runs: the image name the
+ * build would take, and the host folder (opened now, as dfd).
+ */
+static int export_check(struct export *ex, struct err *e)
 {
-	const struct config *cfg = ctx->svc->cfg;
-	struct engine *e = ctx->svc->engine;
-	const char *host_dir = json_string_value(json_object_get(args, "host_dir"));
-	bool build = json_is_true(json_object_get(args, "build"));
-	const char *repo = json_string_value(json_object_get(args, "repository"));
-	const char *tag = json_string_value(json_object_get(args, "tag"));
-	char real[PATH_MAX] = "", folder[NAME_MAX + 1] = "", deftag[IMAGE_TAG_MAX + 1];
-	char ref[IMAGE_REF_MAX + IMAGE_TAG_MAX + 2] = "", image_id[ENGINE_IMAGE_ID_MAX] = "";
-	json_t *container = NULL, *parent = NULL, *baseref = NULL, *mine = NULL, *theirs = NULL, *env = NULL;
-	json_t *labels = NULL, *runs = NULL;
-	struct hostfs_extract *x = NULL;
-	struct tar_writer *w = NULL;
-	struct buf tarbuf, df, bdf;
-	char nonce[64] = "";
-	size_t steps = 0;
-	struct dockerfile_pip plan = { 0 };
-	struct ctx_sink sink = { 0 };
-	struct session *s = NULL;
-	struct err e_;
-	int dfd = -1, r;
+	const struct config *cfg = ex->ctx->svc->cfg;
+	int r;
 
-	err_clear(&e_);
-	buf_init(&tarbuf, DOCKERFILE_MAX + (1u << 20));
-	sink.spill_fd = -1;
-	/* unbounded while written (its inputs are bounded), checked against DOCKERFILE_MAX after */
-	buf_init(&df, SIZE_MAX);
-	buf_init(&bdf, SIZE_MAX);
-	sink.modes = json_array();
-	sink.archives = json_array();
-	sink.skipped = json_array();
-	if (!repo)
-		repo = IMAGE_EXPORT_REPOSITORY;
-	if (build && (image_repository_check(repo, &e_) < 0 || (tag && image_tag_check(tag, &e_) < 0) ||
-		      image_ref_allowed(cfg, repo, &e_) < 0))
-		goto fail;
-	if (host_dir && hostfs_open_dest(ctx->svc->hostfs, host_dir, &dfd, real, sizeof(real), &e_) < 0)
-		goto fail;
-	if (tool_session(ctx, args, &s, res) < 0) {
-		s = NULL;
-		goto out;
-	}
-	if (build) {
-		if (!tag) {
-			image_default_tag(s, deftag, sizeof(deftag));
-			tag = deftag;
-		}
-		snprintf(ref, sizeof(ref), "%s:%s", repo, tag);
-	}
+	if (ex->build &&
+	    ((r = image_repository_check(ex->repo, e)) < 0 || (ex->tag && (r = image_tag_check(ex->tag, e)) < 0) ||
+	     (r = image_ref_allowed(cfg, ex->repo, e)) < 0))
+		return r;
+	if (ex->host_dir &&
+	    (r = hostfs_open_dest(ex->ctx->svc->hostfs, ex->host_dir, &ex->dfd, ex->real, sizeof(ex->real), e)) < 0)
+		return r;
+	return 0;
+}
 
-	if ((r = engine_container_inspect(e, ctx->call, s->container, &container, &e_)) < 0) {
-		if (e_.code == ERRCODE_SESSION_NOT_FOUND)
-			session_forget(ctx->svc->sessions, s);
-		goto fail;
-	}
-	const char *base_id = json_string_value(json_object_get(container, "Image"));
-	if (!base_id || engine_image_inspect(e, ctx->call, base_id, &parent, &e_) < 0) {
-		if (!base_id)
-			err_set(&e_, ERRCODE_ENGINE_ERROR, -EPROTO, "the session's container names no image");
-		goto fail;
-	}
-	if (build && image_target_check(e, ctx->call, ctx->svc->cfg, ref, s, base_id, &e_) < 0)
-		goto fail;
-	if (build && json_array_size(json_object_get(json_object_get(parent, "Config"), "OnBuild"))) {
-		/* FROM would run them in the builder, where nothing is hardened */
-		err_set(&e_, ERRCODE_INVALID_ARGUMENT, -EPERM,
-			"the session's base image has ONBUILD triggers, which a build would run outside the session's "
-			"hardening: export without build (and build the Dockerfile yourself), or start the session "
-			"from an image without them");
-		goto fail;
-	}
-	const char *base_ref_id = "";
-	if (engine_image_inspect(e, ctx->call, s->image, &baseref, &e_) == 0)
-		base_ref_id = json_string_value(json_object_get(baseref, "Id"));
-	err_clear(&e_);
-
-	/* the container's variables the base image lacks: the session's env */
-	env = json_array();
+/* What the session is: its container, its base image, the variables it added. */
+static int export_inspect(struct export *ex, struct err *e)
+{
+	struct tool_ctx *ctx = ex->ctx;
+	struct engine *eng = ctx->svc->engine;
+	struct session *s = ex->s;
 	size_t i, j;
 	json_t *v, *u;
-	json_array_foreach (json_object_get(json_object_get(container, "Config"), "Env"), i, v) {
+	int r;
+
+	if (ex->build) {
+		if (!ex->tag) {
+			image_default_tag(s, ex->deftag, sizeof(ex->deftag));
+			ex->tag = ex->deftag;
+		}
+		snprintf(ex->ref, sizeof(ex->ref), "%s:%s", ex->repo, ex->tag);
+	}
+	if ((r = engine_container_inspect(eng, ctx->call, s->container, &ex->container, e)) < 0) {
+		if (e->code == ERRCODE_SESSION_NOT_FOUND)
+			session_forget(ctx->svc->sessions, s);
+		return r;
+	}
+	ex->base_id = json_string_value(json_object_get(ex->container, "Image"));
+	if (!ex->base_id)
+		return err_set(e, ERRCODE_ENGINE_ERROR, -EPROTO, "the session's container names no image");
+	if ((r = engine_image_inspect(eng, ctx->call, ex->base_id, &ex->parent, e)) < 0)
+		return r;
+	if (ex->build && (r = image_target_check(eng, ctx->call, ctx->svc->cfg, ex->ref, s, ex->base_id, e)) < 0)
+		return r;
+	if (ex->build && json_array_size(json_object_get(json_object_get(ex->parent, "Config"), "OnBuild")))
+		/* FROM would run them in the builder, where nothing is hardened */
+		return err_set(e, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			       "the session's base image has ONBUILD triggers, which a build would run outside the "
+			       "session's hardening: export without build (and build the Dockerfile yourself), or start "
+			       "the session from an image without them");
+	if (engine_image_inspect(eng, ctx->call, s->image, &ex->baseref, e) == 0)
+		ex->base_ref_id = json_string_value(json_object_get(ex->baseref, "Id"));
+	err_clear(e);
+
+	/* the container's variables the base image lacks: the session's env */
+	ex->env = json_array();
+	json_array_foreach (json_object_get(json_object_get(ex->container, "Config"), "Env"), i, v) {
 		bool inherited = false;
-		json_array_foreach (json_object_get(json_object_get(parent, "Config"), "Env"), j, u)
+		json_array_foreach (json_object_get(json_object_get(ex->parent, "Config"), "Env"), j, u)
 			inherited = inherited || json_equal(u, v);
 		if (!inherited)
-			json_array_append(env, v);
+			json_array_append(ex->env, v);
 	}
+	return 0;
+}
 
-	tool_progress_stage(ctx, "reading pip freeze");
-	if ((r = freeze(ctx, s, &mine, &e_)) < 0)
-		goto fail;
-	if (json_array_size(mine)) {
-		tool_progress_stage(ctx, "reading pip freeze of a fresh container of the base image");
-		if ((r = base_freeze(ctx, base_id, &theirs, &e_)) < 0) {
-			snprintf(e_.msg + strlen(e_.msg), sizeof(e_.msg) - strlen(e_.msg),
-				 " (while starting a throwaway container of the base image to compare pip freeze)");
-			goto fail;
-		}
-	} else {
-		theirs = json_array();
+/* pip freeze of the session and, when it has packages, of a fresh container of its base image. */
+static int export_freeze(struct export *ex, struct err *e)
+{
+	int r;
+
+	tool_progress_stage(ex->ctx, "reading pip freeze");
+	if ((r = freeze(ex->ctx, ex->s, &ex->mine, e)) < 0)
+		return r;
+	if (!json_array_size(ex->mine)) {
+		ex->theirs = json_array();
+		return 0;
 	}
+	tool_progress_stage(ex->ctx, "reading pip freeze of a fresh container of the base image");
+	if ((r = base_freeze(ex->ctx, ex->base_id, &ex->theirs, e)) < 0)
+		return err_append(e, r,
+				  " (while starting a throwaway container of the base image to compare pip freeze)");
+	return 0;
+}
 
-	/* the context: the workspace through the sandbox user's tar, to a tar for the build and/or a host folder */
-	if (build) {
+/*
+ * The context: the workspace through the sandbox user's tar, to a tar for
+ * the build (spilled to an unnamed temporary file) and/or a new folder in
+ * the host folder.
+ */
+static int export_workspace(struct export *ex, struct err *e)
+{
+	const struct config *cfg = ex->ctx->svc->cfg;
+	struct xfer_result *xr = &ex->xr;
+	int r;
+
+	if (ex->build) {
 		const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-		sink.spill_fd = open(tmp, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
-		if (sink.spill_fd < 0) {
-			err_set(&e_, ERRCODE_INTERNAL, -errno, "cannot make a temporary file in %.200s for the build context: %s",
-				tmp, strerror(errno));
-			goto fail;
-		}
-		if ((r = tar_writer_create(&tarbuf, &w, &e_)) < 0)
-			goto fail;
-		sink.tar = &tarbuf;
+		ex->sink.spill_fd = open(tmp, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+		if (ex->sink.spill_fd < 0)
+			return err_set(e, ERRCODE_INTERNAL, -errno,
+				       "cannot make a temporary file in %.200s for the build context: %s", tmp,
+				       strerror(errno));
+		if ((r = tar_writer_create(&ex->tarbuf, &ex->w, e)) < 0)
+			return r;
+		ex->sink.tar = &ex->tarbuf;
 	}
-	if (host_dir) {
-		snprintf(folder, sizeof(folder), "sandbox-mcp-export-%s-%lld", s->id, (long long)time(NULL));
-		if ((r = hostfs_extract_begin(dfd, folder, false, &x, &e_)) < 0)
-			goto fail;
-		sink.host = hostfs_extract_sink(x);
+	if (ex->host_dir) {
+		snprintf(ex->folder, sizeof(ex->folder), "sandbox-mcp-export-%s-%lld", ex->s->id,
+			 (long long)time(NULL));
+		if ((r = hostfs_extract_begin(ex->dfd, ex->folder, false, &ex->hx, e)) < 0)
+			return r;
+		ex->sink.host = hostfs_extract_sink(ex->hx);
 		struct tar_entry top = { .path = "", .type = TAR_TYPE_DIR, .mode = 0755, .mtime = time(NULL) };
-		if ((r = sink.host->entry(sink.host->arg, &top, &e_)) < 0)
-			goto fail;
+		if ((r = ex->sink.host->entry(ex->sink.host->arg, &top, e)) < 0)
+			return r;
 	}
-	sink.w = w;
-	sink.ctx = ctx;
-	tool_progress_stage(ctx, "reading the workspace");
-	struct tar_sink ts = { sink_entry, sink_data, sink_end, sink_skipped, &sink };
+	ex->sink.w = ex->w;
+	ex->sink.ctx = ex->ctx;
+	tool_progress_stage(ex->ctx, "reading the workspace");
+	struct tar_sink ts = { sink_entry, sink_data, sink_end, sink_skipped, &ex->sink };
 	struct tar_limits lim = { .entries = FILES_ENTRIES_MAX,
 				  .entry_size = files_max_bytes(cfg),
 				  .total_size = files_max_bytes(cfg) };
 	struct tar_stats st;
-	struct xfer_result xr;
 	const char *wargv[] = { cfg->workspace, NULL };
-	memset(&xr, 0, sizeof(xr));
-	r = xfer_pull(e, ctx->call, s, workspace_script, wargv, &lim, &ts, &st, &xr, &e_);
-	if (xr.exit_code > 2 && !xr.stopped && !xr.timed_out && !xr.cancelled)
-		r = files_script_failed(&xr, cfg->workspace, "export", &e_);
+	r = xfer_pull(ex->ctx->svc->engine, ex->ctx->call, ex->s, workspace_script, wargv, &lim, &ts, &st, xr, e);
+	if (xr->exit_code > 2 && !xr->stopped && !xr->timed_out && !xr->cancelled)
+		r = files_script_failed(xr, cfg->workspace, "export", e);
 	else if (r < 0)
-		r = files_exec_failed(ctx, s, r, &e_);
-	else if (xr.cancelled || xr.timed_out || xr.exit_code < 0)
-		r = files_script_failed(&xr, cfg->workspace, "export", &e_);
-	if (r < 0)
-		goto fail;
+		r = files_exec_failed(ex->ctx, ex->s, r, e);
+	else if (xr->cancelled || xr->timed_out || xr->exit_code < 0)
+		r = files_script_failed(xr, cfg->workspace, "export", e);
+	return r;
+}
 
-	dockerfile_pip_plan(cfg->workspace, mine, theirs, sink.archives, &plan);
-	if (json_array_size(plan.outside) > EXPORT_OUTSIDE_MAX) {
-		err_set(&e_, ERRCODE_TOO_LARGE, -E2BIG,
-			"%zu packages were installed from files outside %s, more than the %d an export carries: move "
-			"them into the workspace and install them from there",
-			json_array_size(plan.outside), cfg->workspace, EXPORT_OUTSIDE_MAX);
-		goto fail;
-	}
+/* The pip plan, and the local package files it needs from outside the workspace, added to the context. */
+static int export_outside(struct export *ex, struct err *e)
+{
+	const struct config *cfg = ex->ctx->svc->cfg;
 	uint64_t outside_bytes = 0;
-	json_array_foreach (plan.outside, i, v) {
+	size_t i;
+	json_t *v;
+	int r;
+
+	dockerfile_pip_plan(cfg->workspace, ex->mine, ex->theirs, ex->sink.archives, &ex->plan);
+	if (json_array_size(ex->plan.outside) > EXPORT_OUTSIDE_MAX)
+		return err_set(e, ERRCODE_TOO_LARGE, -E2BIG,
+			       "%zu packages were installed from files outside %s, more than the %d an export carries: "
+			       "move them into the workspace and install them from there",
+			       json_array_size(ex->plan.outside), cfg->workspace, EXPORT_OUTSIDE_MAX);
+	json_array_foreach (ex->plan.outside, i, v) {
 		struct buf data;
 		uint64_t size;
 		unsigned mode;
 		char cpath[DOCKERFILE_CONTEXT_NAME_MAX];
-		if ((r = files_pull_file(ctx, s, json_string_value(v), 0, UINT64_MAX, files_max_bytes(cfg) - outside_bytes,
-					 &data, &size, &mode, &e_)) < 0) {
-			snprintf(e_.msg + strlen(e_.msg), sizeof(e_.msg) - strlen(e_.msg),
-				 " (a package was installed from it; the export needs it in its context)");
-			goto fail;
-		}
+		if ((r = files_pull_file(ex->ctx, ex->s, json_string_value(v), 0, UINT64_MAX,
+					 files_max_bytes(cfg) - outside_bytes, &data, &size, &mode, e)) < 0)
+			return err_append(e, r,
+					  " (a package was installed from it; the export needs it in its context)");
 		dockerfile_context_name(json_string_value(v), cpath, sizeof(cpath));
-		r = sink_add(&sink, cpath, data.data ? data.data : "", data.len, &e_);
-		sink.files++;
-		sink.bytes += data.len;
+		r = sink_add(&ex->sink, cpath, data.data ? data.data : "", data.len, e);
+		ex->sink.files++;
+		ex->sink.bytes += data.len;
 		outside_bytes += data.len;
 		buf_finish(&data);
 		if (r < 0)
-			goto fail;
+			return r;
 	}
+	return 0;
+}
 
-	const char *wd = json_string_value(json_object_get(json_object_get(container, "Config"), "WorkingDir"));
+/*
+ * The Dockerfile returned (df) and, for a build, the builder's (bdf: the
+ * same with this build's own label, without the RUN lines, which go to
+ * runs).
+ */
+static int export_dockerfile(struct export *ex, struct err *e)
+{
+	const struct config *cfg = ex->ctx->svc->cfg;
+	struct session *s = ex->s;
+	const char *wd = json_string_value(json_object_get(json_object_get(ex->container, "Config"), "WorkingDir"));
 	char created[32];
 	time_t now = time(NULL);
 	struct tm tm;
+
 	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-	labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", IMAGE_LABEL_SESSION, s->id, IMAGE_LABEL_PARENT, base_id,
-			   IMAGE_LABEL_BASE, s->image, IMAGE_LABEL_CREATED, created, IMAGE_LABEL_VERSION, SANDBOX_VERSION);
+	ex->labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", IMAGE_LABEL_SESSION, s->id, IMAGE_LABEL_PARENT, ex->base_id,
+			       IMAGE_LABEL_BASE, s->image, IMAGE_LABEL_CREATED, created, IMAGE_LABEL_VERSION,
+			       SANDBOX_VERSION);
 	struct dockerfile_info info = {
 		.s = s,
-		.labels = labels,
+		.labels = ex->labels,
 		.ws = cfg->workspace,
-		.base_id = base_id,
-		.base_ref_id = base_ref_id ? base_ref_id : "",
-		.env = env,
+		.base_id = ex->base_id,
+		.base_ref_id = ex->base_ref_id ? ex->base_ref_id : "",
+		.env = ex->env,
 		.workdir = wd && *wd ? wd : cfg->workspace,
-		.pip = &plan,
-		.modes = sink.modes,
+		.pip = &ex->plan,
+		.modes = ex->sink.modes,
 		.history = s->history,
 	};
-	dockerfile_write(&info, &df);
-	if (build) {
-		/* the builder's Dockerfile: the same with this build's own label, without the RUN lines */
+	dockerfile_write(&info, &ex->df);
+	if (ex->build) {
 		struct buf full;
 		buf_init(&full, SIZE_MAX);
-		build_nonce(nonce, sizeof(nonce));
-		json_t *blabels = json_deep_copy(labels);
-		json_object_set_new(blabels, IMAGE_LABEL_BUILD, json_string(strchr(nonce, '=') + 1));
+		build_nonce(ex->nonce, sizeof(ex->nonce));
+		json_t *blabels = json_deep_copy(ex->labels);
+		json_object_set_new(blabels, IMAGE_LABEL_BUILD, json_string(strchr(ex->nonce, '=') + 1));
 		info.labels = blabels;
 		dockerfile_write(&info, &full);
-		info.labels = labels;
 		json_decref(blabels);
-		runs = json_array();
-		steps = dockerfile_split(full.data, &bdf, runs);
+		ex->runs = json_array();
+		ex->steps = dockerfile_split(full.data, &ex->bdf, ex->runs);
 		buf_finish(&full);
 	}
-	if (df.len > DOCKERFILE_MAX || bdf.len > DOCKERFILE_MAX) {
-		err_set(&e_, ERRCODE_TOO_LARGE, -EMSGSIZE, "the Dockerfile would be larger than %u bytes",
-			DOCKERFILE_MAX);
-		goto fail;
-	}
-	struct tar_entry bdfe = { .path = "Dockerfile", .type = TAR_TYPE_FILE, .size = bdf.len, .mode = 0644,
-				  .mtime = time(NULL) };
-	if (w && ((r = spill(&sink, tar_writer_add(w, &bdfe, &e_), &e_)) < 0 ||
-		  (r = spill(&sink, tar_writer_data(w, bdf.data, bdf.len, &e_), &e_)) < 0 ||
-		  (r = spill(&sink, tar_writer_close(w, &e_), &e_)) < 0))
-		goto fail;
-	struct tar_entry dfe = { .path = "Dockerfile", .type = TAR_TYPE_FILE, .size = df.len, .mode = 0644,
-				 .mtime = time(NULL) };
-	if (x) {
-		if ((r = sink.host->entry(sink.host->arg, &dfe, &e_)) < 0 ||
-		    (r == TAR_OK && ((r = sink.host->data(sink.host->arg, df.data, df.len, &e_)) < 0 ||
-				     (r = sink.host->entry_end(sink.host->arg, &e_)) < 0)))
-			goto fail;
-		if ((r = hostfs_extract_commit(x, &e_)) < 0)
-			goto fail;
-	}
+	if (ex->df.len > DOCKERFILE_MAX || ex->bdf.len > DOCKERFILE_MAX)
+		return err_set(e, ERRCODE_TOO_LARGE, -EMSGSIZE, "the Dockerfile would be larger than %u bytes",
+			       DOCKERFILE_MAX);
+	return 0;
+}
 
-	if (build && json_array_size(plan.online)) {
-		/* the build runs offline like the sessions: pip would retry an index it cannot reach, then fail */
-		err_set(&e_, ERRCODE_INVALID_ARGUMENT, -ENETUNREACH,
-			"build: true builds offline, and %zu package%s came from an index or a URL (%s%s): put %s wheel%s "
-			"in the workspace (e.g. pip download or pip wheel into a folder there) and export again, or build "
-			"the Dockerfile below yourself with network access",
-			json_array_size(plan.online), json_array_size(plan.online) == 1 ? "" : "s",
-			json_string_value(json_array_get(plan.online, 0)), json_array_size(plan.online) > 1 ? ", ..." : "",
-			json_array_size(plan.online) == 1 ? "its" : "their", json_array_size(plan.online) == 1 ? "" : "s");
-		tool_fail(res, &e_);
-		tool_text(res, "%s", df.data);
-		goto out;
-	}
+/*
+ * Each Dockerfile into its target: the builder's closes the build's
+ * context, the other goes to the host folder, which is then committed.
+ */
+static int export_add_dockerfiles(struct export *ex, struct err *e)
+{
+	const struct tar_sink *host = ex->sink.host;
+	struct tar_entry bdfe = {
+		.path = "Dockerfile", .type = TAR_TYPE_FILE, .size = ex->bdf.len, .mode = 0644, .mtime = time(NULL)
+	};
+	struct tar_entry dfe = {
+		.path = "Dockerfile", .type = TAR_TYPE_FILE, .size = ex->df.len, .mode = 0644, .mtime = time(NULL)
+	};
+	int r;
 
-	uint64_t context_bytes = w ? sink.spilled : sink.bytes + df.len;
-	int64_t build_ms = 0;
-	if (build) {
-		struct build_tail bt = { .ctx = ctx };
-		buf_init(&bt.text, EXPORT_BUILD_TAIL * 3);
-		char elabels[4096];
-		/*
-		 * The provenance labels are in the Dockerfile, right after FROM: every step's image carries
-		 * them. The reference is not (the Dockerfile may be built under any name): the build adds it
-		 * to the final image only, which is what lets a later export or commit replace this tag.
-		 */
-		json_t *reflabel = json_pack("{s:s}", IMAGE_LABEL_REF, ref);
-		_cleanup_free_ char *jlabels = json_dumps(reflabel, JSON_COMPACT);
-		json_decref(reflabel);
-		if (!jlabels || engine_url_escape(jlabels, elabels, sizeof(elabels)) < 0) {
-			buf_finish(&bt.text);
-			err_set(&e_, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image reference too long");
-			goto fail;
-		}
-		/* no t=: the tag is set after the build, once image_tag_checked allows it */
-		_cleanup_free_ char *query = xasprintf("networkmode=none&rm=1&forcerm=1&labels=%s", elabels);
-		tool_progress_stage(ctx, "building the export");
-		int64_t t0 = now_ms();
-		struct spill_src src = { .fd = sink.spill_fd };
-		if (lseek(sink.spill_fd, 0, SEEK_SET) < 0) {
-			buf_finish(&bt.text);
-			err_set(&e_, ERRCODE_INTERNAL, -errno, "rewinding the build context: %s", strerror(errno));
-			goto fail;
-		}
-		r = engine_build(e, ctx->call, query, spill_source, &src, build_message, &bt, image_id, &e_);
-		const char *pwd = json_string_value(json_object_get(json_object_get(parent, "Config"), "WorkingDir"));
-		if (r == 0 && json_array_size(runs))
-			r = hardened_steps(ctx, s, runs, steps, pwd && *pwd ? pwd : "/", plan.outside, &bt, image_id, &e_);
-		build_ms = now_ms() - t0;
-		if (r < 0) {
-			image_remove_labelled(e, nonce);
-			char msg[ERR_MSG_MAX];
-			snprintf(msg, sizeof(msg), "%s", e_.msg);
-			/* cancelled, timed out, or no room for the build's session: the caller's next step differs */
-			enum errcode code = e_.code == ERRCODE_CANCELLED || e_.code == ERRCODE_TIMEOUT ||
-							    e_.code == ERRCODE_SESSION_LIMIT
-						    ? e_.code
-						    : ERRCODE_ENGINE_ERROR;
-			err_set(&e_, code, r,
-				"the build of the export failed%s%s: %s. The Dockerfile is below; fix the session (or build "
-				"it yourself with network access) and try again",
-				bt.step[0] ? " at " : "", bt.step, msg);
-			tool_fail(res, &e_);
-			size_t skip = bt.text.len > EXPORT_BUILD_TAIL ? bt.text.len - EXPORT_BUILD_TAIL : 0;
-			tool_text_bytes(res, "Build output (last part):\n", bt.text.data ? bt.text.data + skip : "",
-					bt.text.len - skip);
-			tool_text(res, "%s", df.data);
-			buf_finish(&bt.text);
-			goto out;
-		}
-		buf_finish(&bt.text);
-		if ((r = image_tag_checked(e, ctx->call, cfg, image_id, repo, tag, s, base_id, &e_)) < 0) {
-			image_remove_labelled(e, nonce);
-			goto fail;
-		}
-	}
+	if (ex->w && ((r = spill(&ex->sink, tar_writer_add(ex->w, &bdfe, e), e)) < 0 ||
+		      (r = spill(&ex->sink, tar_writer_data(ex->w, ex->bdf.data, ex->bdf.len, e), e)) < 0 ||
+		      (r = spill(&ex->sink, tar_writer_close(ex->w, e), e)) < 0))
+		return r;
+	if (!ex->hx)
+		return 0;
+	if ((r = host->entry(host->arg, &dfe, e)) < 0 ||
+	    (r == TAR_OK &&
+	     ((r = host->data(host->arg, ex->df.data, ex->df.len, e)) < 0 || (r = host->entry_end(host->arg, e)) < 0)))
+		return r;
+	return hostfs_extract_commit(ex->hx, e);
+}
 
-	tool_text(res, "%s", df.data);
+/* build: true builds offline like the sessions: pip would retry an index it cannot reach, then fail. */
+static int export_offline(const struct export *ex, struct err *e)
+{
+	size_t n = json_array_size(ex->plan.online);
+
+	if (!ex->build || n == 0)
+		return 0;
+	return err_set(e, ERRCODE_INVALID_ARGUMENT, -ENETUNREACH,
+		       "build: true builds offline, and %zu package%s came from an index or a URL (%s%s): put %s wheel%s "
+		       "in the workspace (e.g. pip download or pip wheel into a folder there) and export again, or build "
+		       "the Dockerfile below yourself with network access",
+		       n, n == 1 ? "" : "s", json_string_value(json_array_get(ex->plan.online, 0)),
+		       n > 1 ? ", ..." : "", n == 1 ? "its" : "their", n == 1 ? "" : "s");
+}
+
+/*
+ * Builds the export: the builder's Dockerfile from the spilled context,
+ * offline, then the RUN steps in a hardened session (hardened_steps), then
+ * the tag, once it is still allowed. A failure removes only this build's
+ * images (its nonce label). 0 or -errno; build_failed when the builder or a
+ * step failed (bt says where and what it printed), not the tagging.
+ */
+static int export_build(struct export *ex, struct err *e)
+{
+	struct tool_ctx *ctx = ex->ctx;
+	struct engine *eng = ctx->svc->engine;
+	char elabels[4096];
+	int r;
+
+	ex->bt.ctx = ctx;
+	buf_init(&ex->bt.text, EXPORT_BUILD_TAIL * 3);
+	/*
+	 * The provenance labels are in the Dockerfile, right after FROM: every step's image carries
+	 * them. The reference is not (the Dockerfile may be built under any name): the build adds it
+	 * to the final image only, which is what lets a later export or commit replace this tag.
+	 */
+	json_t *reflabel = json_pack("{s:s}", IMAGE_LABEL_REF, ex->ref);
+	char *jlabels = json_dumps(reflabel, JSON_COMPACT);
+	json_decref(reflabel);
+	r = jlabels ? engine_url_escape(jlabels, elabels, sizeof(elabels)) : -EINVAL;
+	free(jlabels);
+	if (r < 0)
+		return err_set(e, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image reference too long");
+	tool_progress_stage(ctx, "building the export");
+	int64_t t0 = now_ms();
+	struct spill_src src = { .fd = ex->sink.spill_fd };
+	if (lseek(ex->sink.spill_fd, 0, SEEK_SET) < 0)
+		return err_set(e, ERRCODE_INTERNAL, -errno, "rewinding the build context: %s", strerror(errno));
+	/* no t=: the tag is set after the build, once image_tag_checked allows it */
+	char *query = xasprintf("networkmode=none&rm=1&forcerm=1&labels=%s", elabels);
+	r = engine_build(eng, ctx->call, query, spill_source, &src, build_message, &ex->bt, ex->image_id, e);
+	free(query);
+	const char *pwd = json_string_value(json_object_get(json_object_get(ex->parent, "Config"), "WorkingDir"));
+	if (r == 0 && json_array_size(ex->runs))
+		r = hardened_steps(ctx, ex->s, ex->runs, ex->steps, pwd && *pwd ? pwd : "/", ex->plan.outside, &ex->bt,
+				   ex->image_id, e);
+	ex->build_ms = now_ms() - t0;
+	if (r < 0) {
+		ex->build_failed = true;
+	} else {
+		r = image_tag_checked(eng, ctx->call, ctx->svc->cfg, ex->image_id, ex->repo, ex->tag, ex->s,
+				      ex->base_id, e);
+	}
+	if (r < 0)
+		image_remove_labelled(eng, ex->nonce);
+	return r;
+}
+
+/* A failed build: why and at which step, the end of its output, and the Dockerfile to build by hand. */
+static void export_build_failed(const struct export *ex, struct tool_result *res, struct err *e, int r)
+{
+	const struct build_tail *bt = &ex->bt;
+	char msg[ERR_MSG_MAX];
+
+	snprintf(msg, sizeof(msg), "%s", e->msg);
+	/* cancelled, timed out, or no room for the build's session: the caller's next step differs */
+	enum errcode code = e->code == ERRCODE_CANCELLED || e->code == ERRCODE_TIMEOUT ||
+					    e->code == ERRCODE_SESSION_LIMIT
+				    ? e->code
+				    : ERRCODE_ENGINE_ERROR;
+	err_set(e, code, r,
+		"the build of the export failed%s%s: %s. The Dockerfile is below; fix the session (or build "
+		"it yourself with network access) and try again",
+		bt->step[0] ? " at " : "", bt->step, msg);
+	tool_fail(res, e);
+	size_t skip = bt->text.len > EXPORT_BUILD_TAIL ? bt->text.len - EXPORT_BUILD_TAIL : 0;
+	tool_text_bytes(res, "Build output (last part):\n", bt->text.data ? bt->text.data + skip : "",
+			bt->text.len - skip);
+	tool_text(res, "%s", ex->df.data);
+}
+
+/* The result of an export that worked: the Dockerfile, what it holds, where it went. */
+static void export_render(const struct export *ex, struct tool_result *res)
+{
+	const struct ctx_sink *sink = &ex->sink;
+	const struct session *s = ex->s;
+	uint64_t context_bytes = ex->w ? sink->spilled : sink->bytes + ex->df.len;
+	const char *real = strcmp(ex->real, "/") == 0 ? "" : ex->real;
+
+	tool_text(res, "%s", ex->df.data);
 	tool_text(res,
 		  "Dockerfile for session %s: %llu file%s and %llu folder%s of %s, %zu pip package%s beyond the base "
 		  "image (%zu need an index to rebuild), context %llu bytes.",
-		  s->id, (unsigned long long)sink.files, sink.files == 1 ? "" : "s", (unsigned long long)sink.dirs,
-		  sink.dirs == 1 ? "" : "s", cfg->workspace, json_array_size(plan.installed),
-		  json_array_size(plan.installed) == 1 ? "" : "s", json_array_size(plan.online),
+		  s->id, (unsigned long long)sink->files, sink->files == 1 ? "" : "s", (unsigned long long)sink->dirs,
+		  sink->dirs == 1 ? "" : "s", ex->ctx->svc->cfg->workspace, json_array_size(ex->plan.installed),
+		  json_array_size(ex->plan.installed) == 1 ? "" : "s", json_array_size(ex->plan.online),
 		  (unsigned long long)context_bytes);
-	if (x)
-		tool_text(res, "Written to %s/%s (Dockerfile and its context): docker build --network none -t <name> %s/%s",
-			  strcmp(real, "/") == 0 ? "" : real, folder, strcmp(real, "/") == 0 ? "" : real, folder);
-	if (build)
-		tool_text(res, "Built %s (image %.19s) in %.1f s. Start a session from it with session_create {image: \"%s\"}.",
-			  ref, image_id, (double)build_ms / 1000.0, ref);
-	if (json_array_size(sink.skipped))
+	if (ex->hx)
+		tool_text(res,
+			  "Written to %s/%s (Dockerfile and its context): docker build --network none -t <name> %s/%s",
+			  real, ex->folder, real, ex->folder);
+	if (ex->build)
+		tool_text(res,
+			  "Built %s (image %.19s) in %.1f s. Start a session from it with session_create {image: \"%s\"}.",
+			  ex->ref, ex->image_id, (double)ex->build_ms / 1000.0, ex->ref);
+	if (json_array_size(sink->skipped))
 		tool_text(res, "Not exported (only regular files and folders are): %zu entr%s, e.g. %s",
-			  json_array_size(sink.skipped), json_array_size(sink.skipped) == 1 ? "y" : "ies",
-			  json_string_value(json_object_get(json_array_get(sink.skipped, 0), "name")));
-	if (xr.exit_code > 0 && xr.stderr_text[0])
-		tool_text(res, "tar in the sandbox reported (those files are not in the export):\n%s", xr.stderr_text);
+			  json_array_size(sink->skipped), json_array_size(sink->skipped) == 1 ? "y" : "ies",
+			  json_string_value(json_object_get(json_array_get(sink->skipped, 0), "name")));
+	if (ex->xr.exit_code > 0 && ex->xr.stderr_text[0])
+		tool_text(res, "tar in the sandbox reported (those files are not in the export):\n%s",
+			  ex->xr.stderr_text);
 	json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:O, s:O, s:O}", "session_id", s->id, "dockerfile",
-			      df.data, "files", (json_int_t)sink.files, "dirs", (json_int_t)sink.dirs, "context_bytes",
-			      (json_int_t)context_bytes, "base_image", s->image, "base_image_id", base_id, "pip",
-			      plan.installed, "pip_needs_index", plan.online, "skipped", sink.skipped);
-	if (x) {
+			      ex->df.data, "files", (json_int_t)sink->files, "dirs", (json_int_t)sink->dirs,
+			      "context_bytes", (json_int_t)context_bytes, "base_image", s->image, "base_image_id",
+			      ex->base_id, "pip", ex->plan.installed, "pip_needs_index", ex->plan.online, "skipped",
+			      sink->skipped);
+	if (ex->hx) {
 		char where[PATH_MAX + NAME_MAX + 2];
-		snprintf(where, sizeof(where), "%s/%s", strcmp(real, "/") == 0 ? "" : real, folder);
+		snprintf(where, sizeof(where), "%s/%s", real, ex->folder);
 		json_object_set_new(o, "host_path", json_string(where));
 	}
-	if (build) {
-		json_object_set_new(o, "image_id", json_string(image_id));
-		json_object_set_new(o, "reference", json_string(ref));
-		json_object_set_new(o, "build_ms", json_integer(build_ms));
+	if (ex->build) {
+		json_object_set_new(o, "image_id", json_string(ex->image_id));
+		json_object_set_new(o, "reference", json_string(ex->ref));
+		json_object_set_new(o, "build_ms", json_integer(ex->build_ms));
 	}
 	tool_structured(res, o);
-	goto out;
-fail:
-	tool_fail(res, &e_);
-out:
-	if (x)
-		hostfs_extract_destroy(x);
-	if (dfd >= 0)
-		close(dfd);
-	tar_writer_destroy(w);
-	if (sink.spill_fd >= 0)
-		close(sink.spill_fd);
-	buf_finish(&tarbuf);
-	buf_finish(&df);
-	buf_finish(&bdf);
-	json_decref(runs);
-	dockerfile_pip_finish(&plan);
-	json_decref(sink.modes);
-	json_decref(sink.archives);
-	json_decref(sink.skipped);
-	json_decref(container);
-	json_decref(parent);
-	json_decref(baseref);
-	json_decref(mine);
-	json_decref(theirs);
-	json_decref(env);
-	json_decref(labels);
-	if (s)
-		session_put(ctx->svc->sessions, s);
+}
+
+static void export_init(struct export *ex, struct tool_ctx *ctx, json_t *args)
+{
+	memset(ex, 0, sizeof(*ex));
+	ex->ctx = ctx;
+	ex->host_dir = json_string_value(json_object_get(args, "host_dir"));
+	ex->build = json_is_true(json_object_get(args, "build"));
+	ex->repo = json_string_value(json_object_get(args, "repository"));
+	if (!ex->repo)
+		ex->repo = IMAGE_EXPORT_REPOSITORY;
+	ex->tag = json_string_value(json_object_get(args, "tag"));
+	ex->dfd = -1;
+	ex->base_ref_id = "";
+	buf_init(&ex->tarbuf, DOCKERFILE_MAX + (1u << 20));
+	/* unbounded while written (its inputs are bounded), checked against DOCKERFILE_MAX after */
+	buf_init(&ex->df, SIZE_MAX);
+	buf_init(&ex->bdf, SIZE_MAX);
+	ex->sink.spill_fd = -1;
+	ex->sink.modes = json_array();
+	ex->sink.archives = json_array();
+	ex->sink.skipped = json_array();
+}
+
+static void export_finish(struct export *ex)
+{
+	if (ex->hx)
+		hostfs_extract_destroy(ex->hx);
+	if (ex->dfd >= 0)
+		close(ex->dfd);
+	tar_writer_destroy(ex->w);
+	if (ex->sink.spill_fd >= 0)
+		close(ex->sink.spill_fd);
+	buf_finish(&ex->tarbuf);
+	buf_finish(&ex->df);
+	buf_finish(&ex->bdf);
+	buf_finish(&ex->bt.text);
+	json_decref(ex->runs);
+	dockerfile_pip_finish(&ex->plan);
+	json_decref(ex->sink.modes);
+	json_decref(ex->sink.archives);
+	json_decref(ex->sink.skipped);
+	json_decref(ex->container);
+	json_decref(ex->parent);
+	json_decref(ex->baseref);
+	json_decref(ex->mine);
+	json_decref(ex->theirs);
+	json_decref(ex->env);
+	json_decref(ex->labels);
+	if (ex->s)
+		session_put(ex->ctx->svc->sessions, ex->s);
+}
+
+/* The phases in order: the first that fails ends the call, and export_finish releases what they made. */
+static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	struct export ex;
+	struct err e;
+	int r;
+
+	err_clear(&e);
+	export_init(&ex, ctx, args);
+	if (export_check(&ex, &e) < 0) {
+		tool_fail(res, &e);
+	} else if (tool_session(ctx, args, &ex.s, res) < 0) {
+		ex.s = NULL;
+	} else if (export_inspect(&ex, &e) < 0 || export_freeze(&ex, &e) < 0 || export_workspace(&ex, &e) < 0 ||
+		   export_outside(&ex, &e) < 0 || export_dockerfile(&ex, &e) < 0 ||
+		   export_add_dockerfiles(&ex, &e) < 0) {
+		tool_fail(res, &e);
+	} else if (export_offline(&ex, &e) < 0) {
+		tool_fail(res, &e);
+		tool_text(res, "%s", ex.df.data);
+	} else if (ex.build && (r = export_build(&ex, &e)) < 0) {
+		if (ex.build_failed)
+			export_build_failed(&ex, res, &e, r);
+		else
+			tool_fail(res, &e);
+	} else {
+		export_render(&ex, res);
+	}
+	export_finish(&ex);
 	return 0;
 }
 
@@ -904,26 +1049,28 @@ const struct tool_entry tool_session_export_entry = {
 		"from the local files they came from), env and workdir. Returns the Dockerfile; host_dir (a host "
 		"folder the server allows) also writes it and its context there; build: true builds it as an image "
 		"for session_create {image}.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-			"\"host_dir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
-			"path of a host folder (inside SANDBOX_HOST_DIRS) to write a new export folder into (at most 4096 characters)\"},"
-			"\"build\":{\"type\":\"boolean\",\"description\":\"Also build the export as an image (offline, "
-			"default false)\"},"
-			"\"repository\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Repository "
-			"of the built image, one the server allows (SANDBOX_COMMIT_REPOS, by default starting with "
-			"sandbox-mcp-) (default " IMAGE_EXPORT_REPOSITORY "; at most 255 characters)\"},"
-			"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Tag of the built "
-			"image (default: unique; at most 128 characters)\"}," TOOL_SESSION_ARG "}}",
-	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
-			 "\"dockerfile\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},\"dirs\":{\"type\":\"integer\"},"
-			 "\"context_bytes\":{\"type\":\"integer\"},\"base_image\":{\"type\":\"string\"},"
-			 "\"base_image_id\":{\"type\":\"string\"},"
-			 "\"pip\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
-			 "\"pip_needs_index\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
-			 "\"skipped\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-			 "\"name\":{\"type\":\"string\"},\"reason\":{\"type\":\"string\"}}}},"
-			 "\"host_path\":{\"type\":\"string\"},\"image_id\":{\"type\":\"string\"},"
-			 "\"reference\":{\"type\":\"string\"},\"build_ms\":{\"type\":\"integer\"}}}",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+		"\"host_dir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
+		"path of a host folder (inside SANDBOX_HOST_DIRS) to write a new export folder into (at most 4096 characters)\"},"
+		"\"build\":{\"type\":\"boolean\",\"description\":\"Also build the export as an image (offline, "
+		"default false)\"},"
+		"\"repository\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Repository "
+		"of the built image, one the server allows (SANDBOX_COMMIT_REPOS, by default starting with "
+		"sandbox-mcp-) (default " IMAGE_EXPORT_REPOSITORY "; at most 255 characters)\"},"
+		"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Tag of the built "
+		"image (default: unique; at most 128 characters)\"}," TOOL_SESSION_ARG "}}",
+	.output_schema =
+		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"dockerfile\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},\"dirs\":{\"type\":\"integer\"},"
+		"\"context_bytes\":{\"type\":\"integer\"},\"base_image\":{\"type\":\"string\"},"
+		"\"base_image_id\":{\"type\":\"string\"},"
+		"\"pip\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+		"\"pip_needs_index\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+		"\"skipped\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+		"\"name\":{\"type\":\"string\"},\"reason\":{\"type\":\"string\"}}}},"
+		"\"host_path\":{\"type\":\"string\"},\"image_id\":{\"type\":\"string\"},"
+		"\"reference\":{\"type\":\"string\"},\"build_ms\":{\"type\":\"integer\"}}}",
 	.group = TOOL_GROUP_SESSION,
 	.read_only = false,
 	.destructive = false,

@@ -531,6 +531,8 @@ const struct tool_entry tool_file_write_entry = {
 	.open_world = false,
 	.per_session = true,
 	.handler = file_write,
+	.instructions = "Move files with file_write/file_read (and file_upload/file_download for host folders the "
+			"user allowed).",
 	.bulk_arg = "content",
 };
 

@@ -577,6 +577,7 @@ const struct tool_entry tool_git_clone_entry = {
 	.open_world = true,
 	.per_session = true,
 	.handler = git_clone,
+	.instructions = "git_clone/git_status/git_diff/git_commit/git_push work on repositories in the sandbox.",
 };
 
 const struct tool_entry tool_git_status_entry = {

@@ -181,8 +181,7 @@ static int file_upload(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	struct xfer_result xr;
 	r = xfer_push(ctx->svc->engine, ctx->call, s, upload_script, argv, hostfs_walk_produce, wk, &xr, &e);
 	if (r < 0 && e.code != ERRCODE_SESSION_NOT_FOUND)
-		snprintf(e.msg + strlen(e.msg), sizeof(e.msg) - strlen(e.msg),
-			 "; the upload stopped, and what was copied before stays in the sandbox");
+		err_append(&e, r, "; the upload stopped, and what was copied before stays in the sandbox");
 	else if (r < 0)
 		r = files_exec_failed(ctx, s, r, &e);
 	else
@@ -255,7 +254,7 @@ static int file_download(struct tool_ctx *ctx, json_t *args, struct tool_result 
 	else if (xr.cancelled || xr.timed_out || xr.exit_code < 0)
 		r = files_script_failed(&xr, path, "read", &e);
 	if (r == 0 && (r = hostfs_extract_commit(x, &e)) < 0 && xr.stderr_text[0])
-		snprintf(e.msg + strlen(e.msg), sizeof(e.msg) - strlen(e.msg), " (tar: %.200s)", xr.stderr_text);
+		err_append(&e, r, " (tar: %.200s)", xr.stderr_text);
 	if (r < 0) {
 		hostfs_extract_destroy(x);
 		close(dfd);

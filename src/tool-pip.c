@@ -129,162 +129,219 @@ static json_t *packages_arg(json_t *args, const char *key, struct err *e)
 	return j;
 }
 
-static int pip_install(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+/* What pip_install was asked, checked. */
+struct install_req {
+	json_t *pkgs; /* borrowed from the arguments */
+	const char *index_url, *find_links;
+	bool upgrade, background;
+	bool need_index;  /* a package named only by name: pip looks it up in an index */
+	bool need_net;	  /* a package given as a URL */
+	bool links_local; /* find_links names a folder in the sandbox, not a URL */
+};
+
+/* Checks pip_install's arguments into q: 0, or -errno with e (nothing has run). */
+static int install_parse(json_t *args, struct install_req *q, struct err *e)
 {
-	const char *index_url = json_string_value(json_object_get(args, "index_url"));
-	const char *find_links = json_string_value(json_object_get(args, "find_links"));
-	bool upgrade = json_is_true(json_object_get(args, "upgrade"));
-	bool background = json_is_true(json_object_get(args, "background"));
+	size_t i;
+	json_t *v;
+	int r;
+
+	*q = (struct install_req){
+		.index_url = json_string_value(json_object_get(args, "index_url")),
+		.find_links = json_string_value(json_object_get(args, "find_links")),
+		.upgrade = json_is_true(json_object_get(args, "upgrade")),
+		.background = json_is_true(json_object_get(args, "background")),
+	};
+	if (!(q->pkgs = packages_arg(args, "packages", e)))
+		return -EINVAL;
+	json_array_foreach (q->pkgs, i, v) {
+		enum argcheck_req kind;
+		if (!json_is_string(v))
+			return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL, "packages[%zu] must be a string", i);
+		if ((r = argcheck_requirement(json_string_value(v), &kind, e)) < 0)
+			return r;
+		q->need_index |= kind == ARGCHECK_REQ_NAME;
+		q->need_net |= kind == ARGCHECK_REQ_URL;
+	}
+	const char *fl = q->find_links;
+	q->links_local = fl && strncmp(fl, "http", 4) != 0;
+	if ((q->index_url && (r = argcheck_http_url(q->index_url, "index_url", e)) < 0) ||
+	    (fl && !q->links_local && (r = argcheck_http_url(fl, "find_links", e)) < 0) ||
+	    (q->links_local && (r = argcheck_path(fl, "find_links", e)) < 0))
+		return r;
+	return 0;
+}
+
+/* `python3 -m pip install` for q, offline (no index, no build isolation) unless the session has a network. */
+static void install_argv(const struct install_req *q, bool offline, struct pip_argv *a)
+{
+	size_t i;
+	json_t *v;
+
+	pa_pip(a, "install");
+	pa_add(a, "--no-input");
+	pa_add(a, "--disable-pip-version-check");
+	if (offline) {
+		pa_add(a, "--no-index");
+		pa_add(a, "--no-build-isolation");
+	}
+	if (q->index_url) {
+		pa_add(a, "--index-url");
+		pa_add(a, q->index_url);
+	}
+	if (q->find_links) {
+		pa_add(a, "--find-links");
+		pa_add(a, q->find_links);
+	}
+	if (q->upgrade)
+		pa_add(a, "--upgrade");
+	pa_add(a, "--");
+	json_array_foreach (q->pkgs, i, v)
+		pa_add(a, json_string_value(v));
+}
+
+/* Starts a as a detached job in s and answers at once; pip_status follows it. Fills res either way. */
+static void install_background(struct tool_ctx *ctx, struct session *s, const struct install_req *q,
+			       const struct pip_argv *a, struct tool_result *res)
+{
+	/*
+	 * fixed script; the job dir and pip's argv are its positional
+	 * arguments.  The log exists before this returns, so a pip_status
+	 * right after finds it (no rc yet: installing), however late the
+	 * detached child gets to run.
+	 */
+	static const char script[] =
+		"d=$1; shift; mkdir -p \"$d\" && : > \"$d/log\" || exit 1; "
+		"( \"$@\" >> \"$d/log\" 2>&1; echo $? > \"$d/rc.part\"; mv \"$d/rc.part\" \"$d/rc\" ) "
+		"< /dev/null > /dev/null 2>&1 &";
+	static unsigned long seq;
+	struct exec_result xr;
 	struct err e;
-	struct session *s;
+	char dir[96];
 	size_t i;
 	json_t *v;
 
 	err_clear(&e);
-	json_t *pkgs = packages_arg(args, "packages", &e);
-	if (!pkgs)
-		return tool_fail(res, &e);
-	bool need_index = false, need_net = false;
-	json_array_foreach (pkgs, i, v) {
-		enum argcheck_req kind;
-		if (!json_is_string(v) || argcheck_requirement(json_string_value(v), &kind, &e) < 0)
-			return tool_fail(res, &e);
-		need_index |= kind == ARGCHECK_REQ_NAME;
-		need_net |= kind == ARGCHECK_REQ_URL;
-	}
-	if ((index_url && argcheck_http_url(index_url, "index_url", &e) < 0) ||
-	    (find_links && strncmp(find_links, "http", 4) == 0 && argcheck_http_url(find_links, "find_links", &e) < 0) ||
-	    (find_links && strncmp(find_links, "http", 4) != 0 && argcheck_path(find_links, "find_links", &e) < 0))
-		return tool_fail(res, &e);
-	bool links_local = find_links && strncmp(find_links, "http", 4) != 0;
-
-	if (tool_session(ctx, args, &s, res) < 0)
-		return 0;
-	bool offline = session_offline(s);
-	if (offline && (index_url || need_net || (need_index && !links_local) || (find_links && !links_local))) {
-		err_set(&e, ERRCODE_NETWORK_DISABLED, -ENETUNREACH,
-			"session %s has no network, so pip cannot reach a package index. Install from files in the "
-			"sandbox instead (a wheel, sdist or project folder path, or find_links naming a folder of "
-			"wheels), or session_create {\"network\": \"bridge\"} for a session that can download",
-			s->id);
-		session_put(ctx->svc->sessions, s);
-		return tool_fail(res, &e);
-	}
-
-	struct pip_argv a;
-	pa_pip(&a, "install");
-	pa_add(&a, "--no-input");
-	pa_add(&a, "--disable-pip-version-check");
-	if (offline) {
-		pa_add(&a, "--no-index");
-		pa_add(&a, "--no-build-isolation");
-	}
-	if (index_url) {
-		pa_add(&a, "--index-url");
-		pa_add(&a, index_url);
-	}
-	if (find_links) {
-		pa_add(&a, "--find-links");
-		pa_add(&a, find_links);
-	}
-	if (upgrade)
-		pa_add(&a, "--upgrade");
-	pa_add(&a, "--");
-	json_array_foreach (pkgs, i, v)
-		pa_add(&a, json_string_value(v));
-
-	struct exec_result xr;
-	int r;
-	if (background) {
-		/*
-		 * fixed script; the job dir and pip's argv are its positional
-		 * arguments.  The log exists before this returns, so a pip_status
-		 * right after finds it (no rc yet: installing), however late the
-		 * detached child gets to run.
-		 */
-		static const char script[] =
-			"d=$1; shift; mkdir -p \"$d\" && : > \"$d/log\" || exit 1; "
-			"( \"$@\" >> \"$d/log\" 2>&1; echo $? > \"$d/rc.part\"; mv \"$d/rc.part\" \"$d/rc\" ) "
-			"< /dev/null > /dev/null 2>&1 &";
-		static unsigned long seq;
-		char dir[96];
-		snprintf(dir, sizeof(dir), PIP_JOBS_DIR "/%lld-%lu", (long long)now_ms(),
-			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-		const char *bg[ARRAY_SIZE(a.v) + 5] = { "sh", "-c", script, "sandbox-mcp-pip", dir };
-		for (int k = 0; k <= a.n; k++)
-			bg[5 + k] = a.v[k];
-		r = tool_exec(ctx, s, bg, NULL, NULL, PIP_QUERY_TIMEOUT_S * 1000, &xr, &e);
-		if (r == 0 && xr.exit_code != 0)
-			r = err_set(&e, ERRCODE_ENGINE_ERROR, -EIO,
-				    "could not start the background install (exit %d); try again without background",
-				    xr.exit_code);
-		exec_result_finish(&xr);
-		if (r < 0) {
-			session_put(ctx->svc->sessions, s);
-			return tool_fail(res, &e);
-		}
-		json_array_foreach (pkgs, i, v)
-			session_pip_job(s, json_string_value(v), dir);
-		session_record(s, "pip", json_pack("{s:O, s:s?, s:b}", "packages", pkgs, "find_links", find_links,
-						   "background", 1));
-		tool_text(res, "Installing %zu package(s) in the background in session %s; follow with pip_status "
-			       "{\"package\": \"%.100s\"} (pip's log: %s/log).",
-			  json_array_size(pkgs), s->id, json_string_value(json_array_get(pkgs, 0)), dir);
-		tool_structured(res, json_pack("{s:s, s:s, s:O, s:s}", "session_id", s->id, "state", "installing",
-					       "packages", pkgs, "log", dir));
-		session_put(ctx->svc->sessions, s);
-		return 0;
-	}
-
-	/* whatever this install does, its result is the one to report now, not an earlier background job's */
-	json_array_foreach (pkgs, i, v)
-		pip_forget_job(s, json_string_value(v));
-	r = tool_exec(ctx, s, a.v, NULL, NULL, PIP_INSTALL_TIMEOUT_S * 1000, &xr, &e);
+	snprintf(dir, sizeof(dir), PIP_JOBS_DIR "/%lld-%lu", (long long)now_ms(),
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	const char *bg[ARRAY_SIZE(a->v) + 5] = { "sh", "-c", script, "sandbox-mcp-pip", dir };
+	for (int k = 0; k <= a->n; k++)
+		bg[5 + k] = a->v[k];
+	int r = tool_exec(ctx, s, bg, NULL, NULL, PIP_QUERY_TIMEOUT_S * 1000, &xr, &e);
+	if (r == 0 && xr.exit_code != 0)
+		r = err_set(&e, ERRCODE_ENGINE_ERROR, -EIO,
+			    "could not start the background install (exit %d); try again without background",
+			    xr.exit_code);
+	exec_result_finish(&xr);
 	if (r < 0) {
-		session_put(ctx->svc->sessions, s);
-		exec_result_finish(&xr);
-		return tool_fail(res, &e);
+		tool_fail(res, &e);
+		return;
 	}
-	size_t len;
+	json_array_foreach (q->pkgs, i, v)
+		session_pip_job(s, json_string_value(v), dir);
+	session_record(s, "pip",
+		       json_pack("{s:O, s:s?, s:b}", "packages", q->pkgs, "find_links", q->find_links, "background",
+				 1));
+	tool_text(res,
+		  "Installing %zu package(s) in the background in session %s; follow with pip_status "
+		  "{\"package\": \"%.100s\"} (pip's log: %s/log).",
+		  json_array_size(q->pkgs), s->id, json_string_value(json_array_get(q->pkgs, 0)), dir);
+	tool_structured(res, json_pack("{s:s, s:s, s:O, s:s}", "session_id", s->id, "state", "installing", "packages",
+				       q->pkgs, "log", dir));
+}
+
+/* "Successfully installed a-1.0 b-2.0" names what changed: ["a-1.0", "b-2.0"] (new reference). */
+static json_t *installed_names(const char *out)
+{
+	json_t *installed = json_array();
+	const char *ok = strstr(out, "Successfully installed ");
+
+	if (!ok)
+		return installed;
+	ok += strlen("Successfully installed ");
+	const char *end = strchr(ok, '\n');
+	if (!end)
+		end = ok + strlen(ok);
+	while (ok < end) {
+		const char *sp = memchr(ok, ' ', (size_t)(end - ok));
+		const char *w_end = sp ? sp : end;
+		if (w_end > ok)
+			json_array_append_new(installed, json_string_lossy(ok, (size_t)(w_end - ok)));
+		ok = w_end + 1;
+	}
+	return installed;
+}
+
+/* Runs a in s and waits for it; fills res with what pip installed, or why it failed. */
+static void install_foreground(struct tool_ctx *ctx, struct session *s, const struct install_req *q,
+			       const struct pip_argv *a, struct tool_result *res)
+{
+	struct exec_result xr;
+	struct err e;
+	size_t i, len;
+	json_t *v;
+
+	err_clear(&e);
+	/* whatever this install does, its result is the one to report now, not an earlier background job's */
+	json_array_foreach (q->pkgs, i, v)
+		pip_forget_job(s, json_string_value(v));
+	if (tool_exec(ctx, s, a->v, NULL, NULL, PIP_INSTALL_TIMEOUT_S * 1000, &xr, &e) < 0) {
+		exec_result_finish(&xr);
+		tool_fail(res, &e);
+		return;
+	}
 	char *out = tool_exec_output(&xr, &len);
 	if (pip_missing(&xr, out, s, &e) < 0 || xr.timed_out || xr.exit_code != 0) {
 		if (!e.code && xr.timed_out)
 			err_set_tail(&e, ERRCODE_TIMEOUT, -ETIMEDOUT, out, len,
 				     "pip ran past %d s and was stopped; its last lines:\n", PIP_INSTALL_TIMEOUT_S);
 		else if (!e.code)
-			err_set_tail(&e, ERRCODE_PIP_FAILED, -EIO, out, len, "pip install failed (exit %d); its last lines:\n",
-				     xr.exit_code);
+			err_set_tail(&e, ERRCODE_PIP_FAILED, -EIO, out, len,
+				     "pip install failed (exit %d); its last lines:\n", xr.exit_code);
 		if (e.code == ERRCODE_PYTHON_NOT_FOUND)
 			tool_fail(res, &e);
 		else
 			pip_fail_output(res, &e, out, len);
-		free(out);
-		exec_result_finish(&xr);
-		session_put(ctx->svc->sessions, s);
-		return 0;
+	} else {
+		const char *tail = tail_of(out, len, PIP_LOG_TAIL);
+		session_record(s, "pip", json_pack("{s:O, s:s?}", "packages", q->pkgs, "find_links", q->find_links));
+		tool_text(res, "%s", tail);
+		tool_structured(res, json_pack("{s:s, s:o, s:o}", "session_id", s->id, "installed",
+					       installed_names(out), "output", json_string_lossy(tail, strlen(tail))));
 	}
-	/* "Successfully installed a-1.0 b-2.0" names what changed */
-	json_t *installed = json_array();
-	const char *ok = strstr(out, "Successfully installed ");
-	if (ok) {
-		ok += strlen("Successfully installed ");
-		const char *end = strchr(ok, '\n');
-		if (!end)
-			end = ok + strlen(ok);
-		while (ok < end) {
-			const char *sp = memchr(ok, ' ', (size_t)(end - ok));
-			const char *w_end = sp ? sp : end;
-			if (w_end > ok)
-				json_array_append_new(installed, json_string_lossy(ok, (size_t)(w_end - ok)));
-			ok = w_end + 1;
-		}
-	}
-	session_record(s, "pip", json_pack("{s:O, s:s?}", "packages", pkgs, "find_links", find_links));
-	tool_text(res, "%s", tail_of(out, len, PIP_LOG_TAIL));
-	tool_structured(res, json_pack("{s:s, s:o, s:o}", "session_id", s->id, "installed", installed, "output",
-				       json_string_lossy(tail_of(out, len, PIP_LOG_TAIL), strlen(tail_of(out, len, PIP_LOG_TAIL)))));
 	free(out);
 	exec_result_finish(&xr);
+}
+
+/* Checks, refuses an install that needs a network the session lacks, then installs in the foreground or not. */
+static int pip_install(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	struct install_req q;
+	struct pip_argv a;
+	struct session *s;
+	struct err e;
+
+	err_clear(&e);
+	if (install_parse(args, &q, &e) < 0)
+		return tool_fail(res, &e);
+	if (tool_session(ctx, args, &s, res) < 0)
+		return 0;
+	bool offline = session_offline(s);
+	if (offline &&
+	    (q.index_url || q.need_net || (q.need_index && !q.links_local) || (q.find_links && !q.links_local))) {
+		err_set(&e, ERRCODE_NETWORK_DISABLED, -ENETUNREACH,
+			"session %s has no network, so pip cannot reach a package index. Install from files in the "
+			"sandbox instead (a wheel, sdist or project folder path, or find_links naming a folder of "
+			"wheels), or session_create {\"network\": \"bridge\"} for a session that can download",
+			s->id);
+		tool_fail(res, &e);
+	} else {
+		install_argv(&q, offline, &a);
+		if (q.background)
+			install_background(ctx, s, &q, &a, res);
+		else
+			install_foreground(ctx, s, &q, &a, res);
+	}
 	session_put(ctx->svc->sessions, s);
 	return 0;
 }
@@ -614,6 +671,8 @@ const struct tool_entry tool_pip_install_entry = {
 	.open_world = true,
 	.per_session = true,
 	.handler = pip_install,
+	.instructions = "pip_install installs Python packages into the session (offline by default: from wheels, "
+			"sdists or folders in the sandbox); background: true plus pip_status for long installs.",
 };
 
 const struct tool_entry tool_pip_uninstall_entry = {

@@ -22,6 +22,18 @@
 
 /* Changed files listed in the text. */
 #define PY_FILES_SHOWN 50
+/* Where HTTP mode writes figures to link them (a tmpfs in sessions: gone with the container). */
+#define PY_FIGURE_DIR "/tmp/sandbox-mcp-figures"
+
+/* The interpreter one call runs in, and what happened to it on the way. */
+struct py_run {
+	struct pyrepl *p;
+	bool fresh;    /* a one-off interpreter, not the session's */
+	bool started;  /* started for this call */
+	bool replaced; /* the session's had exited: variables from earlier calls are gone */
+	int64_t start_ms;
+	char python[32]; /* its version */
+};
 
 static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 static void on_output(void *arg, int stream, const char *p, size_t n);
@@ -33,8 +45,14 @@ static void outbox_figure(struct tool_ctx *ctx, struct tool_result *res, const s
 			  size_t i, const struct buf *png);
 static void add_files(struct tool_ctx *ctx, struct tool_result *res, const struct session *s, json_t *files,
 		      bool incomplete);
+static void link_figure(struct tool_ctx *ctx, struct tool_result *res, struct session *s, unsigned cell, size_t i,
+			const struct buf *png);
 static void add_outcome(struct tool_result *res, const struct session *s, const struct pyrepl_result *pr,
 			int timeout_s);
+static int interpreter(struct tool_ctx *ctx, struct session *s, struct py_run *pyr, struct tool_result *res);
+static void add_saved(struct tool_result *res, const struct pyrepl_result *pr);
+static void render(struct tool_ctx *ctx, struct tool_result *res, struct session *s, const struct py_run *pyr,
+		   const struct pyrepl_result *pr, int timeout_s);
 
 static void on_output(void *arg, int stream, const char *p, size_t n)
 {
@@ -65,12 +83,8 @@ static int start(struct tool_ctx *ctx, struct session *s, struct pyrepl **ret, s
 			"session from %s (or another image with Python, e.g. python:3.12-slim) and pass its "
 			"session_id. run_command works in any image.",
 			s->id, s->image, why, ctx->svc->cfg->image);
-	} else if (e.code == ERRCODE_SESSION_NOT_FOUND) {
-		session_forget(ctx->svc->sessions, s);
-		err_set(&e, ERRCODE_SESSION_NOT_FOUND, r,
-			"the container of session %s is gone (removed or stopped outside sandbox-mcp); the session "
-			"was dropped: run again without session_id, or session_create a new one",
-			s->id);
+	} else {
+		tool_session_gone(ctx, s, r, &e);
 	}
 	tool_fail(res, &e);
 	return r;
@@ -127,6 +141,32 @@ static void outbox_figure(struct tool_ctx *ctx, struct tool_result *res, const s
 }
 
 /*
+ * HTTP mode: also writes the figure to PY_FIGURE_DIR in the sandbox and links
+ * it (resource_link with a signed URL), for chat UIs that show links rather
+ * than image content. A figure that cannot be written is only inlined.
+ */
+static void link_figure(struct tool_ctx *ctx, struct tool_result *res, struct session *s, unsigned cell, size_t i,
+			const struct buf *png)
+{
+	char name[96], path[PATHSAFE_MAX + 1];
+	struct timespec ts;
+	struct err err;
+
+	if (!linksign_enabled(ctx->svc->links) || png->len < 8 || memcmp(png->data, "\x89PNG\r\n\x1a\n", 8) != 0)
+		return;
+	err_clear(&err);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(name, sizeof(name), "cell%u-fig%zu-%lld%03ld.png", cell, i + 1, (long long)ts.tv_sec,
+		 ts.tv_nsec / 1000000);
+	snprintf(path, sizeof(path), "%s/%s", PY_FIGURE_DIR, name);
+	if (files_put(ctx, s, PY_FIGURE_DIR, name, png->data, png->len, &err) < 0) {
+		log_debugf("figure %zu of cell %u not linked: %s", i + 1, cell, err.msg);
+		return;
+	}
+	files_link(ctx, res, s, path, "image/png");
+}
+
+/*
  * Lists the workspace files the code changed, and links the ones that exist
  * (created or modified) with resource_link content, so a client can open them.
  * The paths come from the driver, inside the sandbox: they are only text here
@@ -174,36 +214,34 @@ static void add_files(struct tool_ctx *ctx, struct tool_result *res, const struc
 }
 
 /* The error notice for a cell that did not end normally (none when it did). */
-static void add_outcome(struct tool_result *res, const struct session *s, const struct pyrepl_result *pr,
-			int timeout_s)
+static void add_outcome(struct tool_result *res, const struct session *s, const struct pyrepl_result *pr, int timeout_s)
 {
 	const char *etype = json_string_value(json_object_get(json_object_get(pr->result, "error"), "type"));
 	bool kbi = etype && strcmp(etype, "KeyboardInterrupt") == 0;
 	const char *why = pr->cancelled ? "the call was cancelled" : NULL;
 	char limit[96];
 	enum errcode code = pr->cancelled ? ERRCODE_CANCELLED : ERRCODE_TIMEOUT;
-	char msg[ERR_MSG_MAX];
+	struct err e;
 
 	snprintf(limit, sizeof(limit), "the code ran past its %d s limit", timeout_s);
 	if (!why)
 		why = limit;
 	if (pr->killed) {
-		snprintf(msg, sizeof(msg),
-			 "%s and did not stop on an interrupt (SIGINT) within %d s, so the interpreter was killed%s: "
-			 "its state was lost (variables, imports, functions). The next run_python call starts a fresh "
-			 "interpreter; the session and its files are fine.%s",
-			 why, PYREPL_INTERRUPT_GRACE_MS / 1000,
-			 pr->restarted ? " (the session's container had to be restarted: running processes and /tmp "
-					 "were lost too)"
-				       : "",
-			 pr->cancelled ? "" : " Pass a larger timeout_s for long jobs.");
+		err_set(&e, code, -EIO,
+			"%s and did not stop on an interrupt (SIGINT) within %d s, so the interpreter was killed%s: "
+			"its state was lost (variables, imports, functions). The next run_python call starts a fresh "
+			"interpreter; the session and its files are fine.%s",
+			why, PYREPL_INTERRUPT_GRACE_MS / 1000,
+			pr->restarted ? " (the session's container had to be restarted: running processes and /tmp "
+					"were lost too)"
+				      : "",
+			pr->cancelled ? "" : " Pass a larger timeout_s for long jobs.");
 	} else if (pr->lost && pr->exit_code == 137) {
-		code = ERRCODE_OUT_OF_MEMORY;
-		snprintf(msg, sizeof(msg),
-			 "the interpreter was killed (SIGKILL, exit 137), almost certainly by the kernel for using "
-			 "more than the session's %llu MB memory limit: its state was lost. Use less memory, or "
-			 "session_create with a larger memory_mb; the next run_python call starts a fresh interpreter.",
-			 (unsigned long long)s->memory_mb);
+		err_set(&e, ERRCODE_OUT_OF_MEMORY, -ENOMEM,
+			"the interpreter was killed (SIGKILL, exit 137), almost certainly by the kernel for using "
+			"more than the session's %llu MB memory limit: its state was lost. Use less memory, or "
+			"session_create with a larger memory_mb; the next run_python call starts a fresh interpreter.",
+			(unsigned long long)s->memory_mb);
 	} else if (pr->lost) {
 		/* it ended on its own (os._exit, a crash): say so, but the code asked for it */
 		char status[32] = "";
@@ -215,28 +253,117 @@ static void add_outcome(struct tool_result *res, const struct session *s, const 
 			  status, pr->diag[0] ? "\n" : "", pr->diag);
 		return;
 	} else if (pr->interrupted && (kbi || !pr->result)) {
-		snprintf(msg, sizeof(msg),
-			 "%s and was interrupted (KeyboardInterrupt); the interpreter's state was kept: variables "
-			 "defined before are still there.%s",
-			 why, pr->cancelled ? "" : " Pass a larger timeout_s for long jobs.");
+		err_set(&e, code, -EIO,
+			"%s and was interrupted (KeyboardInterrupt); the interpreter's state was kept: variables "
+			"defined before are still there.%s",
+			why, pr->cancelled ? "" : " Pass a larger timeout_s for long jobs.");
 	} else {
 		return;
 	}
-	res->is_error = true;
-	tool_text(res, "Error (%s): %s", errcode_name(code), msg);
-	tool_structured(res, json_pack("{s:{s:s, s:s}}", "error", "code", errcode_name(code), "message", msg));
+	tool_structured(res, json_pack("{s:o}", "error", tool_error(res, &e)));
 }
 
+/*
+ * The interpreter a call runs in: a new one-off for fresh, else the
+ * session's, a dead one replaced and a missing one started. 0, or -errno
+ * with res filled.
+ */
+static int interpreter(struct tool_ctx *ctx, struct session *s, struct py_run *pyr, struct tool_result *res)
+{
+	int r;
+
+	if (!pyr->fresh && s->repl && !pyrepl_alive(s->repl)) {
+		/* died between calls (the container was restarted, a background thread exited it) */
+		pyrepl_destroy(s->repl);
+		s->repl = NULL;
+		pyr->replaced = true;
+	}
+	pyr->p = pyr->fresh ? NULL : s->repl;
+	if (pyr->p)
+		return 0;
+	if ((r = start(ctx, s, &pyr->p, res)) < 0)
+		return r;
+	pyr->started = true;
+	if (!pyr->fresh)
+		s->repl = pyr->p;
+	return 0;
+}
+
+/* Notes where output past the cap was saved: before the output, as Claude Code shows only a result's first 2 KB. */
+static void add_saved(struct tool_result *res, const struct pyrepl_result *pr)
+{
+	json_t *saved = json_object_get(pr->result, "output_files");
+	bool cut = json_is_true(json_object_get(pr->result, "output_files_cut"));
+	const char *key;
+	json_t *path;
+
+	json_object_foreach (saved, key, path)
+		if (json_is_string(path))
+			tool_text(res, "The %s %s (%llu bytes) is saved at %s%s", cut ? "start of" : "full", key,
+				  (unsigned long long)(strcmp(key, "stdout") == 0 ? pr->out.total : pr->err.total),
+				  json_string_value(path),
+				  cut ? " (a saved file stops at SANDBOX_OUTPUT_SAVE_MB; write big output to a "
+					"file yourself)"
+				      : "");
+}
+
+/*
+ * The result of a cell that ran: how it ended, its output, traceback and
+ * value, its figures, the files it changed, and a footer line.
+ */
+static void render(struct tool_ctx *ctx, struct tool_result *res, struct session *s, const struct py_run *pyr,
+		   const struct pyrepl_result *pr, int timeout_s)
+{
+	add_outcome(res, s, pr, timeout_s);
+	if (pyr->replaced)
+		tool_text(res, "Note: this session's previous Python interpreter had exited (e.g. its container was "
+			       "restarted), so the code ran in a new one: variables from earlier calls are gone.");
+	add_saved(res, pr);
+	add_output(res, "stdout:\n", &pr->out);
+	add_output(res, "stderr:\n", &pr->err);
+
+	json_t *jerr = json_object_get(pr->result, "error");
+	const char *tb = json_string_value(json_object_get(jerr, "traceback"));
+	const char *etype = json_string_value(json_object_get(jerr, "type"));
+	if (jerr)
+		tool_text(res, "%s", tb && tb[0] ? tb : etype ? etype : "error");
+	const char *value = json_string_value(json_object_get(pr->result, "value"));
+	if (value)
+		tool_text(res, "Out[%u]: %s", pr->cell, value);
+	for (size_t i = 0; i < pr->nfigures; i++) {
+		add_image(res, &pr->figures[i]);
+		outbox_figure(ctx, res, s, pr->cell, i, &pr->figures[i]);
+		link_figure(ctx, res, s, pr->cell, i, &pr->figures[i]);
+	}
+	size_t dropped = pr->figures_dropped +
+			 (size_t)json_integer_value(json_object_get(pr->result, "figures_dropped"));
+	if (dropped)
+		tool_text(res,
+			  "%zu more figure%s not returned (at most %d per call, %u MB each): save them with "
+			  "savefig and read the files instead.",
+			  dropped, dropped == 1 ? " was" : "s were", PYREPL_FIGURES_MAX, PYREPL_FIGURE_MAX >> 20);
+	add_files(ctx, res, s, json_object_get(pr->result, "files"),
+		  json_is_true(json_object_get(pr->result, "files_incomplete")));
+
+	char started_note[64] = "";
+	if (pyr->started)
+		snprintf(started_note, sizeof(started_note), ", new interpreter started in %lld ms",
+			 (long long)pyr->start_ms);
+	tool_text(res, "[session %s, %scell %u, python %s, %lld ms%s%s%s]", s->id,
+		  pyr->fresh ? "fresh interpreter, " : "", pr->cell, pyr->python, (long long)pr->duration_ms,
+		  started_note, pr->timed_out ? ", timed out" : "", pr->result || pr->lost ? "" : ", no result");
+}
+
+/* Checks the code's size, gets the interpreter, runs the cell (once more in a new one if it was gone), renders. */
 static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
 	const struct config *cfg = ctx->svc->cfg;
 	json_t *jcode = json_object_get(args, "code");
 	json_int_t timeout_s = json_integer_value(json_object_get(args, "timeout_s"));
-	bool fresh = json_is_true(json_object_get(args, "fresh"));
+	struct py_run pyr = { .fresh = json_is_true(json_object_get(args, "fresh")) };
+	struct pyrepl_result pr;
 	struct session *s;
-	struct pyrepl *p = NULL;
 	struct err e;
-	bool started = false, replaced = false;
 	int r;
 
 	err_clear(&e);
@@ -249,23 +376,8 @@ static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	}
 	if (tool_session(ctx, args, &s, res) < 0)
 		return 0;
-
-	if (!fresh && s->repl && !pyrepl_alive(s->repl)) {
-		/* died between calls (the container was restarted, a background thread exited it) */
-		pyrepl_destroy(s->repl);
-		s->repl = NULL;
-		replaced = true;
-	}
-	p = fresh ? NULL : s->repl;
-	if (!p) {
-		if (start(ctx, s, &p, res) < 0) {
-			session_put(ctx->svc->sessions, s);
-			return 0;
-		}
-		started = true;
-		if (!fresh)
-			s->repl = p;
-	}
+	if (interpreter(ctx, s, &pyr, res) < 0)
+		goto out;
 
 	int tmo = (int)(timeout_s > 0 ? (uint64_t)timeout_s : cfg->timeout_s);
 	struct pyrepl_request req = {
@@ -278,88 +390,33 @@ static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 		.on_tick = on_tick,
 		.arg = ctx,
 	};
-	struct pyrepl_result pr;
-	r = pyrepl_run(p, ctx->call, &req, &pr, &e);
-	if (r == -EPIPE && !started && !fresh) {
+	r = pyrepl_run(pyr.p, ctx->call, &req, &pr, &e);
+	if (r == -EPIPE && !pyr.started && !pyr.fresh) {
 		/* it was gone before the cell reached it: nothing ran, so run it in a new one */
 		pyrepl_result_finish(&pr);
-		pyrepl_destroy(p);
-		s->repl = p = NULL;
-		replaced = true;
-		if (start(ctx, s, &p, res) < 0) {
-			session_put(ctx->svc->sessions, s);
-			return 0;
-		}
-		started = true;
-		s->repl = p;
-		r = pyrepl_run(p, ctx->call, &req, &pr, &e);
+		pyrepl_destroy(pyr.p);
+		s->repl = pyr.p = NULL;
+		pyr.replaced = true;
+		if (interpreter(ctx, s, &pyr, res) < 0)
+			goto out;
+		r = pyrepl_run(pyr.p, ctx->call, &req, &pr, &e);
 	}
-	int64_t start_ms = pyrepl_start_ms(p);
-	char python[32];
-	snprintf(python, sizeof(python), "%s", pyrepl_python_version(p));
-	if (fresh || pr.lost || r < 0) {
-		if (fresh && !pr.lost)
-			pyrepl_destroy(p); /* EOF ends the driver */
+	pyr.start_ms = pyrepl_start_ms(pyr.p);
+	snprintf(pyr.python, sizeof(pyr.python), "%s", pyrepl_python_version(pyr.p));
+	if (pyr.fresh || pr.lost || r < 0) {
+		if (pyr.fresh && !pr.lost)
+			pyrepl_destroy(pyr.p); /* EOF ends the driver */
 		else
-			pyrepl_kill(p);
-		if (!fresh)
+			pyrepl_kill(pyr.p);
+		if (!pyr.fresh)
 			s->repl = NULL;
 	}
-	if (r < 0) {
-		pyrepl_result_finish(&pr);
-		session_put(ctx->svc->sessions, s);
-		return tool_fail(res, &e);
-	}
-
-	add_outcome(res, s, &pr, tmo);
-	if (replaced)
-		tool_text(res, "Note: this session's previous Python interpreter had exited (e.g. its container was "
-			       "restarted), so the code ran in a new one: variables from earlier calls are gone.");
-	/* before the output: Claude Code shows the model only the first 2 KB of a large result */
-	json_t *saved = json_object_get(pr.result, "output_files");
-	const char *skey;
-	json_t *spath;
-	bool saved_cut = json_is_true(json_object_get(pr.result, "output_files_cut"));
-	json_object_foreach (saved, skey, spath)
-		if (json_is_string(spath))
-			tool_text(res, "The %s %s (%llu bytes) is saved at %s%s", saved_cut ? "start of" : "full", skey,
-				  (unsigned long long)(strcmp(skey, "stdout") == 0 ? pr.out.total : pr.err.total),
-				  json_string_value(spath),
-				  saved_cut ? " (a saved file stops at SANDBOX_OUTPUT_SAVE_MB; write big output to a "
-					      "file yourself)"
-					    : "");
-	add_output(res, "stdout:\n", &pr.out);
-	add_output(res, "stderr:\n", &pr.err);
-
-	json_t *jerr = json_object_get(pr.result, "error");
-	const char *tb = json_string_value(json_object_get(jerr, "traceback"));
-	const char *etype = json_string_value(json_object_get(jerr, "type"));
-	if (jerr)
-		tool_text(res, "%s", tb && tb[0] ? tb : etype ? etype : "error");
-	const char *value = json_string_value(json_object_get(pr.result, "value"));
-	if (value)
-		tool_text(res, "Out[%u]: %s", pr.cell, value);
-	for (size_t i = 0; i < pr.nfigures; i++) {
-		add_image(res, &pr.figures[i]);
-		outbox_figure(ctx, res, s, pr.cell, i, &pr.figures[i]);
-	}
-	size_t dropped = pr.figures_dropped + (size_t)json_integer_value(json_object_get(pr.result, "figures_dropped"));
-	if (dropped)
-		tool_text(res,
-			  "%zu more figure%s not returned (at most %d per call, %u MB each): save them with "
-			  "savefig and read the files instead.",
-			  dropped, dropped == 1 ? " was" : "s were", PYREPL_FIGURES_MAX, PYREPL_FIGURE_MAX >> 20);
-	add_files(ctx, res, s, json_object_get(pr.result, "files"),
-		  json_is_true(json_object_get(pr.result, "files_incomplete")));
-
-	char started_note[64] = "";
-	if (started)
-		snprintf(started_note, sizeof(started_note), ", new interpreter started in %lld ms",
-			 (long long)start_ms);
-	tool_text(res, "[session %s, %scell %u, python %s, %lld ms%s%s%s]", s->id, fresh ? "fresh interpreter, " : "",
-		  pr.cell, python, (long long)pr.duration_ms, started_note, pr.timed_out ? ", timed out" : "",
-		  pr.result || pr.lost ? "" : ", no result");
+	if (r < 0)
+		tool_fail(res, &e);
+	else
+		render(ctx, res, s, &pyr, &pr, tmo);
 	pyrepl_result_finish(&pr);
+out:
 	session_put(ctx->svc->sessions, s);
 	return 0;
 }
@@ -394,4 +451,6 @@ const struct tool_entry tool_run_python_entry = {
 	.open_world = false,
 	.per_session = true,
 	.handler = run_python,
+	.instructions = "run_python keeps variables, imports and functions between calls, like a notebook; open "
+			"matplotlib figures come back as images.",
 };

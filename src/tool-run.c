@@ -48,6 +48,27 @@ struct run_ctx {
 	struct spill spill[3]; /* by stream number: 1 stdout, 2 stderr */
 };
 
+/* run_command's arguments, checked; the env strings are owned (run_args_finish). */
+struct run_args {
+	const char *command; /* a shell command line, or NULL: argv */
+	const char *argv[RUN_ARGV_MAX + 1];
+	const char *env[RUN_ENV_MAX + 1];
+	char *envbuf[RUN_ENV_MAX];
+	size_t nenv;
+	char wd[PATHSAFE_MAX + 1];
+	json_t *jstdin; /* borrowed from the arguments; NULL: no stdin */
+	int timeout_ms;
+};
+
+/* What a run left behind: its streams as text and what they say happened. */
+struct run_outcome {
+	struct buf out, err;
+	bool truncated;
+	bool fork_failed;    /* the command hit the session's pids limit */
+	bool no_start;	     /* the container could not start the command at all */
+	bool container_gone; /* the session's container stopped while the command ran */
+};
+
 /* Beyond this, stderr comes after stdout, with its tail repeated first. */
 #define RUN_STDERR_FIRST_MAX 1024
 
@@ -109,6 +130,15 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 static bool run_agent(struct tool_ctx *ctx, struct session *s, const struct exec_spec *spec, struct exec_result *xr,
 		      struct err *e, int *ret_r);
 static int check_command(const struct config *cfg, json_t *args, const char **argv, struct err *e);
+static void run_args_finish(struct run_args *a);
+static int parse_args(const struct config *cfg, json_t *args, struct run_args *a, struct err *e);
+static int run(struct run_ctx *rc, const struct run_args *a, struct exec_spec *spec, struct err *e);
+static bool container_stopped(struct tool_ctx *ctx, struct session *s);
+static void observe(struct run_ctx *rc, const struct exec_spec *spec, struct run_outcome *o);
+static enum errcode classify(const struct run_ctx *rc, const struct exec_spec *spec, const struct run_outcome *o,
+			     struct err *e);
+static json_t *saved_files(const struct run_ctx *rc, bool *ret_cut);
+static void render(struct tool_result *res, const struct run_ctx *rc, const struct run_outcome *o, const struct err *e);
 static int on_data(void *arg, int stream, const char *p, size_t n);
 static void on_tick(void *arg);
 static void spill_start(struct run_ctx *rc, int stream);
@@ -299,254 +329,302 @@ static int check_command(const struct config *cfg, json_t *args, const char **ar
 	return 0;
 }
 
-static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+/* Frees the env strings parse_args made. */
+static void run_args_finish(struct run_args *a)
 {
-	const struct config *cfg = ctx->svc->cfg;
-	const char *command = json_string_value(json_object_get(args, "command"));
-	const char *workdir = json_string_value(json_object_get(args, "workdir"));
-	json_t *jstdin = json_object_get(args, "stdin");
-	json_t *jenv = json_object_get(args, "env");
-	json_int_t timeout_s = json_integer_value(json_object_get(args, "timeout_s"));
-	char wd[PATHSAFE_MAX + 1];
-	const char *env[RUN_ENV_MAX + 1];
-	char *envbuf[RUN_ENV_MAX];
-	const char *argv[RUN_ARGV_MAX + 1];
-	size_t nenv = 0;
-	struct err e;
-	struct session *s;
-	int r;
+	for (size_t i = 0; i < a->nenv; i++)
+		free(a->envbuf[i]);
+	a->nenv = 0;
+}
 
-	err_clear(&e);
-	if (check_command(cfg, args, argv, &e) < 0)
-		return tool_fail(res, &e);
-	if (jstdin && json_string_length(jstdin) > RUN_STDIN_MAX) {
-		err_set(&e, ERRCODE_TOO_LARGE, -E2BIG, "stdin is over %u bytes: write it to a file and redirect it",
-			RUN_STDIN_MAX);
-		return tool_fail(res, &e);
-	}
-	r = path_resolve(cfg->workspace, workdir ? workdir : ".", wd, sizeof(wd));
-	if (r < 0 || !path_within(cfg->workspace, wd)) {
-		err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-			"workdir '%.200s' must be inside the workspace %s (relative paths start there)",
-			workdir ? workdir : "", cfg->workspace);
-		return tool_fail(res, &e);
-	}
+/* Checks run_command's arguments into a: 0, or -errno with e and nothing left to free. */
+static int parse_args(const struct config *cfg, json_t *args, struct run_args *a, struct err *e)
+{
+	const char *workdir = json_string_value(json_object_get(args, "workdir"));
+	json_int_t timeout_s = json_integer_value(json_object_get(args, "timeout_s"));
 	const char *key;
 	json_t *v;
-	json_object_foreach (jenv, key, v) {
-		bool ok = tool_env_name_valid(key) && json_is_string(v);
-		if (!ok || nenv == RUN_ENV_MAX) {
-			for (size_t i = 0; i < nenv; i++)
-				free(envbuf[i]);
-			if (nenv == RUN_ENV_MAX)
-				err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL, "at most %d env variables", RUN_ENV_MAX);
-			else
-				err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-					"env '%.60s': names are letters, digits and '_' (not first), values strings",
-					key);
-			return tool_fail(res, &e);
+	int r;
+
+	a->nenv = 0;
+	a->command = json_string_value(json_object_get(args, "command"));
+	a->jstdin = json_object_get(args, "stdin");
+	a->timeout_ms = (int)((timeout_s > 0 ? (uint64_t)timeout_s : cfg->timeout_s) * 1000);
+	if ((r = check_command(cfg, args, a->argv, e)) < 0)
+		return r;
+	if (a->jstdin && json_string_length(a->jstdin) > RUN_STDIN_MAX)
+		return err_set(e, ERRCODE_TOO_LARGE, -E2BIG,
+			       "stdin is over %u bytes: write it to a file and redirect it", RUN_STDIN_MAX);
+	r = path_resolve(cfg->workspace, workdir ? workdir : ".", a->wd, sizeof(a->wd));
+	if (r < 0 || !path_within(cfg->workspace, a->wd))
+		return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "workdir '%.200s' must be inside the workspace %s (relative paths start there)",
+			       workdir ? workdir : "", cfg->workspace);
+	json_object_foreach (json_object_get(args, "env"), key, v) {
+		if (a->nenv == RUN_ENV_MAX) {
+			run_args_finish(a);
+			return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL, "at most %d env variables", RUN_ENV_MAX);
 		}
-		envbuf[nenv] = xasprintf("%s=%s", key, json_string_value(v));
-		env[nenv] = envbuf[nenv];
-		nenv++;
+		if (!tool_env_name_valid(key) || !json_is_string(v)) {
+			run_args_finish(a);
+			return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "env '%.60s': names are letters, digits and '_' (not first), values strings",
+				       key);
+		}
+		a->envbuf[a->nenv] = xasprintf("%s=%s", key, json_string_value(v));
+		a->env[a->nenv] = a->envbuf[a->nenv];
+		a->nenv++;
 	}
-	env[nenv] = NULL;
+	a->env[a->nenv] = NULL;
+	return 0;
+}
 
-	if (tool_session(ctx, args, &s, res) < 0) {
-		for (size_t i = 0; i < nenv; i++)
-			free(envbuf[i]);
-		return 0;
-	}
+/*
+ * Runs a in rc->s, through the session's agent or an exec, output past the
+ * cap saved as it flows (rc->spill). 0 when the command ran, whatever its
+ * exit (*rc->res says), or -errno with e saying what to do next.
+ */
+static int run(struct run_ctx *rc, const struct run_args *a, struct exec_spec *spec, struct err *e)
+{
+	struct tool_ctx *ctx = rc->ctx;
+	struct session *s = rc->s;
+	int r;
 
-	struct exec_result xr;
-	struct run_ctx rc = { .ctx = ctx, .s = s, .res = &xr };
-	struct exec_spec spec = {
-		.shell_command = command,
-		.argv = command ? NULL : argv,
-		.env = env,
-		.workdir = wd,
+	*spec = (struct exec_spec){
+		.shell_command = a->command,
+		.argv = a->command ? NULL : a->argv,
+		.env = a->env,
+		.workdir = a->wd,
 		.user = s->user,
-		.stdin_data = json_string_value(jstdin),
-		.stdin_len = jstdin ? json_string_length(jstdin) : 0,
-		.attach_stdin = jstdin != NULL,
-		.timeout_ms = (int)((timeout_s > 0 ? (uint64_t)timeout_s : cfg->timeout_s) * 1000),
-		.cap = cfg->output_bytes,
+		.stdin_data = json_string_value(a->jstdin),
+		.stdin_len = a->jstdin ? json_string_length(a->jstdin) : 0,
+		.attach_stdin = a->jstdin != NULL,
+		.timeout_ms = a->timeout_ms,
+		.cap = ctx->svc->cfg->output_bytes,
 		.on_data = on_data,
 		.on_tick = on_tick,
-		.arg = &rc,
+		.arg = rc,
 	};
-	if (!run_agent(ctx, s, &spec, &xr, &e, &r))
-		r = exec_run(ctx->svc->engine, ctx->call, s->container, &spec, &xr, &e);
-	for (size_t i = 0; i < nenv; i++)
-		free(envbuf[i]);
-	spill_finish(&rc, &rc.spill[1], xr.out.total);
-	spill_finish(&rc, &rc.spill[2], xr.err.total);
-	if (r < 0) {
-		if (e.code == ERRCODE_SESSION_NOT_FOUND) {
-			session_forget(ctx->svc->sessions, s);
-			err_set(&e, ERRCODE_SESSION_NOT_FOUND, r,
-				"the container of session %s is gone (removed or stopped outside sandbox-mcp); the "
-				"session was dropped: run again without session_id, or session_create a new one",
-				s->id);
-		} else if (e.code == ERRCODE_SHELL_NOT_FOUND) {
-			err_set(&e, ERRCODE_SHELL_NOT_FOUND, r,
-				"image %.200s has no /bin/sh, so a command string cannot run in it: pass argv instead "
-				"(a list such as [\"ls\", \"-la\"], run without a shell)",
-				s->image);
-		}
-		session_put(ctx->svc->sessions, s);
-		exec_result_finish(&xr);
-		return tool_fail(res, &e);
-	}
+	if (!run_agent(ctx, s, spec, rc->res, e, &r))
+		r = exec_run(ctx->svc->engine, ctx->call, s->container, spec, rc->res, e);
+	spill_finish(rc, &rc->spill[1], rc->res->out.total);
+	spill_finish(rc, &rc->spill[2], rc->res->err.total);
+	if (r < 0 && e->code == ERRCODE_SHELL_NOT_FOUND)
+		return err_set(e, ERRCODE_SHELL_NOT_FOUND, r,
+			       "image %.200s has no /bin/sh, so a command string cannot run in it: pass argv instead "
+			       "(a list such as [\"ls\", \"-la\"], run without a shell)",
+			       s->image);
+	return r < 0 ? tool_session_gone(ctx, s, r, e) : r;
+}
 
-	struct buf out, errb;
-	buf_init(&out, SIZE_MAX);
-	buf_init(&errb, SIZE_MAX);
-	capture_render(&xr.out, &out);
-	capture_render(&xr.err, &errb);
-
-	/*
-	 * The pids limit, seen two ways. A command that hit it (a fork bomb) may
-	 * end at once while its children go on forking: the shell says so on
-	 * stderr, and the group is killed now. A container already full cannot
-	 * start our wrapper at all (no pid line, the runtime's error as output):
-	 * only a restart frees it.
-	 */
-	bool fork_failed = !xr.timed_out && xr.pid > 1 && errb.data &&
-			   (strstr(errb.data, "fork: retry: Resource temporarily unavailable") ||
-			    strstr(errb.data, "fork: Resource temporarily unavailable") ||
-			    strstr(errb.data, "Cannot fork"));
-	bool no_start = xr.pid == 0 && xr.exit_code != 0 && !xr.cancelled &&
-			((out.data && strstr(out.data, "OCI runtime exec failed")) ||
-			 (errb.data && strstr(errb.data, "OCI runtime exec failed")));
-	if (fork_failed)
-		exec_kill_group(ctx->svc->engine, s->container, &spec, xr.pid, &xr);
-	else if (no_start && engine_container_restart(ctx->svc->engine, NULL, s->container, &e) == 0)
-		xr.restarted = true;
-	bool truncated = capture_truncated(&xr.out) || capture_truncated(&xr.err);
-	/*
-	 * A SIGKILL exit is the OOM killer's, unless the whole container stopped
-	 * (killed from outside): the engine notices that a moment after the exec's
-	 * stream ended, so look for up to a second.
-	 */
-	bool container_gone = false;
-	for (int i = 0; xr.exit_code == 137 && !xr.timed_out && !xr.restarted && !container_gone && i < 10; i++) {
+/*
+ * A SIGKILL exit is the OOM killer's, unless the whole container stopped
+ * (killed from outside): the engine notices that a moment after the exec's
+ * stream ended, so look for up to a second.
+ */
+static bool container_stopped(struct tool_ctx *ctx, struct session *s)
+{
+	for (int i = 0; i < 10; i++) {
 		json_t *ins = NULL;
 		struct err ie;
 		if (i > 0)
 			poll(NULL, 0, 100);
 		int ir = engine_container_inspect(ctx->svc->engine, NULL, s->container, &ins, &ie);
-		container_gone = (ir < 0 && ie.code == ERRCODE_SESSION_NOT_FOUND) ||
-				 (ir == 0 && !json_is_true(json_object_get(json_object_get(ins, "State"), "Running")));
+		bool gone = (ir < 0 && ie.code == ERRCODE_SESSION_NOT_FOUND) ||
+			    (ir == 0 && !json_is_true(json_object_get(json_object_get(ins, "State"), "Running")));
 		json_decref(ins);
-		if (ir < 0 && !container_gone)
-			break;
+		if (gone)
+			return true;
+		if (ir < 0)
+			return false;
 	}
+	return false;
+}
 
-	/* the streams go in last (see below): Claude Code passes on only this object */
-	json_t *st = json_pack("{s:s, s:i, s:I, s:b, s:b, s:I, s:I, s:b}", "session_id", s->id, "exit_code",
-			       xr.exit_code, "duration_ms", (json_int_t)xr.duration_ms, "timed_out", xr.timed_out,
-			       "truncated", truncated, "stdout_bytes", (json_int_t)xr.out.total, "stderr_bytes",
-			       (json_int_t)xr.err.total, "restarted", xr.restarted);
+/*
+ * The streams as text, and what they say happened, acted on. The pids
+ * limit is seen two ways. A command that hit it (a fork bomb) may end at
+ * once while its children go on forking: the shell says so on stderr, and
+ * the group is killed now. A container already full cannot start our
+ * wrapper at all (no pid line, the runtime's error as output): only a
+ * restart frees it.
+ */
+static void observe(struct run_ctx *rc, const struct exec_spec *spec, struct run_outcome *o)
+{
+	struct exec_result *xr = rc->res;
+	struct engine *eng = rc->ctx->svc->engine;
+	struct err e;
+
+	capture_render(&xr->out, &o->out);
+	capture_render(&xr->err, &o->err);
+	o->fork_failed = !xr->timed_out && xr->pid > 1 && o->err.data &&
+			 (strstr(o->err.data, "fork: retry: Resource temporarily unavailable") ||
+			  strstr(o->err.data, "fork: Resource temporarily unavailable") ||
+			  strstr(o->err.data, "Cannot fork"));
+	o->no_start = xr->pid == 0 && xr->exit_code != 0 && !xr->cancelled &&
+		      ((o->out.data && strstr(o->out.data, "OCI runtime exec failed")) ||
+		       (o->err.data && strstr(o->err.data, "OCI runtime exec failed")));
+	if (o->fork_failed)
+		exec_kill_group(eng, rc->s->container, spec, xr->pid, xr);
+	else if (o->no_start && engine_container_restart(eng, NULL, rc->s->container, &e) == 0)
+		xr->restarted = true;
+	o->truncated = capture_truncated(&xr->out) || capture_truncated(&xr->err);
+	o->container_gone = xr->exit_code == 137 && !xr->timed_out && !xr->restarted &&
+			    container_stopped(rc->ctx, rc->s);
+}
+
+/*
+ * Whether a command that ran failed, and why: ERRCODE_NONE when it ran to
+ * its own exit (whatever the code), else the code from the enum, with e's
+ * message telling the model what to do next. The first cause that applies
+ * wins: a restart or a kill explains a timeout or an exit 137.
+ */
+static enum errcode classify(const struct run_ctx *rc, const struct exec_spec *spec, const struct run_outcome *o,
+			     struct err *e)
+{
+	const struct exec_result *xr = rc->res;
+	const struct session *s = rc->s;
+
+	err_clear(e);
+	if (o->fork_failed || (o->no_start && xr->restarted)) {
+		err_set(e, ERRCODE_TOO_MANY_PROCESSES, -EIO,
+			"the command hit the session's limit of %llu processes (a fork bomb or runaway background "
+			"jobs)%s. Start fewer processes, or session_create a new session.",
+			(unsigned long long)s->pids,
+			xr->restarted ? "; the session's container was restarted to free it: running processes and "
+					"/tmp were lost, workspace files were kept"
+				      : "; its processes were killed and the session is usable");
+	} else if (o->no_start) {
+		err_set(e, ERRCODE_ENGINE_ERROR, -EIO,
+			"the session could not start the command (does image %s have /bin/sh?): %.200s", s->image,
+			o->out.data ? o->out.data : "");
+	} else if (xr->agent_lost) {
+		err_set(e, ERRCODE_ENGINE_ERROR, -EIO,
+			"the session's command agent (sandbox-mcp-agent) stopped while the command ran (killed from "
+			"outside?), so its exit status is unknown; its processes were killed%s and the output so far "
+			"is below. The session is usable: run the command again (the next call starts a new agent).",
+			xr->restarted
+				? " (the session's container had to be restarted: running processes and /tmp were "
+				  "lost, workspace files were kept)"
+				: "");
+	} else if (xr->timed_out) {
+		err_set(e, ERRCODE_TIMEOUT, -EIO,
+			"the command ran past its %d s limit and was killed with its child processes%s; the output "
+			"so far is below. Pass a larger timeout_s for long jobs, or run them in the background "
+			"(nohup ... &) and poll.",
+			spec->timeout_ms / 1000,
+			xr->restarted ? " (the session's container had to be restarted: running processes and /tmp "
+					"were lost, workspace files were kept)"
+				      : "; the session is still usable");
+	} else if (xr->restarted) {
+		err_set(e, ERRCODE_TIMEOUT, -EIO, "the session's container was restarted to stop the command");
+	} else if (o->container_gone) {
+		err_set(e, ERRCODE_SESSION_NOT_FOUND, -EIO,
+			"the container of session %s stopped while the command ran (killed, stopped or removed outside "
+			"sandbox-mcp); the session was dropped and the output so far is below: run again without "
+			"session_id, or session_create a new one",
+			s->id);
+	} else if (xr->exit_code == 137) {
+		err_set(e, ERRCODE_OUT_OF_MEMORY, -EIO,
+			"the command was killed (SIGKILL, exit 137), almost certainly by the kernel for using more "
+			"than the session's %llu MB memory limit. Use less memory, or session_create with a larger "
+			"memory_mb.",
+			(unsigned long long)s->memory_mb);
+	} else if (xr->exit_code < 0 && !xr->cancelled) {
+		err_set(e, ERRCODE_ENGINE_ERROR, -EIO,
+			"the command's output ended but the Docker engine did not report its exit code (the command "
+			"may still be running, or the engine failed); the output so far is below. Run it again if the "
+			"exit status matters; if this keeps happening, check the engine with `docker info`.");
+	}
+	return e->code;
+}
+
+/* {stdout, stderr: path} of the streams saved in full (new reference); *ret_cut when one was cut short. */
+static json_t *saved_files(const struct run_ctx *rc, bool *ret_cut)
+{
 	json_t *files = json_object();
-	bool files_cut = false;
+	bool cut = false;
+
 	for (int k = 1; k <= 2; k++) {
-		struct spill *sp = &rc.spill[k];
+		const struct spill *sp = &rc->spill[k];
 		if (sp->started && !sp->failed) {
 			json_object_set_new(files, k == 1 ? "stdout" : "stderr", json_string(sp->path));
-			files_cut = files_cut || sp->cut;
+			cut = cut || sp->cut;
 		}
 	}
-	if (xr.usage) {
-		json_object_set_new(st, "cpu_ms", json_integer((json_int_t)xr.cpu_ms));
-		json_object_set_new(st, "max_rss_kb", json_integer((json_int_t)xr.max_rss_kb));
+	*ret_cut = cut;
+	return files;
+}
+
+/* The result of a command that ran: structuredContent, e's error when classify found one, the texts. */
+static void render(struct tool_result *res, const struct run_ctx *rc, const struct run_outcome *o, const struct err *e)
+{
+	const struct exec_result *xr = rc->res;
+	bool files_cut;
+
+	/* the streams go in last (see below): Claude Code passes on only this object */
+	json_t *st = json_pack("{s:s, s:i, s:I, s:b, s:b, s:I, s:I, s:b}", "session_id", rc->s->id, "exit_code",
+			       xr->exit_code, "duration_ms", (json_int_t)xr->duration_ms, "timed_out", xr->timed_out,
+			       "truncated", o->truncated, "stdout_bytes", (json_int_t)xr->out.total, "stderr_bytes",
+			       (json_int_t)xr->err.total, "restarted", xr->restarted);
+	json_t *files = saved_files(rc, &files_cut);
+	if (xr->usage) {
+		json_object_set_new(st, "cpu_ms", json_integer((json_int_t)xr->cpu_ms));
+		json_object_set_new(st, "max_rss_kb", json_integer((json_int_t)xr->max_rss_kb));
 	}
 	if (json_object_size(files)) {
 		json_object_set(st, "output_files", files);
 		json_object_set_new(st, "output_files_cut", json_boolean(files_cut));
 	}
-
-	const char *err_code = NULL;
-	char err_msg[ERR_MSG_MAX] = "";
-	if (fork_failed || (no_start && xr.restarted)) {
-		err_code = "too_many_processes";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the command hit the session's limit of %llu processes (a fork bomb or runaway background "
-			 "jobs)%s. Start fewer processes, or session_create a new session.",
-			 (unsigned long long)s->pids,
-			 xr.restarted ? "; the session's container was restarted to free it: running processes and "
-					"/tmp were lost, workspace files were kept"
-				      : "; its processes were killed and the session is usable");
-	} else if (no_start) {
-		err_code = "engine_error";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the session could not start the command (does image %s have /bin/sh?): %.200s", s->image,
-			 out.data ? out.data : "");
-	} else if (xr.agent_lost) {
-		err_code = "engine_error";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the session's command agent (sandbox-mcp-agent) stopped while the command ran (killed from "
-			 "outside?), so its exit status is unknown; its processes were killed%s and the output so far "
-			 "is below. The session is usable: run the command again (the next call starts a new agent).",
-			 xr.restarted ? " (the session's container had to be restarted: running processes and /tmp were "
-					"lost, workspace files were kept)"
-				      : "");
-	} else if (xr.timed_out) {
-		err_code = "timeout";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the command ran past its %d s limit and was killed with its child processes%s; the output "
-			 "so far is below. Pass a larger timeout_s for long jobs, or run them in the background "
-			 "(nohup ... &) and poll.",
-			 spec.timeout_ms / 1000,
-			 xr.restarted ? " (the session's container had to be restarted: running processes and /tmp "
-					"were lost, workspace files were kept)"
-				      : "; the session is still usable");
-	} else if (xr.restarted) {
-		err_code = "timeout";
-		snprintf(err_msg, sizeof(err_msg), "the session's container was restarted to stop the command");
-	} else if (container_gone) {
-		err_code = "session_not_found";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the container of session %s stopped while the command ran (killed, stopped or removed outside "
-			 "sandbox-mcp); the session was dropped and the output so far is below: run again without "
-			 "session_id, or session_create a new one",
-			 s->id);
-	} else if (xr.exit_code == 137) {
-		err_code = "out_of_memory";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the command was killed (SIGKILL, exit 137), almost certainly by the kernel for using more "
-			 "than the session's %llu MB memory limit. Use less memory, or session_create with a larger "
-			 "memory_mb.",
-			 (unsigned long long)s->memory_mb);
-	} else if (xr.exit_code < 0 && !xr.cancelled) {
-		err_code = "engine_error";
-		snprintf(err_msg, sizeof(err_msg),
-			 "the command's output ended but the Docker engine did not report its exit code (the command "
-			 "may still be running, or the engine failed); the output so far is below. Run it again if the "
-			 "exit status matters; if this keeps happening, check the engine with `docker info`.");
-	}
-	if (err_code) {
-		json_object_set_new(st, "error", json_pack("{s:s, s:s}", "code", err_code, "message", err_msg));
-		res->is_error = true;
-		tool_text(res, "Error (%s): %s", err_code, err_msg);
-	}
-
+	if (e->code != ERRCODE_NONE)
+		json_object_set_new(st, "error", tool_error(res, e));
 	/*
 	 * Claude Code and Codex give the model only structuredContent, as JSON.
 	 * Claude Code previews the first 2 KB of a large one; Codex keeps the
 	 * head and tail of one over ~12 KB and drops the middle. So the facts
 	 * above come first, and stderr, whose end says what went wrong, last.
 	 */
-	json_object_set_new(st, "stdout", json_string_lossy(out.data ? out.data : "", out.len));
-	json_object_set_new(st, "stderr", json_string_lossy(errb.data ? errb.data : "", errb.len));
-	add_texts(res, &rc, &out, &errb, files, truncated);
+	json_object_set_new(st, "stdout", json_string_lossy(o->out.data ? o->out.data : "", o->out.len));
+	json_object_set_new(st, "stderr", json_string_lossy(o->err.data ? o->err.data : "", o->err.len));
+	add_texts(res, rc, &o->out, &o->err, files, o->truncated);
 	json_decref(files);
 	tool_structured(res, st);
-	buf_finish(&out);
-	buf_finish(&errb);
-	exec_result_finish(&xr);
-	if (container_gone)
+}
+
+/* Parse, run, classify, render; one exit releases what the steps took. */
+static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	struct run_args a;
+	struct run_outcome o = { 0 };
+	struct exec_spec spec;
+	struct exec_result xr;
+	struct session *s;
+	struct err e;
+
+	err_clear(&e);
+	if (parse_args(ctx->svc->cfg, args, &a, &e) < 0)
+		return tool_fail(res, &e);
+	if (tool_session(ctx, args, &s, res) < 0) {
+		run_args_finish(&a);
+		return 0;
+	}
+	struct run_ctx rc = { .ctx = ctx, .s = s, .res = &xr };
+	buf_init(&o.out, SIZE_MAX);
+	buf_init(&o.err, SIZE_MAX);
+	if (run(&rc, &a, &spec, &e) < 0) {
+		tool_fail(res, &e);
+		goto out;
+	}
+	observe(&rc, &spec, &o);
+	classify(&rc, &spec, &o, &e);
+	render(res, &rc, &o, &e);
+	if (o.container_gone)
 		session_forget(ctx->svc->sessions, s);
+out:
+	buf_finish(&o.out);
+	buf_finish(&o.err);
+	exec_result_finish(&xr);
+	run_args_finish(&a);
 	session_put(ctx->svc->sessions, s);
 	return 0;
 }
@@ -593,4 +671,8 @@ const struct tool_entry tool_run_command_entry = {
 	.open_world = false,
 	.per_session = true,
 	.handler = run_command,
+	.instructions = "Tools create a default session on first use; pass session_id only to use another one "
+			"(session_create makes it, e.g. with network or another image). run_command runs shell "
+			"commands; a command past timeout_s is killed with its child processes and the session stays "
+			"usable.",
 };

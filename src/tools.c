@@ -18,34 +18,46 @@
 #include "schema.h"
 #include "tools.h"
 
-static const struct tool_entry *const tool_table[] = {
-	&tool_session_create_entry,
-	&tool_session_list_entry,
-	&tool_session_close_entry,
-	&tool_session_commit_entry,
-	&tool_session_export_entry,
-	&tool_run_command_entry,
-	&tool_run_python_entry,
-	&tool_env_info_entry,
-	&tool_file_read_entry,
-	&tool_file_write_entry,
-	&tool_file_patch_entry,
-	&tool_file_delete_entry,
-	&tool_file_list_entry,
-	&tool_file_search_entry,
-	&tool_file_upload_entry,
-	&tool_file_download_entry,
-	&tool_pip_install_entry,
-	&tool_pip_uninstall_entry,
-	&tool_pip_list_entry,
-	&tool_pip_freeze_entry,
-	&tool_pip_status_entry,
-	&tool_git_clone_entry,
-	&tool_git_status_entry,
-	&tool_git_diff_entry,
-	&tool_git_commit_entry,
-	&tool_git_push_entry,
-};
+/*
+ * Every tool, in the order tools/list shows them: one line each. The entry,
+ * tool_<name>_entry, is defined in its tool-*.c; this list declares it and
+ * puts it in tool_table[], so adding a tool is its file and one line here.
+ */
+#define TOOL_TABLE(X) \
+	X(session_create) \
+	X(session_list) \
+	X(session_close) \
+	X(session_commit) \
+	X(session_export) \
+	X(run_command) \
+	X(run_python) \
+	X(env_info) \
+	X(file_read) \
+	X(file_write) \
+	X(file_patch) \
+	X(file_delete) \
+	X(file_list) \
+	X(file_search) \
+	X(file_upload) \
+	X(file_download) \
+	X(pip_install) \
+	X(pip_uninstall) \
+	X(pip_list) \
+	X(pip_freeze) \
+	X(pip_status) \
+	X(git_clone) \
+	X(git_status) \
+	X(git_diff) \
+	X(git_commit) \
+	X(git_push)
+
+#define TOOL_DECLARE(name) extern const struct tool_entry tool_##name##_entry;
+TOOL_TABLE(TOOL_DECLARE)
+#undef TOOL_DECLARE
+
+#define TOOL_POINTER(name) &tool_##name##_entry,
+static const struct tool_entry *const tool_table[] = { TOOL_TABLE(TOOL_POINTER) };
+#undef TOOL_POINTER
 
 struct parsed_schemas {
 	json_t *input;
@@ -137,6 +149,23 @@ const struct tool_entry *tools_at(size_t i)
 	return i < ARRAY_SIZE(tool_table) ? tool_table[i] : NULL;
 }
 
+/* Said first, whatever the tools offered. */
+static const char instructions_preamble[] =
+	"sandbox-mcp runs code in Docker containers (sessions) on this machine: no network, a non-root user, "
+	"memory/CPU/process limits. Files live in /workspace.";
+
+char *tools_instructions(unsigned groups)
+{
+	struct buf b;
+
+	buf_init(&b, 4096);
+	(void)buf_append_str(&b, instructions_preamble);
+	for (size_t i = 0; i < ARRAY_SIZE(tool_table); i++)
+		if ((tool_table[i]->group & groups) && tool_table[i]->instructions)
+			(void)buf_printf(&b, " %s", tool_table[i]->instructions);
+	return buf_steal(&b, NULL);
+}
+
 json_t *tools_list_json(unsigned groups, const char *v)
 {
 	json_t *arr = json_array();
@@ -213,12 +242,18 @@ void tool_structured(struct tool_result *res, json_t *obj)
 	res->structured = obj;
 }
 
+json_t *tool_error(struct tool_result *res, const struct err *e)
+{
+	res->is_error = true;
+	/* fold_failure knows this block by its start */
+	tool_text(res, "Error (%s): %s", errcode_name(e->code), e->msg);
+	return json_pack("{s:s, s:s}", "code", errcode_name(e->code), "message", e->msg);
+}
+
 int tool_fail(struct tool_result *res, const struct err *e)
 {
 	json_array_clear(res->content);
-	tool_text(res, "Error (%s): %s", errcode_name(e->code), e->msg);
-	tool_structured(res, json_pack("{s:{s:s, s:s}}", "error", "code", errcode_name(e->code), "message", e->msg));
-	res->is_error = true;
+	tool_structured(res, json_pack("{s:o}", "error", tool_error(res, e)));
 	return 0;
 }
 
@@ -314,14 +349,18 @@ int tool_exec(struct tool_ctx *ctx, struct session *s, const char *const *argv, 
 		.arg = ctx,
 	};
 	int r = exec_run(ctx->svc->engine, ctx->call, s->container, &spec, xr, e);
-	if (r < 0 && e->code == ERRCODE_SESSION_NOT_FOUND) {
-		session_forget(ctx->svc->sessions, s);
-		err_set(e, ERRCODE_SESSION_NOT_FOUND, r,
-			"the container of session %s is gone (removed or stopped outside sandbox-mcp); the session was "
-			"dropped: run again without session_id, or session_create a new one",
-			s->id);
-	}
-	return r;
+	return r < 0 ? tool_session_gone(ctx, s, r, e) : r;
+}
+
+int tool_session_gone(struct tool_ctx *ctx, struct session *s, int r, struct err *e)
+{
+	if (e->code != ERRCODE_SESSION_NOT_FOUND)
+		return r;
+	session_forget(ctx->svc->sessions, s);
+	return err_set(e, ERRCODE_SESSION_NOT_FOUND, r,
+		       "the container of session %s is gone (removed or stopped outside sandbox-mcp); the session was "
+		       "dropped: run again without session_id, or session_create a new one",
+		       s->id);
 }
 
 char *tool_exec_output(const struct exec_result *xr, size_t *len)

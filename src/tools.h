@@ -3,7 +3,9 @@
  * its result.
  *
  * Each tool-*.c file exports one `const struct tool_entry tool_<name>_entry`
- * per tool; tools.c lists them in tool_table[] in the order tools/list shows.
+ * per tool; TOOL_TABLE in tools.c names them, one line each, in the order
+ * tools/list shows, and that line is the whole registration (the entry
+ * carries its sentences for the server instructions too).
  * A handler returns 0 after filling the result (a failure the model should
  * read is a result with is_error set, via tool_fail), or -errno for a bug,
  * which the caller reports as an internal error.
@@ -16,11 +18,12 @@
 #include <jansson.h>
 
 #include "config.h"
-#include "dispatch.h"
+#include "call.h"
 #include "engine.h"
 #include "errcode.h"
 #include "exec.h"
 #include "hostfs.h"
+#include "linksign.h"
 #include "out.h"
 #include "session.h"
 
@@ -31,6 +34,7 @@ struct tool_services {
 	struct out *out;
 	struct session_mgr *sessions;
 	struct hostfs *hostfs;	     /* the allowed host directories (SANDBOX_HOST_DIRS) */
+	struct linksign *links;	     /* HTTP mode: signs download links (linksign.h); NULL on stdio */
 	struct env_cache *env_cache; /* env_info's recent engine answers; NULL: ask every time */
 };
 
@@ -72,6 +76,8 @@ struct tool_entry {
 	tool_handler_fn handler;
 	/* a string argument that may be megabytes (file_write's content): read it with tool_arg_string */
 	const char *bulk_arg;
+	/* sentences for the server instructions, said only when this tool is offered; NULL: none */
+	const char *instructions;
 };
 
 /* Parses and checks every schema once; call before serving. 0 or -EINVAL with err. */
@@ -84,6 +90,11 @@ const struct tool_entry *tools_find(const char *name, unsigned groups);
 const json_t *tools_input_schema(const struct tool_entry *t);
 /* tools/list "tools" array for this protocol version (new reference). */
 json_t *tools_list_json(unsigned groups, const char *protocol_version);
+/*
+ * The server instructions for the tools in groups: what sandbox-mcp is, then
+ * each offered tool's instructions in table order. Owned by the caller.
+ */
+char *tools_instructions(unsigned groups);
 /* Number of tools in the table, and the i-th (for tests). */
 size_t tools_count(void);
 const struct tool_entry *tools_at(size_t i);
@@ -111,6 +122,12 @@ void tool_result_seal(struct tool_ctx *ctx, struct tool_result *res);
 void tool_structured(struct tool_result *res, json_t *obj);
 /* Turns res into a failed result carrying e's code and message; returns 0. */
 int tool_fail(struct tool_result *res, const struct err *e);
+/*
+ * Marks res failed and adds e's "Error (code): message" block, keeping what
+ * res holds (a failed command's output); returns {code, message} for the
+ * caller's structuredContent.error (new reference).
+ */
+json_t *tool_error(struct tool_result *res, const struct err *e);
 /*
  * Looks up the session named by args.session_id (or the default one, created
  * on first use). On failure fills res with the error and returns -ENOENT.
@@ -151,6 +168,11 @@ void tool_progress_stage(struct tool_ctx *ctx, const char *stage);
  */
 int tool_exec(struct tool_ctx *ctx, struct session *s, const char *const *argv, const char *const *env,
 	      const char *workdir, int timeout_ms, struct exec_result *xr, struct err *e);
+/*
+ * After a failed run in s (r < 0): when e says session_not_found, the
+ * container is gone, so s is dropped and e says what to do next. Returns r.
+ */
+int tool_session_gone(struct tool_ctx *ctx, struct session *s, int r, struct err *e);
 /* stdout then stderr of xr as text (capped as captured); owned by the caller. */
 char *tool_exec_output(const struct exec_result *xr, size_t *len);
 
@@ -162,33 +184,5 @@ void env_cache_destroy(struct env_cache *c);
 #define TOOL_SESSION_ARG                                                                                            \
 	"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or name (default: the " \
 	"default session; at most 128 characters)\"}"
-
-/* The tools, one entry each (tool-*.c). */
-extern const struct tool_entry tool_session_create_entry;
-extern const struct tool_entry tool_session_list_entry;
-extern const struct tool_entry tool_session_close_entry;
-extern const struct tool_entry tool_run_command_entry;
-extern const struct tool_entry tool_run_python_entry;
-extern const struct tool_entry tool_env_info_entry;
-extern const struct tool_entry tool_file_read_entry;
-extern const struct tool_entry tool_file_write_entry;
-extern const struct tool_entry tool_file_patch_entry;
-extern const struct tool_entry tool_file_delete_entry;
-extern const struct tool_entry tool_file_list_entry;
-extern const struct tool_entry tool_file_search_entry;
-extern const struct tool_entry tool_file_upload_entry;
-extern const struct tool_entry tool_file_download_entry;
-extern const struct tool_entry tool_pip_install_entry;
-extern const struct tool_entry tool_pip_uninstall_entry;
-extern const struct tool_entry tool_pip_list_entry;
-extern const struct tool_entry tool_pip_freeze_entry;
-extern const struct tool_entry tool_pip_status_entry;
-extern const struct tool_entry tool_git_clone_entry;
-extern const struct tool_entry tool_git_status_entry;
-extern const struct tool_entry tool_git_diff_entry;
-extern const struct tool_entry tool_git_commit_entry;
-extern const struct tool_entry tool_git_push_entry;
-extern const struct tool_entry tool_session_commit_entry;
-extern const struct tool_entry tool_session_export_entry;
 
 #endif

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "buf.h"
 #include "util.h"
 
 static void die_oom(void) __attribute__((noreturn));
@@ -194,15 +193,25 @@ bool is_hex(const char *s, size_t len)
 	return true;
 }
 
+int hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 json_t *json_string_lossy(const char *p, size_t n)
 {
 	json_t *s = json_stringn(p, n);
 	if (s)
 		return s;
-	/* invalid UTF-8: copy valid sequences, replace each bad byte with U+FFFD */
-	struct buf b;
-	buf_init(&b, n * 3 + 1);
-	size_t i = 0;
+	/* invalid UTF-8: copy valid sequences, replace each bad byte with U+FFFD (3 bytes at most per byte) */
+	char *out = xmalloc(n * 3 + 1);
+	size_t i = 0, o = 0;
 	while (i < n) {
 		unsigned char c = (unsigned char)p[i];
 		size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
@@ -216,15 +225,17 @@ json_t *json_string_lossy(const char *p, size_t n)
 			json_decref(probe);
 		}
 		if (ok) {
-			(void)buf_append(&b, p + i, len);
+			memcpy(out + o, p + i, len);
+			o += len;
 			i += len;
 		} else {
-			(void)buf_append(&b, "\xEF\xBF\xBD", 3);
+			memcpy(out + o, "\xEF\xBF\xBD", 3);
+			o += 3;
 			i++;
 		}
 	}
-	s = json_stringn(b.data ? b.data : "", b.len);
-	buf_finish(&b);
+	s = json_stringn(out, o);
+	free(out);
 	return s ? s : json_string("");
 }
 

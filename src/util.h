@@ -91,4 +91,7 @@ int json_real_digits(const struct json_t *j);
 /* True when s is non-empty and only [0-9a-f]. */
 bool is_hex(const char *s, size_t len);
 
+/* The value of the hex digit c (either case), or -1. */
+int hex_digit(int c);
+
 #endif

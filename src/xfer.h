@@ -16,7 +16,7 @@
 
 #include <stdbool.h>
 
-#include "dispatch.h"
+#include "call.h"
 #include "engine.h"
 #include "errcode.h"
 #include "session.h"

@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';
 import { serverBin, serverEnv, sleep } from './lib/rawpipe.mjs';
 
@@ -124,6 +125,37 @@ function textOf(res) {
   return res.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 }
 
+const URL_META = 'io.sandbox-mcp/url';
+const FIGURE_CODE = 'import matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 1])\n' +
+  'open("report.txt", "w").write("linked-report\\n")\nplt.show()';
+
+/**
+ * A run_python result with a figure and a new file: the image is inlined AND
+ * linked, and both links carry a signed URL that fetches the bytes with no
+ * header at all. Returns the links for hostile checks.
+ */
+async function checkLinkedFigure(res, base) {
+  assert.ok(!res.isError, textOf(res));
+  const img = res.content.find((c) => c.type === 'image');
+  assert.ok(img, `an image block: ${JSON.stringify(res.content).slice(0, 500)}`);
+  const fig = res.content.find((c) => c.type === 'resource_link' && c.mimeType === 'image/png');
+  assert.ok(fig, `the figure is linked too: ${JSON.stringify(res.content.filter((c) => c.type !== 'image'))}`);
+  const rep = res.content.find((c) => c.type === 'resource_link' && c.name === 'report.txt');
+  assert.ok(rep, 'the new file is linked');
+  for (const l of [fig, rep]) {
+    assert.ok(l._meta?.[URL_META]?.startsWith(`${base}/files/`), `signed URL on ${l.uri}: ${JSON.stringify(l._meta)}`);
+    assert.match(l._meta[URL_META], /\?exp=\d+&sig=[0-9a-f]{64}$/);
+  }
+  const png = await fetch(fig._meta[URL_META]);
+  assert.equal(png.status, 200);
+  assert.equal(png.headers.get('content-type'), 'image/png');
+  assert.deepEqual(Buffer.from(await png.arrayBuffer()), Buffer.from(img.data, 'base64'), 'the linked figure is the inlined one');
+  const txt = await fetch(rep._meta[URL_META]);
+  assert.equal(txt.status, 200);
+  assert.equal(await txt.text(), 'linked-report\n');
+  return { fig: fig._meta[URL_META], report: rep._meta[URL_META] };
+}
+
 describe('SDK 1.x StreamableHTTPClientTransport', () => {
   let srv;
   let client;
@@ -152,16 +184,15 @@ describe('SDK 1.x StreamableHTTPClientTransport', () => {
     assert.match(textOf(res), /hello-http/);
   });
 
-  test('run_python returns a figure as a PNG', { timeout: 120000 }, async () => {
-    const res = await client.callTool({
-      name: 'run_python',
-      arguments: { code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 1])\nplt.show()' },
-    }, undefined, { timeout: 110000 });
+  test('run_python returns a figure as a PNG, also linked; files fetched through signed links', { timeout: 120000 }, async () => {
+    const res = await client.callTool({ name: 'run_python', arguments: { code: FIGURE_CODE } },
+      undefined, { timeout: 110000 });
     assert.ok(!res.isError, textOf(res));
     const img = res.content.find((c) => c.type === 'image');
     assert.ok(img, `an image block: ${JSON.stringify(res.content).slice(0, 500)}`);
     assert.equal(img.mimeType, 'image/png');
     assert.equal(Buffer.from(img.data, 'base64').subarray(1, 4).toString(), 'PNG');
+    await checkLinkedFigure(res, srv.base);
   });
 
   test('progress arrives over SSE, and cancelling kills the command', { timeout: 120000 }, async () => {
@@ -207,6 +238,28 @@ describe('@modelcontextprotocol/client 2.x over HTTP', () => {
       const res = await client.callTool({ name: 'run_command', arguments: { command: 'echo modern-http' } },
         { timeout: 110000 });
       assert.match(textOf(res), /modern-http/);
+      // run_python with a figure; the figure and a new file fetched through their signed links
+      const py = await client.callTool({ name: 'run_python', arguments: { code: FIGURE_CODE } }, { timeout: 110000 });
+      await checkLinkedFigure(py, srv.base);
+      // progress, then cancel: the command is killed within 5 s
+      const ac = new AbortController();
+      let progress = 0;
+      const call = client.callTool({
+        name: 'run_command',
+        arguments: { command: 'for i in $(seq 1 700); do echo tock-$i; sleep 0.2; done; echo never-client2' },
+      }, { signal: ac.signal, timeout: 110000, onprogress: () => { progress++; if (progress === 2) ac.abort('enough'); } });
+      await assert.rejects(call, /abort|enough|cancel/i);
+      const aborted = Date.now();
+      assert.ok(progress >= 2, `progress seen: ${progress}`);
+      let left;
+      do {
+        await sleep(250);
+        const ps = await client.callTool({ name: 'run_command', arguments: { command: 'ps -eo args | grep -c "[s]eq 1 700" || true' } },
+          { timeout: 60000 });
+        left = String(ps.structuredContent?.stdout ?? '').trim();
+      } while (left !== '0' && Date.now() - aborted < 5000);
+      assert.equal(left, '0', 'the cancelled command was killed');
+      assert.ok(Date.now() - aborted < 6000, 'killed within 5 s of the cancel');
     } finally {
       await client.close().catch(() => {});
     }
@@ -215,7 +268,9 @@ describe('@modelcontextprotocol/client 2.x over HTTP', () => {
 
 describe('hostile and broken HTTP clients', () => {
   let srv;
-  before(async () => { srv = await startServer({ SANDBOX_MAX_LINE_BYTES: 65536, SANDBOX_HTTP_TIMEOUT_S: 2 }); });
+  before(async () => {
+    srv = await startServer({ SANDBOX_MAX_LINE_BYTES: 65536, SANDBOX_HTTP_TIMEOUT_S: 2, SANDBOX_HTTP_REQUEST_TIMEOUT_S: 3 });
+  });
   after(async () => {
     const r = await srv?.stop();
     assert.equal(r.code, 0, `exit after SIGTERM: ${JSON.stringify(r)}; ${srv.stderr()}`);
@@ -294,10 +349,60 @@ describe('hostile and broken HTTP clients', () => {
     sock.on('error', () => {});
     const closed = new Promise((resolve) => sock.on('close', resolve));
     sock.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\n`);
-    // (a client that drips a byte now and then is held to the connection limit instead: next test)
     await closed;
     const secs = (Date.now() - t0) / 1000;
     assert.ok(secs >= 1.5 && secs < 15, `closed after ${secs.toFixed(1)} s (timeout 2 s)`);
+  });
+
+  test('a slowloris client (a byte every 300 ms, never idle 2 s) is cut off at the request deadline', { timeout: 30000 }, async () => {
+    const t0 = Date.now();
+    const sock = net.connect(srv.port, '127.0.0.1');
+    sock.on('error', () => {});
+    let answer = '';
+    sock.on('data', (d) => { answer += d; });
+    const closed = new Promise((resolve) => sock.on('close', resolve));
+    const head = `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\nContent-Type: application/json\r\n` +
+      `X-Pad: ${'p'.repeat(200)}\r\n\r\n`;
+    let sent = 0;
+    const drip = setInterval(() => { if (sent < head.length && !sock.destroyed) sock.write(head[sent++]); }, 300);
+    // without a whole-request deadline the idle timeout (2 s) never fires: the head takes 70 s to drip in
+    const outcome = await Promise.race([closed.then(() => 'closed'), sleep(15000).then(() => 'open')]);
+    clearInterval(drip);
+    sock.destroy();
+    const secs = (Date.now() - t0) / 1000;
+    assert.equal(outcome, 'closed', `the drip client still connected after ${secs.toFixed(1)} s (${sent} bytes sent)`);
+    assert.ok(secs >= 2.5 && secs < 10, `closed after ${secs.toFixed(1)} s (request deadline 3 s)`);
+    assert.ok(sent < head.length, 'cut before its head was in');
+    assert.equal(answer, '', 'nothing reached MCP');
+    assert.equal((await post(srv, INIT)).status, 200, 'the server still serves');
+  });
+
+  test('a response write that makes no progress is cut after SANDBOX_HTTP_TIMEOUT_S', { timeout: 120000 }, async () => {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' };
+    const r = await post(srv, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_command',
+      arguments: { command: 'head -c 6000000 /dev/urandom > /workspace/big' }, _meta: meta } }, { Accept: 'application/json' });
+    const sid = JSON.parse(r.text).result.structuredContent.session_id;
+    // python's socket, for a 4 KiB receive buffer (node's net cannot set one): the server's writes stall
+    const reader = (pauseS) => spawnSync('python3', ['-c', `
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", ${srv.port}))
+s.sendall(b"GET /files/${sid}/workspace/big HTTP/1.1\\r\\nHost: 127.0.0.1:${srv.port}\\r\\nConnection: close\\r\\n\\r\\n")
+time.sleep(${pauseS})
+s.settimeout(20)
+n = 0
+while True:
+    d = s.recv(65536)
+    if not d: break
+    n += len(d)
+print(n)
+`], { encoding: 'utf8', timeout: 60000 });
+    const stalled = reader(8);
+    assert.equal(stalled.status, 0, stalled.stderr);
+    assert.ok(Number(stalled.stdout) < 6000000, `a reader stalled 8 s got ${stalled.stdout.trim()} bytes: cut`);
+    const slow = reader(1);
+    assert.ok(Number(slow.stdout) > 6000000, `a reader that pauses 1 s gets it all: ${slow.stdout.trim()}`);
   });
 
   test('1,000 connections are bounded: 503 or refused past the limit, then served again', { timeout: 90000 }, async () => {
@@ -493,6 +598,53 @@ describe('principals: each token NAME sees only its own sandboxes', () => {
     assert.ok(!res.text.includes(aid) && !res.text.includes(wid), 'resources/list shows only bob\'s');
   });
 
+  test('signed links: no header needed; altered, re-pointed or forged ones are 403', { timeout: 120000 }, async () => {
+    const links = (res) => Object.fromEntries(res.content.filter((c) => c.type === 'resource_link')
+      .map((c) => [c.name, c._meta?.[URL_META]]));
+    const a = await call(TA, 'run_python', { code: 'open("secret.txt", "w").write("alice-only\\n")' });
+    const aUrl = links(a)['secret.txt'];
+    assert.ok(aUrl, JSON.stringify(a.content));
+    const b = await call(TB, 'run_python', { code: 'open("mine.txt", "w").write("bob\\n")' });
+    const bUrl = links(b)['mine.txt'];
+    assert.ok(bUrl, JSON.stringify(b.content));
+    const aSid = /\/files\/([0-9a-f]+)\//.exec(aUrl)[1];
+    const bSid = /\/files\/([0-9a-f]+)\//.exec(bUrl)[1];
+    assert.notEqual(aSid, bSid);
+    const status = async (u, headers = {}) => (await fetch(u, { headers })).status;
+    // the link is the credential: no Authorization, and any Origin (a chat UI shows it)
+    const ok = await fetch(aUrl, { headers: { Origin: 'https://chat.example' } });
+    assert.equal(ok.status, 200);
+    assert.equal(await ok.text(), 'alice-only\n');
+    assert.match(ok.headers.get('content-security-policy'), /sandbox/, 'sandbox-written pages cannot run as this origin');
+    assert.equal(ok.headers.get('x-content-type-options'), 'nosniff');
+    const exp = /exp=(\d+)/.exec(aUrl)[1];
+    const sig = /sig=([0-9a-f]+)/.exec(aUrl)[1];
+    const flip = (h) => (h[0] === '0' ? '1' : '0') + h.slice(1);
+    const altered = {
+      'exp + 1': aUrl.replace(`exp=${exp}`, `exp=${Number(exp) + 1}`),
+      'exp with a leading zero': aUrl.replace(`exp=${exp}`, `exp=0${exp}`),
+      'sig changed': aUrl.replace(`sig=${sig}`, `sig=${flip(sig)}`),
+      'sig upper case': aUrl.replace(`sig=${sig}`, `sig=${sig.toUpperCase()}`),
+      'sig missing': aUrl.replace(`&sig=${sig}`, ''),
+      'exp missing': aUrl.replace(`exp=${exp}&`, ''),
+      'path changed': aUrl.replace('secret.txt', 'mine.txt'),
+      'path re-spelled': aUrl.replace('/workspace/', '/workspace/./'),
+      'session changed': aUrl.replace(aSid, bSid),
+      'session by name': aUrl.replace(aSid, 'default'),
+      // bob's genuine signature, pointed at alice's session or file
+      'bob\'s link on alice\'s session': bUrl.replace(bSid, aSid),
+      'bob\'s sig on alice\'s path': aUrl.replace(`sig=${sig}`, `sig=${/sig=([0-9a-f]+)/.exec(bUrl)[1]}`)
+        .replace(`exp=${exp}`, `exp=${/exp=(\d+)/.exec(bUrl)[1]}`),
+    };
+    for (const [what, u] of Object.entries(altered)) {
+      // 'path re-spelled' normalises to the same file: the same MAC, so it is served
+      const want = what === 'path re-spelled' ? 200 : 403;
+      assert.equal(await status(u), want, `${what}: ${u}`);
+      assert.equal(await status(u, { Authorization: `Bearer ${TB}` }), want, `${what}, with bob's token`);
+    }
+    assert.equal(await status(bUrl), 200, 'bob\'s own link works');
+  });
+
   test('another principal\'s MCP session id is 404', async () => {
     const r = await post(srv, INIT, { Authorization: `Bearer ${TA}` });
     const sid = r.headers.get('mcp-session-id');
@@ -575,6 +727,118 @@ describe('HTTPS (--tls-cert, --tls-key)', () => {
     r = await runToExit(['serve', '--http', `127.0.0.1:${p}`, '--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'junk.pem')]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /--tls-key .*not a PEM file/);
+  });
+});
+
+describe('signed links expire (SANDBOX_HTTP_LINK_TTL_S)', () => {
+  let srv;
+  before(async () => { srv = await startServer({ SANDBOX_HTTP_LINK_TTL_S: 2 }); });
+  after(async () => { await srv?.stop(); });
+
+  test('a link works until exp, then is 403 (expired)', { timeout: 120000 }, async () => {
+    const r = await post(srv, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_python',
+      arguments: { code: 'open("soon.txt", "w").write("x")' }, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } },
+    { Accept: 'application/json' });
+    const link = JSON.parse(r.text).result.content.find((c) => c.type === 'resource_link');
+    const u = link._meta[URL_META];
+    const exp = Number(/exp=(\d+)/.exec(u)[1]);
+    if (Date.now() / 1000 < exp) assert.equal((await fetch(u)).status, 200, 'fresh');
+    while (Date.now() / 1000 <= exp + 1) await sleep(250);
+    const late = await fetch(u);
+    assert.equal(late.status, 403);
+    assert.match(await late.text(), /expired/);
+  });
+});
+
+describe('links die with the server', () => {
+  test('a persistent session\'s link of the last run is 403; a new one works', { timeout: 180000 }, async () => {
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' };
+    const call = async (srv, name, args) => {
+      const r = await post(srv, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, _meta: meta } },
+        { Accept: 'application/json' });
+      assert.equal(r.status, 200, r.text);
+      return JSON.parse(r.text).result;
+    };
+    const linkOf = (res) => res.content.find((c) => c.type === 'resource_link')?._meta?.[URL_META];
+    let srv = await startServer();
+    let sid;
+    try {
+      const c = await call(srv, 'session_create', { persistent: true, name: `links-restart-${process.pid}` });
+      assert.ok(!c.isError, JSON.stringify(c));
+      sid = c.structuredContent.session_id;
+      const old = linkOf(await call(srv, 'file_write', { path: 'kept.txt', content: 'kept', session_id: sid }));
+      assert.equal((await fetch(old)).status, 200);
+      const oldPath = old.slice(srv.base.length);
+      await srv.stop();
+      srv = await startServer();
+      // the session was adopted by the new run, but the key is new
+      let fresh;
+      const deadline = Date.now() + 30000;
+      do {
+        const r = await call(srv, 'file_read', { path: 'kept.txt', session_id: sid });
+        fresh = r.isError ? null : linkOf(r);
+        if (!fresh) await sleep(500);
+      } while (!fresh && Date.now() < deadline);
+      assert.ok(fresh, 'the persistent session is there after the restart');
+      const stale = await fetch(`${srv.base}${oldPath}`);
+      assert.equal(stale.status, 403, 'the old link, on the new server');
+      assert.equal(await (await fetch(fresh)).text(), 'kept');
+    } finally {
+      if (sid) await call(srv, 'session_close', { session_id: sid }).catch(() => {});
+      await srv.stop();
+    }
+  });
+});
+
+describe('--http-public-url', () => {
+  const PUB = 'https://sandbox.example.com:8443/box';
+  let srv;
+  before(async () => { srv = await startServer({ SANDBOX_HTTP_PUBLIC_URL: `${PUB}/` }); });
+  after(async () => { await srv?.stop(); });
+
+  test('links name the public URL, never the Host a client sent; its host is a valid Host', { timeout: 120000 }, async () => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_python',
+      arguments: { code: 'open("pub.txt", "w").write("p")' }, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } });
+    const req = (host) => `POST /mcp HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n` +
+      `Accept: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+    const raw = await rawRequest(srv.port, req('sandbox.example.com:8443'), { timeoutMs: 110000 });
+    assert.equal(statusOf(raw), 200, raw.slice(0, 300));
+    const link = JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)).result.content.find((c) => c.type === 'resource_link');
+    const u = link._meta[URL_META];
+    assert.ok(u.startsWith(`${PUB}/files/`), u);
+    // the proxy strips /box: the same path and query on the bound address fetch the file
+    const local = await fetch(`${srv.base}${u.slice(PUB.length)}`);
+    assert.equal(local.status, 200);
+    assert.equal(await local.text(), 'p');
+    assert.equal(statusOf(await rawRequest(srv.port, req('evil.example'))), 421);
+    assert.equal(statusOf(await rawRequest(srv.port, req('sandbox.example.com'))), 421, 'the port counts');
+  });
+
+  test('refused at start: a public URL that is not http(s) or carries a query', async () => {
+    const port = await freePort();
+    for (const bad of ['ftp://x.example', 'https://x.example/?a=1', 'https://user@x.example', 'x.example']) {
+      const r = await runToExit(['serve', '--http', `127.0.0.1:${port}`, '--http-public-url', bad]);
+      assert.equal(r.code, 1, bad);
+      assert.match(r.stderr, /--http-public-url .* is not an http:\/\/ or https:\/\/ URL/, bad);
+    }
+  });
+});
+
+describe('stdio results are unchanged', () => {
+  test('resource_link without a download URL; figures inlined, not linked', { timeout: 120000 }, async () => {
+    const client = new Client({ name: 'http-e2e-stdio', version: '0' }, { capabilities: {} });
+    await client.connect(new StdioClientTransport({ command: BIN, args: [], env: serverEnv(), stderr: 'ignore' }));
+    try {
+      const res = await client.callTool({ name: 'run_python', arguments: { code: FIGURE_CODE } }, undefined, { timeout: 110000 });
+      assert.ok(!res.isError, textOf(res));
+      assert.ok(res.content.some((c) => c.type === 'image'), 'the figure is inlined');
+      const linksOut = res.content.filter((c) => c.type === 'resource_link');
+      assert.deepEqual(linksOut.map((c) => c.name), ['report.txt'], 'only the file is linked, not the figure');
+      assert.equal(linksOut[0]._meta, undefined, 'no signed URL on stdio');
+      assert.doesNotMatch(JSON.stringify(res), /io\.sandbox-mcp\/url|sandbox-mcp-figures/);
+    } finally {
+      await client.close().catch(() => {});
+    }
   });
 });
 

@@ -30,7 +30,7 @@ targets=${*:-$all}
 
 if [ ! -f "$builddir/build.ninja" ]; then
 	CC=clang meson setup "$builddir" "$src" -Dfuzzing=true -Db_sanitize=address,undefined \
-		-Db_lundef=false -De2e_tests=disabled
+		-Db_lundef=false -Dnode_tests=disabled
 fi
 ninja -C "$builddir" $(for t in $targets; do printf 'tests/fuzz/fuzz-%s ' "$t"; done)
 

@@ -8,6 +8,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   Server, suite, requireEngine, cleanup, show, docker, inspectContainer, containersOfInstance,
+  LABEL, sleep, trackContainer, containerExists,
 } from './lib/harness.mjs';
 
 const MiB = 1024 * 1024;
@@ -193,5 +194,32 @@ describe('saved output is capped (SANDBOX_OUTPUT_SAVE_MB default 8)', suite({ ti
     const names = ls.stdout.trim().split('\n');
     assert.equal(names.filter((n) => /^(run|python)-.*\.log$/.test(n)).length, 16, `kept: ${ls.stdout}`);
     assert.ok(names.includes('mine.txt'), 'files not named like saved output are left alone');
+  });
+});
+
+describe('quota probes left by a server that died are swept', suite({ timeout: 120000 }), () => {
+  after(async () => {
+    await cleanup();
+  });
+
+  test('a never-started probe container older than 10 s is removed at the next start', async () => {
+    requireEngine();
+    // What a server killed between its probe's create and remove leaves: a
+    // created container with the probe label and no instance label.
+    const made = await docker(['create', '--label', `${LABEL}.probe=1`, '--network', 'none',
+      'debian:bookworm-slim', 'true']);
+    assert.equal(made.code, 0, `docker create: ${made.stderr}`);
+    const id = made.stdout.trim();
+    trackContainer(id);
+    await sleep(11000);
+    const srv = await Server.start('probe-sweep', { SANDBOX_TIMEOUT_S: 30 });
+    await srv.ok('session_list'); // waits for the start-up scan
+    let gone = false;
+    for (let i = 0; i < 20 && !gone; i++) {
+      gone = !(await containerExists(id));
+      if (!gone) await sleep(250);
+    }
+    assert.ok(gone, `the stale probe ${id.slice(0, 12)} is still there`);
+    await srv.close();
   });
 });

@@ -159,6 +159,40 @@ static void test_err_tail(void **state)
 	assert_string_equal(e.msg, "'ab?'");
 }
 
+/* err_append: what the tool layer adds to a lower layer's message */
+static void test_err_append(void **state)
+{
+	(void)state;
+	struct err e;
+	char big[ERR_MSG_MAX * 2];
+
+	err_set(&e, ERRCODE_ENGINE_ERROR, -EIO, "the engine failed");
+	assert_int_equal(err_append(&e, -EIO, "; %s stopped", "the upload"), -EIO);
+	assert_string_equal(e.msg, "the engine failed; the upload stopped");
+	assert_int_equal(e.code, ERRCODE_ENGINE_ERROR);
+	assert_int_equal(err_append(NULL, -EPERM, "x"), -EPERM);
+
+	/* past the end: cut between characters (U+00D7 is 2 bytes), never inside one, still NUL-terminated */
+	for (size_t i = 0; i + 1 < sizeof(big); i += 2)
+		memcpy(big + i, "\xc3\x97", 2);
+	big[sizeof(big) - 1] = '\0';
+	err_set(&e, ERRCODE_ENGINE_ERROR, -EIO, "xy");
+	err_append(&e, -EIO, "%s", big);
+	size_t m = strlen(e.msg);
+	assert_true(m < ERR_MSG_MAX && m > ERR_MSG_MAX - 4);
+	assert_int_equal((m - 2) % 2, 0);
+	assert_int_equal((unsigned char)e.msg[m - 1], 0x97);
+	/* a full message takes at most what is left, and stays terminated */
+	err_append(&e, -EIO, "more");
+	assert_true(strlen(e.msg) >= m && strlen(e.msg) < ERR_MSG_MAX);
+	assert_int_equal(strncmp(e.msg + m, "more", strlen(e.msg) - m), 0);
+
+	/* bytes that are no UTF-8 become '?'; the message before them is left alone */
+	err_set(&e, ERRCODE_ENGINE_ERROR, -EIO, "ok\xc3\x97");
+	err_append(&e, -EIO, " (tar: %s)", "a\xff" "b\xed\xa0\x80");
+	assert_string_equal(e.msg, "ok\xc3\x97 (tar: a?b???" ")");
+}
+
 static void test_paths_and_urls(void **state)
 {
 	(void)state;
@@ -180,6 +214,7 @@ int main(void)
 		cmocka_unit_test(test_git),
 		cmocka_unit_test(test_paths_and_urls),
 		cmocka_unit_test(test_err_tail),
+		cmocka_unit_test(test_err_append),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

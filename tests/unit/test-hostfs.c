@@ -140,40 +140,6 @@ static void test_open(void **state)
 	hostfs_destroy(h);
 }
 
-/* One ustar header block (as in test-tar.c). */
-static void header(struct buf *b, const char *name, char type, unsigned long long size, const char *link,
-		   unsigned mode)
-{
-	unsigned char hd[512] = { 0 };
-	snprintf((char *)hd, 100, "%s", name);
-	snprintf((char *)hd + 100, 8, "%07o", mode);
-	snprintf((char *)hd + 108, 8, "%07o", 0);
-	snprintf((char *)hd + 116, 8, "%07o", 0);
-	snprintf((char *)hd + 124, 12, "%011llo", size);
-	snprintf((char *)hd + 136, 12, "%011o", 0);
-	hd[156] = (unsigned char)type;
-	if (link)
-		snprintf((char *)hd + 157, 100, "%s", link);
-	memcpy(hd + 257, "ustar", 6);
-	memcpy(hd + 263, "00", 2);
-	memset(hd + 148, ' ', 8);
-	unsigned sum = 0;
-	for (int i = 0; i < 512; i++)
-		sum += hd[i];
-	snprintf((char *)hd + 148, 8, "%06o", sum);
-	hd[155] = ' ';
-	buf_append(b, hd, 512);
-}
-
-static void body(struct buf *b, const char *data)
-{
-	static const char zeros[512];
-	size_t n = strlen(data);
-	buf_append(b, data, n);
-	if (n % 512)
-		buf_append(b, zeros, 512 - n % 512);
-}
-
 /* Lists dir (relative names, "name type mode" lines) into out. */
 static void listing(int dfd, const char *prefix, struct buf *out)
 {
@@ -249,27 +215,27 @@ static void test_extract_hostile(void **state)
 	char p[512];
 
 	buf_init(&t, 1u << 20);
-	header(&t, "./", '5', 0, NULL, 0777);
-	header(&t, "./ok.txt", '0', 3, NULL, 04755);
-	body(&t, "ok\n");
-	header(&t, "../escape", '0', 3, NULL, 0644);
-	body(&t, "bad");
-	header(&t, "/tmp/abs", '0', 3, NULL, 0644);
-	body(&t, "bad");
-	header(&t, "./evil", '2', 0, "/etc/passwd", 0777);
-	header(&t, "./evil", '0', 3, NULL, 0644); /* not through a link: a plain file */
-	body(&t, "new");
-	header(&t, "./d", '2', 0, "/", 0777);
-	header(&t, "./d/x", '0', 3, NULL, 0644);
-	body(&t, "dx!");
-	header(&t, "./sh", '1', 0, "/etc/shadow", 0644);
-	header(&t, "./ff", '6', 0, NULL, 0644);
-	header(&t, "./ok.txt", '0', 3, NULL, 0644); /* a second entry of that name */
-	body(&t, "two");
-	header(&t, "./ok.txt/inner", '0', 3, NULL, 0644); /* below a file */
-	body(&t, "abc");
-	header(&t, "./sub/deep/f", '0', 3, NULL, 0600);
-	body(&t, "f!\n");
+	ustar_header(&t, "./", '5', 0, NULL, 0777, 0);
+	ustar_header(&t, "./ok.txt", '0', 3, NULL, 04755, 0);
+	ustar_body(&t, "ok\n", strlen("ok\n"));
+	ustar_header(&t, "../escape", '0', 3, NULL, 0644, 0);
+	ustar_body(&t, "bad", strlen("bad"));
+	ustar_header(&t, "/tmp/abs", '0', 3, NULL, 0644, 0);
+	ustar_body(&t, "bad", strlen("bad"));
+	ustar_header(&t, "./evil", '2', 0, "/etc/passwd", 0777, 0);
+	ustar_header(&t, "./evil", '0', 3, NULL, 0644, 0); /* not through a link: a plain file */
+	ustar_body(&t, "new", strlen("new"));
+	ustar_header(&t, "./d", '2', 0, "/", 0777, 0);
+	ustar_header(&t, "./d/x", '0', 3, NULL, 0644, 0);
+	ustar_body(&t, "dx!", strlen("dx!"));
+	ustar_header(&t, "./sh", '1', 0, "/etc/shadow", 0644, 0);
+	ustar_header(&t, "./ff", '6', 0, NULL, 0644, 0);
+	ustar_header(&t, "./ok.txt", '0', 3, NULL, 0644, 0); /* a second entry of that name */
+	ustar_body(&t, "two", strlen("two"));
+	ustar_header(&t, "./ok.txt/inner", '0', 3, NULL, 0644, 0); /* below a file */
+	ustar_body(&t, "abc", strlen("abc"));
+	ustar_header(&t, "./sub/deep/f", '0', 3, NULL, 0600, 0);
+	ustar_body(&t, "f!\n", strlen("f!\n"));
 	buf_append(&t, (char[1024]){ 0 }, 1024);
 
 	int dfd = open(allowed, O_RDONLY | O_DIRECTORY);
@@ -308,9 +274,9 @@ static void test_extract_hostile(void **state)
 	assert_int_equal(hostfs_extract_begin(dfd, "out", false, &x, &err), -EEXIST);
 	assert_int_equal(err.code, ERRCODE_FILE_EXISTS);
 	buf_reset(&t);
-	header(&t, "./", '5', 0, NULL, 0755);
-	header(&t, "./only", '0', 3, NULL, 0644);
-	body(&t, "one");
+	ustar_header(&t, "./", '5', 0, NULL, 0755, 0);
+	ustar_header(&t, "./only", '0', 3, NULL, 0644, 0);
+	ustar_body(&t, "one", strlen("one"));
 	buf_append(&t, (char[1024]){ 0 }, 1024);
 	assert_int_equal(hostfs_extract_begin(dfd, "out", true, &x, &err), 0);
 	assert_int_equal(tar_read_memory(t.data, t.len, &lim, hostfs_extract_sink(x), NULL, &err), 0);
@@ -324,11 +290,11 @@ static void test_extract_hostile(void **state)
 
 	/* a stream that fails half way leaves nothing */
 	buf_reset(&t);
-	header(&t, "./", '5', 0, NULL, 0755);
-	header(&t, "./a", '0', 3, NULL, 0644);
-	body(&t, "aaa");
-	header(&t, "./b", '0', 5000, NULL, 0644);
-	body(&t, "b");
+	ustar_header(&t, "./", '5', 0, NULL, 0755, 0);
+	ustar_header(&t, "./a", '0', 3, NULL, 0644, 0);
+	ustar_body(&t, "aaa", strlen("aaa"));
+	ustar_header(&t, "./b", '0', 5000, NULL, 0644, 0);
+	ustar_body(&t, "b", strlen("b"));
 	assert_int_equal(hostfs_extract_begin(dfd, "partial", false, &x, &err), 0);
 	assert_true(tar_read_memory(t.data, t.len, &lim, hostfs_extract_sink(x), NULL, &err) < 0);
 	hostfs_extract_destroy(x);
@@ -339,10 +305,10 @@ static void test_extract_hostile(void **state)
 
 	/* a one-file download is the stream's one file under the name asked for */
 	buf_reset(&t);
-	header(&t, "whatever.bin", '0', 4, NULL, 0755);
-	body(&t, "data");
-	header(&t, "second", '0', 4, NULL, 0644);
-	body(&t, "more");
+	ustar_header(&t, "whatever.bin", '0', 4, NULL, 0755, 0);
+	ustar_body(&t, "data", strlen("data"));
+	ustar_header(&t, "second", '0', 4, NULL, 0644, 0);
+	ustar_body(&t, "more", strlen("more"));
 	buf_append(&t, (char[1024]){ 0 }, 1024);
 	assert_int_equal(hostfs_extract_begin(dfd, "single.bin", false, &x, &err), 0);
 	assert_int_equal(tar_read_memory(t.data, t.len, &lim, hostfs_extract_sink(x), NULL, &err), 0);
@@ -466,8 +432,8 @@ static int extract(int dfd, const char *name, bool overwrite, const struct buf *
 static void one_file(struct buf *t, const char *name, const char *data, unsigned mode)
 {
 	buf_reset(t);
-	header(t, name, '0', strlen(data), NULL, mode);
-	body(t, data);
+	ustar_header(t, name, '0', strlen(data), NULL, mode, 0);
+	ustar_body(t, data, strlen(data));
 	buf_append(t, (char[1024]){ 0 }, 1024);
 }
 
@@ -592,22 +558,22 @@ static void test_replace_own(void **state)
 
 	/* a folder: VCS metadata inside is skipped (listed at its top only), every entry marked */
 	buf_reset(&t);
-	header(&t, "./", '5', 0, NULL, 0755);
-	header(&t, "./.git/", '5', 0, NULL, 0755);
-	header(&t, "./.git/config", '0', 3, NULL, 0644);
-	body(&t, "cfg");
-	header(&t, "./bare/HEAD", '0', 3, NULL, 0644);
-	body(&t, "ref");
-	header(&t, "./bare/config", '0', 3, NULL, 0644);
-	body(&t, "cfg");
-	header(&t, "./deep/.Hg/hgrc", '0', 3, NULL, 0644); /* no folder entry first: listed as the folder */
-	body(&t, "cfg");
-	header(&t, "./deep/.Hg/more", '0', 3, NULL, 0644);
-	body(&t, "cfg");
-	header(&t, "./deep/f", '0', 3, NULL, 0644);
-	body(&t, "fff");
-	header(&t, "./.gitignore", '0', 3, NULL, 0644);
-	body(&t, "ign");
+	ustar_header(&t, "./", '5', 0, NULL, 0755, 0);
+	ustar_header(&t, "./.git/", '5', 0, NULL, 0755, 0);
+	ustar_header(&t, "./.git/config", '0', 3, NULL, 0644, 0);
+	ustar_body(&t, "cfg", strlen("cfg"));
+	ustar_header(&t, "./bare/HEAD", '0', 3, NULL, 0644, 0);
+	ustar_body(&t, "ref", strlen("ref"));
+	ustar_header(&t, "./bare/config", '0', 3, NULL, 0644, 0);
+	ustar_body(&t, "cfg", strlen("cfg"));
+	ustar_header(&t, "./deep/.Hg/hgrc", '0', 3, NULL, 0644, 0); /* no folder entry first: listed as the folder */
+	ustar_body(&t, "cfg", strlen("cfg"));
+	ustar_header(&t, "./deep/.Hg/more", '0', 3, NULL, 0644, 0);
+	ustar_body(&t, "cfg", strlen("cfg"));
+	ustar_header(&t, "./deep/f", '0', 3, NULL, 0644, 0);
+	ustar_body(&t, "fff", strlen("fff"));
+	ustar_header(&t, "./.gitignore", '0', 3, NULL, 0644, 0);
+	ustar_body(&t, "ign", strlen("ign"));
 	buf_append(&t, (char[1024]){ 0 }, 1024);
 	assert_int_equal(extract(dfd, "tree", false, &t, &skipped, &err), 0);
 	assert_int_equal(json_array_size(skipped), 3);

@@ -277,6 +277,11 @@ static void test_request_injection_refused(void **state)
 	assert_int_equal(http_request_send(c, "GET", "x", NULL, NULL, 0, &e), -EINVAL);
 	assert_int_equal(http_request_send(c, "POST", "/x", "A: b\r\n\r\nbody", NULL, 0, &e), -EINVAL);
 	assert_int_equal(http_request_send(c, "POST", "/x", "A: b\n", NULL, 0, &e), -EINVAL);
+	/* the chunked request (a build context) is held to the same rules */
+	assert_int_equal(http_request_send_chunked(c, "POST", "/x\r\nEvil: 1", NULL, &e), -EINVAL);
+	assert_int_equal(http_request_send_chunked(c, "POST /y", "/x", NULL, &e), -EINVAL);
+	assert_int_equal(http_request_send_chunked(c, "POST", "/x", "A: b\r\n\r\nbody", &e), -EINVAL);
+	assert_int_equal(http_request_send_chunked(c, "POST", "/x", "A: b\rC: d\r\n", &e), -EINVAL);
 	http_conn_abort(c);
 	finish(&p, t, c);
 }

@@ -193,6 +193,45 @@ static void test_tool_table(void **state)
 	tools_finish();
 }
 
+/*
+ * The server instructions come from the tool table: each sentence is said
+ * only when its tool is offered, and names the tool it belongs to (so a
+ * sentence cannot sit on the wrong entry).
+ */
+static void test_instructions(void **state)
+{
+	const char *preamble = "sandbox-mcp runs code in Docker containers";
+	char *all = tools_instructions(TOOL_GROUP_ALL);
+	size_t said = 0;
+
+	assert_true(strncmp(all, preamble, strlen(preamble)) == 0);
+	for (size_t i = 0; i < tools_count(); i++) {
+		const struct tool_entry *t = tools_at(i);
+		if (!t->instructions)
+			continue;
+		said++;
+		assert_non_null(strstr(all, t->instructions));
+		assert_non_null(strstr(t->instructions, t->name));
+		char *alone = tools_instructions(t->group);
+		assert_non_null(strstr(alone, t->instructions));
+		free(alone);
+		/* another group only: this tool's sentences are not said */
+		for (unsigned g = 1; g & TOOL_GROUP_ALL; g <<= 1) {
+			if (g == t->group)
+				continue;
+			char *other = tools_instructions(g);
+			assert_null(strstr(other, t->instructions));
+			free(other);
+		}
+	}
+	assert_true(said >= 7);
+	free(all);
+	char *none = tools_instructions(0);
+	assert_string_equal(none, "sandbox-mcp runs code in Docker containers (sessions) on this machine: no network, a "
+				  "non-root user, memory/CPU/process limits. Files live in /workspace.");
+	free(none);
+}
+
 static void test_lossy(void **state)
 {
 	json_t *s = json_string_lossy("ok\xff\xfe" "a\xc3\xa9" "\xe2\x82", 9);
@@ -213,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_client_additions),
 		cmocka_unit_test(test_lint),
 		cmocka_unit_test(test_tool_table),
+		cmocka_unit_test(test_instructions),
 		cmocka_unit_test(test_lossy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

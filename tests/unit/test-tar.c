@@ -179,38 +179,6 @@ static void test_truncated(void **state)
 	buf_finish(&t);
 }
 
-/* One ustar header block. */
-static void header(struct buf *b, const char *name, char type, unsigned long long size, const char *link)
-{
-	unsigned char h[512] = { 0 };
-	snprintf((char *)h, 100, "%s", name);
-	snprintf((char *)h + 100, 8, "%07o", 0644);
-	snprintf((char *)h + 108, 8, "%07o", 1000);
-	snprintf((char *)h + 116, 8, "%07o", 1000);
-	snprintf((char *)h + 124, 12, "%011llo", size);
-	snprintf((char *)h + 136, 12, "%011o", 0);
-	h[156] = (unsigned char)type;
-	if (link)
-		snprintf((char *)h + 157, 100, "%s", link);
-	memcpy(h + 257, "ustar", 6);
-	memcpy(h + 263, "00", 2);
-	memset(h + 148, ' ', 8);
-	unsigned sum = 0;
-	for (int i = 0; i < 512; i++)
-		sum += h[i];
-	snprintf((char *)h + 148, 8, "%06o", sum);
-	h[155] = ' ';
-	buf_append(b, h, 512);
-}
-
-static void body(struct buf *b, const char *data, size_t n)
-{
-	static const char zeros[512];
-	buf_append(b, data, n);
-	if (n % 512)
-		buf_append(b, zeros, 512 - n % 512);
-}
-
 static void end_blocks(struct buf *b)
 {
 	static const char zeros[1024];
@@ -224,23 +192,23 @@ static void test_hostile(void **state)
 	char *log;
 
 	buf_init(&t, 1u << 20);
-	header(&t, "../../escape", '0', 4, NULL);
-	body(&t, "evil", 4);
-	header(&t, "/etc/cron.d/x", '0', 4, NULL);
-	body(&t, "evil", 4);
-	header(&t, "a/../../b", '0', 0, NULL);
-	header(&t, "evil", '2', 0, "/etc/passwd");
-	header(&t, "evil", '0', 3, NULL); /* a file "through" the symlink: only a plain file */
-	body(&t, "abc", 3);
-	header(&t, "shadow", '1', 0, "/etc/shadow");
-	header(&t, "fifo", '6', 0, NULL);
-	header(&t, "null", '3', 0, NULL);
-	header(&t, "root", '2', 0, "/");
-	header(&t, "root/etc/passwd", '0', 1, NULL);
-	body(&t, "x", 1);
-	header(&t, "ctl\x01name", '0', 0, NULL);
-	header(&t, "./", '5', 0, NULL);
-	header(&t, "./ok/", '5', 0, NULL);
+	ustar_header(&t, "../../escape", '0', 4, NULL, 0644, 1000);
+	ustar_body(&t, "evil", 4);
+	ustar_header(&t, "/etc/cron.d/x", '0', 4, NULL, 0644, 1000);
+	ustar_body(&t, "evil", 4);
+	ustar_header(&t, "a/../../b", '0', 0, NULL, 0644, 1000);
+	ustar_header(&t, "evil", '2', 0, "/etc/passwd", 0644, 1000);
+	ustar_header(&t, "evil", '0', 3, NULL, 0644, 1000); /* a file "through" the symlink: only a plain file */
+	ustar_body(&t, "abc", 3);
+	ustar_header(&t, "shadow", '1', 0, "/etc/shadow", 0644, 1000);
+	ustar_header(&t, "fifo", '6', 0, NULL, 0644, 1000);
+	ustar_header(&t, "null", '3', 0, NULL, 0644, 1000);
+	ustar_header(&t, "root", '2', 0, "/", 0644, 1000);
+	ustar_header(&t, "root/etc/passwd", '0', 1, NULL, 0644, 1000);
+	ustar_body(&t, "x", 1);
+	ustar_header(&t, "ctl\x01name", '0', 0, NULL, 0644, 1000);
+	ustar_header(&t, "./", '5', 0, NULL, 0644, 1000);
+	ustar_header(&t, "./ok/", '5', 0, NULL, 0644, 1000);
 	end_blocks(&t);
 	assert_int_equal(read_both(t.data, t.len, &roomy, &log, &err), 0);
 	assert_string_equal(log, "S ../../escape: '..' in the name|"
@@ -267,8 +235,8 @@ static void test_caps(void **state)
 
 	/* a 100 GiB file is refused at its header, before any data */
 	buf_init(&t, 1u << 20);
-	header(&t, "sparse", '0', 100ull << 30, NULL);
-	body(&t, "x", 1);
+	ustar_header(&t, "sparse", '0', 100ull << 30, NULL, 0644, 1000);
+	ustar_body(&t, "x", 1);
 	struct tar_limits lim = { .entries = 10, .entry_size = 1u << 20, .total_size = 2u << 20 };
 	assert_int_equal(read_both(t.data, t.len, &lim, &log, &err), -EMSGSIZE);
 	assert_int_equal(err.code, ERRCODE_TOO_LARGE);
@@ -281,8 +249,8 @@ static void test_caps(void **state)
 	for (int i = 0; i < 3; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "f%d", i);
-		header(&t, name, '0', sizeof(data), NULL);
-		body(&t, data, sizeof(data));
+		ustar_header(&t, name, '0', sizeof(data), NULL, 0644, 1000);
+		ustar_body(&t, data, sizeof(data));
 	}
 	end_blocks(&t);
 	lim = (struct tar_limits){ .entries = 10, .entry_size = 1000, .total_size = 2500 };
@@ -305,8 +273,8 @@ static void test_caps(void **state)
 	/* "no cap" spelled UINT64_MAX: the stream's own bound saturates instead of wrapping to a few KiB */
 	buf_reset(&t);
 	char *large = xcalloc(1, 100000); /* past the 40 KiB a wrapped bound would allow with 10 entries */
-	header(&t, "large", '0', 100000, NULL);
-	body(&t, large, 100000);
+	ustar_header(&t, "large", '0', 100000, NULL, 0644, 1000);
+	ustar_body(&t, large, 100000);
 	end_blocks(&t);
 	free(large);
 	lim = (struct tar_limits){ .entries = 10, .entry_size = UINT64_MAX, .total_size = UINT64_MAX };
@@ -334,34 +302,34 @@ static void test_malformed(void **state)
 
 	/* a bad checksum in the second header */
 	buf_init(&t, 1u << 20);
-	header(&t, "a", '0', 1, NULL);
-	body(&t, "a", 1);
-	header(&t, "b", '0', 1, NULL);
+	ustar_header(&t, "a", '0', 1, NULL, 0644, 1000);
+	ustar_body(&t, "a", 1);
+	ustar_header(&t, "b", '0', 1, NULL, 0644, 1000);
 	t.data[1024 + 148] = '7';
-	body(&t, "b", 1);
+	ustar_body(&t, "b", 1);
 	end_blocks(&t);
 	assert_int_equal(read_both(t.data, t.len, &roomy, &log, &err), -EPROTO);
 	free(log);
 
 	/* a file whose data ends early, then nothing */
 	buf_reset(&t);
-	header(&t, "a", '0', 5000, NULL);
-	body(&t, "abc", 3);
+	ustar_header(&t, "a", '0', 5000, NULL, 0644, 1000);
+	ustar_body(&t, "abc", 3);
 	assert_int_equal(read_both(t.data, t.len, &roomy, &log, &err), -EPROTO);
 	free(log);
 
 	/* ends at an entry boundary without end blocks */
 	buf_reset(&t);
-	header(&t, "a", '0', 3, NULL);
-	body(&t, "abc", 3);
+	ustar_header(&t, "a", '0', 3, NULL, 0644, 1000);
+	ustar_body(&t, "abc", 3);
 	assert_int_equal(read_both(t.data, t.len, &roomy, &log, &err), -EPROTO);
 	assert_non_null(strstr(err.msg, "end-of-archive"));
 	free(log);
 
 	/* garbage after the end blocks */
 	buf_reset(&t);
-	header(&t, "a", '0', 3, NULL);
-	body(&t, "abc", 3);
+	ustar_header(&t, "a", '0', 3, NULL, 0644, 1000);
+	ustar_body(&t, "abc", 3);
 	end_blocks(&t);
 	buf_append(&t, "garbage!", 8);
 	assert_int_equal(read_both(t.data, t.len, &roomy, &log, &err), -EPROTO);

@@ -1,0 +1,207 @@
+/*
+ * test-linksign.c - signed download links (linksign.h): the parsers of the
+ * exp and sig a request carries (each value whole and every prefix, at a
+ * guard page), the base URL check, and sign/verify round trips with every
+ * part altered.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+
+#include "linksign.h"
+
+static int exp_parse(const char *v, int64_t *ret)
+{
+	size_t n = strlen(v);
+	int64_t scratch;
+	for (size_t k = 0; k < n; k++) {
+		struct guarded g = guarded_copy(v, k);
+		(void)linksign_exp_parse(g.p, k, &scratch);
+		guarded_free(&g);
+	}
+	struct guarded g = guarded_copy(v, n);
+	int r = linksign_exp_parse(g.p, n, ret);
+	guarded_free(&g);
+	return r;
+}
+
+static int sig_parse(const char *v)
+{
+	size_t n = strlen(v);
+	for (size_t k = 0; k < n; k++) {
+		struct guarded g = guarded_copy(v, k);
+		(void)linksign_sig_parse(g.p, k);
+		guarded_free(&g);
+	}
+	struct guarded g = guarded_copy(v, n);
+	int r = linksign_sig_parse(g.p, n);
+	guarded_free(&g);
+	return r;
+}
+
+static bool base_ok(const char *v)
+{
+	size_t n = strlen(v);
+	for (size_t k = 0; k < n; k++) {
+		struct guarded g = guarded_copy(v, k);
+		(void)linksign_base_check(g.p, k);
+		guarded_free(&g);
+	}
+	struct guarded g = guarded_copy(v, n);
+	bool ok = linksign_base_check(g.p, n);
+	guarded_free(&g);
+	return ok;
+}
+
+static void test_exp(void **state)
+{
+	int64_t v = -1;
+	(void)state;
+
+	assert_int_equal(exp_parse("1795675376", &v), 0);
+	assert_int_equal(v, 1795675376);
+	assert_int_equal(exp_parse("0", &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(exp_parse("999999999999", &v), 0);
+	assert_int_equal(v, 999999999999LL);
+	assert_int_equal(exp_parse("1000000000000", &v), -1); /* 13 digits */
+	assert_int_equal(exp_parse("", &v), -1);
+	assert_int_equal(exp_parse("-1", &v), -1);
+	assert_int_equal(exp_parse("+1", &v), -1);
+	assert_int_equal(exp_parse(" 1", &v), -1);
+	assert_int_equal(exp_parse("1 ", &v), -1);
+	assert_int_equal(exp_parse("12a", &v), -1);
+	assert_int_equal(exp_parse("0x10", &v), -1);
+}
+
+static void test_sig(void **state)
+{
+	char s[LINKSIGN_SIG_LEN + 2];
+	(void)state;
+
+	memset(s, 'a', LINKSIGN_SIG_LEN);
+	s[LINKSIGN_SIG_LEN] = '\0';
+	assert_int_equal(sig_parse(s), 0);
+	memcpy(s, "0123456789abcdef", 16);
+	assert_int_equal(sig_parse(s), 0);
+	s[3] = 'A';
+	assert_int_equal(sig_parse(s), -1); /* upper case is another spelling */
+	s[3] = 'g';
+	assert_int_equal(sig_parse(s), -1);
+	s[3] = '3';
+	s[LINKSIGN_SIG_LEN - 1] = '\0';
+	assert_int_equal(sig_parse(s), -1); /* 63 */
+	s[LINKSIGN_SIG_LEN - 1] = 'a';
+	s[LINKSIGN_SIG_LEN] = 'a';
+	s[LINKSIGN_SIG_LEN + 1] = '\0';
+	assert_int_equal(sig_parse(s), -1); /* 65 */
+	assert_int_equal(sig_parse(""), -1);
+}
+
+static void test_base(void **state)
+{
+	char big[LINKSIGN_BASE_MAX + 2];
+	(void)state;
+
+	assert_true(base_ok("http://127.0.0.1:8080"));
+	assert_true(base_ok("https://sandbox.example.com"));
+	assert_true(base_ok("HTTPS://sandbox.example.com:8443/mcp-box/"));
+	assert_true(base_ok("http://[::1]:8080"));
+	assert_false(base_ok("ftp://a.example"));
+	assert_false(base_ok("http://"));
+	assert_false(base_ok("http:///path"));
+	assert_false(base_ok("http://a.example/?x=1"));
+	assert_false(base_ok("http://a.example/#frag"));
+	assert_false(base_ok("http://user@a.example"));
+	assert_false(base_ok("http://a example"));
+	assert_false(base_ok("http://a.example\n"));
+	assert_false(base_ok("http://a.example/\"><script>"));
+	assert_false(base_ok("a.example"));
+	memcpy(big, "http://", 7);
+	memset(big + 7, 'a', sizeof(big) - 8);
+	big[sizeof(big) - 1] = '\0';
+	assert_false(base_ok(big));
+
+	struct linksign *l = linksign_create(60);
+	char auth[LINKSIGN_BASE_MAX + 1];
+	assert_false(linksign_enabled(l));
+	assert_false(linksign_enabled(NULL));
+	assert_int_equal(linksign_set_base(l, "gopher://x"), -EINVAL);
+	assert_int_equal(linksign_set_base(l, "https://Box.example:8443/p//"), 0);
+	assert_true(linksign_enabled(l));
+	assert_string_equal(l->base, "https://Box.example:8443/p");
+	linksign_base_authority(l, auth, sizeof(auth));
+	assert_string_equal(auth, "Box.example:8443");
+	linksign_destroy(l);
+	linksign_destroy(NULL);
+}
+
+/* exp and sig of a URL linksign_url made, into exp/sig (NUL-terminated). */
+static void split(const char *url, char *exp, char *sig)
+{
+	const char *e = strstr(url, "?exp="), *s = strstr(url, "&sig=");
+	assert_non_null(e);
+	assert_non_null(s);
+	snprintf(exp, 32, "%.*s", (int)(s - e - 5), e + 5);
+	snprintf(sig, LINKSIGN_SIG_LEN + 1, "%s", s + 5);
+}
+
+static void test_roundtrip(void **state)
+{
+	struct linksign *l = linksign_create(100), *other = linksign_create(100);
+	char url[1024], exp[32], sig[LINKSIGN_SIG_LEN + 1], bad[LINKSIGN_SIG_LEN + 1];
+	const int64_t now = 1800000000;
+	(void)state;
+
+	assert_int_equal(linksign_url(l, "alice", "0a1b2c3d4e5f", "/w/a b.txt", "w/a%20b.txt", now, url, sizeof(url)),
+			 -EINVAL); /* no base yet */
+	assert_int_equal(linksign_set_base(l, "http://127.0.0.1:8080"), 0);
+	assert_int_equal(linksign_set_base(other, "http://127.0.0.1:8080"), 0);
+	assert_int_equal(linksign_url(l, "alice", "0a1b2c3d4e5f", "/w/a b.txt", "w/a%20b.txt", now, url, sizeof(url)),
+			 0);
+	assert_memory_equal(url, "http://127.0.0.1:8080/files/0a1b2c3d4e5f/w/a%20b.txt?exp=1800000100&sig=", 70);
+	assert_int_equal(linksign_url(l, "alice", "0a1b2c3d4e5f", "/w/a", "w/a", now, url, 40), -ENAMETOOLONG);
+	assert_int_equal(linksign_url(l, "alice", "0a1b2c3d4e5f", "/w/a b.txt", "w/a%20b.txt", now, url, sizeof(url)),
+			 0);
+	split(url, exp, sig);
+	assert_int_equal(linksign_sig_parse(sig, strlen(sig)), 0);
+
+	const char *P = "alice", *S = "0a1b2c3d4e5f", *F = "/w/a b.txt";
+	assert_int_equal(linksign_verify(l, P, S, F, exp, sig, now), LINKSIGN_OK);
+	assert_int_equal(linksign_verify(l, P, S, F, exp, sig, now + 100), LINKSIGN_OK);
+	assert_int_equal(linksign_verify(l, P, S, F, exp, sig, now + 101), LINKSIGN_EXPIRED);
+	/* each part altered */
+	assert_int_equal(linksign_verify(l, "bob", S, F, exp, sig, now), LINKSIGN_ALTERED);
+	assert_int_equal(linksign_verify(l, "", S, F, exp, sig, now), LINKSIGN_ALTERED);
+	assert_int_equal(linksign_verify(l, P, "0a1b2c3d4e50", F, exp, sig, now), LINKSIGN_ALTERED);
+	assert_int_equal(linksign_verify(l, P, S, "/w/a b.tx", exp, sig, now), LINKSIGN_ALTERED);
+	assert_int_equal(linksign_verify(l, P, S, F, "1800000101", sig, now), LINKSIGN_ALTERED);
+	assert_int_equal(linksign_verify(l, P, S, F, "01800000100", sig, now), LINKSIGN_MALFORMED);
+	/* the length prefixes keep "a|b" apart from "ab|" */
+	assert_int_equal(linksign_verify(l, "alice0a1b2c3d4e5f", "", F, exp, sig, now), LINKSIGN_ALTERED);
+	for (size_t i = 0; i < LINKSIGN_SIG_LEN; i++) {
+		memcpy(bad, sig, sizeof(bad));
+		bad[i] = bad[i] == '0' ? '1' : '0';
+		assert_int_equal(linksign_verify(l, P, S, F, exp, bad, now), LINKSIGN_ALTERED);
+	}
+	/* another key (another run of the server) */
+	assert_int_equal(linksign_verify(other, P, S, F, exp, sig, now), LINKSIGN_ALTERED);
+	/* missing or malformed */
+	assert_int_equal(linksign_verify(l, P, S, F, NULL, sig, now), LINKSIGN_MALFORMED);
+	assert_int_equal(linksign_verify(l, P, S, F, exp, NULL, now), LINKSIGN_MALFORMED);
+	assert_int_equal(linksign_verify(l, P, S, F, exp, "", now), LINKSIGN_MALFORMED);
+	assert_int_equal(linksign_verify(NULL, P, S, F, exp, sig, now), LINKSIGN_MALFORMED);
+	linksign_destroy(l);
+	linksign_destroy(other);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exp),
+		cmocka_unit_test(test_sig),
+		cmocka_unit_test(test_base),
+		cmocka_unit_test(test_roundtrip),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
