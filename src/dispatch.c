@@ -6,7 +6,10 @@
  *  - at most one worker owns a queue (q->has_worker), so its calls never
  *    overlap and keep arrival order;
  *  - d->workers counts live threads; a worker whose queue runs dry adopts a
- *    queue that is waiting for a thread, or exits.
+ *    queue that is waiting for a thread, or waits on d->idle_list for up to
+ *    DISPATCH_LINGER_MS to be handed one (a thread per call cost more than
+ *    the call when calls are short and many), then exits. At most
+ *    DISPATCH_IDLE_MAX wait; shutting down wakes them all.
  * A call is freed only by its worker, after call_disarm, so a cancel hook
  * that is running on the reader thread always sees a live call.
  *  - d->pending and d->pending_bytes count the calls queued or running and
@@ -40,10 +43,24 @@ struct dispatch {
 	struct queue *queues;
 	unsigned workers;
 	unsigned max_workers;
+	struct idle *idle_list; /* workers waiting for a queue */
+	unsigned idle_count;
 	bool shutting_down;
 	/* admission: what is queued or running, against its limits */
 	unsigned pending, max_pending;
 	size_t pending_bytes, max_bytes;
+};
+
+/* How long a worker with nothing to do waits for a queue before it exits. */
+#define DISPATCH_LINGER_MS 2000
+/* Workers that wait for work at most (the others exit at once). */
+#define DISPATCH_IDLE_MAX 8
+
+/* A worker waiting for work, on its own stack: dispatch_submit hands it a queue. */
+struct idle {
+	pthread_cond_t wake;
+	struct queue *q; /* set by whoever wakes it with work */
+	struct idle *next;
 };
 
 struct worker_arg {
@@ -56,6 +73,7 @@ static void *worker_main(void *arg);
 static struct queue *queue_find(struct dispatch *d, const char *key);
 static void queue_unlink(struct dispatch *d, struct queue *q);
 static void deadline_in(struct timespec *ts, int wait_ms);
+static struct queue *idle_wait(struct dispatch *d);
 
 /* Frees a call the dispatcher took, and stops counting it. Called with d->lock held. */
 static void call_retire(struct dispatch *d, struct call *c)
@@ -139,11 +157,55 @@ static void *worker_main(void *arg)
 				break;
 			}
 		}
+		if (!q)
+			q = idle_wait(d);
 	}
 	d->workers--;
 	pthread_cond_broadcast(&d->idle);
 	pthread_mutex_unlock(&d->lock);
 	return NULL;
+}
+
+/*
+ * Waits, with d->lock held, for dispatch_submit to hand this worker a queue
+ * (which it then owns), for up to DISPATCH_LINGER_MS; NULL: exit.
+ */
+static struct queue *idle_wait(struct dispatch *d)
+{
+	struct idle me = { .q = NULL };
+	struct timespec deadline;
+
+	if (d->shutting_down || d->idle_count >= DISPATCH_IDLE_MAX)
+		return NULL;
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* a clock change must not shorten or stretch it */
+	pthread_cond_init(&me.wake, &attr);
+	pthread_condattr_destroy(&attr);
+	me.next = d->idle_list;
+	d->idle_list = &me;
+	d->idle_count++;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += DISPATCH_LINGER_MS / 1000;
+	deadline.tv_nsec += (long)(DISPATCH_LINGER_MS % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	while (!me.q && !d->shutting_down)
+		if (pthread_cond_timedwait(&me.wake, &d->lock, &deadline) == ETIMEDOUT)
+			break;
+	if (!me.q) { /* not handed work: still on the list */
+		for (struct idle **pp = &d->idle_list; *pp; pp = &(*pp)->next) {
+			if (*pp == &me) {
+				*pp = me.next;
+				d->idle_count--;
+				break;
+			}
+		}
+	}
+	pthread_cond_destroy(&me.wake);
+	return me.q;
 }
 
 int dispatch_submit(struct dispatch *d, struct call *c)
@@ -166,7 +228,15 @@ int dispatch_submit(struct dispatch *d, struct call *c)
 		q->next = d->queues;
 		d->queues = q;
 	}
-	if (!q->has_worker && d->workers < d->max_workers) {
+	if (!q->has_worker && d->idle_list) {
+		/* a waiting worker takes it: off the list, so no one else hands it work */
+		struct idle *w = d->idle_list;
+		d->idle_list = w->next;
+		d->idle_count--;
+		w->q = q;
+		q->has_worker = true;
+		pthread_cond_signal(&w->wake);
+	} else if (!q->has_worker && d->workers < d->max_workers) {
 		pthread_attr_t attr;
 		pthread_t t;
 		struct worker_arg *wa = xmalloc(sizeof(*wa));
@@ -194,6 +264,49 @@ int dispatch_submit(struct dispatch *d, struct call *c)
 	q->tail = c;
 	d->pending++;
 	d->pending_bytes += call_weight(c);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+int dispatch_run_here(struct dispatch *d, struct call *c)
+{
+	pthread_mutex_lock(&d->lock);
+	if (d->shutting_down || d->pending >= d->max_pending ||
+	    (d->pending > 0 && (call_weight(c) > d->max_bytes || d->pending_bytes > d->max_bytes - call_weight(c))) ||
+	    queue_find(d, call_key(c))) {
+		/* refused, or calls to keep order with: dispatch_submit decides and queues */
+		pthread_mutex_unlock(&d->lock);
+		return dispatch_submit(d, c);
+	}
+	/* a queue like any other, so dispatch_cancel, _drain and _destroy see the call */
+	struct queue *q = xcalloc(1, sizeof(*q));
+	snprintf(q->key, sizeof(q->key), "%s", call_key(c));
+	q->next = d->queues;
+	d->queues = q;
+	q->has_worker = true;
+	d->pending++;
+	d->pending_bytes += call_weight(c);
+	while (c) {
+		q->running = c;
+		pthread_mutex_unlock(&d->lock);
+		if (!call_cancelled(c))
+			call_invoke(c);
+		call_disarm(c);
+		pthread_mutex_lock(&d->lock);
+		q->running = NULL;
+		call_retire(d, c);
+		/* calls queued behind it meanwhile, on its key, run here too, in order */
+		c = q->head;
+		if (c) {
+			q->head = call_next(c);
+			if (!q->head)
+				q->tail = NULL;
+			call_set_next(c, NULL);
+		}
+	}
+	q->has_worker = false;
+	queue_unlink(d, q);
+	pthread_cond_broadcast(&d->idle);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
 }
@@ -278,6 +391,8 @@ bool dispatch_destroy(struct dispatch *d, int wait_ms)
 		return true;
 	pthread_mutex_lock(&d->lock);
 	d->shutting_down = true;
+	for (struct idle *w = d->idle_list; w; w = w->next)
+		pthread_cond_signal(&w->wake);
 	for (struct queue *q = d->queues; q; q = q->next) {
 		while (q->head) {
 			struct call *c = q->head;

@@ -46,6 +46,15 @@ void dispatch_set_limits(struct dispatch *d, unsigned max_calls, size_t max_byte
  */
 int dispatch_submit(struct dispatch *d, struct call *c);
 /*
+ * Runs c on the calling thread, at once, when no call on its key is queued
+ * or running (so there is no order to keep) and the limits allow; otherwise
+ * as dispatch_submit. For a transport thread that would only wait for the
+ * answer: it saves two thread hand-offs. The call is cancellable as any
+ * other; calls queued on its key meanwhile run here too. 0 once taken (and,
+ * when run here, done and freed), or -errno as dispatch_submit.
+ */
+int dispatch_run_here(struct dispatch *d, struct call *c);
+/*
  * Cancels owner's call with this request id, or every call of owner when id
  * is NULL (a client that went away). True if one was found.
  */

@@ -7,7 +7,10 @@
  * the out's last reference is gone, i.e. until the call (on a dispatch
  * worker) has answered or was cancelled.  While it waits it also watches the
  * client's socket: a client that hangs up has its call cancelled at once
- * (the process is killed, as for notifications/cancelled).
+ * (the process is killed, as for notifications/cancelled).  A read-only
+ * call on no session (env_info, session_list) has no process to kill: the
+ * connection thread runs it itself (MCP_RUN_HERE), two thread hand-offs
+ * fewer for the calls a client polls.
  *
  * The answer's form is chosen when the first line arrives: a response with
  * nothing before it is sent as application/json (with Content-Length); a
@@ -93,8 +96,10 @@ struct httpd {
 	atomic_int connections;
 	pthread_rwlock_t keys_lock; /* guards keys */
 	struct authkeys *keys;	    /* NULL: no token file, no auth */
-	pthread_mutex_t lock;	    /* guards sessions */
+	pthread_mutex_t lock;	    /* guards sessions, handling and stopping */
 	struct msession sessions[HTTPD_SESSIONS_MAX];
+	struct exchange *handling; /* exchanges inside mcp_handle_message, which may run a call */
+	bool stopping;
 
 	struct httpwatch *watch; /* the whole-request deadline (slowloris) */
 	/* --http-public-url's host[:port], also accepted as Host; "" without one */
@@ -112,7 +117,7 @@ struct line {
 struct exchange {
 	struct httpd *h;
 	int fd;	     /* the client's socket (libmicrohttpd's) */
-	int wake[2]; /* a byte per line written and at the end */
+	int wake[2]; /* a byte per line written and at the end; made (under lock) only to wait */
 	struct buf body;
 	bool too_big;
 	char sid_in[HTTPD_SID_LEN + 1];		/* the Mcp-Session-Id sent, if well-formed */
@@ -130,9 +135,11 @@ struct exchange {
 	char sid_new[HTTPD_SID_LEN + 1]; /* issued by initialize */
 	struct line *head, *tail;
 	bool ended;	/* the out's last reference is gone: nothing more comes */
+	bool answered;	/* the response is queued (the last line for a request) */
 	bool gone;	/* the client hung up */
 	struct buf sse; /* the event being sent */
 	size_t sse_off;
+	struct exchange *prev, *next; /* in h->handling, under h->lock */
 };
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -160,12 +167,14 @@ static int pem_load(const char *flag, const char *path, char **ret, struct err *
 static void tls_free(struct httpd *h);
 static struct exchange *exchange_create(struct httpd *h, struct MHD_Connection *c, const char *principal);
 static void exchange_put(struct exchange *x);
-static int sink_write(void *data, const char *line, size_t len);
+static int sink_write(void *data, const char *line, size_t len, bool response);
 static void sink_release(void *data);
 static struct mcp_peer *route(void *arg, const struct mcp_msg_info *info);
+static int wake_ready(struct exchange *x);
 static void poke(int fd);
 static int wait_event(struct exchange *x);
 static void client_gone(struct exchange *x);
+static int handling(struct httpd *h, struct exchange *x, bool on);
 static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max);
 static const char *header(struct MHD_Connection *c, const char *name);
 static bool version_known(const char *v);
@@ -281,7 +290,16 @@ void httpd_stop(struct httpd *h)
 {
 	if (!h)
 		return;
-	/* wake every exchange that waits for an answer; mcp_destroy cancels the calls */
+	/*
+	 * Calls run on connection threads (MCP_RUN_HERE) are cancelled here, or
+	 * joining those threads would wait for them (an engine that stalls: its
+	 * timeout). The rest wake up to the stop pipe; mcp_destroy cancels theirs.
+	 */
+	pthread_mutex_lock(&h->lock);
+	h->stopping = true;
+	for (struct exchange *x = h->handling; x; x = x->next)
+		client_gone(x);
+	pthread_mutex_unlock(&h->lock);
 	poke(h->stop[1]);
 	MHD_stop_daemon(h->daemon);
 	httpwatch_destroy(h->watch);
@@ -811,7 +829,7 @@ static void exchange_put(struct exchange *x)
 }
 
 /* out.h's sink: queue the line for the connection thread. */
-static int sink_write(void *data, const char *line, size_t len)
+static int sink_write(void *data, const char *line, size_t len, bool response)
 {
 	struct exchange *x = data;
 	struct line *l = xmalloc(sizeof(*l) + len);
@@ -829,7 +847,9 @@ static int sink_write(void *data, const char *line, size_t len)
 	else
 		x->head = l;
 	x->tail = l;
-	poke(x->wake[1]);
+	x->answered |= response;
+	if (x->wake[1] >= 0)
+		poke(x->wake[1]);
 	pthread_mutex_unlock(&x->lock);
 	return 0;
 }
@@ -839,9 +859,22 @@ static void sink_release(void *data)
 	struct exchange *x = data;
 	pthread_mutex_lock(&x->lock);
 	x->ended = true;
-	poke(x->wake[1]);
+	if (x->wake[1] >= 0)
+		poke(x->wake[1]);
 	pthread_mutex_unlock(&x->lock);
 	exchange_put(x);
+}
+
+/*
+ * Makes x's wake pipe, with x->lock held, before the first wait: a call run
+ * here (MCP_RUN_HERE) has answered before its thread would wait, and never
+ * needs one. Writers poke it only once it exists (under the same lock).
+ */
+static int wake_ready(struct exchange *x)
+{
+	if (x->wake[0] >= 0)
+		return 0;
+	return pipe2(x->wake, O_CLOEXEC | O_NONBLOCK) < 0 ? -errno : 0;
 }
 
 /* Wakes the waiting thread; a full pipe means it is awake anyway. */
@@ -893,6 +926,31 @@ static void client_gone(struct exchange *x)
 		log_debugf("HTTP client went away: its request was cancelled");
 	json_decref(id);
 	mcp_peer_put(peer);
+}
+
+/* Adds x to (or takes it off) h->handling, so httpd_stop can cancel its call; -ESHUTDOWN once stopping. */
+static int handling(struct httpd *h, struct exchange *x, bool on)
+{
+	int r = 0;
+	pthread_mutex_lock(&h->lock);
+	if (on && h->stopping) {
+		r = -ESHUTDOWN;
+	} else if (on) {
+		x->prev = NULL;
+		x->next = h->handling;
+		if (h->handling)
+			h->handling->prev = x;
+		h->handling = x;
+	} else {
+		if (x->prev)
+			x->prev->next = x->next;
+		else
+			h->handling = x->next;
+		if (x->next)
+			x->next->prev = x->prev;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return r;
 }
 
 /* mcp.h's route: which peer the parsed message belongs to, or a refusal. */
@@ -964,24 +1022,35 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
 				       "Bad Request: unsupported MCP-Protocol-Version; this server speaks 2026-07-28, "
 				       "2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05");
-	if (pipe2(x->wake, O_CLOEXEC | O_NONBLOCK) < 0)
-		return reply_rpc_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_INTERNAL_ERROR,
-				       "Server out of file descriptors");
-
 	if (x->body.len == 0)
 		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_PARSE_ERROR,
 				       "Parse error: the body is empty; POST one JSON-RPC message");
 	struct out_sink sink = { .write = sink_write, .release = sink_release, .data = x };
+	if (handling(h, x, true) < 0)
+		return reply_rpc_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_INTERNAL_ERROR,
+				       "Service Unavailable: the server is stopping");
 	pthread_mutex_lock(&x->lock);
 	x->refs++; /* the out's */
 	pthread_mutex_unlock(&x->lock);
 	struct out *out = out_create_sink(&sink);
-	mcp_handle_message(h->m, out, route, x, x->body.data, x->body.len);
+	mcp_handle_message(h->m, out, route, x, x->body.data, x->body.len, MCP_RUN_HERE);
+	(void)handling(h, x, false);
 	out_put(out);
 	buf_finish(&x->body); /* a big message is done with once parsed */
 
+	/*
+	 * Until the response (or, for a client that takes SSE, the first line
+	 * before it). The worker drops the out only after it answered: waiting
+	 * for that instead would turn many plain answers into SSE streams.
+	 */
 	pthread_mutex_lock(&x->lock);
-	while (!x->ended && !(x->head && sse_ok && x->kind == RPC_KIND_REQUEST && !x->refuse)) {
+	while (!x->ended && !x->answered && !(x->head && sse_ok && x->kind == RPC_KIND_REQUEST && !x->refuse)) {
+		if (wake_ready(x) < 0) {
+			pthread_mutex_unlock(&x->lock);
+			client_gone(x); /* cannot wait for it: cancel it */
+			return reply_rpc_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_INTERNAL_ERROR,
+					       "Server out of file descriptors; retry later");
+		}
 		pthread_mutex_unlock(&x->lock);
 		if (wait_event(x) < 0)
 			return MHD_NO;
@@ -995,7 +1064,7 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 		return reply_rpc_error(c, (unsigned)status, RPC_INVALID_REQUEST, msg);
 	}
 	const char *sid = x->sid_new[0] ? x->sid_new : NULL;
-	if (!x->ended) {
+	if (!x->ended && !(x->answered && (!sse_ok || x->head == x->tail))) {
 		pthread_mutex_unlock(&x->lock);
 		struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, x, NULL);
 		if (!r)
@@ -1013,7 +1082,7 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 	pthread_mutex_unlock(&x->lock);
 	if (!last) /* a notification or response, or a request cancelled meanwhile */
 		return reply(c, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
-	/* the lines are no longer written to: the last is the response (or the parse error) */
+	/* the last line is the response (or the parse error); it stays until the exchange is freed */
 	return reply(c, routed ? MHD_HTTP_OK : MHD_HTTP_BAD_REQUEST, "application/json", last->p, last->n, sid);
 }
 
@@ -1039,9 +1108,14 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
 			free(l);
 			continue;
 		}
-		if (x->ended) {
+		if (x->ended || x->answered) {
 			pthread_mutex_unlock(&x->lock);
 			return MHD_CONTENT_READER_END_OF_STREAM;
+		}
+		if (wake_ready(x) < 0) {
+			pthread_mutex_unlock(&x->lock);
+			client_gone(x);
+			return MHD_CONTENT_READER_END_WITH_ERROR;
 		}
 		pthread_mutex_unlock(&x->lock);
 		if (wait_event(x) < 0)

@@ -68,7 +68,7 @@ static void usage(FILE *f);
 static int serve(const struct config *cfg, char **args);
 static bool serve_stdio(const struct config *cfg, struct mcp *m, struct out *out);
 static int serve_http(struct mcp *m, const struct tool_services *svc, const sigset_t *stop);
-static int discard(void *data, const char *line, size_t len);
+static int discard(void *data, const char *line, size_t len, bool response);
 static void engine_probe(const struct config *cfg, struct mcp *m);
 static int doctor(const struct config *cfg, char **args);
 static int doctor_host(const struct config *cfg);
@@ -251,9 +251,13 @@ static int serve(const struct config *cfg, char **args)
 	struct out *out = http ? out_create_sink(&none) : out_create(STDOUT_FILENO);
 	/* HTTP mode only: tool results then carry signed download links */
 	struct linksign *links = cfg->http && cfg->http[0] ? linksign_create(cfg->http_link_ttl_s) : NULL;
-	struct tool_services svc = {
-		.cfg = cfg, .engine = engine, .out = out, .sessions = sessions, .hostfs = hostfs, .links = links
-	};
+	struct tool_services svc = { .cfg = cfg,
+				     .engine = engine,
+				     .out = out,
+				     .sessions = sessions,
+				     .hostfs = hostfs,
+				     .links = links,
+				     .env_cache = env_cache_create() };
 	struct mcp *m = mcp_create(&svc);
 	engine_probe(cfg, m);
 	bool idle;
@@ -262,6 +266,7 @@ static int serve(const struct config *cfg, char **args)
 		idle = mcp_destroy(m);
 		if (rc != 0 && idle) {
 			session_mgr_destroy(sessions);
+			env_cache_destroy(svc.env_cache);
 			out_destroy(out);
 			engine_destroy(engine);
 			hostfs_destroy(hostfs);
@@ -289,6 +294,7 @@ static int serve(const struct config *cfg, char **args)
 		 */
 		_exit(0);
 	}
+	env_cache_destroy(svc.env_cache);
 	out_destroy(out);
 	engine_destroy(engine);
 	hostfs_destroy(hostfs);
@@ -297,9 +303,9 @@ static int serve(const struct config *cfg, char **args)
 	return 0;
 }
 
-static int discard(void *data, const char *line, size_t len)
+static int discard(void *data, const char *line, size_t len, bool response)
 {
-	(void)data, (void)line, (void)len;
+	(void)data, (void)line, (void)len, (void)response;
 	return 0;
 }
 

@@ -90,6 +90,7 @@ struct req {
 	struct bulk_lifted *bulk; /* tools/call takes the kept bulk string from here */
 	size_t line_len;       /* the request's line: what a queued call holds, about */
 	bool in_order;	       /* parsed on the big-line worker: already behind what came before */
+	bool run_here;	       /* the transport's thread may run a short call itself (MCP_RUN_HERE) */
 };
 
 /* A protocol error to reply with. */
@@ -129,6 +130,7 @@ struct origin {
 	struct out *out;
 	mcp_route_fn route;
 	void *arg;
+	unsigned flags; /* MCP_RUN_HERE */
 };
 
 /* A big line copied off the reader's buffer, for its worker. */
@@ -220,8 +222,8 @@ static json_t *server_info(void);
 static json_t *capabilities(bool list_changed);
 static void finish_result(const struct req *rq, unsigned flags, json_t *result);
 static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out, const struct rpc_msg *rm,
-			   struct bulk_lifted *bulk, size_t line_len, bool in_order);
-static int submit(struct mcp *m, struct call *c, const struct req *rq, struct fail *f);
+			   struct bulk_lifted *bulk, size_t line_len, bool in_order, bool run_here);
+static int submit(struct mcp *m, struct call *c, const struct req *rq, bool here, struct fail *f);
 static int submit_busy(struct mcp *m, int r, struct fail *f);
 static void forward_run(struct call *c, void *data);
 static void forward_free(void *data);
@@ -492,7 +494,8 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
 	call_set_owner(c, rq->peer);
 	call_set_principal(c, rq->peer->principal);
 	*ret = NULL;
-	return submit(m, c, rq, f);
+	/* a read-only call on no session has nothing to wait for and nothing to kill */
+	return submit(m, c, rq, rq->run_here && t->read_only && !t->per_session && !session, f);
 }
 
 /*
@@ -500,10 +503,11 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
  * says why. Past the dispatcher's limits the request is refused at once, as
  * a protocol error: no tool ran, and the client can send it again later.
  */
-static int submit(struct mcp *m, struct call *c, const struct req *rq, struct fail *f)
+static int submit(struct mcp *m, struct call *c, const struct req *rq, bool here, struct fail *f)
 {
 	call_set_weight(c, rq->line_len);
 	if (!rq->in_order && atomic_load(&m->big_lines) > 0) {
+		here = false;
 		/* a big line sent before this one is still being parsed: queue behind it */
 		struct forward *fw = xcalloc(1, sizeof(*fw));
 		fw->m = m;
@@ -513,7 +517,7 @@ static int submit(struct mcp *m, struct call *c, const struct req *rq, struct fa
 		call_set_owner(c, rq->peer);
 		call_set_weight(c, rq->line_len);
 	}
-	int r = dispatch_submit(m->dispatch, c);
+	int r = here ? dispatch_run_here(m->dispatch, c) : dispatch_submit(m->dispatch, c);
 	if (r == 0)
 		return REPLY_DEFERRED;
 	call_destroy(c);
@@ -598,7 +602,7 @@ static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char 
 	struct call *c = call_create(rq->id, key, call_run, call_data_free, cd);
 	call_set_owner(c, rq->peer);
 	call_set_principal(c, rq->peer->principal);
-	return submit(m, c, rq, f);
+	return submit(m, c, rq, false, f);
 }
 
 /* Runs a resources method on a worker and replies. */
@@ -763,10 +767,17 @@ static void handle_notification(struct mcp *m, struct mcp_peer *peer, const stru
 }
 
 static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out, const struct rpc_msg *rm,
-			   struct bulk_lifted *bulk, size_t line_len, bool in_order)
+			   struct bulk_lifted *bulk, size_t line_len, bool in_order, bool run_here)
 {
-	struct req rq = { .peer = peer, .out = out, .id = rm->id, .method = rm->method, .log_level = -1, .bulk = bulk, .line_len = line_len,
-			  .in_order = in_order };
+	struct req rq = { .peer = peer,
+			  .out = out,
+			  .id = rm->id,
+			  .method = rm->method,
+			  .log_level = -1,
+			  .bulk = bulk,
+			  .line_len = line_len,
+			  .in_order = in_order,
+			  .run_here = run_here };
 	struct fail f = { 0 };
 	json_t *empty = NULL;
 	char legacy_version[16];
@@ -943,13 +954,14 @@ static struct mcp_peer *stdio_route(void *arg, const struct mcp_msg_info *info)
 
 void mcp_handle_line(struct mcp *m, char *line, size_t len)
 {
-	mcp_handle_message(m, m->svc->out, stdio_route, m, line, len);
+	mcp_handle_message(m, m->svc->out, stdio_route, m, line, len, 0);
 }
 
-void mcp_handle_message(struct mcp *m, struct out *out, mcp_route_fn route, void *arg, char *line, size_t len)
+void mcp_handle_message(struct mcp *m, struct out *out, mcp_route_fn route, void *arg, char *line, size_t len,
+			unsigned flags)
 {
 	struct jsonscan scan;
-	struct origin from = { .out = out, .route = route, .arg = arg };
+	struct origin from = { .out = out, .route = route, .arg = arg, .flags = flags };
 
 	/* blank lines (and a CR left by a CRLF client) are not messages */
 	size_t n = len;
@@ -1069,7 +1081,7 @@ static void line_parse(struct mcp *m, const struct origin *from, char *line, siz
 	} else if (rm.kind == RPC_KIND_NOTIFICATION) {
 		handle_notification(m, peer, &rm);
 	} else if (rm.kind == RPC_KIND_REQUEST && !(job && call_cancelled(job))) {
-		handle_request(m, peer, out, &rm, &bulk, n, job != NULL);
+		handle_request(m, peer, out, &rm, &bulk, n, job != NULL, !job && (from->flags & MCP_RUN_HERE));
 	} /* a response: we send no requests, so there is nothing to match */
 	mcp_peer_put(peer);
 	json_decref(msg);

@@ -86,8 +86,17 @@ void mcp_handle_line(struct mcp *m, char *line, size_t len);
  * Same, for a transport with several clients: answers and notifications
  * the message causes go to out (a reference is taken for each call still
  * running, see out.h), and route picks the peer (see mcp_route_fn).
+ * flags: MCP_RUN_HERE or 0.
  */
-void mcp_handle_message(struct mcp *m, struct out *out, mcp_route_fn route, void *arg, char *line, size_t len);
+void mcp_handle_message(struct mcp *m, struct out *out, mcp_route_fn route, void *arg, char *line, size_t len,
+			unsigned flags);
+/*
+ * The caller's thread only waits for the answer (an HTTP request's): a
+ * read-only tool call on no session (env_info, session_list) runs on it
+ * before mcp_handle_message returns, instead of on a worker (see
+ * dispatch_run_here). Never on stdio: its reader must not block.
+ */
+#define MCP_RUN_HERE 1u
 
 /*
  * A client of a transport: its legacy-era state (initialize, log level) and

@@ -22,6 +22,8 @@ struct out {
 	atomic_uint refs;
 };
 
+static int send_line(struct out *o, const char *line, size_t len, bool response);
+
 struct out *out_create(int fd)
 {
 	struct out *o = xcalloc(1, sizeof(*o));
@@ -79,17 +81,23 @@ int out_send(struct out *o, json_t *msg)
 		return -EINVAL;
 	size_t n = strlen(line);
 	line[n] = '\n'; /* overwrite the NUL; length passed explicitly */
-	int r = out_send_line(o, line, n + 1);
+	bool response = json_object_get(msg, "id") && !json_object_get(msg, "method");
+	int r = send_line(o, line, n + 1, response);
 	free(line);
 	return r;
 }
 
 int out_send_line(struct out *o, const char *line, size_t len)
 {
+	return send_line(o, line, len, false);
+}
+
+static int send_line(struct out *o, const char *line, size_t len, bool response)
+{
 	if (atomic_load(&o->closed))
 		return -EPIPE;
 	pthread_mutex_lock(&o->lock);
-	int r = o->sink.write ? o->sink.write(o->sink.data, line, len) : write_full(o->fd, line, len);
+	int r = o->sink.write ? o->sink.write(o->sink.data, line, len, response) : write_full(o->fd, line, len);
 	pthread_mutex_unlock(&o->lock);
 	if (r == -EPIPE || r == -EBADF)
 		atomic_store(&o->closed, true);

@@ -24,8 +24,12 @@ struct out;
 
 /* What a sink does with each line and when the last reference is gone. */
 struct out_sink {
-	/* line is len bytes ending in '\n'; 0, or -EPIPE when the client is gone */
-	int (*write)(void *data, const char *line, size_t len);
+	/*
+	 * line is len bytes ending in '\n'; response: the message answers a
+	 * request (an id and no method), so nothing more comes for that request.
+	 * 0, or -EPIPE when the client is gone.
+	 */
+	int (*write)(void *data, const char *line, size_t len, bool response);
 	/* no more writes will come; data may be freed */
 	void (*release)(void *data);
 	void *data;

@@ -4,7 +4,16 @@
  *
  * An unreachable engine is a fact this tool reports (engine.reachable false
  * with the reason and the fix), not a failure of the tool.
+ *
+ * What the engine said (its version, its local images: two round trips) is
+ * reused for ENV_ENGINE_TTL_MS, so clients that poll env_info over HTTP are
+ * not held to the engine's pace; the answer says how old it is
+ * (engine.age_ms). Only an answer is reused: an engine that does not answer
+ * is asked again by the next call, so one that comes back shows at once, and
+ * one that goes away shows within the TTL (or the engine timeout, while the
+ * one call that asks waits: calls meanwhile get the last answer, older).
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +24,20 @@
 #include "pull.h"
 #include "tools.h"
 
+/* How long env_info reuses the engine's answers. */
+#define ENV_ENGINE_TTL_MS 1000
+
+struct env_cache {
+	pthread_mutex_t lock; /* guards the rest */
+	int64_t at_ms;	      /* when the engine answered; 0: nothing kept */
+	struct engine_version ev;
+	json_t *images;	 /* pull_images_json's answer, or NULL */
+	bool refreshing; /* one call asks the engine; the others take the last answer meanwhile */
+};
+
 static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+static int engine_facts(struct tool_ctx *ctx, struct engine_version *ret_ev, json_t **ret_images, int64_t *ret_age,
+			struct err *err);
 static json_t *session_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 
 /* One exec that reports what the image has; every line is "key=value". */
@@ -69,21 +91,93 @@ static json_t *session_info(struct tool_ctx *ctx, json_t *args, struct tool_resu
 	return j;
 }
 
+struct env_cache *env_cache_create(void)
+{
+	struct env_cache *c = xcalloc(1, sizeof(*c));
+	pthread_mutex_init(&c->lock, NULL);
+	return c;
+}
+
+void env_cache_destroy(struct env_cache *c)
+{
+	if (!c)
+		return;
+	json_decref(c->images);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/*
+ * The engine's version and local images (*ret_images a new reference, or
+ * NULL), from the cache when younger than ENV_ENGINE_TTL_MS; *ret_age is how
+ * old in ms (0: asked now). -errno with err when the engine does not answer.
+ */
+static int engine_facts(struct tool_ctx *ctx, struct engine_version *ret_ev, json_t **ret_images, int64_t *ret_age,
+			struct err *err)
+{
+	struct env_cache *c = ctx->svc->env_cache;
+	int64_t now = now_ms();
+
+	if (c) {
+		pthread_mutex_lock(&c->lock);
+		/* many clients at the moment it expires would all ask the engine: one does */
+		bool fresh = c->at_ms && (now - c->at_ms < ENV_ENGINE_TTL_MS || c->refreshing);
+		if (!fresh)
+			c->refreshing = true;
+		if (fresh) {
+			*ret_ev = c->ev;
+			/* a copy: jansson values are not shared between threads that dump them */
+			*ret_images = c->images ? json_deep_copy(c->images) : NULL;
+			*ret_age = now - c->at_ms;
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (fresh)
+			return 0;
+	}
+	tool_progress(ctx, 1, 2, "asking the Docker engine for its version");
+	int r = engine_version(ctx->svc->engine, ctx->call, ret_ev, err);
+	if (r < 0) {
+		if (c) {
+			pthread_mutex_lock(&c->lock);
+			c->refreshing = false;
+			c->at_ms = 0; /* the last answer is not kept past one that failed */
+			pthread_mutex_unlock(&c->lock);
+		}
+		return r;
+	}
+	*ret_images = pull_images_json(ctx->svc->engine, ctx->call, ctx->svc->cfg);
+	*ret_age = 0;
+	if (c) {
+		json_t *copy = *ret_images ? json_deep_copy(*ret_images) : NULL;
+		pthread_mutex_lock(&c->lock);
+		json_t *old = c->images;
+		c->images = copy;
+		c->ev = *ret_ev;
+		c->at_ms = now;
+		c->refreshing = false;
+		pthread_mutex_unlock(&c->lock);
+		json_decref(old);
+	}
+	return 0;
+}
+
 static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
 	struct engine_version ev;
 	struct err err;
+	json_t *images = NULL;
+	int64_t age = 0;
 
-	tool_progress(ctx, 1, 2, "asking the Docker engine for its version");
 	err_clear(&err);
-	int r = engine_version(ctx->svc->engine, ctx->call, &ev, &err);
+	int r = engine_facts(ctx, &ev, &images, &age, &err);
 	const char *endpoint = engine_endpoint(ctx->svc->engine)->display;
 
 	json_t *engine;
 	if (r == 0) {
-		engine = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "reachable", 1, "endpoint", endpoint,
-				   "version", ev.version, "api_version", ev.api_version, "min_api_version",
-				   ev.min_api_version, "os", ev.os, "arch", ev.arch, "kernel", ev.kernel);
+		engine = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I}", "reachable", 1, "endpoint",
+				   endpoint, "version", ev.version, "api_version", ev.api_version, "min_api_version",
+				   ev.min_api_version, "os", ev.os, "arch", ev.arch, "kernel", ev.kernel, "age_ms",
+				   (json_int_t)age);
 	} else {
 		engine = json_pack("{s:b, s:s, s:s, s:s}", "reachable", 0, "endpoint", endpoint, "error_code",
 				   errcode_name(err.code), "error", err.msg);
@@ -112,7 +206,6 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 		  json_string_value(json_object_get(limits, "workspace_quota")),
 		  (unsigned long long)ctx->svc->cfg->output_save_mb);
 	json_object_set_new(out, "limits", limits);
-	json_t *images = r == 0 ? pull_images_json(ctx->svc->engine, ctx->call, ctx->svc->cfg) : NULL;
 	if (images) {
 		tool_text(res, "Images: %s; pull %s; %zu local images allowed (images.local)",
 			  config_images_summary(ctx->svc->cfg), ctx->svc->cfg->pull,
@@ -156,7 +249,7 @@ const struct tool_entry tool_env_info_entry = {
 		"\"engine\":{\"type\":\"object\",\"properties\":{\"reachable\":{\"type\":\"boolean\"},"
 		"\"endpoint\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"},"
 		"\"api_version\":{\"type\":\"string\"},\"os\":{\"type\":\"string\"},\"arch\":{\"type\":\"string\"},"
-		"\"error\":{\"type\":\"string\"},\"error_code\":{\"type\":\"string\"}}},"
+		"\"age_ms\":{\"type\":\"integer\"},\"error\":{\"type\":\"string\"},\"error_code\":{\"type\":\"string\"}}},"
 		"\"limits\":{\"type\":\"object\",\"properties\":{\"memory_mb\":{\"type\":\"integer\"},"
 		"\"max_memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},"
 		"\"max_cpus\":{\"type\":\"number\"},\"pids\":{\"type\":\"integer\"},"

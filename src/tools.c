@@ -75,6 +75,8 @@ static const char error_schema[] =
 	"structuredContent\"}}}";
 
 static size_t tool_index(const struct tool_entry *t);
+static size_t text_size(const struct tool_result *res, bool exact);
+static size_t dump_size(const json_t *v, bool exact);
 
 int tools_init(struct err *err)
 {
@@ -503,14 +505,43 @@ static void fold_failure(struct tool_result *res, size_t cap)
  * file_read blob) are left out, since clients pass them on as data, not as
  * text to preview, and they cannot be cut.
  */
-static size_t text_size(const struct tool_result *res)
+static size_t text_size(const struct tool_result *res, bool exact)
 {
-	size_t i, n = res->structured ? json_dumpb(res->structured, NULL, 0, JSON_COMPACT) : 0;
+	size_t i, n = res->structured ? dump_size(res->structured, exact) : 0;
 	json_t *block;
 	json_array_foreach (res->content, i, block)
 		if (!block_is(block, "image") && !block_is(block, "resource"))
-			n += json_dumpb(block, NULL, 0, JSON_COMPACT);
+			n += dump_size(block, exact);
 	return n;
+}
+
+/*
+ * v's compact JSON size: exact (a dump that formats every number), or a
+ * bound that formats nothing (every string byte as if escaped to \u00XX,
+ * every number at its longest), which most results are far enough under.
+ */
+static size_t dump_size(const json_t *v, bool exact)
+{
+	const char *key;
+	json_t *m;
+	size_t i, n = 2;
+
+	if (exact)
+		return json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		json_object_foreach ((json_t *)v, key, m)
+			n += 2 + 6 * strlen(key) + 2 + dump_size(m, false);
+		return n;
+	case JSON_ARRAY:
+		json_array_foreach (v, i, m)
+			n += dump_size(m, false) + 1;
+		return n;
+	case JSON_STRING:
+		return 2 + 6 * json_string_length(v);
+	default:
+		return 32; /* %.17g of a real, an integer's 20 digits, true, false, null */
+	}
 }
 
 struct biggest {
@@ -546,8 +577,10 @@ static void find_biggest(json_t *o, int depth, struct biggest *b)
  */
 static void fit_budget(struct tool_result *res, size_t budget)
 {
+	if (text_size(res, false) <= budget)
+		return; /* no need to format it all to know */
 	for (int round = 0; round < 16; round++) {
-		size_t total = text_size(res);
+		size_t total = text_size(res, true);
 		if (total <= budget)
 			return;
 		struct biggest b = { 0 };

@@ -33,8 +33,9 @@ struct tool_services {
 	struct engine *engine;
 	struct out *out;
 	struct session_mgr *sessions;
-	struct hostfs *hostfs; /* the allowed host directories (SANDBOX_HOST_DIRS) */
-	struct linksign *links; /* HTTP mode: signs download links (linksign.h); NULL on stdio */
+	struct hostfs *hostfs;	     /* the allowed host directories (SANDBOX_HOST_DIRS) */
+	struct linksign *links;	     /* HTTP mode: signs download links (linksign.h); NULL on stdio */
+	struct env_cache *env_cache; /* env_info's recent engine answers; NULL: ask every time */
 };
 
 /* One running tools/call. */
@@ -174,6 +175,10 @@ int tool_exec(struct tool_ctx *ctx, struct session *s, const char *const *argv, 
 int tool_session_gone(struct tool_ctx *ctx, struct session *s, int r, struct err *e);
 /* stdout then stderr of xr as text (capped as captured); owned by the caller. */
 char *tool_exec_output(const struct exec_result *xr, size_t *len);
+
+/* env_info's engine facts, reused for TOOL_ENV_ENGINE_TTL_MS (tool-env.c). destroy(NULL) is a no-op. */
+struct env_cache *env_cache_create(void);
+void env_cache_destroy(struct env_cache *c);
 
 /* The session_id property of a tool's input schema (JSON text). */
 #define TOOL_SESSION_ARG                                                                                            \

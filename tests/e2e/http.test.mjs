@@ -841,3 +841,28 @@ describe('stdio results are unchanged', () => {
     }
   });
 });
+
+describe('the form of an answer', () => {
+  let srv;
+  before(async () => { srv = await startServer(); });
+  after(async () => { await srv?.stop(); });
+
+  test('a call that sends nothing before its response is plain JSON, however its threads are scheduled', { timeout: 60000 }, async () => {
+    // The response reaches the connection thread just before the worker lets
+    // go of the request: that moment must not turn the answer into SSE.
+    const sid = await rawSession(srv);
+    const hdr = { 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' };
+    const types = new Map();
+    let id = 100;
+    for (let round = 0; round < 40; round++) {
+      const rs = await Promise.all(Array.from({ length: 8 }, () => post(srv,
+        { jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name: 'env_info', arguments: {} } }, hdr)));
+      for (const r of rs) {
+        assert.equal(r.status, 200, r.text);
+        const t = r.headers.get('content-type');
+        types.set(t, (types.get(t) ?? 0) + 1);
+      }
+    }
+    assert.deepEqual([...types], [['application/json', 320]]);
+  });
+});

@@ -219,3 +219,89 @@ describe('engine faults', { concurrency: 4, timeout: 240000 }, () => {
     });
   }
 });
+
+/** `serve --http` against the fake engine; post(body, headers) posts to /mcp, init() opens an MCP session. */
+async function httpServer(fake, env = {}) {
+  const { spawn } = await import('node:child_process');
+  const net = await import('node:net');
+  const port = await new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+  const child = spawn(process.env.SANDBOX_MCP_BIN, ['serve', '--http', `127.0.0.1:${port}`], {
+    env: { ...process.env, DOCKER_HOST: fake.dockerHost, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const srv = { child, stderr: '' };
+  child.stderr.on('data', (d) => { srv.stderr = (srv.stderr + d).slice(-4000); });
+  srv.exited = new Promise((resolve) => child.on('exit', (code, sig) => resolve({ code, sig })));
+  srv.post = (body, headers = {}) => fetch(`http://127.0.0.1:${port}/mcp`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+  let init;
+  for (let i = 0; i < 100 && !init; i++) {
+    init = await srv.post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
+      protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'fault', version: '0' } } }).catch(() => null);
+    if (!init) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(init?.ok, `initialize: ${init?.status}; ${srv.stderr}`);
+  srv.headers = { 'Mcp-Session-Id': init.headers.get('mcp-session-id'), 'MCP-Protocol-Version': '2025-11-25' };
+  srv.envInfo = (id) => srv.post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'env_info', arguments: {} } },
+    srv.headers);
+  return srv;
+}
+
+describe('HTTP: env_info and a stalled engine', { timeout: 60000 }, () => {
+  test('SIGTERM while env_info waits for a stalled engine: the server exits at once', async () => {
+    const fake = await FakeEngine.start('none');
+    // a long engine timeout: waiting for it would be the bug
+    const srv = await httpServer(fake, { SANDBOX_ENGINE_TIMEOUT_S: '30' });
+    try {
+      const from = fake.lines.length;
+      await fake.setFault('stall', 'GET /version');
+      const call = srv.envInfo(2).catch(() => null);
+      await fake.waitLine((l) => l.startsWith('FAULT stall'), 10000, 'the stalled /version', from);
+      const t0 = Date.now();
+      srv.child.kill('SIGTERM');
+      const r = await srv.exited;
+      const secs = (Date.now() - t0) / 1000;
+      assert.equal(r.code, 0, `exit: ${JSON.stringify(r)}; ${srv.stderr}`);
+      assert.ok(secs < 5, `exited ${secs.toFixed(1)} s after SIGTERM (the engine timeout is 30 s)`);
+      await call;
+    } finally {
+      srv.child.kill('SIGKILL');
+      await fake.stop();
+    }
+  });
+
+  test('once its answer is old, one call asks the engine; the others get the last answer', async () => {
+    const fake = await FakeEngine.start('none');
+    const srv = await httpServer(fake, { SANDBOX_ENGINE_TIMEOUT_S: String(ENGINE_TIMEOUT_S) });
+    try {
+      const first = await (await srv.envInfo(2)).json();
+      assert.equal(first.result.structuredContent.engine.reachable, true, JSON.stringify(first));
+      await new Promise((r) => setTimeout(r, 1200)); // past the 1 s it is kept
+      const from = fake.lines.length;
+      await fake.setFault('stall', 'GET /version');
+      const asking = srv.envInfo(3);
+      await fake.waitLine((l) => l.startsWith('FAULT stall'), 10000, 'the stalled /version', from);
+      const others = await Promise.all([4, 5, 6, 7, 8, 9].map(async (id) => (await srv.envInfo(id)).json()));
+      for (const o of others) {
+        const e = o.result.structuredContent.engine;
+        assert.equal(e.reachable, true, JSON.stringify(o));
+        assert.ok(e.age_ms >= 1000, `the last answer, and how old: ${e.age_ms} ms`);
+      }
+      const late = await (await asking).json();
+      assert.equal(late.result.structuredContent.engine.reachable, false, JSON.stringify(late).slice(0, 300));
+      assert.equal(fake.lines.slice(from).filter((l) => l.startsWith('FAULT stall')).length, 1,
+        fake.lines.slice(from).join(' | '));
+    } finally {
+      srv.child.kill('SIGTERM');
+      await srv.exited;
+      await fake.stop();
+    }
+  });
+});

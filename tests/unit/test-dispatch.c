@@ -1,12 +1,14 @@
 /*
  * test-dispatch.c - per-key FIFO order, parallelism across keys, the worker
- * cap, and cancellation of queued and running calls.
+ * cap, cancellation of queued and running calls, and workers kept for the
+ * next call.
  */
 #include "testutil.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "dispatch.h"
@@ -15,6 +17,7 @@
 struct rec {
 	pthread_mutex_t lock;
 	int order[64];
+	long tid[64]; /* the thread each ran on */
 	int n;
 	atomic_int running, peak, freed;
 };
@@ -42,6 +45,7 @@ static void job_run(struct call *c, void *data)
 	if (j->sleep_ms)
 		usleep((useconds_t)j->sleep_ms * 1000);
 	pthread_mutex_lock(&j->rec->lock);
+	j->rec->tid[j->rec->n] = syscall(SYS_gettid);
 	j->rec->order[j->rec->n++] = j->tag;
 	pthread_mutex_unlock(&j->rec->lock);
 	atomic_fetch_sub(&j->rec->running, 1);
@@ -267,6 +271,72 @@ static void test_destroy_cancels(void **state)
 	assert_int_equal(atomic_load(&rec.freed), 5);
 }
 
+/* A call after the last one finished runs on the same worker: no thread per call. */
+static void test_worker_reused(void **state)
+{
+	struct rec rec;
+	rec_init(&rec);
+	struct dispatch *d = dispatch_create(8);
+	for (int i = 0; i < 3; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "c:%d", i); /* a key of its own, as a call that names no session */
+		assert_int_equal(dispatch_submit(d, mkcall(&rec, i, key, i, 0)), 0);
+		assert_true(dispatch_drain(d, 5000));
+	}
+	assert_int_equal(rec.n, 3);
+	assert_true(rec.tid[1] == rec.tid[0]);
+	assert_true(rec.tid[2] == rec.tid[0]);
+	/* the waiting worker does not hold up the end */
+	int64_t t0 = now_ms();
+	assert_true(dispatch_destroy(d, 5000));
+	assert_true(now_ms() - t0 < 1000);
+}
+
+/* dispatch_run_here: on the caller's thread when its key is free, else behind what holds the key. */
+static void test_run_here(void **state)
+{
+	struct rec rec;
+	rec_init(&rec);
+	struct dispatch *d = dispatch_create(4);
+	long me = syscall(SYS_gettid);
+
+	assert_int_equal(dispatch_run_here(d, mkcall(&rec, 1, "c:1", 1, 0)), 0);
+	assert_int_equal(rec.n, 1); /* done before it returned */
+	assert_true(rec.tid[0] == me);
+	assert_int_equal(atomic_load(&rec.freed), 1);
+	assert_int_equal(dispatch_pending(d), 0);
+
+	/* the key is busy: it queues behind the running call and runs on its worker, in order */
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(dispatch_submit(d, mkgated(&rec, 2, "s:k", 2, p[0])), 0);
+	wait_running(&rec, 1);
+	assert_int_equal(dispatch_run_here(d, mkcall(&rec, 3, "s:k", 3, 0)), 0);
+	assert_int_equal(rec.n, 1);
+	assert_int_equal(dispatch_pending(d), 2);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	assert_true(dispatch_drain(d, 5000));
+	assert_int_equal(rec.n, 3);
+	assert_int_equal(rec.order[1], 2);
+	assert_int_equal(rec.order[2], 3);
+	assert_true(rec.tid[2] != me);
+	close(p[0]);
+	close(p[1]);
+
+	/* past the limits it is refused as dispatch_submit would, and stays the caller's */
+	dispatch_set_limits(d, 1, SIZE_MAX);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(dispatch_submit(d, mkgated(&rec, 4, "s:k", 4, p[0])), 0);
+	struct call *over = mkcall(&rec, 5, "c:5", 5, 0);
+	assert_int_equal(dispatch_run_here(d, over), -EBUSY);
+	call_destroy(over);
+	assert_int_equal(write(p[1], "x", 1), 1);
+	assert_true(dispatch_drain(d, 5000));
+	close(p[0]);
+	close(p[1]);
+	assert_true(dispatch_destroy(d, 1000));
+}
+
 int main(void)
 {
 	util_json_init();
@@ -278,6 +348,8 @@ int main(void)
 		cmocka_unit_test(test_cancel_queued_and_running),
 		cmocka_unit_test(test_arm_after_cancel),
 		cmocka_unit_test(test_destroy_cancels),
+		cmocka_unit_test(test_worker_reused),
+		cmocka_unit_test(test_run_here),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
