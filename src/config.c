@@ -16,6 +16,7 @@
 #include "config.h"
 #include "dockerctx.h"
 #include "transport.h"
+#include "engines.h"
 #include "imageref.h"
 
 enum opt_type { OPT_STRING, OPT_U64, OPT_DOUBLE, OPT_SWITCH /* bool; a flag without a value means true */ };
@@ -43,6 +44,9 @@ static const struct opt opts[] = {
 	{ "tlskey", NULL, OPT_STRING, OFF(tlskey), 0, 0, "Client key for TLS to the engine (docker's --tlskey; not --tls-key)" },
 	{ "context", "DOCKER_CONTEXT", OPT_STRING, OFF(context), 0, 0,
 	  "Docker context (docker context ls); DOCKER_HOST wins over DOCKER_CONTEXT, as for the CLI" },
+	{ "engine", "SANDBOX_ENGINES", OPT_STRING, OFF(engines), 0, 0,
+	  "More engines, NAME=ENDPOINT (repeat the flag; the variable: 'a=...;b=...'), ENDPOINT as DOCKER_HOST or "
+	  "context:NAME; session_create picks one by NAME (DOCKER_HOST's is 'default')" },
 	{ "image", NULL, OPT_STRING, OFF(image), 0, 0, "Image for sessions created without one" },
 	{ "memory_mb", NULL, OPT_U64, OFF(memory_mb), 16, 1048576, "Memory limit per session, MB" },
 	{ "cpus", NULL, OPT_DOUBLE, OFF(cpus), 0, 0, "CPU limit per session (0.01 to 256)" },
@@ -327,6 +331,10 @@ static int config_validate(struct config *c, struct err *err)
 	int r = config_networks_check(c, err);
 	if (r < 0)
 		return r;
+	struct engines_spec specs[ENGINES_MAX];
+	size_t nspecs;
+	if (c->engines && (r = engines_parse(c->engines, strlen(c->engines), specs, &nspecs, err)) < 0)
+		return r;
 	if ((r = imageref_patterns_check(c->images, err)) < 0)
 		return r;
 	if (strcmp(c->pull, "never") != 0 && strcmp(c->pull, "missing") != 0 && strcmp(c->pull, "always") != 0)
@@ -447,7 +455,7 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 	 */
 	char **rest = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof(*rest));
 	int nrest = 0, out = start;
-	bool host_flag = false, ctx_flag = false;
+	bool host_flag = false, ctx_flag = false, engine_flag = false;
 	for (int i = start; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0) {
@@ -474,10 +482,15 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 			v = argv[++i];
 			argv[out++] = argv[i];
 		}
-		if ((r = opt_set(c, o, v, a, err)) < 0) {
+		/* --engine repeats: the first replaces SANDBOX_ENGINES, the others add to it */
+		char *joined = engine_flag && o->offset == OFF(engines) ? xasprintf("%s;%s", c->engines, v) : NULL;
+		r = opt_set(c, o, joined ? joined : v, a, err);
+		free(joined);
+		if (r < 0) {
 			free(rest);
 			return r;
 		}
+		engine_flag |= o->offset == OFF(engines);
 		host_flag |= o->offset == OFF(docker_host);
 		ctx_flag |= o->offset == OFF(context);
 	}

@@ -42,6 +42,8 @@ struct config {
 	char *context;	      /* the context in use; NULL or "default": DOCKER_HOST's */
 	bool tls_from_context; /* TLS files came from the context: no cert_path defaults */
 	bool tls_skip_verify;  /* the context's SkipTLSVerify */
+	/* named engines besides DOCKER_HOST's: "a=ENDPOINT;b=ENDPOINT" (engines.h), each --engine adds one */
+	char *engines;
 	char *image;
 	uint64_t memory_mb;
 	double cpus;

@@ -106,6 +106,13 @@ int engine_storage_opt_state(struct engine *e, char *ret_why, size_t n)
 	return state;
 }
 
+void engine_set_label(struct engine *e, const char *name)
+{
+	/* the endpoint's display is in every connect and TLS message: the name then is too */
+	size_t n = strlen(e->ep.display);
+	snprintf(e->ep.display + n, sizeof(e->ep.display) - n, " (engine '%s')", name);
+}
+
 const struct endpoint *engine_endpoint(const struct engine *e)
 {
 	return &e->ep;

@@ -54,6 +54,8 @@ int engine_create(const char *docker_host, const struct transport_tls *tls, int 
 		  struct err *err);
 void engine_destroy(struct engine *e);
 const struct endpoint *engine_endpoint(const struct engine *e);
+/* Names the engine in its endpoint's display, so that its failures say which engine (engines.h). */
+void engine_set_label(struct engine *e, const char *name);
 /* The negotiated API version ("1.41"), or "" before the first call. */
 const char *engine_api_version(struct engine *e);
 

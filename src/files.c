@@ -161,7 +161,7 @@ int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const
 		.on_data = collect_data,
 		.arg = &c,
 	};
-	int r = exec_run(ctx->svc->engine, ctx->call, s->container, &spec, &xr, err);
+	int r = exec_run(session_engine(s), ctx->call, s->container, &spec, &xr, err);
 	if (r < 0) {
 		exec_result_finish(&xr);
 		return files_exec_failed(ctx, s, r, err);
@@ -382,7 +382,7 @@ int files_pull_file(struct tool_ctx *ctx, struct session *s, const char *path, u
 	struct tar_stats st;
 	const char *args[] = { path, NULL };
 
-	int r = xfer_pull(ctx->svc->engine, ctx->call, s, read_script, args, &lim, &sink, &st, &xr, err);
+	int r = xfer_pull(session_engine(s), ctx->call, s, read_script, args, &lim, &sink, &st, &xr, err);
 	if (xr.exit_code > 0 && xr.exit_code != 2 && !xr.stopped)
 		r = files_script_failed(&xr, path, "read", err);
 	else if (r < 0)

@@ -22,6 +22,7 @@
 #include "config.h"
 #include "engine-image.h"
 #include "engine.h"
+#include "engines.h"
 #include "httpd.h"
 #include "linksign.h"
 #include "log.h"
@@ -72,7 +73,8 @@ static int discard(void *data, const char *line, size_t len, bool response);
 static void engine_probe(const struct config *cfg, struct mcp *m);
 static int doctor(const struct config *cfg, char **args);
 static int doctor_host(const struct config *cfg);
-static int doctor_engine(const struct config *cfg);
+static int doctor_engines(const struct config *cfg);
+static int doctor_engine(const struct config *cfg, struct engine *engine, const char *endpoint);
 static int print_client_config(const struct config *cfg, char **args);
 static int help(const struct config *cfg, char **args);
 static const struct command *command_find(const char *name);
@@ -193,7 +195,7 @@ static int serve(const struct config *cfg, char **args)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct err err;
-	struct engine *engine = NULL;
+	struct engines *engines = NULL;
 	int r;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -231,16 +233,16 @@ static int serve(const struct config *cfg, char **args)
 	/* a misplaced outbox is not fatal: the tools work, artifacts are just not copied */
 	if (cfg->outbox && cfg->outbox[0] && hostfs_outbox_open(hostfs, cfg->outbox, &err) < 0)
 		log_warnf("SANDBOX_OUTBOX: %s; new artifacts are not copied to the host", err.msg);
-	if ((r = engine_create_cfg(cfg, (int)cfg->engine_timeout_s * 1000, &engine, &err)) < 0) {
+	if ((r = engines_open(cfg, environ, (int)cfg->engine_timeout_s * 1000, &engines, &err)) < 0) {
 		log_errorf("%s", err.msg);
 		hostfs_destroy(hostfs);
 		tools_finish();
 		return 1;
 	}
 	struct session_mgr *sessions = NULL;
-	if ((r = session_mgr_create(cfg, engine, &sessions, &err)) < 0) {
+	if ((r = session_mgr_create(cfg, engines, &sessions, &err)) < 0) {
 		log_errorf("%s", err.msg);
-		engine_destroy(engine);
+		engines_destroy(engines);
 		hostfs_destroy(hostfs);
 		tools_finish();
 		return 1;
@@ -252,7 +254,8 @@ static int serve(const struct config *cfg, char **args)
 	/* HTTP mode only: tool results then carry signed download links */
 	struct linksign *links = cfg->http && cfg->http[0] ? linksign_create(cfg->http_link_ttl_s) : NULL;
 	struct tool_services svc = { .cfg = cfg,
-				     .engine = engine,
+				     .engine = engines_default(engines),
+				     .engines = engines,
 				     .out = out,
 				     .sessions = sessions,
 				     .hostfs = hostfs,
@@ -268,7 +271,7 @@ static int serve(const struct config *cfg, char **args)
 			session_mgr_destroy(sessions);
 			env_cache_destroy(svc.env_cache);
 			out_destroy(out);
-			engine_destroy(engine);
+			engines_destroy(engines);
 			hostfs_destroy(hostfs);
 			linksign_destroy(links);
 			tools_finish();
@@ -296,7 +299,7 @@ static int serve(const struct config *cfg, char **args)
 	}
 	env_cache_destroy(svc.env_cache);
 	out_destroy(out);
-	engine_destroy(engine);
+	engines_destroy(engines);
 	hostfs_destroy(hostfs);
 	linksign_destroy(links);
 	tools_finish();
@@ -372,24 +375,41 @@ static bool serve_stdio(const struct config *cfg, struct mcp *m, struct out *out
 static int doctor(const struct config *cfg, char **args)
 {
 	int host = doctor_host(cfg);
-	int engine = doctor_engine(cfg);
+	int engine = doctor_engines(cfg);
 	return host || engine ? 1 : 0;
 }
 
-/* The engine: endpoint, socket, API version, the default image. 0, or 1 with problems. */
-static int doctor_engine(const struct config *cfg)
+/* Each engine (engines.h) in turn, the default first. 0, or 1 with problems on any. */
+static int doctor_engines(const struct config *cfg)
 {
-	struct engine *engine = NULL;
+	struct engines *es = NULL;
+	struct err err;
+	int problems = 0;
+
+	err_clear(&err);
+	if (engines_open(cfg, environ, (int)cfg->engine_timeout_s * 1000, &es, &err) < 0) {
+		printf("FAIL  %s: %s\n", cfg->engines && cfg->engines[0] ? "engines" : "DOCKER_HOST", err.msg);
+		return 1;
+	}
+	size_t n = engines_count(es);
+	for (size_t i = 0; i < n; i++) {
+		if (n > 1)
+			printf("%sengine %s:\n", i ? "\n" : "", engines_name(es, i));
+		problems |= doctor_engine(cfg, engines_at(es, i), engines_endpoint(es, i));
+	}
+	engines_destroy(es);
+	return problems ? 1 : 0;
+}
+
+/* One engine: endpoint, socket, API version, the default image. 0, or 1 with problems. */
+static int doctor_engine(const struct config *cfg, struct engine *engine, const char *endpoint)
+{
 	struct engine_version ev;
 	struct err err;
 	int problems = 0;
 
 	err_clear(&err);
-	if (engine_create_cfg(cfg, (int)cfg->engine_timeout_s * 1000, &engine, &err) < 0) {
-		printf("FAIL  DOCKER_HOST: %s\n", err.msg);
-		return 1;
-	}
-	printf("ok    endpoint %s\n", engine_endpoint(engine)->display);
+	printf("ok    endpoint %s\n", endpoint);
 	if (agentctl_built())
 		printf("ok    in-sandbox agent built in (commands skip the engine's exec path)\n");
 	else
@@ -402,7 +422,6 @@ static int doctor_engine(const struct config *cfg)
 			printf("FAIL  socket %s: %s\n      start Docker (`systemctl start docker` or `dockerd &`), or set "
 			       "DOCKER_HOST to the engine's socket\n",
 			       ep->path, strerror(errno));
-			engine_destroy(engine);
 			return 1;
 		}
 		if (access(ep->path, R_OK | W_OK) < 0) {
@@ -410,14 +429,12 @@ static int doctor_engine(const struct config *cfg)
 			       "the socket's group (`sudo usermod -aG docker $USER`, then log in again) or use a "
 			       "socket you own (rootless Docker, Podman) via DOCKER_HOST\n",
 			       ep->path, (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777));
-			engine_destroy(engine);
 			return 1;
 		}
 		printf("ok    socket %s is readable and writable by you\n", ep->path);
 	}
 	if (engine_version(engine, NULL, &ev, &err) < 0) {
 		printf("FAIL  engine: %s\n", err.msg);
-		engine_destroy(engine);
 		return 1;
 	}
 	printf("ok    engine %s, API %s (min %s), %s/%s\n", ev.version, ev.api_version, ev.min_api_version, ev.os,
@@ -451,7 +468,6 @@ static int doctor_engine(const struct config *cfg)
 	printf("ok    images: %s%s%s%s; pull %s\n", config_images_summary(cfg),
 	       cfg->images[0] ? "; SANDBOX_IMAGES '" : "", cfg->images, cfg->images[0] ? "'" : "", cfg->pull);
 	printf("ok    networks sessions may join: %s\n", cfg->networks[0] ? cfg->networks : "none (SANDBOX_NETWORKS)");
-	engine_destroy(engine);
 	return problems ? 1 : 0;
 }
 

@@ -44,7 +44,7 @@ static const char session_idle_cmd[] = "while sleep 3600; do :; done";
 
 struct session_mgr {
 	const struct config *cfg;
-	struct engine *engine;
+	struct engines *engines; /* borrowed: each session names its own (session_engine) */
 	char instance[17];
 	char host[65];
 	char lock_dir[PATH_MAX];
@@ -125,13 +125,13 @@ static int lock_dir_path(char *out, size_t outsz)
 	return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
 }
 
-int session_mgr_create(const struct config *cfg, struct engine *e, struct session_mgr **ret, struct err *err)
+int session_mgr_create(const struct config *cfg, struct engines *es, struct session_mgr **ret, struct err *err)
 {
 	struct session_mgr *m = xcalloc(1, sizeof(*m));
 	struct stat st;
 
 	m->cfg = cfg;
-	m->engine = e;
+	m->engines = es;
 	m->lock_fd = -1;
 	m->users = json_object();
 	m->held = json_object();
@@ -304,10 +304,11 @@ static bool user_numeric_nonroot(const char *u)
  * of its container (inspect), not from labels alone: its real limits, user
  * and network, and the same hardening a new session must have.
  */
-static int adopt_one(struct session_mgr *m, const char *id, json_t *labels, struct session **ret, struct err *err)
+static int adopt_one(struct session_mgr *m, size_t ei, const char *id, json_t *labels, struct session **ret,
+		     struct err *err)
 {
 	json_t *inspect = NULL;
-	int r = engine_container_inspect(m->engine, NULL, id, &inspect, err);
+	int r = engine_container_inspect(engines_at(m->engines, ei), NULL, id, &inspect, err);
 	if (r < 0)
 		return r;
 	json_t *hc = json_object_get(inspect, "HostConfig");
@@ -333,6 +334,8 @@ static int adopt_one(struct session_mgr *m, const char *id, json_t *labels, stru
 			    net ? net : "");
 	if (r == 0) {
 		snprintf(s->id, sizeof(s->id), "%s", sid);
+		s->engine = engines_at(m->engines, ei);
+		snprintf(s->engine_name, sizeof(s->engine_name), "%s", engines_name(m->engines, ei));
 		const char *pr = json_string_value(json_object_get(labels, SESSION_LABEL ".principal"));
 		snprintf(s->owner, sizeof(s->owner), "%s", pr ? pr : "");
 		/* a reserved name would make it the default session of every call */
@@ -367,7 +370,7 @@ static int adopt_one(struct session_mgr *m, const char *id, json_t *labels, stru
 }
 
 /* Adopts a dead instance's persistent container: started if stopped, listed. */
-static void adopt(struct session_mgr *m, const char *id, json_t *labels, const char *state)
+static void adopt(struct session_mgr *m, size_t ei, const char *id, json_t *labels, const char *state)
 {
 	struct session *s;
 	struct err err;
@@ -378,13 +381,13 @@ static void adopt(struct session_mgr *m, const char *id, json_t *labels, const c
 			  id, m->adopted);
 		return;
 	}
-	if (adopt_one(m, id, labels, &s, &err) < 0) {
+	if (adopt_one(m, ei, id, labels, &s, &err) < 0) {
 		log_warnf("not adopting persistent container %.12s: %s; it is left as it is (docker rm -f %.12s "
 			  "removes it)",
 			  id, err.msg, id);
 		return;
 	}
-	if (state && strcmp(state, "running") != 0 && engine_container_start(m->engine, NULL, id, &err) < 0)
+	if (state && strcmp(state, "running") != 0 && engine_container_start(s->engine, NULL, id, &err) < 0)
 		log_warnf("persistent session %s: cannot start its container: %s", s->id, err.msg);
 	pthread_mutex_lock(&m->lock);
 	bool dup = find_locked(m, NULL, s->id) != NULL;
@@ -401,7 +404,43 @@ static void adopt(struct session_mgr *m, const char *id, json_t *labels, const c
 	if (dup)
 		free(s);
 	else
-		log_infof("adopted persistent session %s (%s)", s->id, s->name);
+		log_infof("adopted persistent session %s (%s) on engine %s", s->id, s->name, s->engine_name);
+}
+
+/*
+ * One engine's part of the start-up scan. An engine that does not answer
+ * now is skipped: its leftovers wait for a later server's scan.
+ */
+static void sweep(struct session_mgr *m, size_t ei)
+{
+	struct engine *e = engines_at(m->engines, ei);
+	struct err err;
+	json_t *list = NULL, *c;
+	size_t i;
+
+	if (engine_container_list(e, NULL, SESSION_LABEL ".instance", &list, &err) < 0) {
+		log_infof("not cleaning up old sessions on engine %s now: %s", engines_name(m->engines, ei), err.msg);
+		return;
+	}
+	json_array_foreach (list, i, c) {
+		json_t *labels = json_object_get(c, "Labels");
+		const char *id = json_string_value(json_object_get(c, "Id"));
+		const char *inst = json_string_value(json_object_get(labels, SESSION_LABEL ".instance"));
+		const char *persist = json_string_value(json_object_get(labels, SESSION_LABEL ".persistent"));
+		if (!engine_id_valid(id) || !inst || strcmp(inst, m->instance) == 0 ||
+		    owner_state(m, labels) != OWNER_DEAD)
+			continue;
+		if (persist && strcmp(persist, "true") == 0) {
+			adopt(m, ei, id, labels, json_string_value(json_object_get(c, "State")));
+			continue;
+		}
+		log_infof("removing container %.12s left by dead instance %s on engine %s", id, inst,
+			  engines_name(m->engines, ei));
+		if (engine_container_remove(e, NULL, id, &err) < 0)
+			log_warnf("removing %.12s: %s", id, err.msg);
+	}
+	json_decref(list);
+	ceiling_sweep_probes(e, NULL);
 }
 
 /*
@@ -413,33 +452,9 @@ static void adopt(struct session_mgr *m, const char *id, json_t *labels, const c
 static void *starter_main(void *arg)
 {
 	struct session_mgr *m = arg;
-	struct err err;
-	json_t *list = NULL;
 
-	if (engine_container_list(m->engine, NULL, SESSION_LABEL ".instance", &list, &err) < 0) {
-		log_infof("not cleaning up old sessions now: %s", err.msg);
-	} else {
-		size_t i;
-		json_t *c;
-		json_array_foreach (list, i, c) {
-			json_t *labels = json_object_get(c, "Labels");
-			const char *id = json_string_value(json_object_get(c, "Id"));
-			const char *inst = json_string_value(json_object_get(labels, SESSION_LABEL ".instance"));
-			const char *persist = json_string_value(json_object_get(labels, SESSION_LABEL ".persistent"));
-			if (!engine_id_valid(id) || !inst || strcmp(inst, m->instance) == 0 ||
-			    owner_state(m, labels) != OWNER_DEAD)
-				continue;
-			if (persist && strcmp(persist, "true") == 0) {
-				adopt(m, id, labels, json_string_value(json_object_get(c, "State")));
-				continue;
-			}
-			log_infof("removing container %.12s left by dead instance %s", id, inst);
-			if (engine_container_remove(m->engine, NULL, id, &err) < 0)
-				log_warnf("removing %.12s: %s", id, err.msg);
-		}
-		json_decref(list);
-		ceiling_sweep_probes(m->engine, NULL);
-	}
+	for (size_t i = 0; i < engines_count(m->engines); i++)
+		sweep(m, i);
 	pthread_mutex_lock(&m->lock);
 	m->ready = true;
 	pthread_cond_broadcast(&m->wake);
@@ -464,7 +479,8 @@ static void session_free(struct session *s)
 static void remove_container(struct session_mgr *m, struct session *s)
 {
 	struct err err;
-	if (engine_container_remove(m->engine, NULL, s->container, &err) < 0)
+	(void)m;
+	if (engine_container_remove(s->engine, NULL, s->container, &err) < 0)
 		log_warnf("removing the container of session %s: %s", s->id, err.msg);
 }
 
@@ -603,7 +619,7 @@ static ssize_t body_source(void *arg, void *p, size_t n)
  * image's own bytes) into out, whose max caps it. A missing file, or a link
  * or anything else in its place, reads as empty.
  */
-static int read_image_file(struct session_mgr *m, struct call *call, const char *container, const char *path,
+static int read_image_file(struct engine *e, struct call *call, const char *container, const char *path,
 			   struct buf *out, struct err *err)
 {
 	struct tar_limits lim = { .entries = 4, .entry_size = out->max, .total_size = out->max };
@@ -611,7 +627,7 @@ static int read_image_file(struct session_mgr *m, struct call *call, const char 
 	struct tar_sink sink = { .entry = file_entry, .data = file_data, .arg = &fs };
 	struct body_src bs;
 
-	int r = engine_archive_get(m->engine, call, container, path, &bs.b, err);
+	int r = engine_archive_get(e, call, container, path, &bs.b, err);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
@@ -625,8 +641,8 @@ static int read_image_file(struct session_mgr *m, struct call *call, const char 
  * The image's /etc/passwd and /etc/group, read from a container that is
  * created and removed without ever starting: nothing of the image runs.
  */
-static int read_user_files(struct session_mgr *m, struct call *call, const char *image_id, struct buf *passwd,
-			   struct buf *group, struct err *err)
+static int read_user_files(struct session_mgr *m, struct engine *e, struct call *call, const char *image_id,
+			   struct buf *passwd, struct buf *group, struct err *err)
 {
 	char probe[ENGINE_ID_LEN + 1];
 	json_t *warnings = NULL;
@@ -636,16 +652,16 @@ static int read_user_files(struct session_mgr *m, struct call *call, const char 
 	json_t *body = json_pack("{s:s, s:[s], s:[], s:o, s:b, s:{s:s, s:{s:s}}}", "Image", image_id, "Entrypoint",
 				 "/nonexistent", "Cmd", "Labels", labels, "NetworkDisabled", 1, "HostConfig",
 				 "NetworkMode", "none", "LogConfig", "Type", "none");
-	int r = engine_container_create(m->engine, call, body, probe, &warnings, err);
+	int r = engine_container_create(e, call, body, probe, &warnings, err);
 	json_decref(body);
 	json_decref(warnings);
 	if (r < 0)
 		return r;
-	r = read_image_file(m, call, probe, "/etc/passwd", passwd, err);
+	r = read_image_file(e, call, probe, "/etc/passwd", passwd, err);
 	if (r == 0)
-		r = read_image_file(m, call, probe, "/etc/group", group, err);
+		r = read_image_file(e, call, probe, "/etc/group", group, err);
 	struct err rerr;
-	if (engine_container_remove(m->engine, NULL, probe, &rerr) < 0)
+	if (engine_container_remove(e, NULL, probe, &rerr) < 0)
 		log_warnf("removing the probe container %.12s: %s", probe, rerr.msg);
 	return r;
 }
@@ -668,8 +684,8 @@ static bool spec_numeric(const char *spec)
  * id. An image that runs as root, by any name or number, gets the fallback
  * user; a root group alone is replaced by the user's own number.
  */
-static int image_user(struct session_mgr *m, struct call *call, json_t *img, char *out, size_t outsz,
-		      bool *ret_fallback, struct err *err)
+static int image_user(struct session_mgr *m, struct engine *e, struct call *call, json_t *img, char *out,
+		      size_t outsz, bool *ret_fallback, struct err *err)
 {
 	const char *spec = json_string_value(json_object_get(json_object_get(img, "Config"), "User"));
 	const char *id = json_string_value(json_object_get(img, "Id"));
@@ -691,7 +707,7 @@ static int image_user(struct session_mgr *m, struct call *call, json_t *img, cha
 		return 0;
 	buf_init(&passwd, SESSION_USERDB_MAX);
 	buf_init(&group, SESSION_USERDB_MAX);
-	r = spec_numeric(spec) ? 0 : read_user_files(m, call, id, &passwd, &group, err);
+	r = spec_numeric(spec) ? 0 : read_user_files(m, e, call, id, &passwd, &group, err);
 	if (r == 0)
 		r = userdb_resolve(spec, passwd.data ? passwd.data : "", passwd.len, group.data ? group.data : "",
 				   group.len, &uid, &gid, err);
@@ -758,6 +774,9 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 	const char *network = o->network && *o->network ? o->network : "none";
 	int r;
 
+	/* only a configured name: the model never names an endpoint */
+	if ((r = engines_find(m->engines, o->engine, NULL, NULL, err)) < 0)
+		return r;
 	if (o->name && *o->name && !name_valid(o->name))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			       "name '%.80s' must be 1-63 letters, digits, '-', '_' or '.'", o->name);
@@ -850,23 +869,30 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 {
 	const struct config *cfg = m->cfg;
 	json_t *img = NULL, *inspect = NULL, *warnings = NULL;
+	struct engine *eng;
+	const char *eng_name;
 	int r;
 
+	/* session_create checked the name: the image, its pull and the container are all on this engine */
+	if ((r = engines_find(m->engines, o->engine, &eng, &eng_name, err)) < 0)
+		return r;
 	/* the image policy, and a pull when the image is missing (pull.h) */
 	struct pull_result pulled = { 0 };
-	r = pull_image(m->engine, call, cfg, image, o->transient, o->pull_report, o->pull_arg, &img, &pulled, err);
+	r = pull_image(eng, call, cfg, image, o->transient, o->pull_report, o->pull_arg, &img, &pulled, err);
 	if (r < 0)
 		return r;
 
 	char user[sizeof(((struct session *)0)->user)];
 	bool fallback;
-	r = image_user(m, call, img, user, sizeof(user), &fallback, err);
+	r = image_user(m, eng, call, img, user, sizeof(user), &fallback, err);
 	if (r < 0) {
 		json_decref(img);
 		return r;
 	}
 	struct session *s = xcalloc(1, sizeof(*s));
 	random_hex(s->id, SESSION_ID_LEN);
+	s->engine = eng;
+	snprintf(s->engine_name, sizeof(s->engine_name), "%s", eng_name);
 	snprintf(s->name, sizeof(s->name), "%s", o->name ? o->name : "");
 	snprintf(s->owner, sizeof(s->owner), "%s", call_principal(call));
 	snprintf(s->image, sizeof(s->image), "%s", image);
@@ -930,7 +956,7 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 				 cfg->workspace, "User", s->user, "Env", env, "Labels", labels, "HostConfig", hc,
 				 "Tty", 0, "OpenStdin", 0, "NetworkDisabled", strcmp(s->network, "none") == 0,
 				 "StopTimeout", 1);
-	r = ceiling_container_create(m->engine, call, cfg, body, s->container, &warnings, err);
+	r = ceiling_container_create(eng, call, cfg, body, s->container, &warnings, err);
 	json_decref(body);
 	if (r < 0) {
 		session_free(s);
@@ -952,18 +978,18 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 		buf_init(&tar, 64 * 1024);
 		r = tar_make_dir(s->read_only ? "." : cfg->workspace + 1, 0755, uid, gid, &tar, err);
 		if (r == 0)
-			r = engine_archive_put(m->engine, call, s->container, s->read_only ? cfg->workspace : "/",
+			r = engine_archive_put(eng, call, s->container, s->read_only ? cfg->workspace : "/",
 					       tar.data, tar.len, err);
 		buf_finish(&tar);
 	}
 	if (r == 0 && with_agent) {
-		r = agentctl_install(m->engine, call, s->container, err);
+		r = agentctl_install(eng, call, s->container, err);
 		s->agent_installed = r == 0;
 	}
 	if (r == 0)
-		r = engine_container_start(m->engine, call, s->container, err);
+		r = engine_container_start(eng, call, s->container, err);
 	if (r == 0)
-		r = engine_container_inspect(m->engine, call, s->container, &inspect, err);
+		r = engine_container_inspect(eng, call, s->container, &inspect, err);
 	if (r == 0)
 		r = verify_hardening(inspect, s, err);
 	if (r == 0 && !json_is_true(json_object_get(json_object_get(inspect, "State"), "Running")))
@@ -995,7 +1021,8 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 	s->busy = 1;
 	m->list[m->len++] = s;
 	pthread_mutex_unlock(&m->lock);
-	log_infof("session %s created (container %.12s, image %s)", s->id, s->container, s->image);
+	log_infof("session %s created (container %.12s, image %s, engine %s)", s->id, s->container, s->image,
+		  s->engine_name);
 	*ret = s;
 	return 0;
 }
@@ -1071,7 +1098,7 @@ int session_close(struct session_mgr *m, struct call *call, const char *ref, str
 		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT,
 			       "no session '%.80s' to close (session_list shows the open sessions)",
 			       ref ? ref : "default");
-	int r = engine_container_remove(m->engine, call, s->container, err);
+	int r = engine_container_remove(s->engine, call, s->container, err);
 	pthread_mutex_lock(&m->lock);
 	if (r < 0 && !m->stopping) {
 		/* the container is still there: keep the session, so that a retry or the exit removes it */
@@ -1092,10 +1119,16 @@ int session_close(struct session_mgr *m, struct call *call, const char *ref, str
 	return r;
 }
 
+struct engine *session_engine(const struct session *s)
+{
+	return s->engine;
+}
+
 json_t *session_json(const struct session *s)
 {
 	/* s:s*: an unnamed session has no "name" (not "") */
-	return json_pack("{s:s, s:s*, s:s, s:s, s:b, s:s, s:I, s:f, s:I, s:b, s:I, s:I, s:s}", "session_id", s->id,
+	return json_pack("{s:s, s:s, s:s*, s:s, s:s, s:b, s:s, s:I, s:f, s:I, s:b, s:I, s:I, s:s}", "session_id", s->id,
+			 "engine", s->engine_name,
 			 "name", s->name[0] ? s->name : NULL, "image", s->image, "container_id", s->container, "persistent",
 			 s->persistent, "network", s->network, "memory_mb", (json_int_t)s->memory_mb, "cpus", s->cpus,
 			 "pids", (json_int_t)s->pids, "read_only", s->read_only, "created", (json_int_t)s->created,
@@ -1104,24 +1137,30 @@ json_t *session_json(const struct session *s)
 
 json_t *session_list_json(struct session_mgr *m, struct call *call)
 {
-	json_t *states = NULL;
+	size_t ne = engines_count(m->engines);
+	json_t **states = xcalloc(ne, sizeof(*states));
 	struct err err;
 	json_t *out = json_array();
 
 	wait_ready(m);
-	/* one engine call for the real state of every container */
-	if (engine_container_list(m->engine, call, SESSION_LABEL ".session", &states, &err) < 0)
-		states = NULL;
+	/* one call per engine for the real state of every container; NULL: the engine did not answer */
+	for (size_t i = 0; i < ne; i++)
+		if (engine_container_list(engines_at(m->engines, i), call, SESSION_LABEL ".session", &states[i], &err) < 0)
+			states[i] = NULL;
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->len; i++) {
 		struct session *s = m->list[i];
 		if (call && !owns(s, call_principal(call)))
 			continue;
 		json_t *j = session_json(s);
-		const char *state = states ? "missing" : "unknown";
+		json_t *mine = NULL;
+		for (size_t ei = 0; ei < ne; ei++)
+			if (engines_at(m->engines, ei) == s->engine)
+				mine = states[ei];
+		const char *state = mine ? "missing" : "unknown";
 		size_t k;
 		json_t *c;
-		json_array_foreach (states, k, c) {
+		json_array_foreach (mine, k, c) {
 			const char *cid = json_string_value(json_object_get(c, "Id"));
 			const char *cst = json_string_value(json_object_get(c, "State"));
 			if (cid && strcmp(cid, s->container) == 0)
@@ -1132,7 +1171,9 @@ json_t *session_list_json(struct session_mgr *m, struct call *call)
 		json_array_append_new(out, j);
 	}
 	pthread_mutex_unlock(&m->lock);
-	json_decref(states);
+	for (size_t i = 0; i < ne; i++)
+		json_decref(states[i]);
+	free(states);
 	return out;
 }
 

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "call.h"
 #include "engine.h"
+#include "engines.h"
 #include "errcode.h"
 
 #define SESSION_ID_LEN 12
@@ -42,6 +43,9 @@ struct session {
 	char network[32];
 	char runtime[64];
 	char owner[CALL_PRINCIPAL_MAX + 1]; /* the principal that made it; others cannot see it */
+	/* the engine its container lives on (engines.h; session_engine), for its whole life */
+	struct engine *engine;
+	char engine_name[ENGINES_NAME_MAX + 1];
 	bool persistent;
 	bool read_only;
 	uint64_t memory_mb;
@@ -89,6 +93,7 @@ struct session_opts {
 	double cpus;	     /* 0: default */
 	bool read_only;
 	const char *runtime;
+	const char *engine; /* a configured engine's name (engines.h); NULL: the default engine */
 	/*
 	 * The server's own short-lived container (session_export's look at a
 	 * fresh base image): may go SESSION_TRANSIENT_EXTRA past
@@ -102,7 +107,8 @@ struct session_opts {
 	void *pull_arg;
 };
 
-int session_mgr_create(const struct config *cfg, struct engine *e, struct session_mgr **ret, struct err *err);
+/* es: the server's engines (borrowed; outlives the manager). */
+int session_mgr_create(const struct config *cfg, struct engines *es, struct session_mgr **ret, struct err *err);
 /* Removes what dead instances left and adopts persistent sessions. Errors are logged, not fatal. */
 void session_mgr_start(struct session_mgr *m);
 /* Stops the reaper and removes this instance's non-persistent containers (idempotent). */
@@ -135,6 +141,8 @@ int session_close(struct session_mgr *m, struct call *call, const char *ref, str
 void session_forget(struct session_mgr *m, struct session *s);
 /* The sessions, with their containers' real state (new reference). */
 json_t *session_list_json(struct session_mgr *m, struct call *call);
+/* The engine s's container lives on: every engine call for s goes there. */
+struct engine *session_engine(const struct session *s);
 /* One session as JSON (new reference). */
 json_t *session_json(const struct session *s);
 /* The dispatch key for calls of principal naming ref (id or name; NULL: default). */

@@ -74,7 +74,7 @@ static ssize_t export_source(void *arg, void *p, size_t n, struct err *err)
 static int flatten(struct tool_ctx *ctx, const struct session *s, const char *message, json_t *config,
 		   char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
 {
-	struct engine *e = ctx->svc->engine;
+	struct engine *e = session_engine(s);
 	json_t *changes = image_changes(config);
 	size_t n = json_array_size(changes);
 	const char **argv = xcalloc(n + 1, sizeof(*argv));
@@ -100,7 +100,7 @@ static int flatten(struct tool_ctx *ctx, const struct session *s, const char *me
 
 static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
-	struct engine *e = ctx->svc->engine;
+	struct engine *e;
 	const char *repo = json_string_value(json_object_get(args, "repository"));
 	const char *tag = json_string_value(json_object_get(args, "tag"));
 	const char *message = json_string_value(json_object_get(args, "message"));
@@ -118,6 +118,7 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		return tool_fail(res, &e_);
 	if (tool_session(ctx, args, &s, res) < 0)
 		return 0;
+	e = session_engine(s); /* the image is made, checked and tagged on the session's engine */
 	if (!tag) {
 		image_default_tag(s, deftag, sizeof(deftag));
 		tag = deftag;

@@ -39,6 +39,10 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 static int engine_facts(struct tool_ctx *ctx, struct engine_version *ret_ev, json_t **ret_images, int64_t *ret_age,
 			struct err *err);
 static json_t *session_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+static void engines_info(struct tool_ctx *ctx, json_t *out, struct tool_result *res, const struct err *default_err);
+
+/* How long env_info waits for each engine's answer to a ping, ms (an engine that went away costs this). */
+#define ENV_ENGINE_PING_MS 5000
 
 /* One exec that reports what the image has; every line is "key=value". */
 static const char probe_script[] =
@@ -59,7 +63,7 @@ static json_t *session_info(struct tool_ctx *ctx, json_t *args, struct tool_resu
 	json_t *j = session_json(s);
 	struct exec_spec spec = { .argv = argv, .user = s->user, .timeout_ms = 15000, .cap = 8192 };
 	err_clear(&e);
-	if (exec_run(ctx->svc->engine, ctx->call, s->container, &spec, &xr, &e) == 0 && xr.exit_code == 0) {
+	if (exec_run(session_engine(s), ctx->call, s->container, &spec, &xr, &e) == 0 && xr.exit_code == 0) {
 		struct buf out;
 		buf_init(&out, SIZE_MAX);
 		capture_raw(&xr.out, &out);
@@ -161,6 +165,39 @@ static int engine_facts(struct tool_ctx *ctx, struct engine_version *ret_ev, jso
 	return 0;
 }
 
+/*
+ * engines: {NAME: {endpoint, reachable}}, the names session_create's engine
+ * takes. With one engine, what engine_facts found (default_err: NULL when it
+ * answered) stands for it: no second call to the engine.
+ */
+static void engines_info(struct tool_ctx *ctx, json_t *out, struct tool_result *res, const struct err *default_err)
+{
+	const struct engines *es = ctx->svc->engines;
+	int ms = engine_timeout_ms(ctx->svc->engine) < ENV_ENGINE_PING_MS ? engine_timeout_ms(ctx->svc->engine)
+									  : ENV_ENGINE_PING_MS;
+
+	if (!es)
+		return;
+	if (engines_count(es) == 1) {
+		json_t *one = json_pack("{s:s, s:b}", "endpoint", engines_endpoint(es, 0), "reachable", !default_err);
+		if (default_err)
+			json_object_set_new(one, "error", json_string(default_err->msg));
+		json_object_set_new(out, "engines", json_pack("{s:o}", engines_name(es, 0), one));
+		return;
+	}
+	json_t *j = engines_json(es, ms);
+	for (size_t i = 0; i < engines_count(es); i++) {
+		json_t *one = json_object_get(j, engines_name(es, i));
+		tool_text(res, "Engine %s at %s: %s", engines_name(es, i), engines_endpoint(es, i),
+			  json_is_true(json_object_get(one, "reachable"))
+				  ? "reachable"
+				  : json_string_value(json_object_get(one, "error")));
+	}
+	tool_text(res, "session_create {engine: NAME} starts a session on one of these engines (default: %s)",
+		  ENGINES_DEFAULT);
+	json_object_set_new(out, "engines", j);
+}
+
 static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
 	struct engine_version ev;
@@ -170,7 +207,9 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 
 	err_clear(&err);
 	int r = engine_facts(ctx, &ev, &images, &age, &err);
-	const char *endpoint = engine_endpoint(ctx->svc->engine)->display;
+	/* as configured, without the engine's name that several engines add to its messages */
+	const char *endpoint = ctx->svc->engines ? engines_endpoint(ctx->svc->engines, 0)
+						 : engine_endpoint(ctx->svc->engine)->display;
 
 	json_t *engine;
 	if (r == 0) {
@@ -221,6 +260,7 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 		json_object_set_new(out, "session", si);
 	}
 	json_object_set_new(out, "sessions_open", json_integer(session_count(ctx->svc->sessions)));
+	engines_info(ctx, out, res, r == 0 ? NULL : &err);
 	tool_structured(res, out);
 	/* no "done" progress: one sent with the result makes SDK 1.x clients report an error */
 	return 0;
@@ -256,6 +296,8 @@ const struct tool_entry tool_env_info_entry = {
 		"\"workspace_mb\":{\"type\":\"integer\"},\"workspace_quota\":{\"type\":\"string\"},"
 		"\"output_save_mb\":{\"type\":\"integer\"}}},"
 		"\"sessions_open\":{\"type\":\"integer\"},"
+		"\"engines\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\",\"properties\":{"
+		"\"endpoint\":{\"type\":\"string\"},\"reachable\":{\"type\":\"boolean\"},\"error\":{\"type\":\"string\"}}}},"
 		"\"session\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 		"\"image\":{\"type\":\"string\"},\"os\":{\"type\":\"string\"},\"python\":{\"type\":\"string\"},"
 		"\"python_packages\":{\"type\":\"integer\"},\"git\":{\"type\":\"string\"},\"uid\":{\"type\":\"integer\"},"

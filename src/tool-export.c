@@ -336,9 +336,10 @@ static struct {
 	} slot[EXPORT_FREEZE_CACHE];
 } freezes = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static int base_freeze(struct tool_ctx *ctx, const char *image, json_t **ret, struct err *err)
+static int base_freeze(struct tool_ctx *ctx, const struct session *s, const char *image, json_t **ret,
+		       struct err *err)
 {
-	struct session_opts o = { .image = image, .transient = true };
+	struct session_opts o = { .image = image, .transient = true, .engine = s->engine_name };
 	struct session *t;
 	char id[SESSION_ID_LEN + 1];
 	struct err cerr;
@@ -474,7 +475,7 @@ static int push_tmp_files(struct tool_ctx *ctx, struct session *s, struct sessio
 					  .stdin_len = data.len, .attach_stdin = true,
 					  .timeout_ms = (int)(ctx->svc->cfg->timeout_s * 1000), .cap = 4096 };
 		struct exec_result xr;
-		r = exec_run(ctx->svc->engine, ctx->call, t->container, &spec, &xr, err);
+		r = exec_run(session_engine(t), ctx->call, t->container, &spec, &xr, err);
 		if (r == 0 && xr.exit_code != 0)
 			r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "writing %s into the build container failed (exit %d)",
 				    path, xr.exit_code);
@@ -502,7 +503,7 @@ static int run_steps(struct tool_ctx *ctx, struct session *t, json_t *runs, size
 					  .timeout_ms = ENGINE_LONG_TIMEOUT_MS, .cap = 4096, .on_data = run_data,
 					  .on_tick = run_tick, .arg = bt };
 		struct exec_result xr;
-		int r = exec_run(ctx->svc->engine, ctx->call, t->container, &spec, &xr, err);
+		int r = exec_run(session_engine(t), ctx->call, t->container, &spec, &xr, err);
 		if (r == 0 && xr.cancelled)
 			r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
 		else if (r == 0 && xr.timed_out)
@@ -529,9 +530,9 @@ static int run_steps(struct tool_ctx *ctx, struct session *t, json_t *runs, size
 static int hardened_steps(struct tool_ctx *ctx, struct session *s, json_t *runs, size_t steps, const char *wd,
 			  json_t *outside, struct build_tail *bt, char image_id[ENGINE_IMAGE_ID_MAX], struct err *err)
 {
-	struct engine *e = ctx->svc->engine;
+	struct engine *e = session_engine(s);
 	struct session_opts o = { .image = image_id, .transient = true, .memory_mb = s->memory_mb, .cpus = s->cpus,
-				  .runtime = s->runtime[0] ? s->runtime : NULL };
+				  .runtime = s->runtime[0] ? s->runtime : NULL, .engine = s->engine_name };
 	struct session *t;
 	char tid[SESSION_ID_LEN + 1], id[ENGINE_IMAGE_ID_MAX];
 	json_t *img = NULL, *ct = NULL;
@@ -587,7 +588,7 @@ static int export_check(struct export *ex, struct err *e)
 static int export_inspect(struct export *ex, struct err *e)
 {
 	struct tool_ctx *ctx = ex->ctx;
-	struct engine *eng = ctx->svc->engine;
+	struct engine *eng = session_engine(ex->s);
 	struct session *s = ex->s;
 	size_t i, j;
 	json_t *v, *u;
@@ -647,7 +648,7 @@ static int export_freeze(struct export *ex, struct err *e)
 		return 0;
 	}
 	tool_progress_stage(ex->ctx, "reading pip freeze of a fresh container of the base image");
-	if ((r = base_freeze(ex->ctx, ex->base_id, &ex->theirs, e)) < 0)
+	if ((r = base_freeze(ex->ctx, ex->s, ex->base_id, &ex->theirs, e)) < 0)
 		return err_append(e, r,
 				  " (while starting a throwaway container of the base image to compare pip freeze)");
 	return 0;
@@ -694,7 +695,7 @@ static int export_workspace(struct export *ex, struct err *e)
 				  .total_size = files_max_bytes(cfg) };
 	struct tar_stats st;
 	const char *wargv[] = { cfg->workspace, NULL };
-	r = xfer_pull(ex->ctx->svc->engine, ex->ctx->call, ex->s, workspace_script, wargv, &lim, &ts, &st, xr, e);
+	r = xfer_pull(session_engine(ex->s), ex->ctx->call, ex->s, workspace_script, wargv, &lim, &ts, &st, xr, e);
 	if (xr->exit_code > 2 && !xr->stopped && !xr->timed_out && !xr->cancelled)
 		r = files_script_failed(xr, cfg->workspace, "export", e);
 	else if (r < 0)
@@ -843,7 +844,7 @@ static int export_offline(const struct export *ex, struct err *e)
 static int export_build(struct export *ex, struct err *e)
 {
 	struct tool_ctx *ctx = ex->ctx;
-	struct engine *eng = ctx->svc->engine;
+	struct engine *eng = session_engine(ex->s);
 	char elabels[4096];
 	int r;
 

@@ -169,7 +169,7 @@ static int push_file(struct tool_ctx *ctx, struct session *s, const char *path, 
 		snprintf(dir, sizeof(dir), "/");
 	src->entry.path = base;
 	const char *args[] = { dir, base, overwrite ? "1" : "0", keep_mode ? "0" : "1", NULL };
-	int r = xfer_push(ctx->svc->engine, ctx->call, s, write_script, args, write_produce, src, &xr, err);
+	int r = xfer_push(session_engine(s), ctx->call, s, write_script, args, write_produce, src, &xr, err);
 	if (r < 0)
 		return files_exec_failed(ctx, s, r, err);
 	return files_script_failed(&xr, path, "write", err);

@@ -98,7 +98,7 @@ static ssize_t body_source(void *arg, void *p, size_t n)
 static int download_direct(struct tool_ctx *ctx, const struct session *s, const char *path,
 			   const struct tar_limits *lim, struct hostfs_extract *x, bool *ret_handled, struct err *err)
 {
-	struct engine *e = ctx->svc->engine;
+	struct engine *e = session_engine(s);
 	const char *ws = ctx->svc->cfg->workspace;
 	char prefix[PATHSAFE_MAX + 1];
 	struct err perr;
@@ -179,7 +179,7 @@ static int file_upload(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	}
 	const char *argv[] = { dir[0] ? dir : "/", top, overwrite ? "1" : "0", NULL };
 	struct xfer_result xr;
-	r = xfer_push(ctx->svc->engine, ctx->call, s, upload_script, argv, hostfs_walk_produce, wk, &xr, &e);
+	r = xfer_push(session_engine(s), ctx->call, s, upload_script, argv, hostfs_walk_produce, wk, &xr, &e);
 	if (r < 0 && e.code != ERRCODE_SESSION_NOT_FOUND)
 		err_append(&e, r, "; the upload stopped, and what was copied before stays in the sandbox");
 	else if (r < 0)
@@ -242,7 +242,7 @@ static int file_download(struct tool_ctx *ctx, json_t *args, struct tool_result 
 	memset(&xr, 0, sizeof(xr));
 	r = download_direct(ctx, s, path, &lim, x, &direct, &e);
 	if (!direct)
-		r = xfer_pull(ctx->svc->engine, ctx->call, s, download_script, argv, &lim, hostfs_extract_sink(x), &st,
+		r = xfer_pull(session_engine(s), ctx->call, s, download_script, argv, &lim, hostfs_extract_sink(x), &st,
 			      &xr, &e);
 	/* the script's own refusals first: they send an empty stream */
 	if (direct)

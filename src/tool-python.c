@@ -73,7 +73,7 @@ static int start(struct tool_ctx *ctx, struct session *s, struct pyrepl **ret, s
 	int r;
 
 	err_clear(&e);
-	if ((r = pyrepl_start(ctx->svc->engine, ctx->call, &o, ret, &e)) == 0)
+	if ((r = pyrepl_start(session_engine(s), ctx->call, &o, ret, &e)) == 0)
 		return 0;
 	if (e.code == ERRCODE_PYTHON_NOT_FOUND) {
 		char why[ERR_MSG_MAX];

@@ -164,7 +164,7 @@ static void spill_write(struct run_ctx *rc, struct spill *sp, const char *p, siz
 static void spill_start(struct run_ctx *rc, int stream)
 {
 	struct spill *sp = &rc->spill[stream];
-	struct engine *e = rc->ctx->svc->engine;
+	struct engine *e = session_engine(rc->s);
 	const struct config *cfg = rc->ctx->svc->cfg;
 	struct err err;
 	static unsigned long seq;
@@ -228,7 +228,7 @@ static void spill_finish(struct run_ctx *rc, struct spill *sp, uint64_t total)
 	sp->stream = NULL;
 	int code = -1;
 	struct err err;
-	if (exec_wait_exit(rc->ctx->svc->engine, sp->exec_id, 10000, &code, &err) < 0 || code != 0) {
+	if (exec_wait_exit(session_engine(rc->s), sp->exec_id, 10000, &code, &err) < 0 || code != 0) {
 		log_warnf("saving the full output to %s failed (exit %d)", sp->path, code);
 		sp->failed = true;
 	}
@@ -264,7 +264,7 @@ static void on_tick(void *arg)
 static bool run_agent(struct tool_ctx *ctx, struct session *s, const struct exec_spec *spec, struct exec_result *xr,
 		      struct err *e, int *ret_r)
 {
-	struct engine *eng = ctx->svc->engine;
+	struct engine *eng = session_engine(s);
 	struct err se;
 
 	if (!s->agent_installed)
@@ -406,7 +406,7 @@ static int run(struct run_ctx *rc, const struct run_args *a, struct exec_spec *s
 		.arg = rc,
 	};
 	if (!run_agent(ctx, s, spec, rc->res, e, &r))
-		r = exec_run(ctx->svc->engine, ctx->call, s->container, spec, rc->res, e);
+		r = exec_run(session_engine(s), ctx->call, s->container, spec, rc->res, e);
 	spill_finish(rc, &rc->spill[1], rc->res->out.total);
 	spill_finish(rc, &rc->spill[2], rc->res->err.total);
 	if (r < 0 && e->code == ERRCODE_SHELL_NOT_FOUND)
@@ -429,7 +429,7 @@ static bool container_stopped(struct tool_ctx *ctx, struct session *s)
 		struct err ie;
 		if (i > 0)
 			poll(NULL, 0, 100);
-		int ir = engine_container_inspect(ctx->svc->engine, NULL, s->container, &ins, &ie);
+		int ir = engine_container_inspect(session_engine(s), NULL, s->container, &ins, &ie);
 		bool gone = (ir < 0 && ie.code == ERRCODE_SESSION_NOT_FOUND) ||
 			    (ir == 0 && !json_is_true(json_object_get(json_object_get(ins, "State"), "Running")));
 		json_decref(ins);
@@ -452,7 +452,7 @@ static bool container_stopped(struct tool_ctx *ctx, struct session *s)
 static void observe(struct run_ctx *rc, const struct exec_spec *spec, struct run_outcome *o)
 {
 	struct exec_result *xr = rc->res;
-	struct engine *eng = rc->ctx->svc->engine;
+	struct engine *eng = session_engine(rc->s);
 	struct err e;
 
 	capture_render(&xr->out, &o->out);

@@ -18,7 +18,7 @@ static int session_close_tool(struct tool_ctx *ctx, json_t *args, struct tool_re
 	"\"container_id\":{\"type\":\"string\"},\"persistent\":{\"type\":\"boolean\"},"                            \
 	"\"network\":{\"type\":\"string\"},\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},"    \
 	"\"pids\":{\"type\":\"integer\"},\"read_only\":{\"type\":\"boolean\"},\"created\":{\"type\":\"integer\"}," \
-	"\"last_used\":{\"type\":\"integer\"},\"user\":{\"type\":\"string\"}"
+	"\"last_used\":{\"type\":\"integer\"},\"user\":{\"type\":\"string\"},\"engine\":{\"type\":\"string\"}"
 
 /* A pull's progress as notifications/progress of the call (tool_progress drops what does not grow). */
 static void pull_progress(void *arg, double done, double total, const char *msg)
@@ -35,6 +35,7 @@ static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		.network = json_string_value(json_object_get(args, "network")),
 		.env = json_object_get(args, "env"),
 		.read_only = json_is_true(json_object_get(args, "read_only")),
+		.engine = json_string_value(json_object_get(args, "engine")),
 		.pull_report = pull_progress,
 		.pull_arg = ctx,
 	};
@@ -65,9 +66,9 @@ static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		tool_text(res, "Pulled %s in %.1f s.", s->image, (double)s->pull_ms / 1000);
 	}
 	tool_text(res,
-		  "Session %s%s%s%s started from %s (network %s, %llu MB, %.2f CPUs%s%s). Pass session_id \"%s\" to "
-		  "run_command and the other tools.",
-		  s->id, s->name[0] ? " (\"" : "", s->name, s->name[0] ? "\")" : "", s->image, s->network,
+		  "Session %s%s%s%s started from %s on engine %s (network %s, %llu MB, %.2f CPUs%s%s). Pass session_id "
+		  "\"%s\" to run_command and the other tools.",
+		  s->id, s->name[0] ? " (\"" : "", s->name, s->name[0] ? "\")" : "", s->image, s->engine_name, s->network,
 		  (unsigned long long)s->memory_mb, s->cpus, s->read_only ? ", read-only root" : "",
 		  s->persistent ? ", persistent" : "", s->id);
 	if (json_array_size(s->warnings))
@@ -87,9 +88,10 @@ static int session_list_tool(struct tool_ctx *ctx, json_t *args, struct tool_res
 		tool_text(res, "No sessions. Tools create the default session on first use; session_create makes more.");
 	json_array_foreach (list, i, s) {
 		const char *name = json_string_value(json_object_get(s, "name"));
-		tool_text(res, "%s%s%s%s  %s  image %s%s%s", json_string_value(json_object_get(s, "session_id")),
+		tool_text(res, "%s%s%s%s  %s  image %s  engine %s%s%s", json_string_value(json_object_get(s, "session_id")),
 			  name && *name ? " (" : "", name ? name : "", name && *name ? ")" : "",
 			  json_string_value(json_object_get(s, "state")), json_string_value(json_object_get(s, "image")),
+			  json_string_value(json_object_get(s, "engine")),
 			  json_is_true(json_object_get(s, "persistent")) ? "  persistent" : "",
 			  json_is_true(json_object_get(s, "busy")) ? "  busy" : "");
 	}
@@ -138,7 +140,10 @@ const struct tool_entry tool_session_create_entry = {
 		"\"cpus\":{\"type\":\"number\",\"minimum\":0.01,\"maximum\":256,\"description\":\"CPU limit "
 		"(default and most allowed: env_info limits.cpus and max_cpus; from 0.01 to 256)\"},"
 		"\"read_only\":{\"type\":\"boolean\",\"description\":\"Read-only root filesystem (the workspace "
-		"and /tmp stay writable)\"}}}",
+		"and /tmp stay writable)\"},"
+		"\"engine\":{\"type\":\"string\",\"maxLength\":32,\"description\":\"Which of the operator's Docker "
+		"engines runs the session, by name (default: 'default'; env_info engines lists the names; at most 32 "
+		"characters)\"}}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{" SESSION_PROPS
 			 ",\"workspace\":{\"type\":\"string\"},\"pulled\":{\"type\":\"boolean\"},"
 			 "\"pull_ms\":{\"type\":\"integer\"},\"warnings\":{\"type\":\"array\",\"items\":{\"type\":"

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "call.h"
 #include "engine.h"
+#include "engines.h"
 #include "errcode.h"
 #include "exec.h"
 #include "hostfs.h"
@@ -30,7 +31,8 @@
 /* What every handler can reach; owned by main, shared by all calls. */
 struct tool_services {
 	const struct config *cfg;
-	struct engine *engine;
+	struct engine *engine;	 /* the default engine; a session's calls go to session_engine(s) */
+	struct engines *engines; /* every configured engine (engines.h), the default first */
 	struct out *out;
 	struct session_mgr *sessions;
 	struct hostfs *hostfs;	     /* the allowed host directories (SANDBOX_HOST_DIRS) */
