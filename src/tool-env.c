@@ -296,7 +296,7 @@ const struct tool_entry tool_env_info_entry = {
 		"\"workspace_mb\":{\"type\":\"integer\"},\"workspace_quota\":{\"type\":\"string\"},"
 		"\"output_save_mb\":{\"type\":\"integer\"}}},"
 		"\"sessions_open\":{\"type\":\"integer\"},"
-		"\"engines\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\",\"properties\":{"
+		"\"engines\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":{\"type\":\"object\",\"properties\":{"
 		"\"endpoint\":{\"type\":\"string\"},\"reachable\":{\"type\":\"boolean\"},\"error\":{\"type\":\"string\"}}}},"
 		"\"session\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 		"\"image\":{\"type\":\"string\"},\"os\":{\"type\":\"string\"},\"python\":{\"type\":\"string\"},"
