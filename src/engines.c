@@ -213,7 +213,7 @@ static int open_named(const struct config *cfg, char **envp, const struct engine
 	if (r == 0) {
 		engines_redact(host, shown, sizeof(shown));
 		if (dc)
-			snprintf(ret->endpoint, sizeof(ret->endpoint), "%s (%s)", sp->endpoint, shown);
+			snprintf(ret->endpoint, sizeof(ret->endpoint), "%s (context %s)", shown, sp->endpoint + 8);
 		else
 			snprintf(ret->endpoint, sizeof(ret->endpoint), "%s", shown);
 	}
@@ -233,7 +233,7 @@ static int open_default(const struct config *cfg, int timeout_ms, struct engines
 	snprintf(ret->name, sizeof(ret->name), "%s", ENGINES_DEFAULT);
 	engines_redact(engine_endpoint(ret->engine)->display, shown, sizeof(shown));
 	if (cfg->context)
-		snprintf(ret->endpoint, sizeof(ret->endpoint), "context:%s (%s)", cfg->context, shown);
+		snprintf(ret->endpoint, sizeof(ret->endpoint), "%s (context %s)", shown, cfg->context);
 	else
 		snprintf(ret->endpoint, sizeof(ret->endpoint), "%s", shown);
 	return 0;
@@ -308,7 +308,7 @@ int engines_find(const struct engines *es, const char *name, struct engine **ret
 {
 	char names[ENGINES_MAX * (ENGINES_NAME_MAX + 2) + 16] = "";
 
-	if (!name || !*name)
+	if (!name)
 		name = ENGINES_DEFAULT;
 	for (size_t i = 0; i < es->n; i++) {
 		if (strcmp(es->at[i].name, name) == 0) {

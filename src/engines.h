@@ -72,7 +72,7 @@ const char *engines_endpoint(const struct engines *es, size_t i);
 struct engine *engines_default(const struct engines *es);
 
 /*
- * The engine called name (NULL or "": the default) in *ret; *ret_name is its
+ * The engine called name (NULL: the default; "" is no name) in *ret; *ret_name is its
  * name (borrowed). Either may be NULL. -ENOENT with err (invalid_argument) listing the configured
  * names when there is no such engine.
  */

@@ -4,7 +4,13 @@
 #   remote-engine.sh start DIR PORT   certificates (made here with openssl),
 #                                     then dockerd on tcp://127.0.0.1:PORT with
 #                                     --tlsverify, and on unix://DIR/sock
+#   remote-engine.sh restart DIR PORT dockerd again with DIR's certificates and data
+#                                     (after it was killed: an engine coming back)
 #   remote-engine.sh stop DIR         stops that dockerd, removes DIR
+#
+# REMOTE_ENGINE_DATA=PATH (start) keeps the engine's data root there instead of
+# in DIR, and stop leaves it: images loaded once stay for the next run (one run
+# at a time may use a PATH).
 #
 # DIR gets: ca.pem (the engine's CA), client/{ca,cert,key}.pem (a DOCKER_CERT_PATH),
 # other/{ca,cert,key}.pem (a CA and client cert the engine does not know),
@@ -27,10 +33,39 @@ mkca() { # prefix cn
 		-out "$1.pem" -days 2 -subj "/CN=$2" 2>/dev/null
 }
 
+# dockerd on DIR's certificates and data root; waits until it answers
+launch() { # port
+	local port=$1 data ns=sandbox-mcp-remote-$1
+	data=$(cat "$dir/data-root")
+	setsid dockerd --data-root "$data" --exec-root "$dir/exec" --pidfile "$dir/pid" \
+		--containerd /run/docker/containerd/containerd.sock --containerd-namespace "$ns" \
+		--containerd-plugins-namespace "$ns-plugins" \
+		-H "tcp://127.0.0.1:$port" -H "unix://$dir/sock" \
+		--tlsverify --tlscacert "$dir/pki/ca.pem" --tlscert "$dir/pki/server-cert.pem" \
+		--tlskey "$dir/pki/server-key.pem" --bridge=none --iptables=false --ip-masq=false \
+		--storage-driver overlay2 >>"$dir/dockerd.log" 2>&1 </dev/null &
+	for _ in $(seq 1 120); do
+		if docker -H "unix://$dir/sock" version >/dev/null 2>&1; then return 0; fi
+		sleep 0.5
+	done
+	echo "the second dockerd did not start; its log:" >&2
+	tail -20 "$dir/dockerd.log" >&2
+	return 1
+}
+
 case $cmd in
+restart)
+	launch "$3"
+	;;
 start)
 	port=$3
 	mkdir -p "$dir"/{pki,client,other,noclient,data,exec}
+	if [ -n "${REMOTE_ENGINE_DATA:-}" ]; then
+		mkdir -p "$REMOTE_ENGINE_DATA"
+		echo "$REMOTE_ENGINE_DATA" >"$dir/data-root"
+	else
+		echo "$dir/data" >"$dir/data-root"
+	fi
 	cd "$dir/pki"
 	mkca ca sandbox-mcp-test-ca
 	mkca otherca sandbox-mcp-other-ca
@@ -42,21 +77,7 @@ start)
 	cp otherca.pem ../other/ca.pem; cp otherclient-cert.pem ../other/cert.pem; cp otherclient-key.pem ../other/key.pem
 	cp ca.pem ../noclient/ca.pem
 	cd "$dir"
-	ns=sandbox-mcp-remote-$port
-	setsid dockerd --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/pid" \
-		--containerd /run/docker/containerd/containerd.sock --containerd-namespace "$ns" \
-		--containerd-plugins-namespace "$ns-plugins" \
-		-H "tcp://127.0.0.1:$port" -H "unix://$dir/sock" \
-		--tlsverify --tlscacert "$dir/pki/ca.pem" --tlscert "$dir/pki/server-cert.pem" \
-		--tlskey "$dir/pki/server-key.pem" --bridge=none --iptables=false --ip-masq=false \
-		--storage-driver overlay2 >"$dir/dockerd.log" 2>&1 </dev/null &
-	for _ in $(seq 1 120); do
-		if docker -H "unix://$dir/sock" version >/dev/null 2>&1; then exit 0; fi
-		sleep 0.5
-	done
-	echo "the second dockerd did not start; its log:" >&2
-	tail -20 "$dir/dockerd.log" >&2
-	exit 1
+	launch "$port"
 	;;
 stop)
 	if [ -f "$dir/pid" ]; then
@@ -68,12 +89,13 @@ stop)
 		kill "$pid" 2>/dev/null || true
 		for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
 	fi
+	# a kept data root (REMOTE_ENGINE_DATA) is left for the next run; dockerd unmounted its layers
 	umount -R "$dir/data" 2>/dev/null || true
 	umount -R "$dir/exec" 2>/dev/null || true
 	rm -rf "$dir"
 	;;
 *)
-	echo "usage: $0 start DIR PORT | stop DIR" >&2
+	echo "usage: $0 start DIR PORT | restart DIR PORT | stop DIR" >&2
 	exit 2
 	;;
 esac
