@@ -160,6 +160,35 @@ describe('several engines in one server', suite({ timeout: 900000 }), () => {
     assert.equal(v.stdout.match(/^ok {4}engine 20\./mg)?.length, 3, v.stdout);
   });
 
+  test('per engine: limits applied by b, and the start-up sweep and adoption on b', async () => {
+    const env = { SANDBOX_ENGINES: `b=${B}`, ...TLS, SANDBOX_MAX_MEMORY_MB: 1024 };
+    const s1 = await Server.start('engines-dying', env);
+    const lim = await s1.createSession({ engine: 'b', memory_mb: 300, cpus: 0.5 });
+    const hc = JSON.parse(execFileSync('docker', ['-H', BSOCK, 'inspect', '-f', '{{json .HostConfig}}', lim.container_id],
+      { encoding: 'utf8' }));
+    assert.equal(hc.Memory, 300 * 1024 * 1024, 'b applied the memory limit');
+    assert.equal(hc.NanoCpus, 0.5e9, 'and the CPU limit');
+    const over = await s1.call('session_create', { engine: 'b', memory_mb: 2048 });
+    assert.ok(over.isError, 'a ceiling holds on b as on the default engine');
+    const keep = await s1.createSession({ engine: 'b', persistent: true, name: 'keep-b' });
+    await s1.sh('echo kept > k.txt', { session_id: keep.session_id });
+    await s1.kill('SIGKILL');
+    assert.ok(existsOn(BSOCK, 'container', lim.container_id), 'the dead server left its container on b');
+
+    // a new server sweeps b: the dead server's temporary session goes, its persistent one is adopted on b
+    const s2 = await Server.start('engines-heir', env);
+    const list = await s2.ok('session_list');
+    const adopted = list.sessions.find((x) => x.session_id === keep.session_id);
+    assert.ok(adopted, `the persistent session on b was adopted: ${JSON.stringify(list.sessions)}`);
+    assert.equal(adopted.engine, 'b');
+    const k = await s2.sh('cat k.txt', { session_id: 'keep-b' });
+    assert.equal(k.stdout, 'kept\n');
+    assert.ok(!existsOn(BSOCK, 'container', lim.container_id), 'the temporary one was removed from b');
+    await s2.ok('session_close', { session_id: 'keep-b' });
+    assert.ok(!existsOn(BSOCK, 'container', keep.container_id));
+    await s2.close();
+  });
+
   test('killing engine b fails only its sessions, each saying which engine; after it returns, b works again', async (t) => {
     const pid = Number(readFileSync(`${DIR}/pid`, 'utf8'));
     process.kill(pid, 'SIGKILL');
