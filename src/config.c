@@ -16,7 +16,6 @@
 #include "config.h"
 #include "dockerctx.h"
 #include "transport.h"
-#include "engines.h"
 #include "imageref.h"
 
 enum opt_type { OPT_STRING, OPT_U64, OPT_DOUBLE, OPT_SWITCH /* bool; a flag without a value means true */ };
@@ -330,10 +329,6 @@ static int config_validate(struct config *c, struct err *err)
 
 	int r = config_networks_check(c, err);
 	if (r < 0)
-		return r;
-	struct engines_spec specs[ENGINES_MAX];
-	size_t nspecs;
-	if (c->engines && (r = engines_parse(c->engines, strlen(c->engines), specs, &nspecs, err)) < 0)
 		return r;
 	if ((r = imageref_patterns_check(c->images, err)) < 0)
 		return r;

@@ -154,15 +154,18 @@ static void test_flags_and_set(void **state)
 	engines_destroy(es);
 	config_finish(&c);
 
-	/* duplicates and bad names stop the server at start */
+	/* duplicates and bad names stop the server at start (engines_open, before serving) */
 	char *dup[] = { "sandbox-mcp", "--engine", "b=unix:///x", "--engine", "b=unix:///y", NULL };
 	config_init(&c);
-	assert_int_equal(config_load(&c, envp, 5, dup, 1, &next, &e), -EINVAL);
+	assert_int_equal(config_load(&c, envp, 5, dup, 1, &next, &e), 0);
+	assert_int_equal(engines_open(&c, envp, 1000, &es, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "given twice"));
 	config_finish(&c);
 	char *envbad[] = { "SANDBOX_ENGINES=Big=unix:///x", NULL };
 	config_init(&c);
-	assert_int_equal(config_load(&c, envbad, 1, argv, 1, &next, &e), -EINVAL);
+	assert_int_equal(config_load(&c, envbad, 1, argv, 1, &next, &e), 0);
+	assert_int_equal(engines_open(&c, envbad, 1000, &es, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "a-z"));
 	config_finish(&c);
 
 	/* an endpoint DOCKER_HOST would refuse is refused when the engines open, naming the engine */
