@@ -200,9 +200,9 @@ static int open_named(const struct config *cfg, char **envp, const struct engine
 		/* the environment's TLS, not a context's that the default engine may use */
 		const char *v = env_get(envp, "DOCKER_TLS_VERIFY");
 		tls.verify = cfg->tls_from_context ? v && *v : cfg->tls_verify;
-		const char *cp = env_get(envp, "DOCKER_CERT_PATH");
-		if (cp && *cp)
-			snprintf(dir, sizeof(dir), "%s", cp);
+		/* DOCKER_CERT_PATH or --cert-path (config_load defaults it to the docker config dir) */
+		if (cfg->cert_path && cfg->cert_path[0])
+			snprintf(dir, sizeof(dir), "%s", cfg->cert_path);
 		else
 			config_docker_dir(envp, dir, sizeof(dir));
 		tls.ca = cert_file(dir, "ca.pem", paths[0]);
