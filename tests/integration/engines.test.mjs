@@ -15,7 +15,8 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync, execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Server, suite, requireEngine, cleanup, show } from './lib/harness.mjs';
@@ -154,6 +155,28 @@ describe('several engines in one server', suite({ timeout: 900000 }), () => {
       assert.notEqual(r.status, 0, `${args.join(' ')} must not start`);
       assert.match(r.stderr, says, r.stderr);
     }
+    // context:NAME: the context's endpoint and its own TLS files, with neither DOCKER_TLS_VERIFY nor DOCKER_CERT_PATH
+    const cfg = `${DIR}/dockercfg`;
+    const h = createHash('sha256').update('ctx-b').digest('hex');
+    mkdirSync(`${cfg}/contexts/meta/${h}`, { recursive: true });
+    writeFileSync(`${cfg}/contexts/meta/${h}/meta.json`, JSON.stringify({
+      Name: 'ctx-b', Metadata: {}, Endpoints: { docker: { Host: B, SkipTLSVerify: false } },
+    }));
+    mkdirSync(`${cfg}/contexts/tls/${h}/docker`, { recursive: true });
+    for (const f of ['ca.pem', 'cert.pem', 'key.pem']) copyFileSync(`${DIR}/client/${f}`, `${cfg}/contexts/tls/${h}/docker/${f}`);
+    const cx = spawnSync(bin(), ['doctor', '--engine', 'viactx=context:ctx-b'], {
+      env: { ...process.env, DOCKER_CONFIG: cfg, DOCKER_TLS_VERIFY: '', DOCKER_CERT_PATH: '/nonexistent' },
+      encoding: 'utf8', timeout: 120000,
+    });
+    assert.match(cx.stdout, new RegExp(`^engine viactx:\\nok {4}endpoint ${B} \\(context ctx-b\\)$`, 'm'), cx.stdout);
+    assert.equal(cx.stdout.match(/^ok {4}engine 20\./mg)?.length, 2, cx.stdout);
+    // the same engine as plain tcp:// without the TLS variables: b fails under its own heading, default passes
+    const plain = spawnSync(bin(), ['doctor', '--engine', `b=${B}`],
+      { env: { ...process.env, DOCKER_TLS_VERIFY: '', DOCKER_CERT_PATH: '/nonexistent' }, encoding: 'utf8', timeout: 120000 });
+    assert.notEqual(plain.status, 0);
+    assert.match(plain.stdout, /^engine b:\nok {4}endpoint .*\n(.*\n)*?FAIL {2}engine: .*HTTPS/m, plain.stdout);
+    assert.equal(plain.stdout.match(/^ok {4}engine 20\./mg)?.length, 1, plain.stdout);
+
     // SANDBOX_ENGINES as the variable, with a second entry
     const v = spawnSync(bin(), ['doctor'], { env: { ...env, SANDBOX_ENGINES: `b=${B}; c=${BSOCK}` }, encoding: 'utf8',
       timeout: 120000 });
