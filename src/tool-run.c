@@ -484,9 +484,16 @@ static enum errcode classify(const struct run_ctx *rc, const struct exec_spec *s
 {
 	const struct exec_result *xr = rc->res;
 	const struct session *s = rc->s;
+	struct err lost;
 
 	err_clear(e);
-	if (o->fork_failed || (o->no_start && xr->restarted)) {
+	/* an agent lost with its engine (several engines: one may go away) is the engine's failure */
+	if (xr->agent_lost && engine_reachable(session_engine(s), 2000, &lost) < 0) {
+		err_set(e, ERRCODE_DOCKER_UNAVAILABLE, -EIO,
+			"the Docker engine of session %s went away while the command ran, so its exit status is "
+			"unknown; the output so far is below. %.360s",
+			s->id, lost.msg);
+	} else if (o->fork_failed || (o->no_start && xr->restarted)) {
 		err_set(e, ERRCODE_TOO_MANY_PROCESSES, -EIO,
 			"the command hit the session's limit of %llu processes (a fork bomb or runaway background "
 			"jobs)%s. Start fewer processes, or session_create a new session.",

@@ -214,7 +214,14 @@ describe('several engines in one server', suite({ timeout: 900000 }), () => {
 
   test('killing engine b fails only its sessions, each saying which engine; after it returns, b works again', async (t) => {
     const pid = Number(readFileSync(`${DIR}/pid`, 'utf8'));
+    // a command running on b when b goes away
+    const running = srv.call('run_command', { command: 'echo started; sleep 60', session_id: onB.session_id });
+    await new Promise((r) => setTimeout(r, 1500));
     process.kill(pid, 'SIGKILL');
+    const mid = await running;
+    assert.equal(mid.structuredContent?.error?.code, 'docker_unavailable', show(mid));
+    assert.match(mid.structuredContent.error.message, /engine of session .* went away.*engine 'b'/, show(mid));
+    assert.match(show(mid), /started/, 'with the output so far');
     for (let i = 0; i < 100 && spawnSync('kill', ['-0', String(pid)]).status === 0; i++) await new Promise((r) => setTimeout(r, 100));
 
     // b's session: docker_unavailable naming engine b
