@@ -90,6 +90,11 @@ describe('several engines in one server', suite({ timeout: 900000 }), () => {
     await srv.ok('file_write', { path: 'b.txt', content: 'written on b\n', session_id: onB.session_id });
     const rd = await srv.call('file_read', { path: 'b.txt', session_id: onB.session_id });
     assert.ok(!rd.isError && show(rd).includes('written on b'), show(rd));
+    // resources read the session's files on its engine
+    const rlist = await srv.client.listResources();
+    assert.ok(rlist.resources.some((r) => r.uri === `sandbox://${onB.session_id}/workspace/b.txt`), 'listed from b');
+    const res = await srv.client.readResource({ uri: `sandbox://on-b/workspace/b.txt` });
+    assert.equal(res.contents[0].text, 'written on b\n');
     const py = await srv.call('run_python', { code: 'print(6 * 7)', session_id: onB.session_id });
     assert.ok(!py.isError && show(py).includes('42'), show(py));
     const pip = await srv.call('pip_list', { session_id: onB.session_id });
