@@ -100,8 +100,7 @@ static int parse_entry(const char *p, size_t n, struct engines_spec *ret, struct
 	return 0;
 }
 
-int engines_parse(const char *list, size_t len, struct engines_spec ret[ENGINES_MAX], size_t *ret_n,
-		  struct err *err)
+int engines_parse(const char *list, size_t len, struct engines_spec ret[ENGINES_MAX], size_t *ret_n, struct err *err)
 {
 	size_t n = 0, i = 0;
 

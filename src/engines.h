@@ -48,8 +48,7 @@ bool engines_name_valid(const char *name);
  * "default"; an endpoint must start with unix://, tcp://, ssh:// or be
  * context:NAME. 0, or -EINVAL with err saying which entry is wrong and how.
  */
-int engines_parse(const char *list, size_t len, struct engines_spec ret[ENGINES_MAX], size_t *ret_n,
-		  struct err *err);
+int engines_parse(const char *list, size_t len, struct engines_spec ret[ENGINES_MAX], size_t *ret_n, struct err *err);
 
 /* Copies endpoint into out with any password of a user:password@ part replaced by "***". */
 void engines_redact(const char *endpoint, char *out, size_t outsz);

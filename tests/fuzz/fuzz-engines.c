@@ -36,7 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < n; i++) {
 			FUZZ_CHECK(engines_name_valid(sp[i].name) && strcmp(sp[i].name, ENGINES_DEFAULT) != 0);
 			FUZZ_CHECK(sp[i].endpoint[0] && strlen(sp[i].endpoint) <= ENGINES_ENDPOINT_MAX);
-			FUZZ_CHECK(strcmp(sp[i].name, sp2[i].name) == 0 && strcmp(sp[i].endpoint, sp2[i].endpoint) == 0);
+			FUZZ_CHECK(strcmp(sp[i].name, sp2[i].name) == 0 &&
+				   strcmp(sp[i].endpoint, sp2[i].endpoint) == 0);
 			for (size_t k = 0; k < i; k++)
 				FUZZ_CHECK(strcmp(sp[i].name, sp[k].name) != 0);
 			engines_redact(sp[i].endpoint, red, sizeof(red));
