@@ -684,8 +684,8 @@ static bool spec_numeric(const char *spec)
  * id. An image that runs as root, by any name or number, gets the fallback
  * user; a root group alone is replaced by the user's own number.
  */
-static int image_user(struct session_mgr *m, struct engine *e, struct call *call, json_t *img, char *out,
-		      size_t outsz, bool *ret_fallback, struct err *err)
+static int image_user(struct session_mgr *m, struct engine *e, struct call *call, json_t *img, char *out, size_t outsz,
+		      bool *ret_fallback, struct err *err)
 {
 	const char *spec = json_string_value(json_object_get(json_object_get(img, "Config"), "User"));
 	const char *id = json_string_value(json_object_get(img, "Id"));
@@ -978,8 +978,8 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 		buf_init(&tar, 64 * 1024);
 		r = tar_make_dir(s->read_only ? "." : cfg->workspace + 1, 0755, uid, gid, &tar, err);
 		if (r == 0)
-			r = engine_archive_put(eng, call, s->container, s->read_only ? cfg->workspace : "/",
-					       tar.data, tar.len, err);
+			r = engine_archive_put(eng, call, s->container, s->read_only ? cfg->workspace : "/", tar.data,
+					       tar.len, err);
 		buf_finish(&tar);
 	}
 	if (r == 0 && with_agent) {
@@ -1128,11 +1128,11 @@ json_t *session_json(const struct session *s)
 {
 	/* s:s*: an unnamed session has no "name" (not "") */
 	return json_pack("{s:s, s:s, s:s*, s:s, s:s, s:b, s:s, s:I, s:f, s:I, s:b, s:I, s:I, s:s}", "session_id", s->id,
-			 "engine", s->engine_name,
-			 "name", s->name[0] ? s->name : NULL, "image", s->image, "container_id", s->container, "persistent",
-			 s->persistent, "network", s->network, "memory_mb", (json_int_t)s->memory_mb, "cpus", s->cpus,
-			 "pids", (json_int_t)s->pids, "read_only", s->read_only, "created", (json_int_t)s->created,
-			 "last_used", (json_int_t)s->last_used, "user", s->user);
+			 "engine", s->engine_name, "name", s->name[0] ? s->name : NULL, "image", s->image,
+			 "container_id", s->container, "persistent", s->persistent, "network", s->network, "memory_mb",
+			 (json_int_t)s->memory_mb, "cpus", s->cpus, "pids", (json_int_t)s->pids, "read_only",
+			 s->read_only, "created", (json_int_t)s->created, "last_used", (json_int_t)s->last_used, "user",
+			 s->user);
 }
 
 json_t *session_list_json(struct session_mgr *m, struct call *call)
@@ -1145,7 +1145,8 @@ json_t *session_list_json(struct session_mgr *m, struct call *call)
 	wait_ready(m);
 	/* one call per engine for the real state of every container; NULL: the engine did not answer */
 	for (size_t i = 0; i < ne; i++)
-		if (engine_container_list(engines_at(m->engines, i), call, SESSION_LABEL ".session", &states[i], &err) < 0)
+		if (engine_container_list(engines_at(m->engines, i), call, SESSION_LABEL ".session", &states[i], &err) <
+		    0)
 			states[i] = NULL;
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->len; i++) {

@@ -336,8 +336,7 @@ static struct {
 	} slot[EXPORT_FREEZE_CACHE];
 } freezes = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static int base_freeze(struct tool_ctx *ctx, const struct session *s, const char *image, json_t **ret,
-		       struct err *err)
+static int base_freeze(struct tool_ctx *ctx, const struct session *s, const char *image, json_t **ret, struct err *err)
 {
 	struct session_opts o = { .image = image, .transient = true, .engine = s->engine_name };
 	struct session *t;
@@ -531,8 +530,12 @@ static int hardened_steps(struct tool_ctx *ctx, struct session *s, json_t *runs,
 			  json_t *outside, struct build_tail *bt, char image_id[ENGINE_IMAGE_ID_MAX], struct err *err)
 {
 	struct engine *e = session_engine(s);
-	struct session_opts o = { .image = image_id, .transient = true, .memory_mb = s->memory_mb, .cpus = s->cpus,
-				  .runtime = s->runtime[0] ? s->runtime : NULL, .engine = s->engine_name };
+	struct session_opts o = { .image = image_id,
+				  .transient = true,
+				  .memory_mb = s->memory_mb,
+				  .cpus = s->cpus,
+				  .runtime = s->runtime[0] ? s->runtime : NULL,
+				  .engine = s->engine_name };
 	struct session *t;
 	char tid[SESSION_ID_LEN + 1], id[ENGINE_IMAGE_ID_MAX];
 	json_t *img = NULL, *ct = NULL;

@@ -11,12 +11,12 @@ static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 static int session_list_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 static int session_close_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 
-#define SESSION_PROPS                                                                                               \
-	"\"session_id\":{\"type\":\"string\"},"                                                                     \
-	"\"name\":{\"type\":\"string\",\"description\":\"absent when the session has none\"},"                         \
-	"\"image\":{\"type\":\"string\"},"                                                                          \
+#define SESSION_PROPS                                                                                              \
+	"\"session_id\":{\"type\":\"string\"},"                                                                    \
+	"\"name\":{\"type\":\"string\",\"description\":\"absent when the session has none\"},"                     \
+	"\"image\":{\"type\":\"string\"},"                                                                         \
 	"\"container_id\":{\"type\":\"string\"},\"persistent\":{\"type\":\"boolean\"},"                            \
-	"\"network\":{\"type\":\"string\"},\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},"    \
+	"\"network\":{\"type\":\"string\"},\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},"   \
 	"\"pids\":{\"type\":\"integer\"},\"read_only\":{\"type\":\"boolean\"},\"created\":{\"type\":\"integer\"}," \
 	"\"last_used\":{\"type\":\"integer\"},\"user\":{\"type\":\"string\"},\"engine\":{\"type\":\"string\"}"
 
@@ -68,8 +68,8 @@ static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	tool_text(res,
 		  "Session %s%s%s%s started from %s on engine %s (network %s, %llu MB, %.2f CPUs%s%s). Pass session_id "
 		  "\"%s\" to run_command and the other tools.",
-		  s->id, s->name[0] ? " (\"" : "", s->name, s->name[0] ? "\")" : "", s->image, s->engine_name, s->network,
-		  (unsigned long long)s->memory_mb, s->cpus, s->read_only ? ", read-only root" : "",
+		  s->id, s->name[0] ? " (\"" : "", s->name, s->name[0] ? "\")" : "", s->image, s->engine_name,
+		  s->network, (unsigned long long)s->memory_mb, s->cpus, s->read_only ? ", read-only root" : "",
 		  s->persistent ? ", persistent" : "", s->id);
 	if (json_array_size(s->warnings))
 		tool_text(res, "Docker warnings: %s", json_string_value(json_array_get(s->warnings, 0)));
@@ -88,9 +88,10 @@ static int session_list_tool(struct tool_ctx *ctx, json_t *args, struct tool_res
 		tool_text(res, "No sessions. Tools create the default session on first use; session_create makes more.");
 	json_array_foreach (list, i, s) {
 		const char *name = json_string_value(json_object_get(s, "name"));
-		tool_text(res, "%s%s%s%s  %s  image %s  engine %s%s%s", json_string_value(json_object_get(s, "session_id")),
-			  name && *name ? " (" : "", name ? name : "", name && *name ? ")" : "",
-			  json_string_value(json_object_get(s, "state")), json_string_value(json_object_get(s, "image")),
+		tool_text(res, "%s%s%s%s  %s  image %s  engine %s%s%s",
+			  json_string_value(json_object_get(s, "session_id")), name && *name ? " (" : "",
+			  name ? name : "", name && *name ? ")" : "", json_string_value(json_object_get(s, "state")),
+			  json_string_value(json_object_get(s, "image")),
 			  json_string_value(json_object_get(s, "engine")),
 			  json_is_true(json_object_get(s, "persistent")) ? "  persistent" : "",
 			  json_is_true(json_object_get(s, "busy")) ? "  busy" : "");
@@ -115,11 +116,10 @@ static int session_close_tool(struct tool_ctx *ctx, json_t *args, struct tool_re
 const struct tool_entry tool_session_create_entry = {
 	.name = "session_create",
 	.title = "Create a sandbox session",
-	.description =
-		"Start a new sandbox: a Docker container with a /workspace directory, no network, and limits. "
-		"Only needed for a second sandbox, another image, other limits, network access, or a persistent "
-		"session: the other tools create a default session on first use. Returns session_id for the "
-		"other tools.",
+	.description = "Start a new sandbox: a Docker container with a /workspace directory, no network, and limits. "
+		       "Only needed for a second sandbox, another image, other limits, network access, or a persistent "
+		       "session: the other tools create a default session on first use. Returns session_id for the "
+		       "other tools.",
 	.input_schema =
 		"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 		"\"image\":{\"type\":\"string\",\"maxLength\":255,\"description\":\"Docker image (default: the "

@@ -17,8 +17,8 @@
 
 #include <jansson.h>
 
-#include "config.h"
 #include "call.h"
+#include "config.h"
 #include "engine.h"
 #include "engines.h"
 #include "errcode.h"
