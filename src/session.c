@@ -419,7 +419,9 @@ static void sweep(struct session_mgr *m, size_t ei)
 	size_t i;
 
 	if (engine_container_list(e, NULL, SESSION_LABEL ".instance", &list, &err) < 0) {
-		log_infof("not cleaning up old sessions on engine %s now: %s", engines_name(m->engines, ei), err.msg);
+		log_warnf("engine %s does not answer now, so its sessions fail until it does (old sessions there "
+			  "are not cleaned up): %s",
+			  engines_name(m->engines, ei), err.msg);
 		return;
 	}
 	json_array_foreach (list, i, c) {
