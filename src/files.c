@@ -442,7 +442,7 @@ int files_put(struct tool_ctx *ctx, struct session *s, const char *dir, const ch
 	};
 	const char *args[] = { dir, NULL };
 	struct xfer_result xr;
-	int r = xfer_push(ctx->svc->engine, ctx->call, s, put_script, args, put_produce, &src, &xr, err);
+	int r = xfer_push(session_engine(s), ctx->call, s, put_script, args, put_produce, &src, &xr, err);
 	if (r < 0)
 		return files_exec_failed(ctx, s, r, err);
 	return files_script_failed(&xr, dir, "write", err);
