@@ -14,12 +14,15 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync, execFileSync } from 'node:child_process';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import net from 'node:net';
 import { Server, suite, requireEngine, cleanup, show } from './lib/harness.mjs';
+import { Client, StreamableHTTPClientTransport } from '../e2e/lib/sdk1.mjs';
+import { serverEnv } from '../e2e/lib/rawpipe.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const script = join(here, 'lib', 'remote-engine.sh');
@@ -215,6 +218,50 @@ describe('several engines in one server', suite({ timeout: 900000 }), () => {
     await s2.ok('session_close', { session_id: 'keep-b' });
     assert.ok(!existsOn(BSOCK, 'container', keep.container_id));
     await s2.close();
+  });
+
+  test('HTTP: run_python on b links its figure and a new file, fetched from b through signed links', async () => {
+    const port = await new Promise((resolve, reject) => {
+      const l = net.createServer();
+      l.on('error', reject);
+      l.listen(0, '127.0.0.1', () => { const p = l.address().port; l.close(() => resolve(p)); });
+    });
+    const child = spawn(bin(), ['serve', '--http', `127.0.0.1:${port}`],
+      { env: serverEnv({ SANDBOX_ENGINES: `b=${B}`, ...TLS, SANDBOX_PULL: 'never' }), stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr = (stderr + d).slice(-8000); });
+    const base = `http://127.0.0.1:${port}`;
+    const client = new Client({ name: 'engines-http', version: '0' }, { capabilities: {} });
+    try {
+      for (let i = 0; i < 200; i++) {
+        try { if ((await fetch(`${base}/health`)).ok) break; } catch { /* not yet */ }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`)));
+      const st = await client.callTool({ name: 'session_create', arguments: { engine: 'b' } }, undefined, { timeout: 110000 });
+      assert.ok(!st.isError, show(st));
+      const sid = st.structuredContent.session_id;
+      assert.ok(existsOn(BSOCK, 'container', st.structuredContent.container_id));
+      const code = 'import matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 1])\n' +
+        'open("report.txt", "w").write("from b\\n")\nplt.show()';
+      const res = await client.callTool({ name: 'run_python', arguments: { code, session_id: sid } }, undefined,
+        { timeout: 110000 });
+      assert.ok(!res.isError, show(res));
+      const img = res.content.find((c) => c.type === 'image');
+      const fig = res.content.find((c) => c.type === 'resource_link' && c.mimeType === 'image/png');
+      const rep = res.content.find((c) => c.type === 'resource_link' && c.name === 'report.txt');
+      assert.ok(img && fig && rep, `figure inlined and linked, file linked: ${JSON.stringify(res.content.filter((c) => c.type !== "image")).slice(0, 1500)}\n${stderr}`);
+      const png = await fetch(fig._meta['io.sandbox-mcp/url']);
+      assert.equal(png.status, 200);
+      assert.deepEqual(Buffer.from(await png.arrayBuffer()), Buffer.from(img.data, 'base64'), 'the linked figure, from b');
+      const txt = await fetch(rep._meta['io.sandbox-mcp/url']);
+      assert.equal(await txt.text(), 'from b\n');
+      await client.callTool({ name: 'session_close', arguments: { session_id: sid } });
+    } finally {
+      await client.close().catch(() => {});
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r() : child.on('exit', r)));
+    }
   });
 
   test('killing engine b fails only its sessions, each saying which engine; after it returns, b works again', async (t) => {

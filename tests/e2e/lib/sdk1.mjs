@@ -4,3 +4,4 @@
 export { Client } from '@modelcontextprotocol/sdk/client/index.js';
 export { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 export { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+export { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
