@@ -123,6 +123,11 @@ describe('several engines in one server', suite({ timeout: 900000 }), () => {
     assert.equal(info.engines.b.reachable, true);
     assert.equal(info.engines.default.reachable, true);
     assert.match(info.engines.default.endpoint, /^unix:\/\//);
+    // one engine: env_info.engines is just the default one, from the same answer as env_info.engine
+    const one = await Server.start('engines-one', {});
+    const i1 = await one.ok('env_info');
+    assert.deepEqual(i1.engines, { default: { endpoint: i1.engine.endpoint, reachable: true } });
+    await one.close();
   });
 
   test('an unknown engine name, or an endpoint in its place, is refused with the configured names', async () => {
