@@ -379,16 +379,18 @@ static void field(struct buf *req, char tag, const char *value)
 	(void)buf_append(req, value, strlen(value) + 1);
 }
 
-/* The 'R' frame, the stdin frames and 'C'. 0, or -E2BIG when the request passes a frame. */
+/* The 'R' (or 'B') frame, the stdin frames and 'C'. 0, or -E2BIG when the request passes a frame. */
 static int build_request(const struct exec_spec *spec, struct buf *out)
 {
 	struct buf req;
 	buf_init(&req, SIZE_MAX);
-	if (spec->shell_command)
+	if (spec->builtin)
+		field(&req, 'a', spec->builtin);
+	else if (spec->shell_command)
 		field(&req, 's', spec->shell_command);
 	for (const char *const *v = spec->argv; v && *v; v++)
 		field(&req, 'a', *v);
-	for (const char *const *v = spec->env; v && *v; v++)
+	for (const char *const *v = spec->env; v && *v && !spec->builtin; v++)
 		field(&req, 'e', *v);
 	if (spec->workdir)
 		field(&req, 'd', spec->workdir);
@@ -396,7 +398,7 @@ static int build_request(const struct exec_spec *spec, struct buf *out)
 		buf_finish(&req);
 		return -E2BIG;
 	}
-	frame_out(out, 'R', req.data, req.len);
+	frame_out(out, spec->builtin ? 'B' : 'R', req.data, req.len);
 	buf_finish(&req);
 	for (size_t off = 0; off < spec->stdin_len; off += AGENTCTL_STDIN_FRAME) {
 		size_t n = spec->stdin_len - off < AGENTCTL_STDIN_FRAME ? spec->stdin_len - off : AGENTCTL_STDIN_FRAME;

@@ -38,6 +38,12 @@ typedef int (*exec_data_fn)(void *arg, int stream, const char *p, size_t n);
 
 struct exec_spec {
 	const char *const *argv; /* NULL-terminated; or NULL with shell_command */
+	/*
+	 * agentctl_run only: run the agent's built-in file operation of this
+	 * name (src/agent/fileops.h) with argv as its arguments, in place of a
+	 * program. exec_run ignores it: callers give the exec path a script.
+	 */
+	const char *builtin;
 	const char *shell_command; /* run by the wrapper shell itself (one process less) */
 	const char *const *env;	 /* "K=V"..., NULL-terminated, or NULL */
 	const char *workdir;	 /* or NULL for the container's */

@@ -749,6 +749,38 @@ static int verify_hardening(json_t *inspect, const struct session *s, struct err
 	return 0;
 }
 
+bool session_agent_run(struct engine *e, struct call *call, struct session *s, const struct exec_spec *spec,
+		       struct exec_result *xr, struct err *err, int *ret_r)
+{
+	struct err se;
+
+	if (!s->agent_installed || atomic_exchange(&s->agent_busy, true))
+		return false;
+	if (s->agent && !agentctl_alive(s->agent)) {
+		log_infof("session %s: the agent is gone; starting a new one", s->id);
+		agentctl_destroy(s->agent);
+		s->agent = NULL;
+	}
+	if (!s->agent && agentctl_start(e, call, s->container, s->user, &s->agent, &se) < 0) {
+		log_warnf("session %s: the agent did not start (%s); the exec path is used", s->id, se.msg);
+		atomic_store(&s->agent_busy, false);
+		return false;
+	}
+	int r = agentctl_run(s->agent, call, spec, xr, err);
+	if (r == -EAGAIN) {
+		log_infof("session %s: %s; the exec path is used", s->id, err->msg);
+		agentctl_destroy(s->agent);
+		s->agent = NULL;
+		exec_result_finish(xr);
+		err_clear(err);
+	}
+	atomic_store(&s->agent_busy, false);
+	if (r == -EAGAIN)
+		return false;
+	*ret_r = r;
+	return true;
+}
+
 int session_create(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session **ret,
 		   struct err *err)
 {
