@@ -89,7 +89,8 @@ bool agentctl_built(void)
 	return AGENT_BIN_LEN > 0;
 }
 
-int agentctl_install(struct engine *e, struct call *call, const char *container_id, struct err *err)
+int agentctl_install(struct engine *e, struct call *call, const char *container_id, bool into_volume,
+		     struct err *err)
 {
 	struct tar_writer *w = NULL;
 	struct buf tar;
@@ -98,16 +99,17 @@ int agentctl_install(struct engine *e, struct call *call, const char *container_
 	if (!agentctl_built())
 		return err_set(err, ERRCODE_INTERNAL, -ENOSYS, "this sandbox-mcp was built without the agent");
 	buf_init(&tar, AGENT_BIN_LEN + 64 * 1024);
+	/* into the volume: the engine checks the destination, so the tar holds the file alone */
 	struct tar_entry dir = { .path = &AGENTCTL_DIR[1], .type = TAR_TYPE_DIR, .mode = 0555 };
 	struct tar_entry file = {
-		.path = &AGENTCTL_PATH[1], .type = TAR_TYPE_FILE, .size = AGENT_BIN_LEN, .mode = 0555
+		.path = into_volume ? "agent" : &AGENTCTL_PATH[1], .type = TAR_TYPE_FILE, .size = AGENT_BIN_LEN, .mode = 0555
 	};
-	if ((r = tar_writer_create(&tar, &w, err)) == 0 && (r = tar_writer_add(w, &dir, err)) == 0 &&
+	if ((r = tar_writer_create(&tar, &w, err)) == 0 && (into_volume || (r = tar_writer_add(w, &dir, err)) == 0) &&
 	    (r = tar_writer_add(w, &file, err)) == 0 && (r = tar_writer_data(w, agent_bin, AGENT_BIN_LEN, err)) == 0)
 		r = tar_writer_close(w, err);
 	tar_writer_destroy(w);
 	if (r == 0)
-		r = engine_archive_put(e, call, container_id, "/", tar.data, tar.len, err);
+		r = engine_archive_put(e, call, container_id, into_volume ? AGENTCTL_DIR : "/", tar.data, tar.len, err);
 	buf_finish(&tar);
 	if (r < 0 && strstr(err->msg, "read-only"))
 		r = -EROFS;

@@ -16,7 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "agentctl.h"
 #include "exec.h"
 #include "log.h"
 #include "pathsafe.h"

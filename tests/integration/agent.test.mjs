@@ -2,8 +2,9 @@
 // sandbox user and cannot be replaced, commands report cpu_ms and max_rss_kb,
 // argv runs without a shell, and a killed agent ends the call with a clear
 // error, its command's processes killed, and the next call restarts it.
-// read_only sessions keep the exec path (the engine refuses to copy into a
-// read-only root filesystem). An image holding one static binary (no shell,
+// read_only sessions get the agent through an anonymous volume at
+// /.sandbox-mcp (the engine refuses to copy into a read-only root, not into
+// a volume), removed with the container. An image holding one static binary (no shell,
 // no python) runs a session: argv works, a command string is shell_not_found,
 // and the file tools work there through the agent's built-in file operations.
 // The file tools take no exec of the engine once the agent runs.
@@ -17,7 +18,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  Server, suite, requireEngine, cleanup, docker, show, sleep,
+  Server, suite, requireEngine, cleanup, docker, show, sleep, inspectContainer,
 } from './lib/harness.mjs';
 
 // a server built without musl-gcc has no agent (doctor says so): nothing to test here
@@ -182,13 +183,31 @@ describe('run_command through the agent', suite({ timeout: 110000, skip: noAgent
     assert.equal((await agents(cid)).length, 1, 'a new agent');
   });
 
-  test('read_only sessions keep the exec path and work', async () => {
+  test('read_only sessions get the agent through a volume of its own, removed with the container', async () => {
     const ro = await srv.createSession({ read_only: true });
     const st = await srv.sh('echo ro; touch /x 2>/dev/null || echo refused', { session_id: ro.session_id });
     assert.equal(st.stdout, 'ro\nrefused\n');
-    assert.equal(st.cpu_ms, undefined, 'no usage figures on the exec path');
+    assert.equal(typeof st.cpu_ms, 'number', 'the command ran through the agent');
     const a = await srv.ok('run_command', { argv: ['echo', 'a b'], session_id: ro.session_id });
     assert.equal(a.stdout, 'a b\n');
+    // the sandbox user can run the agent but not replace it, and the volume is no way out of read_only
+    const w = await srv.ok('run_command', {
+      command: 'cp /bin/true /.sandbox-mcp/agent || touch /.sandbox-mcp/x || rm -f /.sandbox-mcp/agent',
+      session_id: ro.session_id,
+    });
+    assert.notEqual(w.exit_code, 0, `the sandbox user cannot write the agent's volume: ${JSON.stringify(w)}`);
+    const own = await srv.sh('stat -c "%U %a" /.sandbox-mcp/agent', { session_id: ro.session_id });
+    assert.equal(own.stdout, 'root 555\n');
+    await fileRoundTrip(srv, ro.session_id);
+    const info = await inspectContainer(ro.container_id);
+    assert.equal(info.HostConfig.ReadonlyRootfs, true);
+    const vols = info.Mounts.filter((m) => m.Type === 'volume').map((m) => m.Name);
+    assert.equal(vols.length, 2, `the workspace and the agent's volume: ${JSON.stringify(info.Mounts)}`);
+    await srv.ok('session_close', { session_id: ro.session_id });
+    for (const v of vols) {
+      const r = await docker(['volume', 'inspect', v]);
+      assert.notEqual(r.code, 0, `volume ${v} was removed with the container`);
+    }
   });
 });
 
