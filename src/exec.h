@@ -80,6 +80,27 @@ struct exec_result {
 	bool agent_lost;     /* the agent died while the command ran */
 };
 
+/* Empties res for a run: no exit code yet (-1), captures of cap bytes each. */
+void exec_result_init(struct exec_result *res, size_t cap);
+
+/* Longest pid line accepted from the wrapper. */
+#define EXEC_PID_LINE_MAX 16
+
+/* The wrapper's first stderr line (the process's pid), read as stderr arrives. */
+struct exec_pidline {
+	char line[EXEC_PID_LINE_MAX + 1];
+	size_t len;
+	bool done; /* the line ended, or was too long to be ours */
+	long pid;  /* 0 until a valid line came */
+};
+
+/*
+ * Takes the pid line's bytes from the start of a stderr chunk p[0..n) and
+ * returns how many it took; the rest is the command's own stderr. Takes
+ * none once done. Pure.
+ */
+size_t exec_pidline_feed(struct exec_pidline *pl, const char *p, size_t n);
+
 /*
  * Runs spec in the container. 0 when the process ran (whatever its exit
  * code, timeout or cancellation, all in res); -errno with err when it could

@@ -173,12 +173,7 @@ int files_agent(struct tool_ctx *ctx, struct session *s, const char *op, const c
 	};
 	if (!session_agent_run(ctx->svc->engine, ctx->call, s, &spec, &xr, err, &r))
 		return 0;
-	memset(ret, 0, sizeof(*ret));
-	ret->exit_code = xr.exit_code;
-	ret->timed_out = xr.timed_out;
-	ret->cancelled = xr.cancelled;
-	ret->stopped = xr.stopped;
-	capture_render_trimmed(&xr.err, ret->stderr_text, sizeof(ret->stderr_text));
+	xfer_result_from_exec(&xr, ret);
 	if (r < 0)
 		r = files_exec_failed(ctx, s, r, err);
 	else if (xr.agent_lost)
