@@ -467,6 +467,8 @@ static int pull_agent(struct tool_ctx *ctx, struct session *s, const char *path,
 		return 1;
 	}
 	buf_consume(&out, head);
+	if (out.len > want)
+		out.len = (size_t)want; /* an agent the sandbox took over may send more: never past the range */
 	*ret_data = out;
 	*ret_size = size;
 	*ret_mode = mode;

@@ -197,6 +197,8 @@ static int op_write(int argc, char **argv)
 		mode = st.st_mode & 07777;
 	snprintf(tmp, sizeof(tmp), ".sandbox-mcp-write-%ld", (long)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* left by a write killed with this pid */
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		say("write: %s: %s", b, strerror(errno));
 		return errno == EACCES ? EXIT_DENIED : EXIT_FAILED;
