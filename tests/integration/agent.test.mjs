@@ -173,13 +173,16 @@ describe('run_command through the agent', suite({ timeout: 110000, skip: noAgent
     assert.match(nf.error.message, /Permission denied/, nf.error.message);
   });
 
-  test('a killed agent: the next file call starts a new one', async () => {
+  test('a killed agent: the file call works (the exec path if need be), the next starts a new agent', async () => {
     await srv.ok('file_write', { path: 'k.txt', content: 'k', session_id: sid });
     const procs = await agents(cid);
     assert.equal(procs.length, 1, procs.join('\n'));
     await docker(['exec', cid, 'kill', '-KILL', procs[0].trim().split(/\s+/)[0]]);
+    // whether the server saw the agent's stream end before this call or during it, the call works
     const r = await srv.call('file_read', { path: 'k.txt', session_id: sid });
     assert.equal(r.content[1]?.text, 'k', show(r));
+    const l = await srv.ok('file_list', { session_id: sid });
+    assert.ok(l.entries.some((e) => e.path === 'k.txt'), JSON.stringify(l.entries));
     assert.equal((await agents(cid)).length, 1, 'a new agent');
   });
 
