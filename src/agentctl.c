@@ -113,19 +113,11 @@ int agentctl_install(struct engine *e, struct call *call, const char *container_
 /* Reads what the socket has. >0 bytes, 0 at EOF (sets a->eof), -EAGAIN. */
 static int read_some(struct agentctl *a)
 {
-	char *tail;
-	if (buf_reserve(&a->in, AGENTCTL_READ_CHUNK, &tail) < 0)
-		return -EAGAIN; /* cannot happen: process() empties it */
-	ssize_t n = streamio_read(&a->io, tail, AGENTCTL_READ_CHUNK);
-	if (n > 0) {
-		buf_commit(&a->in, (size_t)n);
-		return (int)n;
-	}
-	if (n != -EAGAIN) {
+	ssize_t n = streamio_read_into(&a->io, &a->in, AGENTCTL_READ_CHUNK);
+	if (n == 0)
 		a->eof = true;
-		return 0;
-	}
-	return -EAGAIN;
+	/* -ENOBUFS cannot happen: process() empties a->in */
+	return n > 0 ? (int)n : n == 0 ? 0 : -EAGAIN;
 }
 
 static void diag_add(struct agentctl *a, const char *p, size_t n)

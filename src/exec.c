@@ -305,17 +305,13 @@ int exec_run(struct engine *e, struct call *call, const char *container_id, cons
 			}
 		}
 		if (seen & STREAMIO_IN) {
-			char *tail;
-			if (buf_reserve(&pending, EXEC_READ_CHUNK, &tail) < 0) {
+			ssize_t n = streamio_read_into(&io, &pending, EXEC_READ_CHUNK);
+			if (n == -ENOBUFS) {
 				/* the demuxer holds at most a header: cannot happen */
 				r = err_set(err, ERRCODE_INTERNAL, -EMSGSIZE, "stream buffer");
 				goto out;
 			}
-			ssize_t n = streamio_read(&io, tail, EXEC_READ_CHUNK);
-			if (n > 0)
-				buf_commit(&pending, (size_t)n);
-			else if (n != -EAGAIN)
-				eof = true;
+			eof = n == 0;
 		}
 	}
 	r = 0;

@@ -78,19 +78,10 @@ static int wait_exit(struct pyrepl *p);
 /* Reads what the socket has. >0 bytes read, 0 at EOF (sets p->eof), -EAGAIN, -ENOBUFS when p->in is full. */
 static int read_some(struct pyrepl *p)
 {
-	char *tail;
-	if (p->in.len + PYREPL_READ_CHUNK > p->in.max || buf_reserve(&p->in, PYREPL_READ_CHUNK, &tail) < 0)
-		return -ENOBUFS;
-	ssize_t n = streamio_read(&p->io, tail, PYREPL_READ_CHUNK);
-	if (n > 0) {
-		buf_commit(&p->in, (size_t)n);
-		return (int)n;
-	}
-	if (n != -EAGAIN) {
+	ssize_t n = streamio_read_into(&p->io, &p->in, PYREPL_READ_CHUNK);
+	if (n == 0)
 		p->eof = true;
-		return 0;
-	}
-	return -EAGAIN;
+	return (int)n;
 }
 
 static void stderr_data(struct pyrepl *p, struct slice data)

@@ -96,6 +96,17 @@ ssize_t streamio_read(struct streamio *io, char *p, size_t n)
 	return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
 }
 
+ssize_t streamio_read_into(struct streamio *io, struct buf *in, size_t chunk)
+{
+	char *tail;
+	if (buf_reserve(in, chunk, &tail) < 0)
+		return -ENOBUFS;
+	ssize_t n = streamio_read(io, tail, chunk);
+	if (n > 0)
+		buf_commit(in, (size_t)n);
+	return n == -EAGAIN ? -EAGAIN : n < 0 ? 0 : n;
+}
+
 ssize_t streamio_send(struct streamio *io, const char *p, size_t n)
 {
 	ssize_t k = send(io->fd, p, n, MSG_NOSIGNAL);

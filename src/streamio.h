@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "buf.h"
 #include "dispatch.h"
 #include "errcode.h"
 
@@ -61,6 +62,12 @@ void streamio_close(struct streamio *io);
 int streamio_wait(struct streamio *io, bool want_out, int64_t until);
 /* Reads up to n bytes into p. >0 bytes, 0 at EOF, -EAGAIN for none now (EINTR too), or -errno. */
 ssize_t streamio_read(struct streamio *io, char *p, size_t n);
+/*
+ * Reads up to chunk bytes onto the end of in. >0 bytes, 0 at EOF or on a
+ * failed read (the stream is over either way), -EAGAIN for none now, or
+ * -ENOBUFS when in cannot take chunk more bytes (nothing read).
+ */
+ssize_t streamio_read_into(struct streamio *io, struct buf *in, size_t chunk);
 /* Sends up to n bytes (no SIGPIPE). >0 bytes, 0 when the socket takes none now, or -errno. */
 ssize_t streamio_send(struct streamio *io, const char *p, size_t n);
 
