@@ -197,46 +197,39 @@ int files_run_op(struct tool_ctx *ctx, struct session *s, const char *op, const 
 	const char *argv[EXEC_SH_ARGV_MAX];
 	struct collect c = { out };
 	struct exec_result xr;
-	struct xfer_result ar;
+	struct xfer_result res;
 	int timeout_ms = (int)(ctx->svc->cfg->timeout_s * 1000), r;
 
-	if (op && files_agent(ctx, s, op, args, NULL, 0, timeout_ms, out, &ar, err, &r)) {
-		if (r == 0 && ar.cancelled)
-			r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
-		else if (r == 0 && ar.timed_out)
-			r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT,
-				    "the command took longer than %llu s (SANDBOX_TIMEOUT_S)",
-				    (unsigned long long)ctx->svc->cfg->timeout_s);
-		if (errtext && errsz)
-			snprintf(errtext, errsz, "%s", ar.stderr_text);
-		*ret_code = ar.stopped ? 0 : ar.exit_code;
-		return r;
-	}
-	if (exec_sh_argv(argv, ARRAY_SIZE(argv), script, "sandbox-mcp-files", args) < 0)
-		return err_set(err, ERRCODE_INTERNAL, -E2BIG, "a file script got more than %d arguments",
-			       EXEC_SH_ARGV_MAX - 5);
-	struct exec_spec spec = {
-		.argv = argv,
-		.user = s->user,
-		.timeout_ms = timeout_ms,
-		.cap = XFER_STDERR_MAX,
-		.on_data = collect_data,
-		.arg = &c,
-	};
-	r = exec_run(ctx->svc->engine, ctx->call, s->container, &spec, &xr, err);
-	if (r < 0) {
+	if (!op || !files_agent(ctx, s, op, args, NULL, 0, timeout_ms, out, &res, err, &r)) {
+		if (exec_sh_argv(argv, ARRAY_SIZE(argv), script, "sandbox-mcp-files", args) < 0)
+			return err_set(err, ERRCODE_INTERNAL, -E2BIG, "a file script got more than %d arguments",
+				       EXEC_SH_ARGV_MAX - 5);
+		struct exec_spec spec = {
+			.argv = argv,
+			.user = s->user,
+			.timeout_ms = timeout_ms,
+			.cap = XFER_STDERR_MAX,
+			.on_data = collect_data,
+			.arg = &c,
+		};
+		r = exec_run(ctx->svc->engine, ctx->call, s->container, &spec, &xr, err);
+		if (r == 0)
+			xfer_result_from_exec(&xr, &res);
 		exec_result_finish(&xr);
-		return files_exec_failed(ctx, s, r, err);
+		if (r < 0)
+			return files_exec_failed(ctx, s, r, err);
 	}
-	if (errtext && errsz)
-		capture_render_trimmed(&xr.err, errtext, errsz);
-	if (xr.cancelled)
+	/* the same verdicts whichever path ran it */
+	if (r == 0 && res.cancelled)
 		r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
-	else if (xr.timed_out)
+	else if (r == 0 && res.timed_out)
 		r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the command took longer than %llu s (SANDBOX_TIMEOUT_S)",
 			    (unsigned long long)ctx->svc->cfg->timeout_s);
-	*ret_code = xr.stopped ? 0 : xr.exit_code;
-	exec_result_finish(&xr);
+	if (r == 0 || r == -ECANCELED || r == -ETIMEDOUT) {
+		if (errtext && errsz)
+			snprintf(errtext, errsz, "%s", res.stderr_text);
+		*ret_code = res.stopped ? 0 : res.exit_code;
+	}
 	return r;
 }
 
