@@ -10,23 +10,20 @@
  * within EXEC_KILL_GRACE_MS, kills the group through the engine (and, as
  * exec_kill_group does, restarts the container as the last resort).
  *
- * The socket is non-blocking and every wait is a poll() on it and on a
- * wake-up pipe the call's cancel hook writes to.
+ * Every wait is streamio_wait: the socket and the call's cancellation.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "agent.h"
 #include "agentctl.h"
 #include "agentproto.h"
 #include "log.h"
 #include "stream.h"
+#include "streamio.h"
 #include "tar.h"
 #include "transport.h"
 
@@ -48,7 +45,7 @@ struct agentctl {
 	char container[ENGINE_ID_LEN + 1];
 	char user[64];
 	struct engine_stream *stream;
-	int fd;
+	struct streamio io; /* its fd is the stream's; armed while a call waits */
 	struct stream_demux demux;
 	struct agentproto frame;
 	struct buf in; /* socket bytes not parsed yet */
@@ -70,7 +67,6 @@ struct run {
 	char fail[AGENTCTL_CTL_MAX + 1];
 };
 
-static void wake_hook(void *arg);
 static int read_some(struct agentctl *a);
 static int process(struct agentctl *a, struct run *run);
 static void piece(struct agentctl *a, const struct agentproto_piece *pc, struct run *run);
@@ -79,8 +75,6 @@ static void diag_add(struct agentctl *a, const char *p, size_t n);
 static void frame_out(struct buf *out, int type, const char *p, size_t n);
 static void field(struct buf *req, char tag, const char *value);
 static int build_request(const struct exec_spec *spec, struct buf *out);
-static int setup_wake(int wake[2], struct call *call, struct err *err);
-static void close_wake(int wake[2], struct call *call);
 static int failed_start(struct run *run, const struct exec_spec *spec, struct err *err);
 static bool container_stopped(struct agentctl *a);
 
@@ -89,7 +83,8 @@ bool agentctl_built(void)
 	return AGENT_BIN_LEN > 0;
 }
 
-int agentctl_install(struct engine *e, struct call *call, const char *container_id, struct err *err)
+int agentctl_install(struct engine *e, struct call *call, const char *container_id, bool into_volume,
+		     struct err *err)
 {
 	struct tar_writer *w = NULL;
 	struct buf tar;
@@ -98,62 +93,31 @@ int agentctl_install(struct engine *e, struct call *call, const char *container_
 	if (!agentctl_built())
 		return err_set(err, ERRCODE_INTERNAL, -ENOSYS, "this sandbox-mcp was built without the agent");
 	buf_init(&tar, AGENT_BIN_LEN + 64 * 1024);
+	/* into the volume: the engine checks the destination, so the tar holds the file alone */
 	struct tar_entry dir = { .path = &AGENTCTL_DIR[1], .type = TAR_TYPE_DIR, .mode = 0555 };
 	struct tar_entry file = {
-		.path = &AGENTCTL_PATH[1], .type = TAR_TYPE_FILE, .size = AGENT_BIN_LEN, .mode = 0555
+		.path = into_volume ? "agent" : &AGENTCTL_PATH[1], .type = TAR_TYPE_FILE, .size = AGENT_BIN_LEN, .mode = 0555
 	};
-	if ((r = tar_writer_create(&tar, &w, err)) == 0 && (r = tar_writer_add(w, &dir, err)) == 0 &&
+	if ((r = tar_writer_create(&tar, &w, err)) == 0 && (into_volume || (r = tar_writer_add(w, &dir, err)) == 0) &&
 	    (r = tar_writer_add(w, &file, err)) == 0 && (r = tar_writer_data(w, agent_bin, AGENT_BIN_LEN, err)) == 0)
 		r = tar_writer_close(w, err);
 	tar_writer_destroy(w);
 	if (r == 0)
-		r = engine_archive_put(e, call, container_id, "/", tar.data, tar.len, err);
+		r = engine_archive_put(e, call, container_id, into_volume ? AGENTCTL_DIR : "/", tar.data, tar.len, err);
 	buf_finish(&tar);
 	if (r < 0 && strstr(err->msg, "read-only"))
 		r = -EROFS;
 	return r;
 }
 
-static void wake_hook(void *arg)
-{
-	int fd = *(int *)arg;
-	ssize_t r = write(fd, "c", 1);
-	(void)r;
-}
-
-static int setup_wake(int wake[2], struct call *call, struct err *err)
-{
-	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0)
-		return err_set(err, ERRCODE_INTERNAL, -errno, "pipe: %s", strerror(errno));
-	if (call && call_arm(call, wake_hook, &wake[1]) < 0)
-		wake_hook(&wake[1]);
-	return 0;
-}
-
-static void close_wake(int wake[2], struct call *call)
-{
-	if (call)
-		call_disarm(call);
-	close(wake[0]);
-	close(wake[1]);
-}
-
 /* Reads what the socket has. >0 bytes, 0 at EOF (sets a->eof), -EAGAIN. */
 static int read_some(struct agentctl *a)
 {
-	char *tail;
-	if (buf_reserve(&a->in, AGENTCTL_READ_CHUNK, &tail) < 0)
-		return -EAGAIN; /* cannot happen: process() empties it */
-	ssize_t n = read(a->fd, tail, AGENTCTL_READ_CHUNK);
-	if (n > 0) {
-		buf_commit(&a->in, (size_t)n);
-		return (int)n;
-	}
-	if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+	ssize_t n = streamio_read_into(&a->io, &a->in, AGENTCTL_READ_CHUNK);
+	if (n == 0)
 		a->eof = true;
-		return 0;
-	}
-	return -EAGAIN;
+	/* -ENOBUFS cannot happen: process() empties a->in */
+	return n > 0 ? (int)n : n == 0 ? 0 : -EAGAIN;
 }
 
 static void diag_add(struct agentctl *a, const char *p, size_t n)
@@ -275,11 +239,11 @@ int agentctl_start(struct engine *e, struct call *call, const char *container_id
 		   struct agentctl **ret, struct err *err)
 {
 	char exec_id[ENGINE_ID_LEN + 1];
-	int wake[2], r;
+	int r;
 
 	struct agentctl *a = xcalloc(1, sizeof(*a));
 	a->engine = e;
-	a->fd = -1;
+	a->io.wake[0] = a->io.wake[1] = -1;
 	snprintf(a->container, sizeof(a->container), "%s", container_id);
 	snprintf(a->user, sizeof(a->user), "%s", user ? user : "");
 	stream_demux_init(&a->demux);
@@ -299,20 +263,13 @@ int agentctl_start(struct engine *e, struct call *call, const char *container_id
 		agentctl_destroy(a);
 		return r;
 	}
-	a->fd = engine_stream_fd(a->stream);
-	int fl = fcntl(a->fd, F_GETFL);
-	if (fl < 0 || fcntl(a->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-		r = err_set(err, ERRCODE_INTERNAL, -errno, "fcntl: %s", strerror(errno));
+	if ((r = streamio_open(&a->io, engine_stream_fd(a->stream), call, err)) < 0) {
 		agentctl_destroy(a);
 		return r;
 	}
 	_Static_assert(AGENTCTL_READ_CHUNK >= ENGINE_STREAM_AHEAD_MAX, "the agent buffer takes one HTTP read");
 	if (engine_stream_take_buffered(a->stream, &a->in) < 0)
 		abort();
-	if ((r = setup_wake(wake, call, err)) < 0) {
-		agentctl_destroy(a);
-		return r;
-	}
 	/* a hello that does not come within one engine timeout is a stalled stream: fall back sooner */
 	int start_ms = engine_timeout_ms(e) < AGENTCTL_START_TIMEOUT_MS ? engine_timeout_ms(e) : AGENTCTL_START_TIMEOUT_MS;
 	int64_t deadline = t0 + start_ms;
@@ -329,21 +286,20 @@ int agentctl_start(struct engine *e, struct call *call, const char *container_id
 				    start_ms);
 			break;
 		}
-		struct pollfd pfd[2] = { { .fd = a->fd, .events = POLLIN }, { .fd = wake[0], .events = POLLIN } };
-		int pr = poll(pfd, 2, (int)(left > 1000 ? 1000 : left));
-		if (pr < 0 && errno != EINTR) {
-			r = err_set(err, ERRCODE_INTERNAL, -errno, "poll: %s", strerror(errno));
+		int seen = streamio_wait(&a->io, false, deadline);
+		if (seen < 0) {
+			r = err_set(err, ERRCODE_INTERNAL, seen, "poll: %s", strerror(-seen));
 			break;
 		}
-		if (pr > 0 && (pfd[1].revents & POLLIN)) {
+		if (seen & STREAMIO_CANCEL) {
 			r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled while the agent was starting");
 			break;
 		}
-		if (pr > 0 && (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+		if (seen & STREAMIO_IN)
 			while (read_some(a) > 0)
 				;
 	}
-	close_wake(wake, call);
+	streamio_disarm(&a->io);
 	if (r < 0) {
 		agentctl_destroy(a);
 		return r;
@@ -379,16 +335,18 @@ static void field(struct buf *req, char tag, const char *value)
 	(void)buf_append(req, value, strlen(value) + 1);
 }
 
-/* The 'R' frame, the stdin frames and 'C'. 0, or -E2BIG when the request passes a frame. */
+/* The 'R' (or 'B') frame, the stdin frames and 'C'. 0, or -E2BIG when the request passes a frame. */
 static int build_request(const struct exec_spec *spec, struct buf *out)
 {
 	struct buf req;
 	buf_init(&req, SIZE_MAX);
-	if (spec->shell_command)
+	if (spec->builtin)
+		field(&req, 'a', spec->builtin);
+	else if (spec->shell_command)
 		field(&req, 's', spec->shell_command);
 	for (const char *const *v = spec->argv; v && *v; v++)
 		field(&req, 'a', *v);
-	for (const char *const *v = spec->env; v && *v; v++)
+	for (const char *const *v = spec->env; v && *v && !spec->builtin; v++)
 		field(&req, 'e', *v);
 	if (spec->workdir)
 		field(&req, 'd', spec->workdir);
@@ -396,7 +354,7 @@ static int build_request(const struct exec_spec *spec, struct buf *out)
 		buf_finish(&req);
 		return -E2BIG;
 	}
-	frame_out(out, 'R', req.data, req.len);
+	frame_out(out, spec->builtin ? 'B' : 'R', req.data, req.len);
 	buf_finish(&req);
 	for (size_t off = 0; off < spec->stdin_len; off += AGENTCTL_STDIN_FRAME) {
 		size_t n = spec->stdin_len - off < AGENTCTL_STDIN_FRAME ? spec->stdin_len - off : AGENTCTL_STDIN_FRAME;
@@ -458,12 +416,9 @@ int agentctl_run(struct agentctl *a, struct call *call, const struct exec_spec *
 {
 	struct run run = { .spec = spec, .res = res };
 	struct buf out;
-	int wake[2], r;
+	int r;
 
-	memset(res, 0, sizeof(*res));
-	res->exit_code = -1;
-	capture_init(&res->out, spec->cap);
-	capture_init(&res->err, spec->cap);
+	exec_result_init(res, spec->cap);
 	int64_t t0 = now_ms();
 	if (!agentctl_alive(a))
 		return err_set(err, ERRCODE_ENGINE_ERROR, -EAGAIN, "the agent is gone");
@@ -482,10 +437,7 @@ int agentctl_run(struct agentctl *a, struct call *call, const struct exec_spec *
 		buf_finish(&out);
 		return err_set(err, ERRCODE_TOO_LARGE, -EAGAIN, "the command is too large for one agent frame");
 	}
-	if ((r = setup_wake(wake, call, err)) < 0) {
-		buf_finish(&out);
-		return r;
-	}
+	(void)streamio_arm(&a->io, call); /* a call already cancelled: the first wait says so */
 	int64_t deadline = spec->timeout_ms > 0 ? t0 + spec->timeout_ms : INT64_MAX;
 	bool killing = false;
 	size_t sent = 0, kill_at = SIZE_MAX;
@@ -533,36 +485,25 @@ int agentctl_run(struct agentctl *a, struct call *call, const struct exec_spec *
 				res->restarted = true;
 			break;
 		}
-		int64_t left = deadline == INT64_MAX ? 1000 : deadline - now;
-		struct pollfd pfd[2] = {
-			{ .fd = a->fd, .events = POLLIN | (sent < out.len ? POLLOUT : 0) },
-			{ .fd = wake[0], .events = POLLIN },
-		};
-		int pr = poll(pfd, 2, (int)(left > 1000 ? 1000 : left < 0 ? 0 : left));
-		if (pr < 0 && errno != EINTR) {
-			r = err_set(err, ERRCODE_INTERNAL, -errno, "poll: %s", strerror(errno));
+		int seen = streamio_wait(&a->io, sent < out.len, deadline);
+		if (seen < 0) {
+			r = err_set(err, ERRCODE_INTERNAL, seen, "poll: %s", strerror(-seen));
 			break;
 		}
-		if (pr <= 0)
-			continue;
-		if (pfd[1].revents & POLLIN) {
-			char tmp[16];
-			while (read(wake[0], tmp, sizeof(tmp)) > 0)
-				;
+		if (seen & STREAMIO_CANCEL)
 			res->cancelled = true;
-		}
-		if (sent < out.len && (pfd[0].revents & POLLOUT)) {
-			ssize_t w = send(a->fd, out.data + sent, out.len - sent, MSG_NOSIGNAL);
+		if (sent < out.len && (seen & STREAMIO_OUT)) {
+			ssize_t w = streamio_send(&a->io, out.data + sent, out.len - sent);
 			if (w > 0)
 				sent += (size_t)w;
-			else if (w < 0 && errno != EAGAIN && errno != EINTR)
+			else if (w < 0)
 				a->eof = true;
 		}
-		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))
+		if (seen & STREAMIO_IN)
 			for (int i = 0; i < 16 && read_some(a) > 0; i++)
 				;
 	}
-	close_wake(wake, call);
+	streamio_disarm(&a->io);
 	if (sent < out.len && sent != 0 && sent != kill_at)
 		a->broken = true; /* a frame cut in the middle: the agent's reader cannot resync */
 	buf_finish(&out);
@@ -575,6 +516,7 @@ void agentctl_destroy(struct agentctl *a)
 {
 	if (!a)
 		return;
+	streamio_close(&a->io);
 	engine_stream_destroy(a->stream);
 	buf_finish(&a->in);
 	free(a);

@@ -6,8 +6,10 @@
  * The agent lives at AGENTCTL_PATH on the container's own filesystem, in a
  * directory owned by root and both mode 0555, so the sandbox user (never
  * root) can run it but not replace it.  A read-only root filesystem refuses
- * the copy (the engine says "container rootfs is marked read-only", even
- * before start): such sessions keep the exec path.
+ * that copy (the engine says "container rootfs is marked read-only", even
+ * before start), but not one into a volume: such sessions mount an
+ * anonymous volume at AGENTCTL_DIR (root's, mode 0755) and the agent is
+ * copied into it.
  *
  * A struct agentctl is used by one thread at a time (calls on a session are
  * serialized); it owns its stream.  Whatever goes wrong with the agent, the
@@ -34,10 +36,13 @@ struct agentctl;
 /* True when this build carries the agent (musl-gcc was found). */
 bool agentctl_built(void);
 /*
- * Copies the agent into a created, not yet started container. 0, or -errno
- * with err (-EROFS when its root filesystem is read-only).
+ * Copies the agent into a created, not yet started container: with its
+ * directory into the root, or (into_volume) into the volume mounted at
+ * AGENTCTL_DIR. 0, or -errno with err (-EROFS when the engine refused to
+ * write a read-only root filesystem).
  */
-int agentctl_install(struct engine *e, struct call *call, const char *container_id, struct err *err);
+int agentctl_install(struct engine *e, struct call *call, const char *container_id, bool into_volume,
+		     struct err *err);
 /* Starts the agent as user and waits for its hello. 0 with *ret, or -errno with err. */
 int agentctl_start(struct engine *e, struct call *call, const char *container_id, const char *user,
 		   struct agentctl **ret, struct err *err);

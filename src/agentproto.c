@@ -148,3 +148,21 @@ int agentproto_parse_exit(const char *p, size_t len, struct agentproto_exit *ret
 	ret->maxrss_kb = rss;
 	return 0;
 }
+
+int agentproto_parse_head(const char *p, size_t len, uint64_t *ret_size, unsigned *ret_mode, size_t *ret_len)
+{
+	uint64_t size, mode;
+	size_t off = 0;
+	const char *nl = memchr(p, '\n', len < AGENTPROTO_HEAD_MAX ? len : AGENTPROTO_HEAD_MAX);
+
+	if (!nl)
+		return len < AGENTPROTO_HEAD_MAX ? 0 : -1;
+	size_t n = (size_t)(nl - p);
+	if (number(p, n, &off, &size) < 0 || off >= n || number(p, n, &off, &mode) < 0 || off != n ||
+	    p[n - 1] == ' ' || mode > 07777)
+		return -1;
+	*ret_size = size;
+	*ret_mode = (unsigned)mode;
+	*ret_len = n + 1;
+	return 1;
+}

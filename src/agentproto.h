@@ -8,6 +8,9 @@
  *	[type, 1 byte][size, 4 bytes big-endian]  payload (size bytes)
  *
  * server -> agent: 'R' run a command (payload: fields, see below),
+ *                  'B' run one of the agent's built-in file operations
+ *                  (same fields: the first 'a' names it, the others are
+ *                  its arguments; no 's' or 'e'), answered like 'R',
  *                  'I' bytes for its stdin, 'C' close its stdin,
  *                  'K' kill its process group.
  * agent -> server: 'H' hello ("sandbox-mcp-agent <version> <pid>"),
@@ -40,7 +43,7 @@
 #define AGENTPROTO_FIELDS_MAX 4096
 
 /* The frame types each side accepts. */
-#define AGENTPROTO_TO_AGENT "RICK"
+#define AGENTPROTO_TO_AGENT "RBICK"
 #define AGENTPROTO_TO_SERVER "HPFOEX"
 
 enum agentproto_state {
@@ -99,5 +102,16 @@ int agentproto_field(const char *p, size_t len, size_t *off, int *ret_tag, const
 		     size_t *ret_value_len);
 /* Parses an 'X' payload. 0, or -1 when it is not three decimal numbers. */
 int agentproto_parse_exit(const char *p, size_t len, struct agentproto_exit *ret);
+
+/* Longest head line of the built-in "read" (two numbers, a space, a newline). */
+#define AGENTPROTO_HEAD_MAX 48
+/*
+ * The head line the built-in "read" writes before the file's bytes:
+ * "<size> <mode>\n", both decimal, mode at most 07777. Looks for it at the
+ * start of p[0..len): 1 with the size, the mode and *ret_len (the line's
+ * length, newline included); 0 when no newline came yet and len is under
+ * AGENTPROTO_HEAD_MAX; -1 when it is malformed.
+ */
+int agentproto_parse_head(const char *p, size_t len, uint64_t *ret_size, unsigned *ret_mode, size_t *ret_len);
 
 #endif

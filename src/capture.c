@@ -80,3 +80,23 @@ void capture_render(const struct capture *c, struct buf *out)
 				 c->total - c->head.len - c->ring_len);
 	append_ring(c, out);
 }
+
+void capture_trim_copy(const char *p, size_t n, char *out, size_t outsz)
+{
+	while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == ' '))
+		n--;
+	if (n > outsz - 1)
+		n = outsz - 1;
+	if (n)
+		memcpy(out, p, n);
+	out[n] = '\0';
+}
+
+void capture_render_trimmed(const struct capture *c, char *out, size_t outsz)
+{
+	struct buf text;
+	buf_init(&text, SIZE_MAX);
+	capture_render(c, &text);
+	capture_trim_copy(text.data ? text.data : "", text.len, out, outsz);
+	buf_finish(&text);
+}

@@ -33,5 +33,13 @@ bool capture_truncated(const struct capture *c);
 void capture_render(const struct capture *c, struct buf *out);
 /* Appends the kept bytes with no marker (head then tail, in order). */
 void capture_raw(const struct capture *c, struct buf *out);
+/*
+ * Copies p[0..n) into out (a NUL-terminated string of at most outsz - 1
+ * bytes) without its trailing newlines and spaces: a script's stderr as an
+ * error message quotes it. outsz > 0.
+ */
+void capture_trim_copy(const char *p, size_t n, char *out, size_t outsz);
+/* capture_render into a trimmed string (capture_trim_copy). */
+void capture_render_trimmed(const struct capture *c, char *out, size_t outsz);
 
 #endif

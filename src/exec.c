@@ -1,19 +1,17 @@
 /*
  * exec.c - exec create/start/inspect with a poll loop over the hijacked
- * stream: stdin out, demultiplexed output in, a deadline, and a wake-up pipe
- * the cancel hook writes to (hooks must not block, so the killing happens
- * here, on the worker).
+ * stream (streamio.h): stdin out, demultiplexed output in, a deadline, and
+ * cancellation (the killing happens here, on the worker).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "exec.h"
 #include "log.h"
 #include "stream.h"
+#include "streamio.h"
 
 /* The wrapper: report our pid on stderr, then become the real command. */
 static const char exec_wrapper[] = "echo $$ >&2; exec \"$@\"";
@@ -21,49 +19,40 @@ static const char exec_wrapper[] = "echo $$ >&2; exec \"$@\"";
 static const char exec_wrapper_sh[] = "echo $$ >&2; eval \"$1\"";
 /* What the kill exec prints once its kill ran. */
 #define EXEC_KILL_MARKER "sandbox-mcp-killed"
-/* Longest pid line accepted from the wrapper. */
-#define EXEC_PID_LINE_MAX 16
 
+/* One exec_run: the demuxed output, the stdin being fed, and the kill's progress. */
 struct run_state {
 	const struct exec_spec *spec;
 	struct exec_result *res;
-	char pid_line[EXEC_PID_LINE_MAX + 1];
-	size_t pid_len;
-	bool pid_done;
-	long pid;
+	struct exec_pidline pid;
+	struct engine_stream *s;
+	struct stream_demux demux;
+	struct buf pending; /* read from the stream, not yet demuxed */
+	/* stdin: spec's bytes, or chunks pulled from on_stdin into `pulled` */
+	const char *in_p;
+	size_t in_len, in_off;
+	bool in_end;
+	char *pulled;
+	bool stdin_open;
+	int64_t deadline;
+	bool killing;
+	int64_t pid_wait_until; /* set when a kill waits for the pid (see run_kill) */
 };
 
-static void wake_hook(void *arg);
 static int deliver(struct run_state *st, int stream, const char *p, size_t n);
+static int run_demux(struct run_state *st, struct err *err);
+static void run_kill(struct engine *e, const char *container_id, struct run_state *st);
+static void run_stdin(struct run_state *st, struct streamio *io);
 static int drain_simple(struct engine_stream *s, const char *marker, int timeout_ms);
 static int create_wrapped(struct engine *e, struct call *call, const char *container_id,
 			  const struct exec_spec *spec, char exec_id[ENGINE_ID_LEN + 1], struct err *err);
 
-static void wake_hook(void *arg)
-{
-	int fd = *(int *)arg;
-	ssize_t r = write(fd, "c", 1);
-	(void)r;
-}
-
 static int deliver(struct run_state *st, int stream, const char *p, size_t n)
 {
-	if (stream == STREAM_STDERR && !st->pid_done) {
-		while (n > 0 && !st->pid_done) {
-			char c = *p++;
-			n--;
-			if (c == '\n') {
-				st->pid_line[st->pid_len] = '\0';
-				uint64_t v;
-				if (parse_u64(st->pid_line, 2, 1u << 30, &v) == 0)
-					st->pid = (long)v;
-				st->pid_done = true;
-			} else if (st->pid_len < EXEC_PID_LINE_MAX) {
-				st->pid_line[st->pid_len++] = c;
-			} else {
-				st->pid_done = true; /* not our line: keep what follows */
-			}
-		}
+	if (stream == STREAM_STDERR && !st->pid.done) {
+		size_t k = exec_pidline_feed(&st->pid, p, n);
+		p += k;
+		n -= k;
 		if (n == 0)
 			return 0;
 	}
@@ -207,188 +196,200 @@ int exec_start(struct engine *e, struct call *call, const char *container_id, co
 	return 0;
 }
 
+/* Hands what is buffered to deliver; -EPROTO (with err) when it is not the multiplexed format. */
+static int run_demux(struct run_state *st, struct err *err)
+{
+	size_t off = 0;
+	/* once on_data stopped the exec, what is left is demuxed and dropped */
+	while (off < st->pending.len) {
+		size_t used = 0;
+		int stream;
+		struct slice data;
+		int dr = stream_demux_feed(&st->demux, st->pending.data + off, st->pending.len - off, &used, &stream,
+					   &data);
+		if (dr == -1)
+			return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
+				       "the Docker engine sent a malformed output stream (not its multiplexed "
+				       "format), so the command's output and exit code are lost and it may still "
+				       "be running; check that DOCKER_HOST is a Docker engine (`docker info`), "
+				       "then try again");
+		off += used;
+		if (dr == 1 && !st->res->stopped)
+			(void)deliver(st, stream, data.p, data.n);
+		if (dr == -2)
+			break;
+	}
+	buf_consume(&st->pending, off);
+	return 0;
+}
+
+/* Kills the command's group when it was cancelled, stopped or ran out of time. */
+static void run_kill(struct engine *e, const char *container_id, struct run_state *st)
+{
+	struct exec_result *res = st->res;
+	bool want_kill = !st->killing && (res->cancelled || res->stopped || now_ms() >= st->deadline);
+	/*
+	 * A call cancelled at once may get here before the wrapper reported the
+	 * command's pid; without it the kill falls back to restarting the whole
+	 * container.  The pid is the wrapper's first stderr line, so keep reading
+	 * for a bounded while before killing.
+	 */
+	if (want_kill && !st->pid.done && !res->stopped) {
+		if (st->pid_wait_until == 0)
+			st->pid_wait_until = now_ms() + EXEC_PID_WAIT_MS;
+		if (now_ms() < st->pid_wait_until)
+			want_kill = false;
+	}
+	if (!want_kill)
+		return;
+	if (!res->cancelled && !res->stopped)
+		res->timed_out = true;
+	st->killing = true;
+	exec_kill_group(e, container_id, st->spec, st->pid.pid, res);
+	st->deadline = now_ms() + EXEC_KILL_GRACE_MS;
+}
+
+/* Sends the next piece of stdin the stream takes; closes its write side at the end. */
+static void run_stdin(struct run_state *st, struct streamio *io)
+{
+	const struct exec_spec *spec = st->spec;
+	if (!st->in_end && st->in_off == st->in_len) {
+		ssize_t k = spec->on_stdin(spec->arg, st->pulled, EXEC_STDIN_CHUNK);
+		if (k < 0)
+			st->res->stopped = true;
+		st->in_end = k <= 0;
+		st->in_p = st->pulled;
+		st->in_len = k > 0 ? (size_t)k : 0;
+		st->in_off = 0;
+	}
+	ssize_t w = st->in_off < st->in_len ? streamio_send(io, st->in_p + st->in_off, st->in_len - st->in_off) : 0;
+	if (w > 0)
+		st->in_off += (size_t)w;
+	if (w < 0 || (st->in_end && st->in_off == st->in_len)) {
+		engine_stream_close_write(st->s);
+		st->stdin_open = false;
+	}
+}
+
 int exec_run(struct engine *e, struct call *call, const char *container_id, const struct exec_spec *spec,
 	     struct exec_result *res, struct err *err)
 {
 	char exec_id[ENGINE_ID_LEN + 1];
-	struct engine_stream *s = NULL;
 	struct run_state st = { .spec = spec, .res = res };
-	struct stream_demux demux;
-	struct buf pending;
-	int wake[2] = { -1, -1 };
+	struct streamio io;
+	bool eof = false;
 	int r;
 
-	memset(res, 0, sizeof(*res));
-	res->exit_code = -1;
-	capture_init(&res->out, spec->cap);
-	capture_init(&res->err, spec->cap);
+	exec_result_init(res, spec->cap);
 	int64_t t0 = now_ms();
 
 	if ((r = create_wrapped(e, call, container_id, spec, exec_id, err)) < 0)
 		return r;
-	if ((r = engine_exec_start(e, call, exec_id, &s, err)) < 0)
+	if ((r = engine_exec_start(e, call, exec_id, &st.s, err)) < 0)
 		return r;
 
-	int fd = engine_stream_fd(s);
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0) {
-		r = err_set(err, ERRCODE_INTERNAL, -errno, "exec setup: %s", strerror(errno));
-		engine_stream_destroy(s);
+	if ((r = streamio_open(&io, engine_stream_fd(st.s), call, err)) < 0) {
+		engine_stream_destroy(st.s);
 		return r;
 	}
-	if (call && call_arm(call, wake_hook, &wake[1]) < 0)
+	if (r == 1)
 		res->cancelled = true;
 
-	stream_demux_init(&demux);
+	stream_demux_init(&st.demux);
 	/* EXEC_READ_CHUNK holds what came with the 101 head (one read): this cannot fail */
-	buf_init(&pending, EXEC_READ_CHUNK + STREAM_HEADER_LEN);
+	buf_init(&st.pending, EXEC_READ_CHUNK + STREAM_HEADER_LEN);
 	_Static_assert(EXEC_READ_CHUNK >= ENGINE_STREAM_AHEAD_MAX, "the exec buffer takes one HTTP read");
-	if (engine_stream_take_buffered(s, &pending) < 0)
+	if (engine_stream_take_buffered(st.s, &st.pending) < 0)
 		abort();
-	/* stdin: spec's bytes, or chunks pulled from on_stdin into `pulled` */
-	const char *in_p = spec->stdin_data;
-	size_t in_len = spec->stdin_len, in_off = 0;
-	bool in_end = !spec->on_stdin;
-	char *pulled = spec->on_stdin ? xmalloc(EXEC_STDIN_CHUNK) : NULL;
-	bool stdin_open = spec->attach_stdin;
-	if (stdin_open && in_end && spec->stdin_len == 0) {
-		engine_stream_close_write(s);
-		stdin_open = false;
+	st.in_p = spec->stdin_data;
+	st.in_len = spec->stdin_len;
+	st.in_end = !spec->on_stdin;
+	st.pulled = spec->on_stdin ? xmalloc(EXEC_STDIN_CHUNK) : NULL;
+	st.stdin_open = spec->attach_stdin;
+	if (st.stdin_open && st.in_end && spec->stdin_len == 0) {
+		engine_stream_close_write(st.s);
+		st.stdin_open = false;
 	}
-	int64_t deadline = spec->timeout_ms > 0 ? t0 + spec->timeout_ms : INT64_MAX;
-	bool killing = false, eof = false;
-	int64_t pid_wait_until = 0; /* set when a kill waits for the pid (see below) */
+	st.deadline = spec->timeout_ms > 0 ? t0 + spec->timeout_ms : INT64_MAX;
 
 	while (!eof) {
-		/* hand over what is buffered */
-		size_t off = 0;
-		/* once on_data stopped the exec, what is left is demuxed and dropped */
-		while (off < pending.len) {
-			size_t used = 0;
-			int stream;
-			struct slice data;
-			int dr = stream_demux_feed(&demux, pending.data + off, pending.len - off, &used, &stream, &data);
-			if (dr == -1) {
-				r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
-					    "the Docker engine sent a malformed output stream (not its multiplexed "
-					    "format), so the command's output and exit code are lost and it may still "
-					    "be running; check that DOCKER_HOST is a Docker engine (`docker info`), "
-					    "then try again");
-				goto out;
-			}
-			off += used;
-			if (dr == 1 && !res->stopped)
-				(void)deliver(&st, stream, data.p, data.n);
-			if (dr == -2)
-				break;
-		}
-		buf_consume(&pending, off);
-
+		if ((r = run_demux(&st, err)) < 0)
+			goto out;
 		if (spec->on_tick)
 			spec->on_tick(spec->arg);
-		bool want_kill = !killing && (res->cancelled || res->stopped || now_ms() >= deadline);
-		/*
-		 * A call cancelled at once may get here before the wrapper reported the
-		 * command's pid; without it the kill falls back to restarting the whole
-		 * container.  The pid is the wrapper's first stderr line, so keep reading
-		 * for a bounded while before killing.
-		 */
-		if (want_kill && !st.pid_done && !res->stopped) {
-			if (pid_wait_until == 0)
-				pid_wait_until = now_ms() + EXEC_PID_WAIT_MS;
-			if (now_ms() < pid_wait_until)
-				want_kill = false;
-		}
-		if (want_kill) {
-			if (!res->cancelled && !res->stopped)
-				res->timed_out = true;
-			killing = true;
-			exec_kill_group(e, container_id, spec, st.pid, res);
-			deadline = now_ms() + EXEC_KILL_GRACE_MS;
-		} else if (killing && now_ms() >= deadline) {
+		run_kill(e, container_id, &st);
+		if (st.killing && now_ms() >= st.deadline)
 			break; /* the stream did not end after the kill: give up on it */
-		}
 
-		struct pollfd pfd[2] = {
-			{ .fd = fd, .events = POLLIN | (stdin_open ? POLLOUT : 0) },
-			{ .fd = wake[0], .events = POLLIN },
-		};
-		int64_t wake_at = deadline;
-		if (!killing && pid_wait_until && pid_wait_until < wake_at)
-			wake_at = pid_wait_until;
-		int64_t left = wake_at == INT64_MAX ? -1 : wake_at - now_ms();
-		if (wake_at != INT64_MAX && left < 0)
-			left = 0;
-		int pr = poll(pfd, 2, left < 0 ? -1 : (int)(left > 1000 ? 1000 : left));
-		if (pr < 0 && errno != EINTR) {
-			r = err_set(err, ERRCODE_INTERNAL, -errno, "poll: %s", strerror(errno));
+		int64_t wake_at = st.deadline;
+		if (!st.killing && st.pid_wait_until && st.pid_wait_until < wake_at)
+			wake_at = st.pid_wait_until;
+		int seen = streamio_wait(&io, st.stdin_open, wake_at);
+		if (seen < 0) {
+			r = err_set(err, ERRCODE_INTERNAL, seen, "poll: %s", strerror(-seen));
 			goto out;
 		}
-		if (pr <= 0)
-			continue;
-		if (pfd[1].revents & POLLIN) {
-			char tmp[16];
-			while (read(wake[0], tmp, sizeof(tmp)) > 0)
-				;
+		if (seen & STREAMIO_CANCEL)
 			res->cancelled = true;
-		}
-		if (stdin_open && (pfd[0].revents & POLLOUT)) {
-			if (!in_end && in_off == in_len) {
-				ssize_t k = spec->on_stdin(spec->arg, pulled, EXEC_STDIN_CHUNK);
-				if (k < 0)
-					res->stopped = true;
-				in_end = k <= 0;
-				in_p = pulled;
-				in_len = k > 0 ? (size_t)k : 0;
-				in_off = 0;
-			}
-			ssize_t w = in_off < in_len ? send(fd, in_p + in_off, in_len - in_off, MSG_NOSIGNAL) : 0;
-			if (w > 0)
-				in_off += (size_t)w;
-			if ((w < 0 && errno != EAGAIN && errno != EINTR) || (in_end && in_off == in_len)) {
-				engine_stream_close_write(s);
-				stdin_open = false;
-			}
-		}
-		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-			char *tail;
-			if (buf_reserve(&pending, EXEC_READ_CHUNK, &tail) < 0) {
+		if (st.stdin_open && (seen & STREAMIO_OUT))
+			run_stdin(&st, &io);
+		if (seen & STREAMIO_IN) {
+			ssize_t n = streamio_read_into(&io, &st.pending, EXEC_READ_CHUNK);
+			if (n == -ENOBUFS) {
 				/* the demuxer holds at most a header: cannot happen */
 				r = err_set(err, ERRCODE_INTERNAL, -EMSGSIZE, "stream buffer");
 				goto out;
 			}
-			ssize_t n = read(fd, tail, EXEC_READ_CHUNK);
-			if (n > 0)
-				buf_commit(&pending, (size_t)n);
-			else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-				eof = true;
+			eof = n == 0;
 		}
 	}
 	r = 0;
-	if (call)
-		call_disarm(call);
-	call = NULL;
+	streamio_disarm(&io);
 
-	{
-		struct err ierr;
-		int code = -1;
-		if (exec_wait_exit(e, exec_id, 2000, &code, &ierr) == 0)
-			res->exit_code = code;
-		else
-			log_warnf("exec %.12s: no exit code: %s", exec_id, ierr.msg);
-	}
+	struct err ierr;
+	int code = -1;
+	if (exec_wait_exit(e, exec_id, 2000, &code, &ierr) == 0)
+		res->exit_code = code;
+	else
+		log_warnf("exec %.12s: no exit code: %s", exec_id, ierr.msg);
 
 out:
-	if (call)
-		call_disarm(call);
-	free(pulled);
-	buf_finish(&pending);
-	engine_stream_destroy(s);
-	close(wake[0]);
-	close(wake[1]);
-	res->pid = st.pid;
+	streamio_close(&io);
+	free(st.pulled);
+	buf_finish(&st.pending);
+	engine_stream_destroy(st.s);
+	res->pid = st.pid.pid;
 	res->duration_ms = now_ms() - t0;
 	return r;
+}
+
+void exec_result_init(struct exec_result *res, size_t cap)
+{
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	capture_init(&res->out, cap);
+	capture_init(&res->err, cap);
+}
+
+size_t exec_pidline_feed(struct exec_pidline *pl, const char *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && !pl->done) {
+		char c = p[i++];
+		if (c == '\n') {
+			uint64_t v;
+			pl->line[pl->len] = '\0';
+			if (parse_u64(pl->line, 2, 1u << 30, &v) == 0)
+				pl->pid = (long)v;
+			pl->done = true;
+		} else if (pl->len < EXEC_PID_LINE_MAX) {
+			pl->line[pl->len++] = c;
+		} else {
+			pl->done = true; /* not our line: keep what follows */
+		}
+	}
+	return i;
 }
 
 void exec_result_finish(struct exec_result *res)

@@ -38,6 +38,12 @@ typedef int (*exec_data_fn)(void *arg, int stream, const char *p, size_t n);
 
 struct exec_spec {
 	const char *const *argv; /* NULL-terminated; or NULL with shell_command */
+	/*
+	 * agentctl_run only: run the agent's built-in file operation of this
+	 * name (src/agent/fileops.h) with argv as its arguments, in place of a
+	 * program. exec_run ignores it: callers give the exec path a script.
+	 */
+	const char *builtin;
 	const char *shell_command; /* run by the wrapper shell itself (one process less) */
 	const char *const *env;	 /* "K=V"..., NULL-terminated, or NULL */
 	const char *workdir;	 /* or NULL for the container's */
@@ -73,6 +79,27 @@ struct exec_result {
 	uint64_t max_rss_kb; /* peak RSS of its largest process */
 	bool agent_lost;     /* the agent died while the command ran */
 };
+
+/* Empties res for a run: no exit code yet (-1), captures of cap bytes each. */
+void exec_result_init(struct exec_result *res, size_t cap);
+
+/* Longest pid line accepted from the wrapper. */
+#define EXEC_PID_LINE_MAX 16
+
+/* The wrapper's first stderr line (the process's pid), read as stderr arrives. */
+struct exec_pidline {
+	char line[EXEC_PID_LINE_MAX + 1];
+	size_t len;
+	bool done; /* the line ended, or was too long to be ours */
+	long pid;  /* 0 until a valid line came */
+};
+
+/*
+ * Takes the pid line's bytes from the start of a stderr chunk p[0..n) and
+ * returns how many it took; the rest is the command's own stderr. Takes
+ * none once done. Pure.
+ */
+size_t exec_pidline_feed(struct exec_pidline *pl, const char *p, size_t n);
 
 /*
  * Runs spec in the container. 0 when the process ran (whatever its exit

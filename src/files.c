@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "agentproto.h"
 #include "base64.h"
 #include "exec.h"
 #include "files.h"
@@ -55,6 +56,7 @@ static const struct {
 };
 
 static int collect_data(void *arg, int stream, const char *p, size_t n);
+static int too_large(uint64_t size, uint64_t cap, struct err *err);
 static int read_entry(void *arg, const struct tar_entry *e, struct err *err);
 static int read_data(void *arg, const char *p, size_t n, struct err *err);
 static bool utf8_text(const char *p, size_t n, bool cut_tail);
@@ -143,46 +145,85 @@ static int collect_data(void *arg, int stream, const char *p, size_t n)
 	return n > room;
 }
 
-int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const char *const *args,
-	      struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err)
+int files_agent(struct tool_ctx *ctx, struct session *s, const char *op, const char *const *args,
+		const char *stdin_data, size_t stdin_len, int timeout_ms, struct buf *out, struct xfer_result *ret,
+		struct err *err, int *ret_r)
 {
-	const char *argv[EXEC_SH_ARGV_MAX];
 	struct collect c = { out };
 	struct exec_result xr;
+	int r = 0;
 
-	if (exec_sh_argv(argv, ARRAY_SIZE(argv), script, "sandbox-mcp-files", args) < 0)
-		return err_set(err, ERRCODE_INTERNAL, -E2BIG, "a file script got more than %d arguments",
-			       EXEC_SH_ARGV_MAX - 5);
 	struct exec_spec spec = {
-		.argv = argv,
+		.builtin = op,
+		.argv = args,
 		.user = s->user,
-		.timeout_ms = (int)(ctx->svc->cfg->timeout_s * 1000),
+		.stdin_data = stdin_data,
+		.stdin_len = stdin_len,
+		.attach_stdin = true,
+		.timeout_ms = timeout_ms,
 		.cap = XFER_STDERR_MAX,
 		.on_data = collect_data,
 		.arg = &c,
 	};
-	int r = exec_run(session_engine(s), ctx->call, s->container, &spec, &xr, err);
-	if (r < 0) {
+	if (!session_agent_run(session_engine(s), ctx->call, s, &spec, &xr, err, &r))
+		return 0;
+	xfer_result_from_exec(&xr, ret);
+	if (r < 0)
+		r = files_exec_failed(ctx, s, r, err);
+	else if (xr.agent_lost)
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
+			    "the session's agent (sandbox-mcp-agent) stopped during the file operation (killed from "
+			    "outside?); the session is usable: run the call again (the next one starts a new agent)");
+	exec_result_finish(&xr);
+	*ret_r = r;
+	return 1;
+}
+
+int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const char *const *args,
+	      struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err)
+{
+	return files_run_op(ctx, s, NULL, script, args, out, errtext, errsz, ret_code, err);
+}
+
+int files_run_op(struct tool_ctx *ctx, struct session *s, const char *op, const char *script,
+		 const char *const *args, struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err)
+{
+	const char *argv[EXEC_SH_ARGV_MAX];
+	struct collect c = { out };
+	struct exec_result xr;
+	struct xfer_result res;
+	int timeout_ms = (int)(ctx->svc->cfg->timeout_s * 1000), r;
+
+	if (!op || !files_agent(ctx, s, op, args, NULL, 0, timeout_ms, out, &res, err, &r)) {
+		if (exec_sh_argv(argv, ARRAY_SIZE(argv), script, "sandbox-mcp-files", args) < 0)
+			return err_set(err, ERRCODE_INTERNAL, -E2BIG, "a file script got more than %d arguments",
+				       EXEC_SH_ARGV_MAX - 5);
+		struct exec_spec spec = {
+			.argv = argv,
+			.user = s->user,
+			.timeout_ms = timeout_ms,
+			.cap = XFER_STDERR_MAX,
+			.on_data = collect_data,
+			.arg = &c,
+		};
+		r = exec_run(session_engine(s), ctx->call, s->container, &spec, &xr, err);
+		if (r == 0)
+			xfer_result_from_exec(&xr, &res);
 		exec_result_finish(&xr);
-		return files_exec_failed(ctx, s, r, err);
+		if (r < 0)
+			return files_exec_failed(ctx, s, r, err);
 	}
-	if (errtext && errsz) {
-		struct buf t;
-		buf_init(&t, SIZE_MAX);
-		capture_render(&xr.err, &t);
-		size_t k = t.len;
-		while (k > 0 && (t.data[k - 1] == '\n' || t.data[k - 1] == ' '))
-			k--;
-		snprintf(errtext, errsz, "%.*s", (int)k, t.data ? t.data : "");
-		buf_finish(&t);
-	}
-	if (xr.cancelled)
+	/* the same verdicts whichever path ran it */
+	if (r == 0 && res.cancelled)
 		r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
-	else if (xr.timed_out)
+	else if (r == 0 && res.timed_out)
 		r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the command took longer than %llu s (SANDBOX_TIMEOUT_S)",
 			    (unsigned long long)ctx->svc->cfg->timeout_s);
-	*ret_code = xr.stopped ? 0 : xr.exit_code;
-	exec_result_finish(&xr);
+	if (r == 0 || r == -ECANCELED || r == -ETIMEDOUT) {
+		if (errtext && errsz)
+			snprintf(errtext, errsz, "%s", res.stderr_text);
+		*ret_code = res.stopped ? 0 : res.exit_code;
+	}
 	return r;
 }
 
@@ -349,10 +390,7 @@ static int read_entry(void *arg, const struct tar_entry *e, struct err *err)
 	if (want > rs->length)
 		want = rs->length;
 	if (want > rs->cap)
-		return err_set(err, ERRCODE_TOO_LARGE, -EFBIG,
-			       "the file is %llu bytes, more than the %llu bytes one file_read returns: read it in parts "
-			       "with offset and length, or copy it out with file_download",
-			       (unsigned long long)e->size, (unsigned long long)rs->cap);
+		return too_large(e->size, rs->cap, err);
 	rs->length = want;
 	buf_init(&rs->data, (size_t)want);
 	return want ? TAR_OK : TAR_STOP;
@@ -371,9 +409,73 @@ static int read_data(void *arg, const char *p, size_t n, struct err *err)
 	return rs->data.len >= rs->length ? TAR_STOP : TAR_OK;
 }
 
+/* The file too large for one read: read_entry's message. */
+static int too_large(uint64_t size, uint64_t cap, struct err *err)
+{
+	return err_set(err, ERRCODE_TOO_LARGE, -EFBIG,
+		       "the file is %llu bytes, more than the %llu bytes one file_read returns: read it in parts with "
+		       "offset and length, or copy it out with file_download",
+		       (unsigned long long)size, (unsigned long long)cap);
+}
+
+/*
+ * files_pull_file through the agent's built-in "read": its head line, then
+ * the bytes. 1 when the agent took it (the outcome in *ret_r), 0 when the
+ * caller takes the exec path.
+ */
+static int pull_agent(struct tool_ctx *ctx, struct session *s, const char *path, uint64_t offset, uint64_t length,
+		      uint64_t cap, struct buf *ret_data, uint64_t *ret_size, unsigned *ret_mode, struct err *err,
+		      int *ret_r)
+{
+	char a_off[24], a_len[24], a_cap[24];
+	struct xfer_result xr;
+	struct buf out;
+	uint64_t size;
+	unsigned mode;
+	size_t head;
+	int r;
+
+	snprintf(a_off, sizeof(a_off), "%llu", (unsigned long long)offset);
+	snprintf(a_len, sizeof(a_len), "%llu", (unsigned long long)length);
+	snprintf(a_cap, sizeof(a_cap), "%llu", (unsigned long long)cap);
+	const char *args[] = { path, a_off, a_len, a_cap, NULL };
+	buf_init(&out, cap > SIZE_MAX - AGENTPROTO_HEAD_MAX ? SIZE_MAX : (size_t)cap + AGENTPROTO_HEAD_MAX);
+	if (!files_agent(ctx, s, "read", args, NULL, 0, XFER_TIMEOUT_MS, &out, &xr, err, &r)) {
+		buf_finish(&out);
+		return 0;
+	}
+	if (r == 0 && (xr.exit_code != 0 || xr.cancelled || xr.timed_out))
+		r = files_script_failed(&xr, path, "read", err);
+	if (r == 0 && agentproto_parse_head(out.data ? out.data : "", out.len, &size, &mode, &head) != 1)
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "the agent's read of '%.300s' sent no valid head line",
+			    path);
+	uint64_t want = r == 0 && offset < size ? size - offset : 0;
+	if (want > length)
+		want = length;
+	if (r == 0 && want > cap)
+		r = too_large(size, cap, err);
+	if (r < 0) {
+		buf_finish(&out);
+		*ret_r = r;
+		return 1;
+	}
+	buf_consume(&out, head);
+	if (out.len > want)
+		out.len = (size_t)want; /* an agent the sandbox took over may send more: never past the range */
+	*ret_data = out;
+	*ret_size = size;
+	*ret_mode = mode;
+	*ret_r = 0;
+	return 1;
+}
+
 int files_pull_file(struct tool_ctx *ctx, struct session *s, const char *path, uint64_t offset, uint64_t length,
 		    uint64_t cap, struct buf *ret_data, uint64_t *ret_size, unsigned *ret_mode, struct err *err)
 {
+	int ar;
+	if (pull_agent(ctx, s, path, offset, length, cap, ret_data, ret_size, ret_mode, err, &ar))
+		return ar;
+
 	struct read_sink rs0 = { .offset = offset, .length = length, .cap = cap };
 	struct read_sink *rs = &rs0;
 	struct tar_limits lim = { .entries = 4, .entry_size = UINT64_MAX / 4, .total_size = UINT64_MAX / 4 };

@@ -67,8 +67,30 @@ int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const
 	      struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err);
 
 /*
+ * files_run, through the agent's built-in operation op (src/agent/fileops.h,
+ * which takes the script's arguments and answers as it does) when the
+ * session has an agent; script through the exec path otherwise. op NULL:
+ * always the script.
+ */
+int files_run_op(struct tool_ctx *ctx, struct session *s, const char *op, const char *script,
+		 const char *const *args, struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err);
+
+/*
+ * Runs the agent's built-in file operation op with args in s (stdin_data
+ * on its stdin), its stdout collected into out (up to its max, as
+ * files_run), the rest in *ret. 1 when the agent ran it, the outcome in
+ * *ret_r (0, or -errno with err: the session forgotten when gone, the agent
+ * lost on the way); 0 when the caller takes the exec path (no agent, or it
+ * could not start it), err clear.
+ */
+int files_agent(struct tool_ctx *ctx, struct session *s, const char *op, const char *const *args,
+		const char *stdin_data, size_t stdin_len, int timeout_ms, struct buf *out, struct xfer_result *ret,
+		struct err *err, int *ret_r);
+
+/*
  * Reads bytes [offset, offset + length) (length UINT64_MAX: to the end) of
- * path (absolute, normalised) in s through tar, at most cap of them (more is
+ * path (absolute, normalised) in s through the agent, or through tar on
+ * the exec path, at most cap of them (more is
  * ERRCODE_TOO_LARGE). 0 with *ret_data (release it with buf_finish), the
  * whole file's size and mode, or -errno with err.
  */

@@ -9,17 +9,14 @@
  * caller as they arrive; hello and result frames are assembled (capped) and
  * decoded as JSON; figures are kept as PNG bytes (capped in count and size).
  *
- * The socket is non-blocking and every wait is a poll() on it and on a
- * wake-up pipe the call's cancel hook writes to, so cancellation and the
- * deadline act at once.  Whatever the interpreter prints between cells stays
- * in the socket (or, bounded, in p->in) and is shown with the next cell.
+ * Every wait is streamio_wait, on the socket and the call's cancellation,
+ * so cancellation and the deadline act at once.  Whatever the interpreter
+ * prints between cells stays in the socket (or, bounded, in p->in) and is
+ * shown with the next cell.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "driver.h"
 #include "exec.h"
@@ -28,9 +25,8 @@
 #include "pyrepl.h"
 #include "repl.h"
 #include "stream.h"
+#include "streamio.h"
 
-/* Longest pid line accepted from the wrapper. */
-#define PYREPL_PID_LINE_MAX 16
 /* Time given to the engine to report an exit code once the stream ended. */
 #define PYREPL_EXIT_WAIT_MS 2000
 
@@ -44,15 +40,13 @@ struct pyrepl {
 	char workdir[4096];
 	char exec_id[ENGINE_ID_LEN + 1];
 	struct engine_stream *stream;
-	int fd;
+	struct streamio io; /* its fd is the stream's; armed while a call waits */
 	struct stream_demux demux;
 	struct repl_frame frame;
 	struct buf in;	      /* socket bytes not parsed yet */
 	struct buf assembled; /* a hello or result frame being put together */
 	int fig_slot;	      /* where the figure being received goes; -1: dropped */
-	char pid_line[PYREPL_PID_LINE_MAX + 1];
-	size_t pid_len;
-	bool pid_done;
+	struct exec_pidline pid_line;
 	long pid;
 	char diag[PYREPL_DIAG_MAX];
 	size_t diag_len;
@@ -70,7 +64,6 @@ struct pyrepl {
 #define SEEN_HELLO 1
 #define SEEN_RESULT 2
 
-static void wake_hook(void *arg);
 static int read_some(struct pyrepl *p);
 static int process(struct pyrepl *p, struct pyrepl_result *res);
 static int frames(struct pyrepl *p, struct slice data, struct pyrepl_result *res);
@@ -81,32 +74,14 @@ static int finish_frame(struct pyrepl *p, int type, struct pyrepl_result *res);
 static bool kill_group(struct pyrepl *p);
 static void copy_diag(const struct pyrepl *p, char *out, size_t outsz);
 static int wait_exit(struct pyrepl *p);
-static int setup_wake(int wake[2], struct call *call, struct err *err);
-static void close_wake(int wake[2], struct call *call);
-
-static void wake_hook(void *arg)
-{
-	int fd = *(int *)arg;
-	ssize_t r = write(fd, "c", 1);
-	(void)r;
-}
 
 /* Reads what the socket has. >0 bytes read, 0 at EOF (sets p->eof), -EAGAIN, -ENOBUFS when p->in is full. */
 static int read_some(struct pyrepl *p)
 {
-	char *tail;
-	if (p->in.len + PYREPL_READ_CHUNK > p->in.max || buf_reserve(&p->in, PYREPL_READ_CHUNK, &tail) < 0)
-		return -ENOBUFS;
-	ssize_t n = read(p->fd, tail, PYREPL_READ_CHUNK);
-	if (n > 0) {
-		buf_commit(&p->in, (size_t)n);
-		return (int)n;
-	}
-	if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+	ssize_t n = streamio_read_into(&p->io, &p->in, PYREPL_READ_CHUNK);
+	if (n == 0)
 		p->eof = true;
-		return 0;
-	}
-	return -EAGAIN;
+	return (int)n;
 }
 
 static void stderr_data(struct pyrepl *p, struct slice data)
@@ -114,21 +89,12 @@ static void stderr_data(struct pyrepl *p, struct slice data)
 	const char *c = data.p;
 	size_t n = data.n;
 
-	while (n > 0 && !p->pid_done) {
-		char ch = *c++;
-		n--;
-		if (ch == '\n') {
-			uint64_t v;
-			p->pid_line[p->pid_len] = '\0';
-			if (parse_u64(p->pid_line, 2, 1u << 30, &v) == 0)
-				p->pid = (long)v;
-			p->pid_done = true;
-		} else if (p->pid_len < PYREPL_PID_LINE_MAX) {
-			p->pid_line[p->pid_len++] = ch;
-		} else {
-			p->pid_done = true;
-		}
-	}
+	bool had = p->pid_line.done;
+	size_t k = exec_pidline_feed(&p->pid_line, c, n);
+	if (!had && p->pid_line.pid)
+		p->pid = p->pid_line.pid;
+	c += k;
+	n -= k;
 	diag_add(p, c, n);
 }
 
@@ -328,33 +294,15 @@ static int wait_exit(struct pyrepl *p)
 	return code;
 }
 
-static int setup_wake(int wake[2], struct call *call, struct err *err)
-{
-	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0)
-		return err_set(err, ERRCODE_INTERNAL, -errno, "pipe: %s", strerror(errno));
-	if (call && call_arm(call, wake_hook, &wake[1]) < 0)
-		wake_hook(&wake[1]);
-	return 0;
-}
-
-static void close_wake(int wake[2], struct call *call)
-{
-	if (call)
-		call_disarm(call);
-	close(wake[0]);
-	close(wake[1]);
-}
-
 int pyrepl_start(struct engine *e, struct call *call, const struct pyrepl_opts *o, struct pyrepl **ret,
 		 struct err *err)
 {
 	const char *argv[] = { "python3", "-c", driver_py, NULL };
-	int wake[2];
 	int r;
 
 	struct pyrepl *p = xcalloc(1, sizeof(*p));
 	p->engine = e;
-	p->fd = -1;
+	p->io.wake[0] = p->io.wake[1] = -1;
 	p->fig_slot = -1;
 	snprintf(p->container, sizeof(p->container), "%s", o->container_id);
 	snprintf(p->user, sizeof(p->user), "%s", o->user ? o->user : "");
@@ -376,10 +324,7 @@ int pyrepl_start(struct engine *e, struct call *call, const struct pyrepl_opts *
 		pyrepl_destroy(p);
 		return r;
 	}
-	p->fd = engine_stream_fd(p->stream);
-	int fl = fcntl(p->fd, F_GETFL);
-	if (fl < 0 || fcntl(p->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-		r = err_set(err, ERRCODE_INTERNAL, -errno, "fcntl: %s", strerror(errno));
+	if ((r = streamio_open(&p->io, engine_stream_fd(p->stream), call, err)) < 0) {
 		pyrepl_destroy(p);
 		return r;
 	}
@@ -387,10 +332,6 @@ int pyrepl_start(struct engine *e, struct call *call, const struct pyrepl_opts *
 	_Static_assert(PYREPL_READ_CHUNK >= ENGINE_STREAM_AHEAD_MAX, "the driver buffer takes one HTTP read");
 	if (engine_stream_take_buffered(p->stream, &p->in) < 0)
 		abort();
-	if ((r = setup_wake(wake, call, err)) < 0) {
-		pyrepl_destroy(p);
-		return r;
-	}
 
 	int64_t deadline = t0 + PYREPL_START_TIMEOUT_MS;
 	r = 0;
@@ -429,24 +370,22 @@ int pyrepl_start(struct engine *e, struct call *call, const struct pyrepl_opts *
 				    PYREPL_START_TIMEOUT_MS / 1000);
 			break;
 		}
-		struct pollfd pfd[2] = { { .fd = p->fd, .events = POLLIN }, { .fd = wake[0], .events = POLLIN } };
-		int64_t left = deadline - now;
-		int pr = poll(pfd, 2, (int)(left > 1000 ? 1000 : left));
-		if (pr < 0 && errno != EINTR) {
-			r = err_set(err, ERRCODE_INTERNAL, -errno, "poll: %s", strerror(errno));
+		int seen = streamio_wait(&p->io, false, deadline);
+		if (seen < 0) {
+			r = err_set(err, ERRCODE_INTERNAL, seen, "poll: %s", strerror(-seen));
 			kill_group(p);
 			break;
 		}
-		if (pr > 0 && (pfd[1].revents & POLLIN)) {
+		if (seen & STREAMIO_CANCEL) {
 			kill_group(p);
 			r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled while python3 was starting");
 			break;
 		}
-		if (pr > 0 && (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+		if (seen & STREAMIO_IN)
 			while (read_some(p) > 0)
 				;
 	}
-	close_wake(wake, call);
+	streamio_disarm(&p->io);
 	if (r < 0) {
 		pyrepl_destroy(p);
 		return r;
@@ -463,7 +402,6 @@ int pyrepl_run(struct pyrepl *p, struct call *call, const struct pyrepl_request 
 {
 	char hdr[REPL_HEADER_LEN], num[24];
 	struct buf out;
-	int wake[2];
 	int r;
 
 	memset(res, 0, sizeof(*res));
@@ -494,10 +432,7 @@ int pyrepl_run(struct pyrepl *p, struct call *call, const struct pyrepl_request 
 	(void)buf_append(&out, hdr, sizeof(hdr));
 	(void)buf_append(&out, payload, plen);
 	free(payload);
-	if ((r = setup_wake(wake, call, err)) < 0) {
-		buf_finish(&out);
-		return r;
-	}
+	(void)streamio_arm(&p->io, call); /* a call already cancelled: the first wait says so */
 
 	int64_t deadline = req->timeout_ms > 0 ? t0 + req->timeout_ms : INT64_MAX;
 	int64_t grace = INT64_MAX;
@@ -549,41 +484,29 @@ int pyrepl_run(struct pyrepl *p, struct call *call, const struct pyrepl_request 
 			break;
 		}
 
-		int64_t until = res->interrupted ? grace : deadline;
-		int64_t left = until == INT64_MAX ? 1000 : until - now;
-		struct pollfd pfd[2] = {
-			{ .fd = p->fd, .events = POLLIN | (sent < out.len ? POLLOUT : 0) },
-			{ .fd = wake[0], .events = POLLIN },
-		};
-		int pr = poll(pfd, 2, (int)(left > 1000 ? 1000 : left < 0 ? 0 : left));
-		if (pr < 0 && errno != EINTR) {
-			r = err_set(err, ERRCODE_INTERNAL, -errno, "poll: %s", strerror(errno));
+		int ev = streamio_wait(&p->io, sent < out.len, res->interrupted ? grace : deadline);
+		if (ev < 0) {
+			r = err_set(err, ERRCODE_INTERNAL, ev, "poll: %s", strerror(-ev));
 			res->restarted = kill_group(p);
 			res->lost = res->killed = true;
 			break;
 		}
-		if (pr <= 0)
-			continue;
-		if (pfd[1].revents & POLLIN) {
-			char tmp[16];
-			while (read(wake[0], tmp, sizeof(tmp)) > 0)
-				;
+		if (ev & STREAMIO_CANCEL)
 			res->cancelled = true;
-		}
-		if (sent < out.len && (pfd[0].revents & POLLOUT)) {
-			ssize_t w = send(p->fd, out.data + sent, out.len - sent, MSG_NOSIGNAL);
+		if (sent < out.len && (ev & STREAMIO_OUT)) {
+			ssize_t w = streamio_send(&p->io, out.data + sent, out.len - sent);
 			if (w > 0)
 				sent += (size_t)w;
-			else if (w < 0 && errno != EAGAIN && errno != EINTR)
+			else if (w < 0)
 				p->eof = true;
 		}
-		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+		if (ev & STREAMIO_IN) {
 			for (int i = 0; i < 16 && read_some(p) > 0; i++)
 				;
 		}
 	}
 	p->req = NULL;
-	close_wake(wake, call);
+	streamio_disarm(&p->io);
 	if (sent > 0 && sent < out.len && !res->lost) {
 		/* a frame cut in the middle: the driver's reader can never resync */
 		res->restarted = kill_group(p);
@@ -627,6 +550,7 @@ void pyrepl_destroy(struct pyrepl *p)
 {
 	if (!p)
 		return;
+	streamio_close(&p->io);
 	engine_stream_destroy(p->stream);
 	buf_finish(&p->in);
 	buf_finish(&p->assembled);

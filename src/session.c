@@ -768,6 +768,38 @@ static int verify_hardening(json_t *inspect, const struct session *s, struct err
 	return 0;
 }
 
+bool session_agent_run(struct engine *e, struct call *call, struct session *s, const struct exec_spec *spec,
+		       struct exec_result *xr, struct err *err, int *ret_r)
+{
+	struct err se;
+
+	if (!s->agent_installed || atomic_exchange(&s->agent_busy, true))
+		return false;
+	if (s->agent && !agentctl_alive(s->agent)) {
+		log_infof("session %s: the agent is gone; starting a new one", s->id);
+		agentctl_destroy(s->agent);
+		s->agent = NULL;
+	}
+	if (!s->agent && agentctl_start(e, call, s->container, s->user, &s->agent, &se) < 0) {
+		log_warnf("session %s: the agent did not start (%s); the exec path is used", s->id, se.msg);
+		atomic_store(&s->agent_busy, false);
+		return false;
+	}
+	int r = agentctl_run(s->agent, call, spec, xr, err);
+	if (r == -EAGAIN) {
+		log_infof("session %s: %s; the exec path is used", s->id, err->msg);
+		agentctl_destroy(s->agent);
+		s->agent = NULL;
+		exec_result_finish(xr);
+		err_clear(err);
+	}
+	atomic_store(&s->agent_busy, false);
+	if (r == -EAGAIN)
+		return false;
+	*ret_r = r;
+	return true;
+}
+
 int session_create(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session **ret,
 		   struct err *err)
 {
@@ -941,16 +973,24 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 		"Soft", (json_int_t)SESSION_NPROC, "Hard", (json_int_t)SESSION_NPROC, "Privileged", 0, "IpcMode", "private");
 	if (s->runtime[0])
 		json_object_set_new(hc, "Runtime", json_string(s->runtime));
-	if (s->read_only) {
-		/* the workspace must stay writable: an anonymous volume of its own */
-		json_object_set_new(hc, "Mounts",
-				    json_pack("[{s:s, s:s}]", "Type", "volume", "Target", cfg->workspace));
-	}
 	/*
 	 * With the agent, the agent idles as the main process (no /bin/sh needed:
 	 * shell-less images work); it is copied in before start, below.
 	 */
-	bool with_agent = agentctl_built() && !s->read_only;
+	bool with_agent = agentctl_built();
+	if (s->read_only) {
+		/*
+		 * The workspace must stay writable: an anonymous volume of its own.
+		 * The engine refuses the archive copy of the agent into a read-only
+		 * root but not into a volume: its directory is a second anonymous
+		 * volume, root's, which the sandbox user cannot write (docs/agent.md).
+		 * Both go with the container (removed with v=1).
+		 */
+		json_t *mounts = json_pack("[{s:s, s:s}]", "Type", "volume", "Target", cfg->workspace);
+		if (with_agent)
+			json_array_append_new(mounts, json_pack("{s:s, s:s}", "Type", "volume", "Target", AGENTCTL_DIR));
+		json_object_set_new(hc, "Mounts", mounts);
+	}
 	json_t *entry = with_agent ? json_pack("[s, s]", AGENTCTL_PATH, "--idle")
 				   : json_pack("[s, s, s]", "/bin/sh", "-c", session_idle_cmd);
 	json_t *body = json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image",
@@ -985,7 +1025,7 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 		buf_finish(&tar);
 	}
 	if (r == 0 && with_agent) {
-		r = agentctl_install(eng, call, s->container, err);
+		r = agentctl_install(eng, call, s->container, s->read_only, err);
 		s->agent_installed = r == 0;
 	}
 	if (r == 0)

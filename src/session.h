@@ -12,6 +12,7 @@
 #ifndef SESSION_H
 #define SESSION_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -31,6 +32,8 @@
 #define SESSION_TRANSIENT_EXTRA 2
 
 struct agentctl;
+struct exec_result;
+struct exec_spec;
 struct pyrepl;
 struct session_mgr;
 
@@ -70,6 +73,12 @@ struct session {
 	 */
 	bool agent_installed;
 	struct agentctl *agent;
+	/*
+	 * Held while a call uses the agent (session_agent_run). Tool calls on a
+	 * session are serialized, but resources/read and the HTTP file links
+	 * are not: one that finds the agent in use takes the exec path.
+	 */
+	atomic_bool agent_busy;
 	/*
 	 * What the session did that session_export replays, oldest first: an
 	 * array of objects {"kind": "pip_install" | "git_clone" | ..., ...}.
@@ -116,6 +125,16 @@ void session_mgr_cleanup(struct session_mgr *m);
 /* session_mgr_cleanup, then frees everything. */
 void session_mgr_destroy(struct session_mgr *m);
 const char *session_mgr_instance(const struct session_mgr *m);
+
+/*
+ * Runs spec through the session's agent (agentctl_run), starting it if it is
+ * not running. True when it did, with exec_run's result in *ret_r, xr and
+ * err; false when the call must take the exec path instead (no agent in
+ * this container, it would not start, it could not start this command or
+ * its built-in, or another call is using it), with xr released and err clear.
+ */
+bool session_agent_run(struct engine *e, struct call *call, struct session *s, const struct exec_spec *spec,
+		       struct exec_result *xr, struct err *err, int *ret_r);
 
 /* Creates a session; *ret holds a reference (session_put it). */
 int session_create(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session **ret,

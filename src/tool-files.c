@@ -28,6 +28,12 @@
 
 /* Patches per file_patch call. */
 #define PATCH_MAX 100
+/*
+ * Largest file written through the agent's built-in "write" (its stdin is
+ * queued in the agent's memory); larger ones stream through tar on the exec
+ * path.
+ */
+#define WRITE_AGENT_MAX (4u << 20)
 /* Bytes of base64 text decoded at a time (a multiple of 4: whole groups). */
 #define WRITE_B64_CHUNK (TAR_CHUNK / 3 * 4)
 
@@ -156,6 +162,39 @@ static int write_produce(void *arg, struct tar_writer *w, struct err *err)
 	return tar_writer_data(w, src->chunk, (size_t)n, err);
 }
 
+/*
+ * push_file through the agent: src decoded whole, on the built-in's stdin.
+ * 1 when the agent took it (the outcome in *ret_r), 0 for the exec path.
+ */
+static int push_agent(struct tool_ctx *ctx, struct session *s, const char *path, const char *const *args,
+		      const struct write_src *src, struct err *err, int *ret_r)
+{
+	const char *data = src->data;
+	char *decoded = NULL;
+	struct xfer_result xr;
+	struct buf out;
+	int r;
+
+	if (src->size > WRITE_AGENT_MAX || !s->agent_installed)
+		return 0;
+	if (src->b64) {
+		decoded = xmalloc(base64_decoded_max(src->len) + 1);
+		long long n = base64_decode(src->data, src->len, decoded);
+		if (n < 0 || (uint64_t)n != src->size) {
+			free(decoded); /* b64_size checked it: the tar path says what is wrong */
+			return 0;
+		}
+		data = decoded;
+	}
+	buf_init(&out, 4096);
+	int took = files_agent(ctx, s, "write", args, data, (size_t)src->size, XFER_TIMEOUT_MS, &out, &xr, err, &r);
+	buf_finish(&out);
+	free(decoded);
+	if (took)
+		*ret_r = r < 0 ? r : files_script_failed(&xr, path, "write", err);
+	return took;
+}
+
 /* Writes src as path (absolute, normalised) in s. 0 or -errno with err. */
 static int push_file(struct tool_ctx *ctx, struct session *s, const char *path, struct write_src *src,
 		     bool overwrite, bool keep_mode, struct err *err)
@@ -168,8 +207,14 @@ static int push_file(struct tool_ctx *ctx, struct session *s, const char *path, 
 	if (!dir[0])
 		snprintf(dir, sizeof(dir), "/");
 	src->entry.path = base;
-	const char *args[] = { dir, base, overwrite ? "1" : "0", keep_mode ? "0" : "1", NULL };
-	int r = xfer_push(session_engine(s), ctx->call, s, write_script, args, write_produce, src, &xr, err);
+	char mode[8];
+	snprintf(mode, sizeof(mode), "%o", src->entry.mode & 07777);
+	/* the script ignores the fifth argument: the mode is in the tar header */
+	const char *args[] = { dir, base, overwrite ? "1" : "0", keep_mode ? "0" : "1", mode, NULL };
+	int r;
+	if (push_agent(ctx, s, path, args, src, err, &r))
+		return r;
+	r = xfer_push(session_engine(s), ctx->call, s, write_script, args, write_produce, src, &xr, err);
 	if (r < 0)
 		return files_exec_failed(ctx, s, r, err);
 	return files_script_failed(&xr, path, "write", err);
@@ -456,7 +501,7 @@ static int file_delete(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	char errtext[XFER_STDERR_MAX];
 	int code = -1;
 	buf_init(&out, 4096);
-	int r = files_run(ctx, s, delete_script, argv, &out, errtext, sizeof(errtext), &code, &e);
+	int r = files_run_op(ctx, s, "delete", delete_script, argv, &out, errtext, sizeof(errtext), &code, &e);
 	char kind[16] = "";
 	sscanf(out.data ? out.data : "", "%15s", kind);
 	if (r == 0 && code != 0) {

@@ -124,7 +124,7 @@ static int file_list(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 		return 0;
 	const char *argv[] = { path, depth_arg, hidden ? "1" : "0", NULL };
 	buf_init(&out, LIST_OUTPUT_MAX);
-	int r = files_run(ctx, s, list_script, argv, &out, errtext, sizeof(errtext), &code, &e);
+	int r = files_run_op(ctx, s, "list", list_script, argv, &out, errtext, sizeof(errtext), &code, &e);
 	bool truncated = out.len == LIST_OUTPUT_MAX || (r == 0 && code == 0 && out.len >= LIST_OUTPUT_MAX - 4096);
 	if (r == 0 && code != 0 && code != 1)
 		r = files_code_failed(code, errtext, path, "list", &e);

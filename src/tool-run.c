@@ -16,7 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "agentctl.h"
 #include "exec.h"
 #include "log.h"
 #include "pathsafe.h"
@@ -127,8 +126,6 @@ static void add_texts(struct tool_result *res, const struct run_ctx *rc, const s
 }
 
 static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
-static bool run_agent(struct tool_ctx *ctx, struct session *s, const struct exec_spec *spec, struct exec_result *xr,
-		      struct err *e, int *ret_r);
 static int check_command(const struct config *cfg, json_t *args, const char **argv, struct err *e);
 static void run_args_finish(struct run_args *a);
 static int parse_args(const struct config *cfg, json_t *args, struct run_args *a, struct err *e);
@@ -255,42 +252,6 @@ static void on_tick(void *arg)
 	tool_progress_tick(rc->ctx);
 }
 
-/*
- * Runs spec through the session's agent, starting it if it is not running.
- * True when it did (the result in *ret_r, as exec_run's); false when the call
- * must take the exec path: no agent in this container, it would not start,
- * or it could not start this command.
- */
-static bool run_agent(struct tool_ctx *ctx, struct session *s, const struct exec_spec *spec, struct exec_result *xr,
-		      struct err *e, int *ret_r)
-{
-	struct engine *eng = session_engine(s);
-	struct err se;
-
-	if (!s->agent_installed)
-		return false;
-	if (s->agent && !agentctl_alive(s->agent)) {
-		log_infof("session %s: the agent is gone; starting a new one", s->id);
-		agentctl_destroy(s->agent);
-		s->agent = NULL;
-	}
-	if (!s->agent && agentctl_start(eng, ctx->call, s->container, s->user, &s->agent, &se) < 0) {
-		log_warnf("session %s: the agent did not start (%s); the exec path is used", s->id, se.msg);
-		return false;
-	}
-	int r = agentctl_run(s->agent, ctx->call, spec, xr, e);
-	if (r == -EAGAIN) {
-		log_infof("session %s: %s; the exec path is used", s->id, e->msg);
-		agentctl_destroy(s->agent);
-		s->agent = NULL;
-		exec_result_finish(xr);
-		err_clear(e);
-		return false;
-	}
-	*ret_r = r;
-	return true;
-}
-
 /* Checks command / argv (exactly one) and fills argv (RUN_ARGV_MAX + 1 slots). 0 or -errno with e. */
 static int check_command(const struct config *cfg, json_t *args, const char **argv, struct err *e)
 {
@@ -405,7 +366,7 @@ static int run(struct run_ctx *rc, const struct run_args *a, struct exec_spec *s
 		.on_tick = on_tick,
 		.arg = rc,
 	};
-	if (!run_agent(ctx, s, spec, rc->res, e, &r))
+	if (!session_agent_run(session_engine(s), ctx->call, s, spec, rc->res, e, &r))
 		r = exec_run(session_engine(s), ctx->call, s->container, spec, rc->res, e);
 	spill_finish(rc, &rc->spill[1], rc->res->out.total);
 	spill_finish(rc, &rc->spill[2], rc->res->err.total);

@@ -18,20 +18,17 @@
  * drained and dropped.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "exec.h"
 #include "log.h"
 #include "stream.h"
+#include "streamio.h"
 #include "xfer.h"
 
 /* Bytes read from the engine's stream at a time. */
 #define XFER_READ_CHUNK (256 * 1024)
-/* Longest pid line accepted from the exec wrapper. */
-#define XFER_PID_LINE_MAX 16
 /* Output kept per stream by exec_run (stdout is consumed by on_data). */
 #define XFER_CAPTURE 4096
 
@@ -48,8 +45,7 @@ struct push_state {
 
 struct pull_state {
 	struct engine_stream *stream;
-	int fd;
-	int wake[2]; /* the cancel hook writes to wake[1] */
+	struct streamio io;
 	struct stream_demux demux;
 	char *in;	     /* raw stream bytes, XFER_READ_CHUNK */
 	size_t len, off;     /* in[off..len) not demultiplexed yet */
@@ -57,20 +53,15 @@ struct pull_state {
 	size_t out_n;
 	int64_t deadline;
 	bool eof, cancelled, timed_out, malformed;
-	char pid_line[XFER_PID_LINE_MAX + 1];
-	size_t pid_len;
-	bool pid_done;
-	long pid;
+	struct exec_pidline pid;
 	struct buf errtext;
 };
 
 static ssize_t push_stdin(void *arg, char *p, size_t n);
-static void wake_hook(void *arg);
 static void pull_stderr(struct pull_state *ps, const char *p, size_t n);
 static int pull_fill(struct pull_state *ps, int64_t deadline);
 static ssize_t pull_source(void *arg, void *p, size_t n);
 static void pull_drain(struct pull_state *ps, int64_t deadline);
-static void fill_result(const struct exec_result *xr, struct xfer_result *ret);
 static int run(struct engine *e, struct call *call, const struct session *s, const char *script,
 	       const char *const *args, struct exec_spec *spec, struct xfer_result *ret, struct err *err);
 
@@ -97,30 +88,12 @@ static ssize_t push_stdin(void *arg, char *p, size_t n)
 	return (ssize_t)k;
 }
 
-static void wake_hook(void *arg)
-{
-	ssize_t r = write(*(int *)arg, "c", 1);
-	(void)r;
-}
-
 /* stderr: the wrapper's pid line first, then the script's messages (capped). */
 static void pull_stderr(struct pull_state *ps, const char *p, size_t n)
 {
-	while (n > 0 && !ps->pid_done) {
-		char c = *p++;
-		n--;
-		if (c == '\n') {
-			uint64_t v;
-			ps->pid_line[ps->pid_len] = '\0';
-			if (parse_u64(ps->pid_line, 2, 1u << 30, &v) == 0)
-				ps->pid = (long)v;
-			ps->pid_done = true;
-		} else if (ps->pid_len < XFER_PID_LINE_MAX) {
-			ps->pid_line[ps->pid_len++] = c;
-		} else {
-			ps->pid_done = true;
-		}
-	}
+	size_t k = exec_pidline_feed(&ps->pid, p, n);
+	p += k;
+	n -= k;
 	size_t room = ps->errtext.max - ps->errtext.len;
 	if (n)
 		(void)buf_append(&ps->errtext, p, n < room ? n : room);
@@ -130,26 +103,22 @@ static void pull_stderr(struct pull_state *ps, const char *p, size_t n)
 static int pull_fill(struct pull_state *ps, int64_t deadline)
 {
 	for (;;) {
-		int64_t left = deadline - now_ms();
-		if (left <= 0)
+		if (deadline - now_ms() <= 0)
 			return -ETIMEDOUT;
-		struct pollfd pfd[2] = { { .fd = ps->fd, .events = POLLIN }, { .fd = ps->wake[0], .events = POLLIN } };
-		int pr = poll(pfd, 2, left > 1000 ? 1000 : (int)left);
-		if (pr < 0 && errno != EINTR)
-			return -errno;
-		if (pr <= 0)
-			continue;
-		if (pfd[1].revents & POLLIN)
+		int seen = streamio_wait(&ps->io, false, deadline);
+		if (seen < 0)
+			return seen;
+		if (seen & STREAMIO_CANCEL)
 			return -ECANCELED;
-		ssize_t k = read(ps->fd, ps->in + ps->len, XFER_READ_CHUNK - ps->len);
+		if (!seen)
+			continue;
+		ssize_t k = streamio_read(&ps->io, ps->in + ps->len, XFER_READ_CHUNK - ps->len);
 		if (k > 0) {
 			ps->len += (size_t)k;
 			return 1;
 		}
-		if (k == 0)
-			return 0;
-		if (errno != EAGAIN && errno != EINTR)
-			return -errno;
+		if (k != -EAGAIN)
+			return (int)k;
 	}
 }
 
@@ -214,11 +183,6 @@ static void pull_drain(struct pull_state *ps, int64_t deadline)
 		ssize_t r = pull_source(ps, scratch, sizeof(scratch));
 		if (r == 0 || (r < 0 && r != -ECANCELED))
 			break;
-		if (r == -ECANCELED) {
-			char tmp[16];
-			while (read(ps->wake[0], tmp, sizeof(tmp)) > 0)
-				;
-		}
 		if (now_ms() > deadline)
 			break;
 		ps->deadline = deadline;
@@ -226,21 +190,13 @@ static void pull_drain(struct pull_state *ps, int64_t deadline)
 	ps->timed_out = timed_out;
 }
 
-static void fill_result(const struct exec_result *xr, struct xfer_result *ret)
+void xfer_result_from_exec(const struct exec_result *xr, struct xfer_result *ret)
 {
-	struct buf text;
-
 	ret->exit_code = xr->exit_code;
 	ret->timed_out = xr->timed_out;
 	ret->cancelled = xr->cancelled;
 	ret->stopped = xr->stopped;
-	buf_init(&text, SIZE_MAX);
-	capture_render(&xr->err, &text);
-	size_t n = text.len;
-	while (n > 0 && (text.data[n - 1] == '\n' || text.data[n - 1] == ' '))
-		n--;
-	snprintf(ret->stderr_text, sizeof(ret->stderr_text), "%.*s", (int)n, text.data ? text.data : "");
-	buf_finish(&text);
+	capture_render_trimmed(&xr->err, ret->stderr_text, sizeof(ret->stderr_text));
 }
 
 static int run(struct engine *e, struct call *call, const struct session *s, const char *script,
@@ -261,7 +217,7 @@ static int run(struct engine *e, struct call *call, const struct session *s, con
 
 	int r = exec_run(e, call, s->container, spec, &xr, err);
 	if (r == 0)
-		fill_result(&xr, ret);
+		xfer_result_from_exec(&xr, ret);
 	exec_result_finish(&xr);
 	return r;
 }
@@ -296,7 +252,7 @@ int xfer_pull(struct engine *e, struct call *call, const struct session *s, cons
 {
 	const char *argv[EXEC_SH_ARGV_MAX];
 	char exec_id[ENGINE_ID_LEN + 1];
-	struct pull_state ps = { .wake = { -1, -1 } };
+	struct pull_state ps = { 0 };
 	struct tar_stats st = { 0 };
 	int r;
 
@@ -308,13 +264,11 @@ int xfer_pull(struct engine *e, struct call *call, const struct session *s, cons
 	struct exec_spec spec = { .argv = argv, .user = s->user };
 	if ((r = exec_start(e, call, s->container, &spec, exec_id, &ps.stream, err)) < 0)
 		return r;
-	ps.fd = engine_stream_fd(ps.stream);
-	int fl = fcntl(ps.fd, F_GETFL);
-	if (fl < 0 || fcntl(ps.fd, F_SETFL, fl | O_NONBLOCK) < 0 || pipe2(ps.wake, O_CLOEXEC | O_NONBLOCK) < 0) {
-		r = err_set(err, ERRCODE_INTERNAL, -errno, "exec setup: %s", strerror(errno));
+	if ((r = streamio_open(&ps.io, engine_stream_fd(ps.stream), call, err)) < 0) {
 		engine_stream_destroy(ps.stream);
 		return r;
 	}
+	ps.cancelled = r == 1;
 	stream_demux_init(&ps.demux);
 	buf_init(&ps.errtext, XFER_STDERR_MAX - 1);
 	ps.in = xmalloc(XFER_READ_CHUNK);
@@ -330,18 +284,15 @@ int xfer_pull(struct engine *e, struct call *call, const struct session *s, cons
 		ps.len = ahead.len;
 		buf_finish(&ahead);
 	}
-	if (call && call_arm(call, wake_hook, &ps.wake[1]) < 0)
-		ps.cancelled = true;
 
 	r = ps.cancelled ? err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled")
 			 : tar_read(pull_source, &ps, lim, sink, &st, err);
-	if (call)
-		call_disarm(call);
+	streamio_disarm(&ps.io);
 	if (!ps.eof) {
 		/* stopped early: end the process group, then let its output drain */
 		struct exec_result kr = { 0 };
-		if (ps.pid > 1)
-			exec_kill_group(e, s->container, &spec, ps.pid, &kr);
+		if (ps.pid.pid > 1)
+			exec_kill_group(e, s->container, &spec, ps.pid.pid, &kr);
 		pull_drain(&ps, now_ms() + EXEC_KILL_GRACE_MS);
 		ret->stopped = true;
 	}
@@ -353,10 +304,8 @@ int xfer_pull(struct engine *e, struct call *call, const struct session *s, cons
 	}
 	ret->cancelled = ps.cancelled;
 	ret->timed_out = ps.timed_out;
-	size_t tl = ps.errtext.len;
-	while (tl > 0 && (ps.errtext.data[tl - 1] == '\n' || ps.errtext.data[tl - 1] == ' '))
-		tl--;
-	snprintf(ret->stderr_text, sizeof(ret->stderr_text), "%.*s", (int)tl, ps.errtext.data ? ps.errtext.data : "");
+	capture_trim_copy(ps.errtext.data ? ps.errtext.data : "", ps.errtext.len, ret->stderr_text,
+			  sizeof(ret->stderr_text));
 
 	if (r < 0 && ps.cancelled)
 		r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
@@ -373,7 +322,6 @@ int xfer_pull(struct engine *e, struct call *call, const struct session *s, cons
 	buf_finish(&ps.errtext);
 	free(ps.in);
 	engine_stream_destroy(ps.stream);
-	close(ps.wake[0]);
-	close(ps.wake[1]);
+	streamio_close(&ps.io);
 	return r;
 }

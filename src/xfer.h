@@ -45,6 +45,11 @@ struct xfer_result {
 	char stderr_text[XFER_STDERR_MAX]; /* the script's stderr, trimmed */
 };
 
+struct exec_result;
+
+/* Fills ret from an exec's result: its exit code, verdicts and stderr (trimmed). */
+void xfer_result_from_exec(const struct exec_result *xr, struct xfer_result *ret);
+
 /*
  * Produces the next piece of a pushed stream by calling tar_writer_add /
  * tar_writer_data / tar_writer_close on w: 0 for more, 1 once the stream was

@@ -26,11 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agentproto.h"
+#include "fileops.h"
 
 #define AGENT_VERSION "1"
 /* Bytes read from a pipe or stdin at a time. */
@@ -56,7 +58,7 @@ struct job {
 
 static int sigpipe_fd[2];
 static struct job job = { .out = -1, .err = -1, .in = -1 };
-static char *req; /* the 'R' payload being assembled */
+static char *req; /* the 'R' or 'B' payload being assembled */
 static size_t req_len;
 
 static void on_sigchld(int sig);
@@ -64,9 +66,10 @@ static long long now_ms(void);
 static void send_frame(int type, const char *p, size_t n);
 static void sendf(int type, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void close_fd(int *fd);
-static void start(const char *p, size_t len);
+static void start(const char *p, size_t len, bool builtin);
 static char **build_env(char **extra, size_t nextra);
-static void child(char **argv, char **envp, const char *cwd, int status_fd);
+static void close_from(int lowest);
+static void child(char **argv, size_t argc, char **envp, const char *cwd, int status_fd, bool builtin);
 static void frame_piece(const struct agentproto_piece *pc);
 static void pump_output(int *fd, int type);
 static void reap(void);
@@ -153,8 +156,24 @@ static char **build_env(char **extra, size_t nextra)
 	return envp;
 }
 
-/* In the forked child: never returns. Reports "<errno> <step>" on status_fd when it cannot exec. */
-static void child(char **argv, char **envp, const char *cwd, int status_fd)
+/* Closes every descriptor from lowest up (status_fd included, which tells the parent it started). */
+static void close_from(int lowest)
+{
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, (unsigned)lowest, ~0u, 0) == 0)
+		return;
+#endif
+	long max = sysconf(_SC_OPEN_MAX);
+	for (int fd = lowest; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+		close(fd);
+}
+
+/*
+ * In the forked child: never returns. Reports "<errno> <step>" on status_fd
+ * when it cannot exec (or has no such built-in); a built-in closes status_fd
+ * (the parent's "started") and runs here, in the child.
+ */
+static void child(char **argv, size_t argc, char **envp, const char *cwd, int status_fd, bool builtin)
 {
 	const char *step = "chdir";
 	sigset_t none;
@@ -163,7 +182,17 @@ static void child(char **argv, char **envp, const char *cwd, int status_fd)
 	signal(SIGPIPE, SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
 	setsid();
-	if (!cwd || chdir(cwd) == 0) {
+	if (cwd && chdir(cwd) < 0) {
+		/* step stays "chdir" */
+	} else if (builtin) {
+		step = "builtin";
+		errno = ENOSYS;
+		if (fileop_known(argv[0])) {
+			/* no exec closes the agent's descriptors here: the command's own stdin pipe would never end */
+			close_from(3);
+			_exit(fileop_run((int)argc, argv));
+		}
+	} else {
 		step = "exec";
 		char **saved = environ;
 		environ = envp; /* execvp searches the request's PATH */
@@ -177,8 +206,8 @@ static void child(char **argv, char **envp, const char *cwd, int status_fd)
 	_exit(127);
 }
 
-/* Runs the command an 'R' payload describes; sends 'P' or 'F'. */
-static void start(const char *p, size_t len)
+/* Runs the command an 'R' payload describes (or the built-in of a 'B' one); sends 'P' or 'F'. */
+static void start(const char *p, size_t len, bool builtin)
 {
 	char **argv = calloc(AGENTPROTO_FIELDS_MAX + 4, sizeof(*argv));
 	char **extra = calloc(AGENTPROTO_FIELDS_MAX + 1, sizeof(*extra));
@@ -206,7 +235,7 @@ static void start(const char *p, size_t len)
 		else
 			shell = v;
 	}
-	if (r < 0 || (shell ? argc != 0 : argc == 0)) {
+	if (r < 0 || (shell ? argc != 0 : argc == 0) || (builtin && (shell || nextra))) {
 		sendf('F', "%d request", EINVAL);
 		goto out;
 	}
@@ -235,7 +264,7 @@ static void start(const char *p, size_t len)
 		/* dup2 clears O_CLOEXEC on 0, 1 and 2 */
 		if (dup2(io[0][0], 0) < 0 || dup2(io[1][1], 1) < 0 || dup2(io[2][1], 2) < 0)
 			_exit(127);
-		child(argv, envp, cwd, st[1]);
+		child(argv, argc, envp, cwd, st[1], builtin);
 	}
 	close_fd(&st[1]);
 	char msg[64];
@@ -274,6 +303,7 @@ static void frame_piece(const struct agentproto_piece *pc)
 {
 	switch (pc->type) {
 	case 'R':
+	case 'B':
 		if (pc->first) {
 			free(req);
 			req_len = 0;
@@ -287,7 +317,7 @@ static void frame_piece(const struct agentproto_piece *pc)
 			if (job.pid > 0)
 				sendf('F', "%d busy", EBUSY);
 			else
-				start(req, req_len);
+				start(req, req_len, pc->type == 'B');
 			free(req);
 			req = NULL;
 		}

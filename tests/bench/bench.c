@@ -14,6 +14,8 @@
  *   file_upload / file_download of 50 MiB  vs  `docker cp` both ways,
  *                                      with the server's peak RSS
  *   file_write (base64) of 32 MiB      with the server's peak RSS
+ *   file_read / file_write of 1 KiB vs  `docker exec <ctr> cat` (the CLI)
+ *   file_list of the workspace      vs  `docker exec <ctr> ls -la` (the CLI)
  *   pip_install of a local wheel    vs  `docker exec <ctr> pip install` (CLI)
  *   session_commit                  vs  `docker commit <ctr>` (CLI)
  *   session_export with build: true vs  `docker build` (CLI) of the same
@@ -24,8 +26,9 @@
  *                                      whole create less a create of the
  *                                      present image; peak RSS before/after
  *
- * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull]
- *        ("files", "save", "pull": only those rows, pull needs docker-registry; "run": up to the run_command rows)
+ * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|fileops]
+ *        ("files", "save", "pull", "fileops": only those rows, pull needs docker-registry; "run": up to the
+ *        run_command rows)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -330,6 +333,75 @@ static double since_ms(int64_t t0)
 }
 
 /*
+ * The small file calls a model makes all the time, warm (the session's agent
+ * running): file_write and file_read of 1 KiB beside `docker exec cat` of
+ * that file, file_list of the workspace (20 entries) beside `docker exec ls
+ * -la` of it. The calls run back to back first, then the anchors: the
+ * engine winds a CLI's exec down after the CLI returns, which slowed the
+ * call after it by several ms when they were interleaved.
+ */
+static void bench_fileops(int n)
+{
+	struct server s;
+	char kib[1025];
+	server_start(&s);
+	free(server_call(&s, 1, "initialize", init_params));
+	json_t *cr = call_sc(&s, 2, "session_create", json_pack("{s:s}", "name", "bench-fileops"));
+	char *sid = xstrdup(json_string_value(json_object_get(cr, "session_id")));
+	char *ctr = xstrdup(json_string_value(json_object_get(cr, "container_id")));
+	json_decref(cr);
+	memset(kib, 'x', 1023);
+	kib[1023] = '\n';
+	kib[1024] = '\0';
+	int id = 10;
+	for (int i = 0; i < 19; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "f%02d.txt", i);
+		json_decref(call_sc(&s, id++, "file_write", json_pack("{s:s, s:s, s:s}", "session_id", sid, "path", name,
+								    "content", "warm")));
+	}
+	json_decref(call_sc(&s, id++, "file_list", json_pack("{s:s}", "session_id", sid)));
+
+	double *w = calloc((size_t)n, sizeof(double)), *r = calloc((size_t)n, sizeof(double));
+	double *l = calloc((size_t)n, sizeof(double)), *ac = calloc((size_t)n, sizeof(double));
+	double *al = calloc((size_t)n, sizeof(double));
+	/* the calls back to back, as a model makes them; then the anchors (a CLI exec loads the engine after it returns) */
+	for (int i = 0; i < n; i++) {
+		int64_t t0 = now_us();
+		json_decref(call_sc(&s, id++, "file_write",
+				    json_pack("{s:s, s:s, s:s}", "session_id", sid, "path", "kib.txt", "content", kib)));
+		w[i] = since_ms(t0);
+		t0 = now_us();
+		char *args = xasprintf("{\"name\":\"file_read\",\"arguments\":{\"session_id\":\"%s\",\"path\":\"kib.txt\"}}",
+				       sid);
+		free(call_ok(&s, id++, args));
+		free(args);
+		r[i] = since_ms(t0);
+		t0 = now_us();
+		json_decref(call_sc(&s, id++, "file_list", json_pack("{s:s}", "session_id", sid)));
+		l[i] = since_ms(t0);
+	}
+	for (int i = 0; i < n; i++) {
+		char *cv[] = { "docker", "exec", ctr, "cat", "/workspace/kib.txt", NULL };
+		ac[i] = run_cli(cv);
+		char *lv[] = { "docker", "exec", ctr, "ls", "-la", "/workspace", NULL };
+		al[i] = run_cli(lv);
+	}
+	double cat = median(ac, n);
+	row("file_write 1 KiB, warm (median)", median(w, n), "ms", "docker exec cat (CLI)", cat);
+	row("file_read 1 KiB, warm (median)", median(r, n), "ms", "docker exec cat (CLI)", cat);
+	row("file_list workspace, warm (median)", median(l, n), "ms", "docker exec ls -la (CLI)", median(al, n));
+	free(w);
+	free(r);
+	free(l);
+	free(ac);
+	free(al);
+	free(sid);
+	free(ctr);
+	server_stop(&s);
+}
+
+/*
  * Saving a session: a session that built a wheel and installed it, then
  * pip_install (uninstalled between rounds), session_commit and session_export
  * with build: true, each beside the docker CLI doing the same, interleaved.
@@ -592,7 +664,7 @@ static void bench_pull(int n)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull]\n");
+		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|fileops]\n");
 		return 2;
 	}
 	bin = argv[1];
@@ -614,6 +686,10 @@ int main(int argc, char **argv)
 	}
 	if (argc > 3 && strcmp(argv[3], "pull") == 0) {
 		bench_pull(rounds < 5 ? rounds : 5);
+		return 0;
+	}
+	if (argc > 3 && strcmp(argv[3], "fileops") == 0) {
+		bench_fileops(rounds);
 		return 0;
 	}
 	double *v = calloc((size_t)rounds, sizeof(double)), *a = calloc((size_t)rounds, sizeof(double));

@@ -2,7 +2,8 @@
  * fuzz-agentproto.c - agentproto_feed fed in pieces cut by the first byte of
  * the input (see fuzz.h), in the direction its second byte picks; the rest
  * is the frame stream.  Each whole 'R' payload is walked with
- * agentproto_field and each 'X' payload parsed with agentproto_parse_exit.
+ * agentproto_field (a 'B' one too), each 'X' payload parsed with
+ * agentproto_parse_exit and each 'O' payload with agentproto_parse_head.
  *
  * Every call must make progress: a piece lies inside the input and ends where
  * consumption ends, "need more" consumes everything, pieces of one frame add
@@ -25,7 +26,7 @@ struct outcome {
 
 static void payload_checks(int type, const char *p, size_t n)
 {
-	if (type == 'R') {
+	if (type == 'R' || type == 'B') {
 		size_t off = 0, vlen, fields = 0;
 		int tag, r;
 		const char *v;
@@ -39,6 +40,18 @@ static void payload_checks(int type, const char *p, size_t n)
 		struct agentproto_exit x;
 		if (agentproto_parse_exit(p, n, &x) == 0)
 			FUZZ_CHECK(x.code >= 0 && x.code <= 255);
+	} else if (type == 'O') {
+		/* the head line of the built-in "read" comes first on its stdout */
+		uint64_t size;
+		unsigned mode;
+		size_t used = SIZE_MAX;
+		int r = agentproto_parse_head(p, n, &size, &mode, &used);
+		FUZZ_CHECK(r == 1 || r == 0 || r == -1);
+		if (r == 1)
+			FUZZ_CHECK(used >= 4 && used <= n && used <= AGENTPROTO_HEAD_MAX && p[used - 1] == '\n' &&
+				   mode <= 07777);
+		if (r == 0)
+			FUZZ_CHECK(n < AGENTPROTO_HEAD_MAX && !memchr(p, '\n', n));
 	}
 }
 

@@ -2,9 +2,12 @@
 // sandbox user and cannot be replaced, commands report cpu_ms and max_rss_kb,
 // argv runs without a shell, and a killed agent ends the call with a clear
 // error, its command's processes killed, and the next call restarts it.
-// read_only sessions keep the exec path (the engine refuses to copy into a
-// read-only root filesystem). An image holding one static binary (no shell,
-// no python) runs a session: argv works, a command string is shell_not_found.
+// read_only sessions get the agent through an anonymous volume at
+// /.sandbox-mcp (the engine refuses to copy into a read-only root, not into
+// a volume), removed with the container. An image holding one static binary (no shell,
+// no python) runs a session: argv works, a command string is shell_not_found,
+// and the file tools work there through the agent's built-in file operations.
+// The file tools take no exec of the engine once the agent runs.
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +18,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  Server, suite, requireEngine, cleanup, docker, show, sleep,
+  Server, suite, requireEngine, cleanup, docker, show, sleep, inspectContainer,
 } from './lib/harness.mjs';
 
 // a server built without musl-gcc has no agent (doctor says so): nothing to test here
@@ -23,6 +26,42 @@ const doctor = spawnSync(process.env.SANDBOX_MCP_BIN ?? 'sandbox-mcp', ['doctor'
 // ... except in CI (SANDBOX_TEST_MUST_WORK=1), where .ci/prepare installs musl-tools: there it must run
 const noAgent = /built without the in-sandbox agent/.test(doctor.stdout ?? '') && process.env.SANDBOX_TEST_MUST_WORK !== '1'
   ? 'this sandbox-mcp was built without the agent (no musl-gcc)' : false;
+
+/** The exec_create events of container cid from since (unix seconds) to now, as their commands. */
+async function execsSince(cid, since) {
+  const until = (Date.now() / 1000 + 1).toFixed(3);
+  const ev = await docker(['events', '--since', since, '--until', until, '--filter', `container=${cid}`,
+    '--filter', 'event=exec_create', '--format', '{{.Action}}']);
+  assert.equal(ev.code, 0, ev.stderr);
+  return ev.stdout.split('\n').filter(Boolean);
+}
+
+/** file_write, file_read, file_list, file_patch and file_delete on session sid, as a model would. */
+async function fileRoundTrip(srv, sid) {
+  const w = await srv.ok('file_write', { path: 'ft/dir/a.txt', content: 'héllo\nwörld\n', session_id: sid });
+  assert.equal(w.bytes, 14);
+  const r = await srv.call('file_read', { path: 'ft/dir/a.txt', session_id: sid });
+  assert.ok(!r.isError, show(r));
+  assert.equal(r.content[1].text, 'héllo\nwörld\n');
+  const part = await srv.call('file_read', { path: 'ft/dir/a.txt', offset: 1, length: 5, session_id: sid });
+  assert.equal(part.content[1].text, 'éllo', show(part));
+  await srv.ok('file_write', { path: 'ft/bin.dat', content: 'AAEC/w==', encoding: 'base64', mode: '600', session_id: sid });
+  const l = await srv.ok('file_list', { path: 'ft', depth: 3, session_id: sid });
+  const names = l.entries.map((e) => `${e.path}:${e.type}:${e.size}`).sort();
+  assert.deepEqual(names, ['bin.dat:file:4', 'dir/a.txt:file:14', 'dir:directory:' + l.entries.find((e) => e.path === 'dir').size]);
+  assert.equal(l.entries.find((e) => e.path === 'bin.dat').mode, '0600', JSON.stringify(l.entries));
+  const p = await srv.ok('file_patch', { path: 'ft/dir/a.txt', patches: [{ old: 'wörld', new: 'there' }], session_id: sid });
+  assert.equal(p.bytes, 13);
+  await srv.fails('file_write', { path: 'ft/dir/a.txt', content: 'x', overwrite: false, session_id: sid }, 'file_exists');
+  await srv.fails('file_read', { path: 'ft/none.txt', session_id: sid }, 'file_not_found');
+  const d = await srv.fails('file_read', { path: 'ft/dir', session_id: sid }, 'invalid_argument');
+  assert.match(d.error.message, /is a directory/);
+  const nr = await srv.fails('file_delete', { path: 'ft', session_id: sid }, 'invalid_argument');
+  assert.match(nr.error.message, /recursive/);
+  const del = await srv.ok('file_delete', { path: 'ft', recursive: true, session_id: sid });
+  assert.equal(del.type, 'directory');
+  await srv.fails('file_list', { path: 'ft', session_id: sid }, 'file_not_found');
+}
 
 /** The command agents in the container (not the idle one), as "pid user args" lines. */
 async function agents(cid) {
@@ -121,13 +160,57 @@ describe('run_command through the agent', suite({ timeout: 110000, skip: noAgent
     assert.equal((await agents(cid)).length, 1);
   });
 
-  test('read_only sessions keep the exec path and work', async () => {
+  test('the file tools go through the agent: no exec of the engine per call, same answers', async () => {
+    await srv.ok('file_list', { session_id: sid }); // the agent is up (it is started at most once here)
+    const since = (Date.now() / 1000).toFixed(3);
+    await fileRoundTrip(srv, sid);
+    const execs = await execsSince(cid, since);
+    assert.deepEqual(execs, [], `no exec was created for the file tools: ${execs.join('\n')}`);
+    // the kernel still decides: the sandbox user cannot read what it could not read before
+    await srv.fails('file_read', { path: '/etc/shadow', session_id: sid }, 'invalid_argument');
+    await srv.fails('file_write', { path: '/usr/bin/python3', content: 'x', session_id: sid }, 'invalid_argument');
+    const nf = await srv.fails('file_delete', { path: '/etc/passwd', session_id: sid }, 'engine_error');
+    assert.match(nf.error.message, /Permission denied/, nf.error.message);
+  });
+
+  test('a killed agent: the file call works (the exec path if need be), the next starts a new agent', async () => {
+    await srv.ok('file_write', { path: 'k.txt', content: 'k', session_id: sid });
+    const procs = await agents(cid);
+    assert.equal(procs.length, 1, procs.join('\n'));
+    await docker(['exec', cid, 'kill', '-KILL', procs[0].trim().split(/\s+/)[0]]);
+    // whether the server saw the agent's stream end before this call or during it, the call works
+    const r = await srv.call('file_read', { path: 'k.txt', session_id: sid });
+    assert.equal(r.content[1]?.text, 'k', show(r));
+    const l = await srv.ok('file_list', { session_id: sid });
+    assert.ok(l.entries.some((e) => e.path === 'k.txt'), JSON.stringify(l.entries));
+    assert.equal((await agents(cid)).length, 1, 'a new agent');
+  });
+
+  test('read_only sessions get the agent through a volume of its own, removed with the container', async () => {
     const ro = await srv.createSession({ read_only: true });
     const st = await srv.sh('echo ro; touch /x 2>/dev/null || echo refused', { session_id: ro.session_id });
     assert.equal(st.stdout, 'ro\nrefused\n');
-    assert.equal(st.cpu_ms, undefined, 'no usage figures on the exec path');
+    assert.equal(typeof st.cpu_ms, 'number', 'the command ran through the agent');
     const a = await srv.ok('run_command', { argv: ['echo', 'a b'], session_id: ro.session_id });
     assert.equal(a.stdout, 'a b\n');
+    // the sandbox user can run the agent but not replace it, and the volume is no way out of read_only
+    const w = await srv.ok('run_command', {
+      command: 'cp /bin/true /.sandbox-mcp/agent || touch /.sandbox-mcp/x || rm -f /.sandbox-mcp/agent',
+      session_id: ro.session_id,
+    });
+    assert.notEqual(w.exit_code, 0, `the sandbox user cannot write the agent's volume: ${JSON.stringify(w)}`);
+    const own = await srv.sh('stat -c "%U %a" /.sandbox-mcp/agent', { session_id: ro.session_id });
+    assert.equal(own.stdout, 'root 555\n');
+    await fileRoundTrip(srv, ro.session_id);
+    const info = await inspectContainer(ro.container_id);
+    assert.equal(info.HostConfig.ReadonlyRootfs, true);
+    const vols = info.Mounts.filter((m) => m.Type === 'volume').map((m) => m.Name);
+    assert.equal(vols.length, 2, `the workspace and the agent's volume: ${JSON.stringify(info.Mounts)}`);
+    await srv.ok('session_close', { session_id: ro.session_id });
+    for (const v of vols) {
+      const r = await docker(['volume', 'inspect', v]);
+      assert.notEqual(r.code, 0, `volume ${v} was removed with the container`);
+    }
   });
 });
 
@@ -166,5 +249,12 @@ describe('an image without a shell', suite({ timeout: 60000, skip: noAgent }), (
     // the session is still usable
     const again = await srv.ok('run_command', { argv: ['/bin/busybox', 'true'], session_id: s.session_id });
     assert.equal(again.exit_code, 0);
+  });
+
+  test('the file tools work through the agent (no sh, tar or find in the image)', async () => {
+    const s = await srv.createSession({ image: tag });
+    await fileRoundTrip(srv, s.session_id);
+    const st = await srv.ok('run_command', { argv: ['/bin/busybox', 'ls', '-ln', '/workspace'], session_id: s.session_id });
+    assert.equal(st.stdout, 'total 0\n', 'file_delete removed it all');
   });
 });

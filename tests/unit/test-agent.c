@@ -3,13 +3,17 @@
  * pipes, as the server drives it in a container: hello, a shell command
  * with stdin, stdout, stderr and its exit report, argv, a program that does
  * not exist, a second request while one runs, a kill of a whole process
- * group, a malformed frame and EOF on stdin (both kill the running group).
+ * group, a malformed frame and EOF on stdin (both kill the running group);
+ * the built-in file operations ('B') on a scratch directory, with the exit
+ * codes of the scripts they stand for.
  * AGENT_BIN names the binary (meson sets it).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -245,6 +249,116 @@ static void test_malformed(void **state)
 	gone(pgid);
 }
 
+/* Sends 'B' with the NUL-separated fields of fields[0..n) and 'C'; returns the exit code. */
+static int builtin(struct agent *a, const char *const *args, const char *in, char *out, char *err)
+{
+	char req[4096];
+	size_t len = 0;
+	struct frame fr;
+	for (const char *const *v = args; *v; v++)
+		len += (size_t)snprintf(req + len, sizeof(req) - len, "a%s", *v) + 1;
+	send_frame(a, 'B', req, len);
+	if (in)
+		send_frame(a, 'I', in, strlen(in));
+	send_frame(a, 'C', NULL, 0);
+	int t = until_end(a, out, err, &fr);
+	if (t == 'F')
+		return -1000 - atoi(fr.data);
+	assert_int_equal(t, 'X');
+	struct agentproto_exit x;
+	assert_int_equal(agentproto_parse_exit(fr.data, fr.n, &x), 0);
+	return x.code;
+}
+
+static void test_builtins(void **state)
+{
+	struct agent a;
+	struct frame fr;
+	char out[2048], err[2048], dir[64], sub[128], file[160], link[128], target[128];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "/tmp/test-agent-%d", (int)getpid());
+	snprintf(sub, sizeof(sub), "%s/a/b", dir);
+	snprintf(file, sizeof(file), "%s/f.txt", sub);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	snprintf(target, sizeof(target), "%s/target", dir);
+	start(&a);
+	next(&a, &fr);
+
+	/* write makes the directories, sets the mode, refuses to overwrite when told */
+	assert_int_equal(builtin(&a, (const char *[]){ "write", sub, "f.txt", "1", "1", "640", NULL }, "hello", out, err), 0);
+	assert_int_equal(stat(file, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(st.st_size, 5);
+	assert_int_equal(builtin(&a, (const char *[]){ "write", sub, "f.txt", "0", "1", "644", NULL }, "x", out, err), 68);
+	/* replacing keeps the old mode unless one is given */
+	assert_int_equal(builtin(&a, (const char *[]){ "write", sub, "f.txt", "1", "0", "644", NULL }, "hello", out, err), 0);
+	assert_int_equal(stat(file, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(builtin(&a, (const char *[]){ "write", dir, "a", "1", "1", "644", NULL }, "x", out, err), 67);
+
+	/* read: the head line, then the range; nothing past the cap; the scripts' codes */
+	assert_int_equal(builtin(&a, (const char *[]){ "read", file, "1", "3", "100", NULL }, NULL, out, err), 0);
+	assert_string_equal(out, "5 416\nell");
+	assert_int_equal(builtin(&a, (const char *[]){ "read", file, "0", "18446744073709551615", "2", NULL }, NULL, out, err), 0);
+	assert_string_equal(out, "5 416\n");
+	assert_int_equal(builtin(&a, (const char *[]){ "read", dir, "0", "1", "1", NULL }, NULL, out, err), 67);
+	assert_int_equal(builtin(&a, (const char *[]){ "read", "/dev/null", "0", "1", "1", NULL }, NULL, out, err), 65);
+	assert_int_equal(builtin(&a, (const char *[]){ "read", "/nonexistent/x", "0", "1", "1", NULL }, NULL, out, err), 66);
+
+	/* a symlink as the name written is replaced, not followed */
+	assert_int_equal(builtin(&a, (const char *[]){ "write", dir, "target", "1", "1", "600", NULL }, "keep", out, err), 0);
+	assert_int_equal(symlink(target, link), 0);
+	assert_int_equal(builtin(&a, (const char *[]){ "write", dir, "link", "1", "1", "644", NULL }, "new", out, err), 0);
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(builtin(&a, (const char *[]){ "read", target, "0", "100", "100", NULL }, NULL, out, err), 0);
+	assert_string_equal(out, "4 384\nkeep");
+
+	/* list: find's records, hidden names left out, depth kept */
+	assert_int_equal(builtin(&a, (const char *[]){ "write", dir, ".hidden", "1", "1", "644", NULL }, "", out, err), 0);
+	assert_int_equal(builtin(&a, (const char *[]){ "list", dir, "2", "0", NULL }, NULL, out, err), 0);
+	size_t records = 0;
+	bool saw_b = false, saw_file = false;
+	for (const char *p = out; *p;) {
+		const char *f[6];
+		for (int k = 0; k < 6; k++) {
+			f[k] = p;
+			p += strlen(p) + 1;
+		}
+		records++;
+		saw_b |= strcmp(f[5], "a/b") == 0 && f[0][0] == 'd';
+		saw_file |= strcmp(f[5], "a/b/f.txt") == 0;
+		assert_true(strchr("fdl", f[0][0]) != NULL);
+		assert_null(strstr(f[5], "hidden"));
+	}
+	assert_int_equal(records, 4); /* a, a/b, link, target */
+	assert_true(saw_b);
+	assert_false(saw_file);
+	assert_int_equal(builtin(&a, (const char *[]){ "list", file, "1", "0", NULL }, NULL, out, err), 0);
+	assert_string_equal(out, "f");
+	assert_string_equal(out + strlen(out) + 1, "5");
+	assert_int_equal(builtin(&a, (const char *[]){ "list", "/nonexistent", "1", "0", NULL }, NULL, out, err), 66);
+
+	/* delete: a non-empty directory needs recursive; then everything goes */
+	char top[96];
+	snprintf(top, sizeof(top), "%s/a", dir);
+	assert_int_equal(builtin(&a, (const char *[]){ "delete", top, "0", NULL }, NULL, out, err), 39);
+	assert_string_equal(out, "directory\n");
+	assert_int_equal(builtin(&a, (const char *[]){ "delete", link, "0", NULL }, NULL, out, err), 0);
+	assert_string_equal(out, "file\n");
+	assert_int_equal(builtin(&a, (const char *[]){ "delete", dir, "1", NULL }, NULL, out, err), 0);
+	assert_int_equal(lstat(dir, &st), -1);
+	assert_int_equal(builtin(&a, (const char *[]){ "delete", dir, "0", NULL }, NULL, out, err), 66);
+
+	/* no such operation, or a field a built-in does not take: refused, the agent goes on */
+	assert_int_equal(builtin(&a, (const char *[]){ "chmod", dir, NULL }, NULL, out, err), -1000 - ENOSYS);
+	send_frame(&a, 'B', "aread\0eX=1\0", 11);
+	assert_int_equal(until_end(&a, out, err, &fr), 'F');
+	assert_string_equal(fr.data, "22 request");
+	assert_int_equal(finish(&a), 0);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -252,6 +366,7 @@ int main(void)
 		cmocka_unit_test(test_commands),
 		cmocka_unit_test(test_kill_busy_and_eof),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_builtins),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,9 @@
  * test-agentproto.c - the agent's frames, whole and cut at every step (down
  * to one byte at a time), each piece ending at a guard page; empty frames,
  * the size cap, the types of each direction, a sticky error; the fields of a
- * run request and the exit report, with their hostile forms.
+ * run request and the exit report, with their hostile forms; a built-in
+ * file operation's request and the head line of its "read", cut at every
+ * byte.
  */
 #include "testutil.h"
 
@@ -136,7 +138,7 @@ static void test_types_per_direction(void **state)
 		agentproto_init(&f, AGENTPROTO_TO_SERVER);
 		assert_int_equal(agentproto_feed(&f, in, 5, &used, &p) == 1, t && strchr("HPFOEX", t) != NULL);
 		agentproto_init(&f, AGENTPROTO_TO_AGENT);
-		assert_int_equal(agentproto_feed(&f, in, 5, &used, &p) == 1, t && strchr("RICK", t) != NULL);
+		assert_int_equal(agentproto_feed(&f, in, 5, &used, &p) == 1, t && strchr("RBICK", t) != NULL);
 	}
 	/* a runtime's error text instead of the agent: fails on its first byte */
 	struct collected c;
@@ -212,6 +214,80 @@ static void test_exit(void **state)
 	}
 }
 
+/* 'B' carries the same fields as 'R': the operation's name, then its arguments. */
+static void test_builtin_request(void **state)
+{
+	static const char in[] = "B\0\0\0\x17"
+				 "aread\0a/w/a b\0a0\0a4096\0"
+				 "C\0\0\0\0";
+	size_t len = sizeof(in) - 1;
+	for (size_t step = 1; step <= len; step++) {
+		struct collected c;
+		bool boundary;
+		assert_int_equal(feed_all(AGENTPROTO_TO_AGENT, in, len, step, &c, &boundary), -2);
+		assert_true(boundary);
+		assert_int_equal(c.frames_ended, 2);
+		assert_int_equal(c.order[0], 'B');
+		assert_int_equal(c.order[1], 'C');
+		assert_int_equal(c.len['B'], 0x17);
+		size_t off = 0, vlen, k = 0;
+		int tag;
+		const char *v;
+		static const char *const vals[] = { "read", "/w/a b", "0", "4096" };
+		while (agentproto_field(c.data['B'], c.len['B'], &off, &tag, &v, &vlen) == 1) {
+			assert_int_equal(tag, 'a');
+			assert_string_equal(v, vals[k]);
+			k++;
+		}
+		assert_int_equal(k, 4);
+	}
+	/* the other direction never takes it */
+	struct collected c;
+	bool boundary;
+	assert_int_equal(feed_all(AGENTPROTO_TO_SERVER, in, len, 1, &c, &boundary), -1);
+}
+
+static void test_head(void **state)
+{
+	static const char in[] = "1024 420\nDATA";
+	size_t line = 9, len = sizeof(in) - 1;
+	uint64_t size = 0;
+	unsigned mode = 0;
+	size_t n = 0;
+	/* every prefix: "more" until the newline, then the same answer */
+	for (size_t cut = 0; cut <= len; cut++) {
+		struct guarded g = guarded_copy(in, cut);
+		int r = agentproto_parse_head(g.p, cut, &size, &mode, &n);
+		assert_int_equal(r, cut < line ? 0 : 1);
+		if (r == 1) {
+			assert_int_equal(size, 1024);
+			assert_int_equal(mode, 0644);
+			assert_int_equal(n, line);
+		}
+		guarded_free(&g);
+	}
+	static const char *const good[] = { "0 0\n", "18446744073 4095\n" };
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct guarded g = guarded_copy(good[i], strlen(good[i]));
+		assert_int_equal(agentproto_parse_head(g.p, strlen(good[i]), &size, &mode, &n), 1);
+		assert_int_equal(n, strlen(good[i]));
+		guarded_free(&g);
+	}
+	assert_int_equal(mode, 07777);
+	static const char *const bad[] = { "\n", "1\n", "1 \n", " 1 2\n", "1  2\n", "1 2 \n", "1 2 3\n",
+					   "1 4096\n", "-1 2\n", "a b\n", "1 2\r\n", "99999999999999999999 1\n" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct guarded g = guarded_copy(bad[i], strlen(bad[i]));
+		assert_int_equal(agentproto_parse_head(g.p, strlen(bad[i]), &size, &mode, &n), -1);
+		guarded_free(&g);
+	}
+	/* no newline within the cap: refused, not waited for */
+	char longline[AGENTPROTO_HEAD_MAX];
+	memset(longline, '1', sizeof(longline));
+	assert_int_equal(agentproto_parse_head(longline, sizeof(longline) - 1, &size, &mode, &n), 0);
+	assert_int_equal(agentproto_parse_head(longline, sizeof(longline), &size, &mode, &n), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -222,6 +298,8 @@ int main(void)
 		cmocka_unit_test(test_error_is_sticky),
 		cmocka_unit_test(test_fields),
 		cmocka_unit_test(test_exit),
+		cmocka_unit_test(test_builtin_request),
+		cmocka_unit_test(test_head),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

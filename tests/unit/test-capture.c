@@ -3,7 +3,9 @@
  * contract (a model sees the first and last halves of the cap and how much
  * was left out): for several caps, every stream length around them, fed in
  * chunks of every size, the kept bytes equal the naive head+tail, the marker
- * names the exact count, and nothing is elided up to the cap.
+ * names the exact count, and nothing is elided up to the cap. The stderr
+ * trim of error messages: trailing newlines and spaces go, the rest is cut
+ * to the room there is.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -76,11 +78,35 @@ static void test_big_stream_small_cost(void **state)
 	check(1024, (8u << 20) + 1, 65536);
 }
 
+static void test_trim(void **state)
+{
+	char out[8];
+	capture_trim_copy("no such file\n \n", 15, out, sizeof(out));
+	assert_string_equal(out, "no such");
+	capture_trim_copy(" a b \n", 6, out, sizeof(out));
+	assert_string_equal(out, " a b");
+	capture_trim_copy("\n\n  ", 4, out, sizeof(out));
+	assert_string_equal(out, "");
+	capture_trim_copy("", 0, out, 1);
+	assert_string_equal(out, "");
+	struct guarded g = guarded_copy("x\t\n", 3);
+	capture_trim_copy(g.p, 3, out, sizeof(out));
+	assert_string_equal(out, "x\t");
+	guarded_free(&g);
+	struct capture c;
+	capture_init(&c, 64);
+	capture_add(&c, "tar: boom\n", 10);
+	capture_render_trimmed(&c, out, sizeof(out));
+	assert_string_equal(out, "tar: bo");
+	capture_finish(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_length_and_chunk),
 		cmocka_unit_test(test_big_stream_small_cost),
+		cmocka_unit_test(test_trim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

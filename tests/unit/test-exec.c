@@ -2,7 +2,8 @@
  * test-exec.c - the argv of in-sandbox scripts (exec_sh_argv): the shell,
  * the script, $0 and every argument in order, NULL-terminated, and -E2BIG
  * instead of a dropped argument when they do not fit (the copies it replaced
- * silently kept only the first eleven).
+ * silently kept only the first eleven); the wrapper's pid line read from
+ * stderr cut at every byte, and lines that are not a pid.
  */
 #include <errno.h>
 
@@ -58,11 +59,49 @@ static void test_every_count(void **state)
 	assert_null(small[16]);
 }
 
+/* The wrapper's pid line, cut at every byte: taken whole, the rest left as the command's stderr. */
+static void test_pidline(void **state)
+{
+	static const char in[] = "4242\nboom\n";
+	size_t len = sizeof(in) - 1;
+	for (size_t step = 1; step <= len; step++) {
+		struct exec_pidline pl = { 0 };
+		char rest[32];
+		size_t nrest = 0;
+		for (size_t pos = 0; pos < len; pos += step) {
+			size_t n = len - pos < step ? len - pos : step;
+			struct guarded g = guarded_copy(in + pos, n);
+			size_t k = exec_pidline_feed(&pl, g.p, n);
+			assert_true(k <= n);
+			memcpy(rest + nrest, g.p + k, n - k);
+			nrest += n - k;
+			guarded_free(&g);
+		}
+		assert_true(pl.done);
+		assert_int_equal(pl.pid, 4242);
+		assert_int_equal(nrest, 5);
+		assert_memory_equal(rest, "boom\n", 5);
+	}
+	/* not a pid (a runtime's message, a pid of 1, too long): no pid, and what follows a long line is kept */
+	static const char *const bad[] = { "OCI runtime exec failed\n", "1\n", "x\n", "\n", "-5\n" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct exec_pidline pl = { 0 };
+		size_t k = exec_pidline_feed(&pl, bad[i], strlen(bad[i]));
+		assert_true(pl.done);
+		assert_int_equal(pl.pid, 0);
+		assert_true(k <= strlen(bad[i]));
+	}
+	struct exec_pidline pl = { 0 };
+	assert_int_equal(exec_pidline_feed(&pl, "12345678901234567890", 20), EXEC_PID_LINE_MAX + 1);
+	assert_int_equal(exec_pidline_feed(&pl, "more", 4), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_every_count),
+		cmocka_unit_test(test_pidline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

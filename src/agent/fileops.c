@@ -1,0 +1,410 @@
+/*
+ * fileops.c - the agent's built-in file operations (see fileops.h).
+ *
+ * Each mirrors one of the server's sh scripts line by line: the same tests
+ * in the same order, so a path gets the same verdict (and exit code)
+ * through the agent as through `docker exec sh -c`.  Single-threaded, in a
+ * forked child that exits when the operation is done; the agent's loop
+ * carries stdin/stdout/stderr as for any command, kills it on timeout or
+ * cancellation, and reports its exit code.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileops.h"
+
+/* The exit codes of enum xfer_exit (xfer.h), which the server maps to errors. */
+enum {
+	EXIT_NOT_REGULAR = 65,
+	EXIT_NOT_FOUND = 66,
+	EXIT_IS_DIR = 67,
+	EXIT_EXISTS = 68,
+	EXIT_NO_DIR = 69,
+	EXIT_DENIED = 77,
+	EXIT_NOT_EMPTY = 39, /* the delete script's own */
+	EXIT_FAILED = 2,     /* what tar exits with when it fails */
+};
+
+/* Bytes read or written at a time. */
+#define FILEOP_CHUNK (64 * 1024)
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int write_all(int fd, const char *p, size_t n);
+static bool parse_num(const char *s, uint64_t *ret);
+static int op_read(int argc, char **argv);
+static int mkdir_p(const char *dir);
+static int op_write(int argc, char **argv);
+static void list_record(const struct stat *st, int dirfd, const char *name, const char *shown);
+static int list_walk(const char *rel, int level, int depth, bool hidden);
+static int op_list(int argc, char **argv);
+static int rm_tree(int parent, const char *name, char *shown, size_t shown_len);
+static int op_delete(int argc, char **argv);
+
+/* A message on stderr, as the script's tools would print it. */
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static bool parse_num(const char *s, uint64_t *ret)
+{
+	char *end;
+	if (!*s || *s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*ret = v;
+	return true;
+}
+
+/* read_script (files.c), without tar: the head line, then the bytes asked for. */
+static int op_read(int argc, char **argv)
+{
+	uint64_t off, len, cap;
+	struct stat st;
+	char head[64];
+
+	if (argc != 5 || !parse_num(argv[2], &off) || !parse_num(argv[3], &len) || !parse_num(argv[4], &cap))
+		return EXIT_FAILED;
+	const char *p = argv[1];
+	if (stat(p, &st) < 0)
+		return EXIT_NOT_FOUND;
+	if (S_ISDIR(st.st_mode))
+		return EXIT_IS_DIR;
+	if (!S_ISREG(st.st_mode))
+		return EXIT_NOT_REGULAR;
+	if (access(p, R_OK) < 0)
+		return EXIT_DENIED;
+	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		say("read: %s: %s", p, strerror(errno));
+		return errno == EACCES ? EXIT_DENIED : EXIT_FAILED;
+	}
+	uint64_t size = (uint64_t)st.st_size;
+	uint64_t want = off >= size ? 0 : size - off;
+	if (want > len)
+		want = len;
+	int n = snprintf(head, sizeof(head), "%llu %u\n", (unsigned long long)size, (unsigned)(st.st_mode & 07777));
+	if (write_all(1, head, (size_t)n) < 0)
+		return EXIT_FAILED;
+	if (want > cap) /* the server says so, with the size */
+		return 0;
+	static char buf[FILEOP_CHUNK];
+	while (want > 0) {
+		ssize_t k = pread(fd, buf, want < sizeof(buf) ? (size_t)want : sizeof(buf), (off_t)off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			say("read: %s: %s", p, strerror(errno));
+			return EXIT_FAILED;
+		}
+		if (k == 0)
+			break; /* it shrank meanwhile: what is there */
+		if (write_all(1, buf, (size_t)k) < 0)
+			return EXIT_FAILED;
+		off += (uint64_t)k;
+		want -= (uint64_t)k;
+	}
+	return 0;
+}
+
+/* `mkdir -p dir` (absolute). 0, or -1 with the message said. */
+static int mkdir_p(const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	size_t n = strlen(dir);
+
+	if (n == 0 || n >= sizeof(path)) {
+		say("mkdir: %s: %s", dir, strerror(ENAMETOOLONG));
+		return -1;
+	}
+	memcpy(path, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		char c = path[i];
+		path[i] = '\0';
+		if ((stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) && mkdir(path, 0777) < 0 && errno != EEXIST) {
+			say("mkdir: cannot create directory '%s': %s", path, strerror(errno));
+			return -1;
+		}
+		path[i] = c;
+	}
+	return 0;
+}
+
+/*
+ * write_script (tool-files.c): stdin becomes dir/base. tar -x unlinks what
+ * is there and creates the file anew; a temporary file renamed over it does
+ * the same (a symlink is replaced, not followed) and never leaves half a file.
+ */
+static int op_write(int argc, char **argv)
+{
+	struct stat st, lst;
+	char tmp[64];
+	uint64_t mode;
+
+	if (argc != 6 || !parse_num(argv[5], &mode))
+		return EXIT_FAILED;
+	const char *d = argv[1], *b = argv[2];
+	mode = strtoull(argv[5], NULL, 8) & 07777;
+	if ((stat(d, &st) < 0 || !S_ISDIR(st.st_mode)) && mkdir_p(d) < 0)
+		return EXIT_NO_DIR;
+	if (chdir(d) < 0) {
+		say("cd: %s: %s", d, strerror(errno));
+		return EXIT_NO_DIR;
+	}
+	if (access(".", W_OK) < 0)
+		return EXIT_DENIED;
+	bool exists = lstat(b, &lst) == 0;
+	if (exists && S_ISDIR(lst.st_mode))
+		return EXIT_IS_DIR;
+	if (exists && strcmp(argv[3], "1") != 0)
+		return EXIT_EXISTS;
+	if (exists && strcmp(argv[4], "1") != 0 && stat(b, &st) == 0)
+		mode = st.st_mode & 07777;
+	snprintf(tmp, sizeof(tmp), ".sandbox-mcp-write-%ld", (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* left by a write killed with this pid */
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		say("write: %s: %s", b, strerror(errno));
+		return errno == EACCES ? EXIT_DENIED : EXIT_FAILED;
+	}
+	static char buf[FILEOP_CHUNK];
+	int err = 0;
+	for (;;) {
+		ssize_t k = read(0, buf, sizeof(buf));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			err = k < 0 ? errno : 0;
+			break;
+		}
+		if (write_all(fd, buf, (size_t)k) < 0) {
+			err = errno;
+			break;
+		}
+	}
+	if (!err && fchmod(fd, (mode_t)mode) < 0)
+		err = errno;
+	if (close(fd) < 0 && !err)
+		err = errno;
+	if (!err && rename(tmp, b) < 0)
+		err = errno;
+	if (err) {
+		unlink(tmp);
+		say("write: %s: %s", b, strerror(err));
+		return EXIT_FAILED;
+	}
+	return 0;
+}
+
+/* One record as `find -printf '%y\0%s\0%T@\0%m\0%l\0%P\0'` prints it. */
+static void list_record(const struct stat *st, int dirfd, const char *name, const char *shown)
+{
+	char type = S_ISREG(st->st_mode)    ? 'f'
+		    : S_ISDIR(st->st_mode)  ? 'd'
+		    : S_ISLNK(st->st_mode)  ? 'l'
+		    : S_ISFIFO(st->st_mode) ? 'p'
+		    : S_ISSOCK(st->st_mode) ? 's'
+		    : S_ISCHR(st->st_mode)  ? 'c'
+		    : S_ISBLK(st->st_mode)  ? 'b'
+					    : 'U';
+	char target[PATH_MAX] = "";
+	if (type == 'l') {
+		ssize_t k = readlinkat(dirfd, name, target, sizeof(target) - 1);
+		target[k > 0 ? k : 0] = '\0';
+	}
+	printf("%c%c%lld%c%lld.%09ld%c%o%c%s%c%s%c", type, 0, (long long)st->st_size, 0, (long long)st->st_mtim.tv_sec,
+	       (long)st->st_mtim.tv_nsec, 0, (unsigned)(st->st_mode & 07777), 0, target, 0, shown, 0);
+}
+
+/* Records under rel (relative to the listed directory, "" for it), as find -mindepth 1 -maxdepth depth. */
+static int list_walk(const char *rel, int level, int depth, bool hidden)
+{
+	int status = 0;
+	DIR *dir = opendir(*rel ? rel : ".");
+	if (!dir) {
+		fprintf(stderr, "find: './%s': %s\n", rel, strerror(errno));
+		return 1;
+	}
+	for (struct dirent *de; (de = readdir(dir));) {
+		const char *n = de->d_name;
+		char path[PATH_MAX];
+		struct stat st;
+		if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 || (!hidden && n[0] == '.'))
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", rel, *rel ? "/" : "", n) >= sizeof(path)) {
+			fprintf(stderr, "find: './%s/%s': %s\n", rel, n, strerror(ENAMETOOLONG));
+			status = 1;
+			continue;
+		}
+		if (fstatat(dirfd(dir), n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			fprintf(stderr, "find: './%s': %s\n", path, strerror(errno));
+			status = 1;
+			continue;
+		}
+		list_record(&st, dirfd(dir), n, path);
+		if (S_ISDIR(st.st_mode) && level < depth && list_walk(path, level + 1, depth, hidden))
+			status = 1;
+	}
+	closedir(dir);
+	return status;
+}
+
+/* list_script (tool-find.c). */
+static int op_list(int argc, char **argv)
+{
+	struct stat st, lst;
+	uint64_t depth;
+
+	if (argc != 4 || !parse_num(argv[2], &depth) || depth < 1 || depth > 64)
+		return EXIT_FAILED;
+	const char *p = argv[1];
+	bool is_link = lstat(p, &lst) == 0, exists = stat(p, &st) == 0;
+	if (!exists && !is_link)
+		return EXIT_NOT_FOUND;
+	if (!exists || !S_ISDIR(st.st_mode)) {
+		const char *slash = strrchr(p, '/');
+		list_record(&lst, AT_FDCWD, p, slash && slash[1] ? slash + 1 : p);
+		return fflush(stdout) == 0 ? 0 : EXIT_FAILED;
+	}
+	if (chdir(p) < 0) {
+		say("cd: %s: %s", p, strerror(errno));
+		return EXIT_DENIED;
+	}
+	int status = list_walk("", 1, (int)depth, strcmp(argv[3], "1") == 0);
+	return fflush(stdout) == 0 ? status : EXIT_FAILED;
+}
+
+/*
+ * `rm -rf`: name in the directory parent, never following a symlink. shown
+ * holds its path for messages (shown_len bytes used). 0, or 1 when anything
+ * could not be removed (said on stderr, the rest still removed).
+ */
+static int rm_tree(int parent, const char *name, char *shown, size_t shown_len)
+{
+	struct stat st;
+	int status = 0;
+
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : (say("rm: cannot remove '%s': %s", shown, strerror(errno)), 1);
+	if (S_ISDIR(st.st_mode)) {
+		int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		DIR *dir = fd < 0 ? NULL : fdopendir(fd);
+		if (!dir) {
+			say("rm: cannot remove '%s': %s", shown, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return 1;
+		}
+		for (struct dirent *de; (de = readdir(dir));) {
+			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+				continue;
+			size_t k = (size_t)snprintf(shown + shown_len, PATH_MAX - shown_len, "/%s", de->d_name);
+			size_t len = shown_len + k < PATH_MAX ? shown_len + k : PATH_MAX - 1;
+			status |= rm_tree(dirfd(dir), de->d_name, shown, len);
+			shown[shown_len] = '\0';
+		}
+		closedir(dir);
+	}
+	if (unlinkat(parent, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT) {
+		say("rm: cannot remove '%s': %s", shown, strerror(errno));
+		return 1;
+	}
+	return status;
+}
+
+/* delete_script (tool-files.c). */
+static int op_delete(int argc, char **argv)
+{
+	struct stat st, lst;
+
+	if (argc != 3)
+		return EXIT_FAILED;
+	const char *p = argv[1];
+	if (lstat(p, &lst) < 0)
+		return EXIT_NOT_FOUND;
+	if (!S_ISLNK(lst.st_mode) && stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+		printf("directory\n");
+		fflush(stdout);
+		if (strcmp(argv[2], "1") == 0) {
+			char shown[PATH_MAX];
+			snprintf(shown, sizeof(shown), "%s", p);
+			return rm_tree(AT_FDCWD, p, shown, strlen(shown));
+		}
+		if (rmdir(p) == 0)
+			return 0;
+		return access(p, W_OK) == 0 ? EXIT_NOT_EMPTY : EXIT_DENIED;
+	}
+	printf("file\n");
+	fflush(stdout);
+	if (unlink(p) < 0 && errno != ENOENT) {
+		say("rm: cannot remove '%s': %s", p, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} ops[] = {
+	{ "read", op_read },
+	{ "write", op_write },
+	{ "list", op_list },
+	{ "delete", op_delete },
+};
+
+bool fileop_known(const char *name)
+{
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strcmp(name, ops[i].name) == 0)
+			return true;
+	return false;
+}
+
+int fileop_run(int argc, char **argv)
+{
+	for (size_t i = 0; argc > 0 && i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strcmp(argv[0], ops[i].name) == 0) {
+			int code = ops[i].fn(argc, argv);
+			if (fflush(NULL) != 0 && code == 0)
+				code = EXIT_FAILED;
+			return code;
+		}
+	return -1;
+}
