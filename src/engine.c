@@ -17,6 +17,7 @@
 
 #include "base64.h"
 #include "engine.h"
+#include "compat.h"
 #include "http.h"
 #include "log.h"
 #include "tls.h"
@@ -1067,9 +1068,8 @@ static int read_messages(struct http_conn *conn, engine_message_fn on_msg, void 
 /* Copies an image id ("sha256:<hex>") from s into ret_id; -EPROTO with err when s is not one. */
 static int image_id_copy(const char *s, char ret_id[ENGINE_IMAGE_ID_MAX], const char *what, struct err *err)
 {
-	if (!s || strncmp(s, "sha256:", 7) != 0 || !engine_id_valid(s + 7))
+	if (!compat_image_id(s, ret_id, ENGINE_IMAGE_ID_MAX))
 		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "%s returned no valid image id", what);
-	snprintf(ret_id, ENGINE_IMAGE_ID_MAX, "%s", s);
 	return 0;
 }
 

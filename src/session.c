@@ -22,6 +22,7 @@
 #include "agentctl.h"
 #include "buildconf.h"
 #include "ceiling.h"
+#include "compat.h"
 #include "log.h"
 #include "pull.h"
 #include "pyrepl.h"
@@ -718,12 +719,9 @@ static int verify_hardening(json_t *inspect, const struct session *s, struct err
 {
 	json_t *hc = json_object_get(inspect, "HostConfig");
 	json_t *cfg = json_object_get(inspect, "Config");
-	json_t *drop = json_object_get(hc, "CapDrop");
-	bool all = false;
+	bool all = compat_caps_all_dropped(hc);
 	size_t i;
 	json_t *v;
-	json_array_foreach (drop, i, v)
-		all = all || (json_is_string(v) && strcasecmp(json_string_value(v), "ALL") == 0);
 	bool nnp = false;
 	json_array_foreach (json_object_get(hc, "SecurityOpt"), i, v)
 		nnp = nnp || (json_is_string(v) && strncmp(json_string_value(v), "no-new-privileges", 17) == 0);

@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "buildconf.h"
+#include "compat.h"
 #include "exec.h"
 #include "dockerfile.h"
 #include "files.h"
@@ -601,8 +602,9 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	env = json_array();
 	size_t i, j;
 	json_t *v, *u;
+	const char *hostname = json_string_value(json_object_get(json_object_get(container, "Config"), "Hostname"));
 	json_array_foreach (json_object_get(json_object_get(container, "Config"), "Env"), i, v) {
-		bool inherited = false;
+		bool inherited = compat_engine_env(json_string_value(v), hostname);
 		json_array_foreach (json_object_get(json_object_get(parent, "Config"), "Env"), j, u)
 			inherited = inherited || json_equal(u, v);
 		if (!inherited)

@@ -1,0 +1,120 @@
+/*
+ * test-compat.c - the capability check that must accept Docker's CapDrop
+ * ["ALL"] and Podman 4.3's list of dropped defaults, and nothing weaker: a
+ * list missing one default, a CapAdd that gives one back, hostile types.
+ */
+#include "testutil.h"
+
+#include "compat.h"
+
+/* What Podman 4.3 reports for --cap-drop ALL (inspect, HostConfig). */
+#define PODMAN_DROP                                                                                              \
+	"[\"AUDIT_WRITE\",\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\",\"KILL\",\"MKNOD\",\"NET_BIND_SERVICE\"," \
+	"\"NET_RAW\",\"SETFCAP\",\"SETGID\",\"SETPCAP\",\"SETUID\",\"SYS_CHROOT\"]"
+
+static bool check(const char *hc_json)
+{
+	json_error_t je;
+	json_t *hc = json_loads(hc_json, 0, &je);
+	assert_non_null(hc);
+	bool r = compat_caps_all_dropped(hc);
+	json_decref(hc);
+	return r;
+}
+
+static void test_docker_all(void **state)
+{
+	(void)state;
+	assert_true(check("{\"CapDrop\":[\"ALL\"]}"));
+	assert_true(check("{\"CapDrop\":[\"all\"],\"CapAdd\":null}"));
+	/* Docker's own form wins even beside other entries */
+	assert_true(check("{\"CapDrop\":[\"CHOWN\",\"ALL\"]}"));
+}
+
+static void test_podman_list(void **state)
+{
+	(void)state;
+	assert_true(check("{\"CapDrop\":" PODMAN_DROP ",\"CapAdd\":[]}"));
+	assert_true(check("{\"CapDrop\":" PODMAN_DROP "}"));
+	/* the CAP_ prefix and lower case name the same capability */
+	assert_true(check("{\"CapDrop\":[\"CAP_AUDIT_WRITE\",\"chown\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\","
+			  "\"KILL\",\"MKNOD\",\"NET_BIND_SERVICE\",\"NET_RAW\",\"SETFCAP\",\"SETGID\",\"SETPCAP\","
+			  "\"SETUID\",\"CAP_SYS_CHROOT\"],\"CapAdd\":[]}"));
+}
+
+static void test_weaker_refused(void **state)
+{
+	(void)state;
+	/* one default left out (NET_RAW): the container may still have it */
+	assert_false(check("{\"CapDrop\":[\"AUDIT_WRITE\",\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\",\"KILL\","
+			   "\"MKNOD\",\"NET_BIND_SERVICE\",\"SETFCAP\",\"SETGID\",\"SETPCAP\",\"SETUID\","
+			   "\"SYS_CHROOT\"]}"));
+	/* every default dropped but one added back */
+	assert_false(check("{\"CapDrop\":" PODMAN_DROP ",\"CapAdd\":[\"SYS_ADMIN\"]}"));
+	assert_false(check("{\"CapDrop\":" PODMAN_DROP ",\"CapAdd\":\"SYS_ADMIN\"}"));
+	/* nothing dropped, or not a list */
+	assert_false(check("{}"));
+	assert_false(check("{\"CapDrop\":null}"));
+	assert_false(check("{\"CapDrop\":[]}"));
+	assert_false(check("{\"CapDrop\":\"ALL\"}"));
+	assert_false(check("{\"CapDrop\":[1,true,null,{}]}"));
+	/* a prefix or a longer name is not the capability */
+	assert_false(check("{\"CapDrop\":[\"AL\"]}"));
+	assert_false(check("{\"CapDrop\":[\"ALLX\"]}"));
+	assert_false(compat_caps_all_dropped(NULL));
+}
+
+#define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static void test_image_id(void **state)
+{
+	char out[80];
+	(void)state;
+	/* Docker's spelling as is, Podman's bare hex gets the prefix */
+	assert_true(compat_image_id("sha256:" HEX64, out, sizeof(out)));
+	assert_string_equal(out, "sha256:" HEX64);
+	memset(out, 0, sizeof(out));
+	assert_true(compat_image_id(HEX64, out, sizeof(out)));
+	assert_string_equal(out, "sha256:" HEX64);
+	/* hostile: short, long, not hex, another digest, empty, no room */
+	assert_false(compat_image_id(NULL, out, sizeof(out)));
+	assert_false(compat_image_id("", out, sizeof(out)));
+	assert_false(compat_image_id("sha256:", out, sizeof(out)));
+	assert_false(compat_image_id("0123456789abcdef", out, sizeof(out)));
+	assert_false(compat_image_id(HEX64 "0", out, sizeof(out)));
+	assert_false(compat_image_id("sha256:" HEX64 "0", out, sizeof(out)));
+	assert_false(compat_image_id("sha512:" HEX64, out, sizeof(out)));
+	assert_false(compat_image_id("sha256:sha256:" HEX64, out, sizeof(out)));
+	assert_false(compat_image_id("g123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", out, sizeof(out)));
+	assert_false(compat_image_id(HEX64, out, 71));
+}
+
+static void test_engine_env(void **state)
+{
+	(void)state;
+	assert_true(compat_engine_env("container=podman", "b73d38fa1746"));
+	assert_true(compat_engine_env("HOSTNAME=b73d38fa1746", "b73d38fa1746"));
+	/* the session's own variables stay, even with those names */
+	assert_false(compat_engine_env("HOSTNAME=mine", "b73d38fa1746"));
+	assert_false(compat_engine_env("HOSTNAME=b73d38fa1746", NULL));
+	assert_false(compat_engine_env("HOSTNAME=", ""));
+	assert_false(compat_engine_env("HOSTNAME=b73d38fa174", "b73d38fa1746"));
+	assert_false(compat_engine_env("container=docker", NULL));
+	assert_false(compat_engine_env("container=podman2", NULL));
+	assert_false(compat_engine_env("CONTAINER=podman", NULL));
+	assert_false(compat_engine_env("TERM=xterm", "x"));
+	assert_false(compat_engine_env("", "x"));
+	assert_false(compat_engine_env(NULL, "x"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_docker_all),
+		cmocka_unit_test(test_podman_list),
+		cmocka_unit_test(test_weaker_refused),
+		cmocka_unit_test(test_image_id),
+		cmocka_unit_test(test_engine_env),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
