@@ -73,3 +73,18 @@ bool compat_engine_env(const char *kv, const char *hostname)
 		return true;
 	return hostname && *hostname && strncmp(kv, "HOSTNAME=", 9) == 0 && strcmp(kv + 9, hostname) == 0;
 }
+
+bool compat_network_applied(const json_t *inspect, const char *asked)
+{
+	const char *mode = json_string_value(json_object_get(json_object_get(inspect, "HostConfig"), "NetworkMode"));
+	if (!mode || !asked || !*asked)
+		return false;
+	if (strcmp(mode, asked) == 0)
+		return true;
+	/* Podman's form: only for a named network, never in place of none, host or container:... */
+	if (strcmp(mode, "bridge") != 0 || strcmp(asked, "none") == 0 || strcmp(asked, "host") == 0 ||
+	    strcmp(asked, "bridge") == 0 || strchr(asked, ':'))
+		return false;
+	const json_t *nets = json_object_get(json_object_get(inspect, "NetworkSettings"), "Networks");
+	return json_is_object(nets) && json_object_size(nets) == 1 && json_object_get(nets, asked);
+}

@@ -34,4 +34,13 @@ bool compat_image_id(const char *s, char *out, size_t outsz);
  */
 bool compat_engine_env(const char *kv, const char *hostname);
 
+/*
+ * Whether an inspected container is on the network asked for (a
+ * NetworkMode: "none" or a network's name).  Docker echoes the name in
+ * HostConfig.NetworkMode; Podman says "bridge" there for any named network
+ * and lists the network under NetworkSettings.Networks, which must then hold
+ * exactly that one.
+ */
+bool compat_network_applied(const json_t *inspect, const char *asked);
+
 #endif

@@ -634,9 +634,14 @@ static int read_user_files(struct session_mgr *m, struct call *call, const char 
 	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1", SESSION_LABEL ".instance",
 				   m->instance, SESSION_LABEL ".host", m->host, SESSION_LABEL ".lock", m->lock_path,
 				   SESSION_LABEL ".persistent", "false", SESSION_LABEL ".probe", "user");
-	json_t *body = json_pack("{s:s, s:[s], s:[], s:o, s:b, s:{s:s, s:{s:s}}}", "Image", image_id, "Entrypoint",
-				 "/nonexistent", "Cmd", "Labels", labels, "NetworkDisabled", 1, "HostConfig",
-				 "NetworkMode", "none", "LogConfig", "Type", "none");
+	/*
+	 * User 0:0: the probe never starts, but Podman resolves the image's USER
+	 * at create time, so an image whose USER its passwd lacks (what the probe
+	 * is here to find out) would fail the create with an engine error.
+	 */
+	json_t *body = json_pack("{s:s, s:s, s:[s], s:[], s:o, s:b, s:{s:s, s:{s:s}}}", "Image", image_id, "User", "0:0",
+				 "Entrypoint", "/nonexistent", "Cmd", "Labels", labels, "NetworkDisabled", 1,
+				 "HostConfig", "NetworkMode", "none", "LogConfig", "Type", "none");
 	int r = engine_container_create(m->engine, call, body, probe, &warnings, err);
 	json_decref(body);
 	json_decref(warnings);
@@ -739,8 +744,7 @@ static int verify_hardening(json_t *inspect, const struct session *s, struct err
 		why = "the pids limit was not applied";
 	else if (json_is_true(json_object_get(hc, "Privileged")))
 		why = "the container is privileged";
-	else if (!json_is_string(json_object_get(hc, "NetworkMode")) ||
-		 strcmp(json_string_value(json_object_get(hc, "NetworkMode")), s->network) != 0)
+	else if (!compat_network_applied(inspect, s->network))
 		why = "the network mode is not the one asked for";
 	if (why)
 		return err_set(err, ERRCODE_ENGINE_ERROR, -EPERM,

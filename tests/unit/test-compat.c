@@ -107,6 +107,48 @@ static void test_engine_env(void **state)
 	assert_false(compat_engine_env(NULL, "x"));
 }
 
+static bool net(const char *inspect_json, const char *asked)
+{
+	json_t *j = json_loads(inspect_json, 0, NULL);
+	assert_non_null(j);
+	bool r = compat_network_applied(j, asked);
+	json_decref(j);
+	return r;
+}
+
+static void test_network(void **state)
+{
+	(void)state;
+	/* Docker: the mode is the name */
+	assert_true(net("{\"HostConfig\":{\"NetworkMode\":\"none\"}}", "none"));
+	assert_true(net("{\"HostConfig\":{\"NetworkMode\":\"sbx\"}}", "sbx"));
+	/* Podman: bridge, and the one network listed */
+	assert_true(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":{\"sbx\":{}}}}",
+			"sbx"));
+	/* bridge never stands for none, host or another container's namespace */
+	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":{\"none\":{}}}}",
+			 "none"));
+	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":{\"host\":{}}}}",
+			 "host"));
+	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":"
+			 "{\"container:x\":{}}}}",
+			 "container:x"));
+	/* another network, or one more beside it, or none listed */
+	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":{\"other\":{}}}}",
+			 "sbx"));
+	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":"
+			 "{\"sbx\":{},\"podman\":{}}}}",
+			 "sbx"));
+	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":[]}}", "sbx"));
+	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"}}", "sbx"));
+	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"host\"}}", "none"));
+	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"host\"},\"NetworkSettings\":{\"Networks\":{\"sbx\":{}}}}",
+			 "sbx"));
+	assert_false(net("{\"HostConfig\":{\"NetworkMode\":7}}", "none"));
+	assert_false(net("{}", "none"));
+	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"\"}}", ""));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -115,6 +157,7 @@ int main(void)
 		cmocka_unit_test(test_weaker_refused),
 		cmocka_unit_test(test_image_id),
 		cmocka_unit_test(test_engine_env),
+		cmocka_unit_test(test_network),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
