@@ -22,7 +22,10 @@
  *   from a loopback docker-registry    (a 100 MB layer of its own on the
  *                                      sandbox image), with the peak RSS
  *
- * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull]
+ *   remote: run_command and the 50 MiB transfers beside docker exec/cp over
+ *   the endpoint of the environment (tests/bench/remote.sh: unix, TLS, ssh)
+ *
+ * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|remote]
  *        ("files", "save", "pull": only those rows, pull needs docker-registry; "run": up to the run_command rows)
  */
 #include <errno.h>
@@ -196,8 +199,11 @@ static void bench_files(int n)
 		perror("bench: mkdtemp");
 		exit(1);
 	}
+	/* docker cp writes into a folder of its own: a download replaces only what sandbox-mcp wrote */
 	char *src = xasprintf("%s/fifty.bin", dir), *back = xasprintf("%s/back", dir);
+	char *cliback = xasprintf("%s/cli", dir);
 	mkdir(back, 0755);
+	mkdir(cliback, 0755);
 	size_t size = 50u << 20;
 	char *data = xmalloc(size);
 	int rnd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -243,7 +249,7 @@ static void bench_files(int n)
 		t0 = now_us();
 		free(call_ok(&s, 200 + i, downargs));
 		down[i] = (double)(now_us() - t0) / 1000.0;
-		char *dv[] = { "docker", "cp", from, back, NULL };
+		char *dv[] = { "docker", "cp", from, cliback, NULL };
 		cpout[i] = run_cli(dv);
 	}
 	row("file_upload 50 MiB (median)", median(up, n), "ms", "docker cp host -> container", median(cpin, n));
@@ -278,7 +284,12 @@ static void bench_files(int n)
 	unlink(src);
 	char *bk = xasprintf("%s/fifty.bin", back);
 	unlink(bk);
+	free(bk);
+	bk = xasprintf("%s/fifty.bin", cliback);
+	unlink(bk);
 	rmdir(back);
+	rmdir(cliback);
+	free(cliback);
 	rmdir(dir);
 	free(bk);
 	free(data);
@@ -427,6 +438,48 @@ static void bench_save(int n)
 }
 
 /* A free loopback TCP port (the registry takes it a moment later). */
+/*
+ * The endpoint the environment names (DOCKER_HOST, DOCKER_TLS_VERIFY,
+ * DOCKER_CERT_PATH; the server and the docker CLI both inherit it): warm
+ * run_command beside `docker exec`, then bench_files' transfers beside
+ * `docker cp` over that same endpoint.  tests/bench/remote.sh runs it on the
+ * unix socket, on a TLS dockerd and through sshd on loopback.
+ */
+static void bench_remote(int n)
+{
+	const char *host = getenv("DOCKER_HOST");
+	printf("endpoint %s%s\n", host ? host : "(default unix socket)",
+	       getenv("DOCKER_TLS_VERIFY") && *getenv("DOCKER_TLS_VERIFY") ? " (TLS verified)" : "");
+	struct server s;
+	server_start(&s);
+	free(server_call(&s, 1, "initialize", init_params));
+	char *cr = call_ok(&s, 2, "{\"name\":\"session_create\",\"arguments\":{}}");
+	char container[65] = "", sid[16] = "";
+	char *c = strstr(cr, "\"container_id\":\"");
+	char *p = strstr(cr, "\"session_id\":\"");
+	if (c)
+		snprintf(container, sizeof(container), "%.64s", c + 16);
+	if (p)
+		snprintf(sid, sizeof(sid), "%.12s", p + 14);
+	free(cr);
+	char *args = xasprintf("{\"name\":\"run_command\",\"arguments\":{\"command\":\"echo 1\",\"session_id\":\"%s\"}}", sid);
+	free(call_ok(&s, 3, args)); /* warm: the agent and the kept connections are up */
+	double *ours = calloc((size_t)n, sizeof(double)), *cli = calloc((size_t)n, sizeof(double));
+	for (int i = 0; i < n; i++) {
+		int64_t t0 = now_us();
+		free(call_ok(&s, 10 + i, args));
+		ours[i] = since_ms(t0);
+		char *dv[] = { "docker", "exec", container, "echo", "1", NULL };
+		cli[i] = run_cli(dv);
+	}
+	row("run_command echo, warm (median)", median(ours, n), "ms", "docker exec CLI (median)", median(cli, n));
+	server_stop(&s);
+	free(args);
+	free(ours);
+	free(cli);
+	bench_files(n < 5 ? n : 5);
+}
+
 static int free_port(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -562,7 +615,7 @@ static void bench_pull(int n)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull]\n");
+		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|remote]\n");
 		return 2;
 	}
 	bin = argv[1];
@@ -580,6 +633,10 @@ int main(int argc, char **argv)
 	bool only_run = argc > 3 && strcmp(argv[3], "run") == 0;
 	if (argc > 3 && strcmp(argv[3], "save") == 0) {
 		bench_save(rounds < 5 ? rounds : 5);
+		return 0;
+	}
+	if (argc > 3 && strcmp(argv[3], "remote") == 0) {
+		bench_remote(rounds);
 		return 0;
 	}
 	if (argc > 3 && strcmp(argv[3], "pull") == 0) {
