@@ -1074,20 +1074,41 @@ static int image_id_copy(const char *s, char ret_id[ENGINE_IMAGE_ID_MAX], const 
 }
 
 int engine_commit(struct engine *e, struct call *call, const char *container_id, const char *repo, const char *tag,
-		  const char *comment, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
+		  const char *comment, json_t *config, const char *const *changes, char ret_id[ENGINE_IMAGE_ID_MAX],
+		  struct err *err)
 {
-	char erepo[1024], etag[512], ecomment[2048], path[4096];
+	struct buf path;
+	char erepo[1024], etag[512], ecomment[2048];
 	struct http_conn *conn;
 	struct http_response resp;
 	CHECK_ID(container_id);
 	if (engine_url_escape(repo, erepo, sizeof(erepo)) < 0 || engine_url_escape(tag, etag, sizeof(etag)) < 0 ||
 	    engine_url_escape(comment ? comment : "", ecomment, sizeof(ecomment)) < 0)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "repository, tag or message too long");
-	snprintf(path, sizeof(path), "/commit?container=%s&repo=%s&tag=%s&comment=%s&pause=1", container_id, erepo,
-		 etag, ecomment);
+	buf_init(&path, ENGINE_COMMIT_PATH_MAX);
+	/* the fixed part fits: its pieces are capped above */
+	if (buf_printf(&path, "/commit?container=%s&repo=%s&tag=%s&comment=%s&pause=1", container_id, erepo, etag,
+		       ecomment) < 0)
+		abort();
+	/*
+	 * The settings also as changes: Podman 4.3 ignores the body's config (it
+	 * keeps the container's), and Docker applies the same values on top of it.
+	 */
+	for (size_t i = 0; changes && changes[i]; i++) {
+		size_t n = strlen(changes[i]) * 3 + 1;
+		_cleanup_free_ char *esc = n <= ENGINE_COMMIT_PATH_MAX ? xmalloc(n) : NULL;
+		if (!esc || engine_url_escape(changes[i], esc, n) < 0 || buf_printf(&path, "&changes=%s", esc) < 0) {
+			buf_finish(&path);
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG,
+				       "the image's settings (environment, labels) are over %u bytes: commit a "
+				       "session with fewer or shorter variables",
+				       ENGINE_COMMIT_PATH_MAX);
+		}
+	}
 	_cleanup_free_ char *body = config ? json_dumps(config, JSON_COMPACT) : NULL;
-	int r = long_open(e, call, "POST", path, body ? "application/json" : NULL, body, body ? strlen(body) : 0, NULL,
-			  NULL, &conn, &resp, err);
+	int r = long_open(e, call, "POST", path.data, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
+			  NULL, NULL, &conn, &resp, err);
+	buf_finish(&path);
 	if (r < 0)
 		return r;
 	if (resp.status >= 400) {

@@ -305,6 +305,26 @@ json_t *image_changes(json_t *config)
 	return out;
 }
 
+const char **image_changes_argv(json_t *changes)
+{
+	size_t n = json_array_size(changes);
+	const char **argv = xcalloc(n + 1, sizeof(*argv));
+	for (size_t i = 0; i < n; i++)
+		argv[i] = json_string_value(json_array_get(changes, i));
+	return argv;
+}
+
+int image_commit(struct engine *e, struct call *call, const char *container_id, const char *comment, json_t *config,
+		 char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
+{
+	json_t *changes = image_changes(config);
+	const char **argv = image_changes_argv(changes);
+	int r = engine_commit(e, call, container_id, "", "", comment, config, argv, ret_id, err);
+	free(argv);
+	json_decref(changes);
+	return r;
+}
+
 bool image_replaceable(json_t *labels, const char *ref)
 {
 	const char *made_as = json_string_value(json_object_get(labels, IMAGE_LABEL_REF));

@@ -87,6 +87,13 @@ int image_quote(const char *s, struct buf *out);
  */
 json_t *image_changes(json_t *config);
 
+/* changes' strings as a NULL-terminated array (caller frees the array; the strings stay changes'). */
+const char **image_changes_argv(json_t *changes);
+
+/* engine_commit with config's settings both as the body and as changes (image_changes). */
+int image_commit(struct engine *e, struct call *call, const char *container_id, const char *comment, json_t *config,
+		 char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
+
 /*
  * True when the image at ref, with these labels (its Config.Labels), is one
  * sandbox-mcp created under ref itself: it carries IMAGE_LABEL_SESSION and

@@ -508,7 +508,7 @@ static int hardened_steps(struct tool_ctx *ctx, struct session *s, json_t *runs,
 	if (r == 0) {
 		json_t *config = image_commit_config(img, ct);
 		tool_progress_stage(ctx, "committing the build container");
-		r = engine_commit(e, ctx->call, t->container, "", "", NULL, config, id, err);
+		r = image_commit(e, ctx->call, t->container, NULL, config, id, err);
 		json_decref(config);
 		if (r == 0)
 			snprintf(image_id, ENGINE_IMAGE_ID_MAX, "%s", id);
