@@ -149,6 +149,22 @@ static long rss_kb(pid_t pid, const char *field)
 	return v;
 }
 
+/* The CPU time a process used so far, user + system, in ms (its threads included). */
+static double cpu_ms(pid_t pid)
+{
+	char path[64], line[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	unsigned long ut = 0, st = 0;
+	char *p = f && fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+	/* after "pid (comm)": state is field 3, utime 14, stime 15 */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		ut = st = 0;
+	if (f)
+		fclose(f);
+	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
+
 static const char init_params[] =
 	"{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}";
 
@@ -240,20 +256,27 @@ static void bench_files(int n)
 				   "\"%s\",\"overwrite\":true,\"session_id\":\"%s\"}}",
 				   back, sid);
 	/* interleaved, so both sides see the same machine state */
+	double cpu_up = 0, cpu_down = 0;
 	for (int i = 0; i < n; i++) {
 		int64_t t0 = now_us();
+		double c0 = cpu_ms(s.pid);
 		free(call_ok(&s, 100 + i, upargs));
 		up[i] = (double)(now_us() - t0) / 1000.0;
+		cpu_up += cpu_ms(s.pid) - c0;
 		char *cv[] = { "docker", "cp", src, target, NULL };
 		cpin[i] = run_cli(cv);
 		t0 = now_us();
+		c0 = cpu_ms(s.pid);
 		free(call_ok(&s, 200 + i, downargs));
 		down[i] = (double)(now_us() - t0) / 1000.0;
+		cpu_down += cpu_ms(s.pid) - c0;
 		char *dv[] = { "docker", "cp", from, cliback, NULL };
 		cpout[i] = run_cli(dv);
 	}
 	row("file_upload 50 MiB (median)", median(up, n), "ms", "docker cp host -> container", median(cpin, n));
 	row("file_download 50 MiB (median)", median(down, n), "ms", "docker cp container -> host", median(cpout, n));
+	row("server CPU per file_upload (mean)", cpu_up / n, "ms", NULL, 0);
+	row("server CPU per file_download (mean)", cpu_down / n, "ms", NULL, 0);
 	row("server peak RSS, 50 MiB up/down", (double)rss_kb(s.pid, "VmHWM:") / 1024.0, "MiB", NULL, 0);
 	server_stop(&s);
 
