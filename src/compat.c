@@ -13,8 +13,8 @@
  * it dropped each of these, and added none, runs the container with none.
  */
 static const char *const default_caps[] = {
-	"AUDIT_WRITE", "CHOWN",	 "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL",	 "MKNOD",
-	"NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+	"AUDIT_WRITE",	    "CHOWN",   "DAC_OVERRIDE", "FOWNER", "FSETID",  "KILL",   "MKNOD",
+	"NET_BIND_SERVICE", "NET_RAW", "SETFCAP",      "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
 };
 
 static bool cap_is(const json_t *v, const char *name)

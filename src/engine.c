@@ -16,8 +16,8 @@
 #include <sys/socket.h>
 
 #include "base64.h"
-#include "engine.h"
 #include "compat.h"
+#include "engine.h"
 #include "http.h"
 #include "log.h"
 #include "tls.h"

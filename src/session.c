@@ -639,8 +639,8 @@ static int read_user_files(struct session_mgr *m, struct call *call, const char 
 	 * at create time, so an image whose USER its passwd lacks (what the probe
 	 * is here to find out) would fail the create with an engine error.
 	 */
-	json_t *body = json_pack("{s:s, s:s, s:[s], s:[], s:o, s:b, s:{s:s, s:{s:s}}}", "Image", image_id, "User", "0:0",
-				 "Entrypoint", "/nonexistent", "Cmd", "Labels", labels, "NetworkDisabled", 1,
+	json_t *body = json_pack("{s:s, s:s, s:[s], s:[], s:o, s:b, s:{s:s, s:{s:s}}}", "Image", image_id, "User",
+				 "0:0", "Entrypoint", "/nonexistent", "Cmd", "Labels", labels, "NetworkDisabled", 1,
 				 "HostConfig", "NetworkMode", "none", "LogConfig", "Type", "none");
 	int r = engine_container_create(m->engine, call, body, probe, &warnings, err);
 	json_decref(body);

@@ -8,7 +8,7 @@
 #include "compat.h"
 
 /* What Podman 4.3 reports for --cap-drop ALL (inspect, HostConfig). */
-#define PODMAN_DROP                                                                                              \
+#define PODMAN_DROP                                                                                                  \
 	"[\"AUDIT_WRITE\",\"CHOWN\",\"DAC_OVERRIDE\",\"FOWNER\",\"FSETID\",\"KILL\",\"MKNOD\",\"NET_BIND_SERVICE\"," \
 	"\"NET_RAW\",\"SETFCAP\",\"SETGID\",\"SETPCAP\",\"SETUID\",\"SYS_CHROOT\"]"
 
@@ -85,7 +85,8 @@ static void test_image_id(void **state)
 	assert_false(compat_image_id("sha256:" HEX64 "0", out, sizeof(out)));
 	assert_false(compat_image_id("sha512:" HEX64, out, sizeof(out)));
 	assert_false(compat_image_id("sha256:sha256:" HEX64, out, sizeof(out)));
-	assert_false(compat_image_id("g123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", out, sizeof(out)));
+	assert_false(
+		compat_image_id("g123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", out, sizeof(out)));
 	assert_false(compat_image_id(HEX64, out, 71));
 }
 
@@ -126,16 +127,19 @@ static void test_network(void **state)
 	assert_true(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":{\"sbx\":{}}}}",
 			"sbx"));
 	/* bridge never stands for none, host or another container's namespace */
-	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":{\"none\":{}}}}",
-			 "none"));
-	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":{\"host\":{}}}}",
-			 "host"));
+	assert_false(
+		net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":{\"none\":{}}}}",
+		    "none"));
+	assert_false(
+		net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":{\"host\":{}}}}",
+		    "host"));
 	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":"
 			 "{\"container:x\":{}}}}",
 			 "container:x"));
 	/* another network, or one more beside it, or none listed */
-	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":{\"other\":{}}}}",
-			 "sbx"));
+	assert_false(
+		net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":{\"other\":{}}}}",
+		    "sbx"));
 	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{\"Networks\":"
 			 "{\"sbx\":{},\"podman\":{}}}}",
 			 "sbx"));
@@ -152,12 +156,9 @@ static void test_network(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_docker_all),
-		cmocka_unit_test(test_podman_list),
-		cmocka_unit_test(test_weaker_refused),
-		cmocka_unit_test(test_image_id),
-		cmocka_unit_test(test_engine_env),
-		cmocka_unit_test(test_network),
+		cmocka_unit_test(test_docker_all),     cmocka_unit_test(test_podman_list),
+		cmocka_unit_test(test_weaker_refused), cmocka_unit_test(test_image_id),
+		cmocka_unit_test(test_engine_env),     cmocka_unit_test(test_network),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
