@@ -4,6 +4,7 @@
 #include "compat.h"
 #include "engine.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -87,4 +88,19 @@ bool compat_network_applied(const json_t *inspect, const char *asked)
 		return false;
 	const json_t *nets = json_object_get(json_object_get(inspect, "NetworkSettings"), "Networks");
 	return json_is_object(nets) && json_object_size(nets) == 1 && json_object_get(nets, asked);
+}
+
+int compat_podman_quote(const char *s, struct buf *out)
+{
+	size_t n = strlen(s);
+	if (strpbrk(s, "\n\r") || (n > 0 && (s[0] == '"' || s[n - 1] == '"')))
+		return -EINVAL;
+	return buf_printf(out, "\"%s\"", s);
+}
+
+int compat_podman_key(const char *s, struct buf *out)
+{
+	if (!*s || strpbrk(s, " \t=\"'\n\r"))
+		return -EINVAL;
+	return buf_append_str(out, s);
 }

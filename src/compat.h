@@ -11,6 +11,8 @@
 
 #include <jansson.h>
 
+#include "buf.h"
+
 /*
  * Whether an inspected HostConfig shows every capability dropped.  Docker
  * echoes CapDrop ["ALL"]; Podman lists what it dropped from its default set
@@ -42,5 +44,15 @@ bool compat_engine_env(const char *kv, const char *hostname);
  * exactly that one.
  */
 bool compat_network_applied(const json_t *inspect, const char *asked);
+
+/*
+ * Appends s to out as Podman 4.3's changes parser reads a value: inside
+ * double quotes, which it strips, with nothing escaped (it unescapes
+ * nothing).  -EINVAL for what that cannot carry: a line break, or a quote
+ * at either end (it would be stripped too).
+ */
+int compat_podman_quote(const char *s, struct buf *out);
+/* A label key for the same parser: as is; -EINVAL if empty or holding a space, '=', a quote or a line break. */
+int compat_podman_key(const char *s, struct buf *out);
 
 #endif

@@ -29,6 +29,7 @@ struct engine {
 	struct http_conn *pool[ENGINE_POOL_MAX];
 	size_t pool_len;
 	char api[16]; /* negotiated version, "" until known */
+	bool podman;  /* the engine is Podman (set with api) */
 	/* what a create with HostConfig.StorageOpt got (guarded by lock): 0 not tried, 1 applied, -1 refused */
 	int storage_opt;
 	char storage_opt_why[160];
@@ -327,6 +328,7 @@ static int negotiate(struct engine *e, struct call *call, struct err *err)
 	pthread_mutex_lock(&e->lock);
 	snprintf(e->api, sizeof(e->api), "%s",
 		 engine_api_at_least(v.api_version, ENGINE_API_MAX) ? ENGINE_API_MAX : v.api_version);
+	e->podman = v.podman;
 	pthread_mutex_unlock(&e->lock);
 	log_debugf("engine API %s (engine %s, speaks %s)", e->api, v.version, v.api_version);
 	return 0;
@@ -425,6 +427,14 @@ bool engine_id_valid(const char *id)
 	return id && strlen(id) == ENGINE_ID_LEN && is_hex(id, ENGINE_ID_LEN);
 }
 
+bool engine_is_podman(struct engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	bool p = e->podman;
+	pthread_mutex_unlock(&e->lock);
+	return p;
+}
+
 int engine_version(struct engine *e, struct call *call, struct engine_version *ret, struct err *err)
 {
 	json_t *j = NULL;
@@ -448,6 +458,12 @@ int engine_version(struct engine *e, struct call *call, struct engine_version *r
 	COPY(arch, "Arch");
 	COPY(kernel, "KernelVersion");
 #undef COPY
+	size_t i;
+	json_t *c;
+	json_array_foreach (json_object_get(j, "Components"), i, c) {
+		const char *name = json_string_value(json_object_get(c, "Name"));
+		ret->podman = ret->podman || (name && strcmp(name, "Podman Engine") == 0);
+	}
 	json_decref(j);
 	return 0;
 }
@@ -1090,10 +1106,7 @@ int engine_commit(struct engine *e, struct call *call, const char *container_id,
 	if (buf_printf(&path, "/commit?container=%s&repo=%s&tag=%s&comment=%s&pause=1", container_id, erepo, etag,
 		       ecomment) < 0)
 		abort();
-	/*
-	 * The settings also as changes: Podman 4.3 ignores the body's config (it
-	 * keeps the container's), and Docker applies the same values on top of it.
-	 */
+	/* the settings as changes too, for Podman 4.3: it ignores the body's config (image_commit) */
 	for (size_t i = 0; changes && changes[i]; i++) {
 		size_t n = strlen(changes[i]) * 3 + 1;
 		_cleanup_free_ char *esc = n <= ENGINE_COMMIT_PATH_MAX ? xmalloc(n) : NULL;

@@ -47,12 +47,15 @@ struct engine_version {
 	char os[32];
 	char arch[32];
 	char kernel[128];
+	bool podman; /* Components name "Podman Engine": its compatible API (src/compat.h) */
 };
 
 /* 0 with *ret, or -EINVAL when DOCKER_HOST cannot be parsed. */
 int engine_create(const char *docker_host, const struct transport_tls *tls, int timeout_ms, struct engine **ret,
 		  struct err *err);
 void engine_destroy(struct engine *e);
+/* Whether the engine said it is Podman (known once a versioned call was made; false before). */
+bool engine_is_podman(struct engine *e);
 const struct endpoint *engine_endpoint(const struct engine *e);
 /* The negotiated API version ("1.41"), or "" before the first call. */
 const char *engine_api_version(struct engine *e);

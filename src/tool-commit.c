@@ -74,7 +74,7 @@ static int flatten(struct tool_ctx *ctx, const struct session *s, const char *me
 		   char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
 {
 	struct engine *e = ctx->svc->engine;
-	json_t *changes = image_changes(config);
+	json_t *changes = engine_is_podman(e) ? image_changes_podman(config) : image_changes(config);
 	const char **argv = image_changes_argv(changes);
 
 	struct export_src src = { .ctx = ctx };

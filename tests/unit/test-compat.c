@@ -5,6 +5,8 @@
  */
 #include "testutil.h"
 
+#include <errno.h>
+
 #include "compat.h"
 
 /* What Podman 4.3 reports for --cap-drop ALL (inspect, HostConfig). */
@@ -153,12 +155,43 @@ static void test_network(void **state)
 	assert_false(net("{\"HostConfig\":{\"NetworkMode\":\"\"}}", ""));
 }
 
+static void test_podman_quote(void **state)
+{
+	struct buf b;
+	(void)state;
+	buf_init(&b, 4096);
+	/* nothing escaped: Podman strips the quotes and keeps the rest as is */
+	assert_int_equal(compat_podman_quote("a \"quoted\" $dollar \\back value", &b), 0);
+	assert_string_equal(b.data, "\"a \"quoted\" $dollar \\back value\"");
+	buf_reset(&b);
+	assert_int_equal(compat_podman_quote("", &b), 0);
+	assert_string_equal(b.data, "\"\"");
+	buf_reset(&b);
+	/* what its parser would change: a quote at either end, a line break */
+	assert_int_equal(compat_podman_quote("\"x", &b), -EINVAL);
+	assert_int_equal(compat_podman_quote("x\"", &b), -EINVAL);
+	assert_int_equal(compat_podman_quote("\"", &b), -EINVAL);
+	assert_int_equal(compat_podman_quote("a\nb", &b), -EINVAL);
+	assert_int_equal(compat_podman_quote("a\rb", &b), -EINVAL);
+	assert_int_equal(b.len, 0);
+	assert_int_equal(compat_podman_key("io.sandbox-mcp.commit.session", &b), 0);
+	assert_string_equal(b.data, "io.sandbox-mcp.commit.session");
+	buf_reset(&b);
+	assert_int_equal(compat_podman_key("", &b), -EINVAL);
+	assert_int_equal(compat_podman_key("a b", &b), -EINVAL);
+	assert_int_equal(compat_podman_key("a=b", &b), -EINVAL);
+	assert_int_equal(compat_podman_key("\"a\"", &b), -EINVAL);
+	assert_int_equal(compat_podman_key("a\n", &b), -EINVAL);
+	buf_finish(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_docker_all),     cmocka_unit_test(test_podman_list),
 		cmocka_unit_test(test_weaker_refused), cmocka_unit_test(test_image_id),
 		cmocka_unit_test(test_engine_env),     cmocka_unit_test(test_network),
+		cmocka_unit_test(test_podman_quote),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
