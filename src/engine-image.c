@@ -5,10 +5,12 @@
  * (engine-internal.h).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "buf.h"
+#include "compat.h"
 #include "engine-image.h"
 #include "engine-internal.h"
 #include "util.h"
@@ -48,27 +50,44 @@ int engine_image_tag(struct engine *e, struct call *call, const char *id, const 
 /* Copies an image id ("sha256:<hex>") from s into ret_id; -EPROTO with err when s is not one. */
 static int image_id_copy(const char *s, char ret_id[ENGINE_IMAGE_ID_MAX], const char *what, struct err *err)
 {
-	if (!s || strncmp(s, "sha256:", 7) != 0 || !engine_id_valid(s + 7))
+	if (!compat_image_id(s, ret_id, ENGINE_IMAGE_ID_MAX))
 		return err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "%s returned no valid image id", what);
-	snprintf(ret_id, ENGINE_IMAGE_ID_MAX, "%s", s);
 	return 0;
 }
 
 int engine_commit(struct engine *e, struct call *call, const char *container_id, const char *repo, const char *tag,
-		  const char *comment, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
+		  const char *comment, json_t *config, const char *const *changes, char ret_id[ENGINE_IMAGE_ID_MAX],
+		  struct err *err)
 {
-	char erepo[1024], etag[512], ecomment[2048], path[4096];
+	struct buf path;
+	char erepo[1024], etag[512], ecomment[2048];
 	struct http_conn *conn;
 	struct http_response resp;
 	CHECK_ID(container_id);
 	if (engine_url_escape(repo, erepo, sizeof(erepo)) < 0 || engine_url_escape(tag, etag, sizeof(etag)) < 0 ||
 	    engine_url_escape(comment ? comment : "", ecomment, sizeof(ecomment)) < 0)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "repository, tag or message too long");
-	snprintf(path, sizeof(path), "/commit?container=%s&repo=%s&tag=%s&comment=%s&pause=1", container_id, erepo,
-		 etag, ecomment);
+	buf_init(&path, ENGINE_COMMIT_PATH_MAX);
+	/* the fixed part fits: its pieces are capped above */
+	if (buf_printf(&path, "/commit?container=%s&repo=%s&tag=%s&comment=%s&pause=1", container_id, erepo, etag,
+		       ecomment) < 0)
+		abort();
+	/* the settings as changes too, for Podman 4.3: it ignores the body's config (image_commit) */
+	for (size_t i = 0; changes && changes[i]; i++) {
+		size_t n = strlen(changes[i]) * 3 + 1;
+		_cleanup_free_ char *esc = n <= ENGINE_COMMIT_PATH_MAX ? xmalloc(n) : NULL;
+		if (!esc || engine_url_escape(changes[i], esc, n) < 0 || buf_printf(&path, "&changes=%s", esc) < 0) {
+			buf_finish(&path);
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG,
+				       "the image's settings (environment, labels) are over %u bytes: commit a "
+				       "session with fewer or shorter variables",
+				       ENGINE_COMMIT_PATH_MAX);
+		}
+	}
 	_cleanup_free_ char *body = config ? json_dumps(config, JSON_COMPACT) : NULL;
-	int r = engine_long_open(e, call, "POST", path, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
-				 NULL, NULL, &conn, &resp, err);
+	int r = engine_long_open(e, call, "POST", path.data, body ? "application/json" : NULL, body,
+				 body ? strlen(body) : 0, NULL, NULL, &conn, &resp, err);
+	buf_finish(&path);
 	if (r < 0)
 		return r;
 	if (resp.status >= 400) {

@@ -24,10 +24,13 @@ int engine_image_tag(struct engine *e, struct call *call, const char *id, const 
 
 /*
  * POST /commit?container=id&repo=&tag=&comment=&pause=1 with config (the
- * new image's container config, may be NULL). 0 with ret_id, or -errno.
+ * new image's container config, may be NULL) and changes (Dockerfile
+ * instructions, NULL-terminated, may be NULL; the request line holds at most
+ * ENGINE_COMMIT_PATH_MAX bytes). 0 with ret_id, or -errno.
  */
 int engine_commit(struct engine *e, struct call *call, const char *container_id, const char *repo, const char *tag,
-		  const char *comment, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
+		  const char *comment, json_t *config, const char *const *changes, char ret_id[ENGINE_IMAGE_ID_MAX],
+		  struct err *err);
 /* DELETE /images/{name} (no force: an image a container uses stays). An absent image is success. */
 int engine_image_remove(struct engine *e, struct call *call, const char *name, struct err *err);
 

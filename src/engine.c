@@ -17,6 +17,7 @@
 
 #include "base64.h"
 #include "engine-internal.h"
+#include "compat.h"
 #include "engine.h"
 #include "http.h"
 #include "log.h"
@@ -29,6 +30,7 @@ struct engine {
 	struct http_conn *pool[ENGINE_POOL_MAX];
 	size_t pool_len;
 	char api[16]; /* negotiated version, "" until known */
+	bool podman;  /* the engine is Podman (set with api) */
 	/* what a create with HostConfig.StorageOpt got (guarded by lock): 0 not tried, 1 applied, -1 refused */
 	int storage_opt;
 	char storage_opt_why[160];
@@ -332,6 +334,7 @@ static int negotiate(struct engine *e, struct call *call, struct err *err)
 	pthread_mutex_lock(&e->lock);
 	snprintf(e->api, sizeof(e->api), "%s",
 		 engine_api_at_least(v.api_version, ENGINE_API_MAX) ? ENGINE_API_MAX : v.api_version);
+	e->podman = v.podman;
 	pthread_mutex_unlock(&e->lock);
 	log_debugf("engine API %s (engine %s, speaks %s)", e->api, v.version, v.api_version);
 	return 0;
@@ -430,6 +433,14 @@ bool engine_id_valid(const char *id)
 	return id && strlen(id) == ENGINE_ID_LEN && is_hex(id, ENGINE_ID_LEN);
 }
 
+bool engine_is_podman(struct engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	bool p = e->podman;
+	pthread_mutex_unlock(&e->lock);
+	return p;
+}
+
 int engine_version(struct engine *e, struct call *call, struct engine_version *ret, struct err *err)
 {
 	json_t *j = NULL;
@@ -453,6 +464,12 @@ int engine_version(struct engine *e, struct call *call, struct engine_version *r
 	COPY(arch, "Arch");
 	COPY(kernel, "KernelVersion");
 #undef COPY
+	size_t i;
+	json_t *c;
+	json_array_foreach (json_object_get(j, "Components"), i, c) {
+		const char *name = json_string_value(json_object_get(c, "Name"));
+		ret->podman = ret->podman || (name && strcmp(name, "Podman Engine") == 0);
+	}
 	json_decref(j);
 	return 0;
 }

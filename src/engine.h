@@ -47,12 +47,15 @@ struct engine_version {
 	char os[32];
 	char arch[32];
 	char kernel[128];
+	bool podman; /* Components name "Podman Engine": its compatible API (src/compat.h) */
 };
 
 /* 0 with *ret, or -EINVAL when DOCKER_HOST cannot be parsed. */
 int engine_create(const char *docker_host, const struct transport_tls *tls, int timeout_ms, struct engine **ret,
 		  struct err *err);
 void engine_destroy(struct engine *e);
+/* Whether the engine said it is Podman (known once a versioned call was made; false before). */
+bool engine_is_podman(struct engine *e);
 const struct endpoint *engine_endpoint(const struct engine *e);
 /* Names the engine in its endpoint's display, so that its failures say which engine (engines.h). */
 void engine_set_label(struct engine *e, const char *name);
@@ -183,6 +186,8 @@ void engine_stream_destroy(struct engine_stream *s);
 #define ENGINE_STREAM_LINE_MAX (1u << 20)
 /* Image ids as the engine prints them: "sha256:" and 64 hex digits. */
 #define ENGINE_IMAGE_ID_MAX 80
+/* The longest /commit request path (its changes): far below the engines' 1 MiB header limit. */
+#define ENGINE_COMMIT_PATH_MAX (256 * 1024)
 
 /* GET /containers/{id}/export: the container's whole filesystem as a tar, read with engine_body_read. */
 int engine_container_export(struct engine *e, struct call *call, const char *id, struct engine_body **ret,

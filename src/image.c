@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "buildconf.h"
+#include "compat.h"
 #include "engine-image.h"
 #include "image.h"
 #include "imageref.h"
@@ -149,7 +150,10 @@ int image_quote(const char *s, struct buf *out)
 	return buf_append_str(out, "\"");
 }
 
-json_t *image_changes(json_t *config)
+/* A value's (or label key's) quoting for one engine's changes parser; -EINVAL when it cannot carry s. */
+typedef int (*quote_fn)(const char *s, struct buf *out);
+
+static json_t *changes_quoted(json_t *config, quote_fn quote, quote_fn quote_key)
 {
 	json_t *out = json_array();
 	struct buf b;
@@ -179,7 +183,7 @@ json_t *image_changes(json_t *config)
 		if (!eq || eq == kv)
 			continue;
 		buf_printf(&b, "ENV %.*s=", (int)(eq - kv), kv);
-		if (image_quote(eq + 1, &b) < 0) {
+		if (quote(eq + 1, &b) < 0) {
 			buf_reset(&b);
 			continue;
 		}
@@ -201,7 +205,7 @@ json_t *image_changes(json_t *config)
 	json_object_foreach (json_object_get(config, "Labels"), key, v) {
 		const char *val = json_string_value(v);
 		buf_append_str(&b, "LABEL ");
-		if (!val || image_quote(key, &b) < 0 || buf_append_str(&b, "=") < 0 || image_quote(val, &b) < 0) {
+		if (!val || quote_key(key, &b) < 0 || buf_append_str(&b, "=") < 0 || quote(val, &b) < 0) {
 			buf_reset(&b);
 			continue;
 		}
@@ -210,6 +214,37 @@ json_t *image_changes(json_t *config)
 #undef EMIT
 	buf_finish(&b);
 	return out;
+}
+
+json_t *image_changes(json_t *config)
+{
+	return changes_quoted(config, image_quote, image_quote);
+}
+
+json_t *image_changes_podman(json_t *config)
+{
+	return changes_quoted(config, compat_podman_quote, compat_podman_key);
+}
+
+const char **image_changes_argv(json_t *changes)
+{
+	size_t n = json_array_size(changes);
+	const char **argv = xcalloc(n + 1, sizeof(*argv));
+	for (size_t i = 0; i < n; i++)
+		argv[i] = json_string_value(json_array_get(changes, i));
+	return argv;
+}
+
+int image_commit(struct engine *e, struct call *call, const char *container_id, const char *comment, json_t *config,
+		 char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
+{
+	/* Podman ignores the body's config; Docker gets only the body, as it always did */
+	json_t *changes = engine_is_podman(e) ? image_changes_podman(config) : json_array();
+	const char **argv = image_changes_argv(changes);
+	int r = engine_commit(e, call, container_id, "", "", comment, config, argv, ret_id, err);
+	free(argv);
+	json_decref(changes);
+	return r;
 }
 
 bool image_replaceable(json_t *labels, const char *ref)

@@ -84,6 +84,15 @@ int image_quote(const char *s, struct buf *out);
  * import's changes. Values no line can carry are left out. New reference.
  */
 json_t *image_changes(json_t *config);
+/* The same for Podman 4.3, whose parser strips the quotes around a value and unescapes nothing. */
+json_t *image_changes_podman(json_t *config);
+
+/* changes' strings as a NULL-terminated array (caller frees the array; the strings stay changes'). */
+const char **image_changes_argv(json_t *changes);
+
+/* engine_commit with config as the body and, on Podman, also as changes (image_changes_podman). */
+int image_commit(struct engine *e, struct call *call, const char *container_id, const char *comment, json_t *config,
+		 char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
 
 /*
  * True when the image at ref, with these labels (its Config.Labels), is one

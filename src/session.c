@@ -22,6 +22,7 @@
 #include "agentctl.h"
 #include "buildconf.h"
 #include "ceiling.h"
+#include "compat.h"
 #include "log.h"
 #include "pull.h"
 #include "pyrepl.h"
@@ -651,9 +652,14 @@ static int read_user_files(struct session_mgr *m, struct engine *e, struct call 
 	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1", SESSION_LABEL ".instance",
 				   m->instance, SESSION_LABEL ".host", m->host, SESSION_LABEL ".lock", m->lock_path,
 				   SESSION_LABEL ".persistent", "false", SESSION_LABEL ".probe", "user");
-	json_t *body = json_pack("{s:s, s:[s], s:[], s:o, s:b, s:{s:s, s:{s:s}}}", "Image", image_id, "Entrypoint",
-				 "/nonexistent", "Cmd", "Labels", labels, "NetworkDisabled", 1, "HostConfig",
-				 "NetworkMode", "none", "LogConfig", "Type", "none");
+	/*
+	 * User 0:0: the probe never starts, but Podman resolves the image's USER
+	 * at create time, so an image whose USER its passwd lacks (what the probe
+	 * is here to find out) would fail the create with an engine error.
+	 */
+	json_t *body = json_pack("{s:s, s:s, s:[s], s:[], s:o, s:b, s:{s:s, s:{s:s}}}", "Image", image_id, "User",
+				 "0:0", "Entrypoint", "/nonexistent", "Cmd", "Labels", labels, "NetworkDisabled", 1,
+				 "HostConfig", "NetworkMode", "none", "LogConfig", "Type", "none");
 	int r = engine_container_create(e, call, body, probe, &warnings, err);
 	json_decref(body);
 	json_decref(warnings);
@@ -736,12 +742,9 @@ static int verify_hardening(json_t *inspect, const struct session *s, struct err
 {
 	json_t *hc = json_object_get(inspect, "HostConfig");
 	json_t *cfg = json_object_get(inspect, "Config");
-	json_t *drop = json_object_get(hc, "CapDrop");
-	bool all = false;
+	bool all = compat_caps_all_dropped(hc);
 	size_t i;
 	json_t *v;
-	json_array_foreach (drop, i, v)
-		all = all || (json_is_string(v) && strcasecmp(json_string_value(v), "ALL") == 0);
 	bool nnp = false;
 	json_array_foreach (json_object_get(hc, "SecurityOpt"), i, v)
 		nnp = nnp || (json_is_string(v) && strncmp(json_string_value(v), "no-new-privileges", 17) == 0);
@@ -759,8 +762,7 @@ static int verify_hardening(json_t *inspect, const struct session *s, struct err
 		why = "the pids limit was not applied";
 	else if (json_is_true(json_object_get(hc, "Privileged")))
 		why = "the container is privileged";
-	else if (!json_is_string(json_object_get(hc, "NetworkMode")) ||
-		 strcmp(json_string_value(json_object_get(hc, "NetworkMode")), s->network) != 0)
+	else if (!compat_network_applied(inspect, s->network))
 		why = "the network mode is not the one asked for";
 	if (why)
 		return err_set(err, ERRCODE_ENGINE_ERROR, -EPERM,

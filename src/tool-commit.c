@@ -75,11 +75,8 @@ static int flatten(struct tool_ctx *ctx, const struct session *s, const char *me
 		   char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
 {
 	struct engine *e = session_engine(s);
-	json_t *changes = image_changes(config);
-	size_t n = json_array_size(changes);
-	const char **argv = xcalloc(n + 1, sizeof(*argv));
-	for (size_t i = 0; i < n; i++)
-		argv[i] = json_string_value(json_array_get(changes, i));
+	json_t *changes = engine_is_podman(e) ? image_changes_podman(config) : image_changes(config);
+	const char **argv = image_changes_argv(changes);
 
 	struct export_src src = { .ctx = ctx };
 	struct err uerr;
@@ -149,7 +146,7 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			json_object_set(config, "Env", cenv);
 		r = flatten(ctx, s, message, config, id, &e_);
 	} else {
-		r = engine_commit(e, ctx->call, s->container, "", "", message, config, id, &e_);
+		r = image_commit(e, ctx->call, s->container, message, config, id, &e_);
 	}
 	json_decref(config);
 	if (r < 0) {

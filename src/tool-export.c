@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "buildconf.h"
+#include "compat.h"
 #include "exec.h"
 #include "dockerfile.h"
 #include "engine-image.h"
@@ -555,7 +556,7 @@ static int hardened_steps(struct tool_ctx *ctx, struct session *s, json_t *runs,
 	if (r == 0) {
 		json_t *config = image_commit_config(img, ct);
 		tool_progress_stage(ctx, "committing the build container");
-		r = engine_commit(e, ctx->call, t->container, "", "", NULL, config, id, err);
+		r = image_commit(e, ctx->call, t->container, NULL, config, id, err);
 		json_decref(config);
 		if (r == 0)
 			snprintf(image_id, ENGINE_IMAGE_ID_MAX, "%s", id);
@@ -628,8 +629,9 @@ static int export_inspect(struct export *ex, struct err *e)
 
 	/* the container's variables the base image lacks: the session's env */
 	ex->env = json_array();
+	const char *hostname = json_string_value(json_object_get(json_object_get(ex->container, "Config"), "Hostname"));
 	json_array_foreach (json_object_get(json_object_get(ex->container, "Config"), "Env"), i, v) {
-		bool inherited = false;
+		bool inherited = compat_engine_env(json_string_value(v), hostname);
 		json_array_foreach (json_object_get(json_object_get(ex->parent, "Config"), "Env"), j, u)
 			inherited = inherited || json_equal(u, v);
 		if (!inherited)

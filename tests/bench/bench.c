@@ -26,9 +26,12 @@
  *                                      whole create less a create of the
  *                                      present image; peak RSS before/after
  *
- * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|fileops]
- *        ("files", "save", "pull", "fileops": only those rows, pull needs docker-registry; "run": up to the
- *        run_command rows)
+ *   remote: run_command and the 50 MiB transfers beside docker exec/cp over
+ *   the endpoint of the environment (tests/bench/remote.sh: unix, TLS, ssh)
+ *
+ * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|fileops|remote]
+ *        ("files", "save", "pull", "fileops", "remote": only those rows, pull needs docker-registry; "run": up
+ *        to the run_command rows)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -151,6 +154,22 @@ static long rss_kb(pid_t pid, const char *field)
 	return v;
 }
 
+/* The CPU time a process used so far, user + system, in ms (its threads included). */
+static double cpu_ms(pid_t pid)
+{
+	char path[64], line[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	unsigned long ut = 0, st = 0;
+	char *p = f && fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+	/* after "pid (comm)": state is field 3, utime 14, stime 15 */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		ut = st = 0;
+	if (f)
+		fclose(f);
+	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
+
 static const char init_params[] =
 	"{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}";
 
@@ -201,8 +220,11 @@ static void bench_files(int n)
 		perror("bench: mkdtemp");
 		exit(1);
 	}
+	/* docker cp writes into a folder of its own: a download replaces only what sandbox-mcp wrote */
 	char *src = xasprintf("%s/fifty.bin", dir), *back = xasprintf("%s/back", dir);
+	char *cliback = xasprintf("%s/cli", dir);
 	mkdir(back, 0755);
+	mkdir(cliback, 0755);
 	size_t size = 50u << 20;
 	char *data = xmalloc(size);
 	int rnd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -239,20 +261,27 @@ static void bench_files(int n)
 				   "\"%s\",\"overwrite\":true,\"session_id\":\"%s\"}}",
 				   back, sid);
 	/* interleaved, so both sides see the same machine state */
+	double cpu_up = 0, cpu_down = 0;
 	for (int i = 0; i < n; i++) {
 		int64_t t0 = now_us();
+		double c0 = cpu_ms(s.pid);
 		free(call_ok(&s, 100 + i, upargs));
 		up[i] = (double)(now_us() - t0) / 1000.0;
+		cpu_up += cpu_ms(s.pid) - c0;
 		char *cv[] = { "docker", "cp", src, target, NULL };
 		cpin[i] = run_cli(cv);
 		t0 = now_us();
+		c0 = cpu_ms(s.pid);
 		free(call_ok(&s, 200 + i, downargs));
 		down[i] = (double)(now_us() - t0) / 1000.0;
-		char *dv[] = { "docker", "cp", from, back, NULL };
+		cpu_down += cpu_ms(s.pid) - c0;
+		char *dv[] = { "docker", "cp", from, cliback, NULL };
 		cpout[i] = run_cli(dv);
 	}
 	row("file_upload 50 MiB (median)", median(up, n), "ms", "docker cp host -> container", median(cpin, n));
 	row("file_download 50 MiB (median)", median(down, n), "ms", "docker cp container -> host", median(cpout, n));
+	row("server CPU per file_upload (mean)", cpu_up / n, "ms", NULL, 0);
+	row("server CPU per file_download (mean)", cpu_down / n, "ms", NULL, 0);
 	row("server peak RSS, 50 MiB up/down", (double)rss_kb(s.pid, "VmHWM:") / 1024.0, "MiB", NULL, 0);
 	server_stop(&s);
 
@@ -283,7 +312,12 @@ static void bench_files(int n)
 	unlink(src);
 	char *bk = xasprintf("%s/fifty.bin", back);
 	unlink(bk);
+	free(bk);
+	bk = xasprintf("%s/fifty.bin", cliback);
+	unlink(bk);
 	rmdir(back);
+	rmdir(cliback);
+	free(cliback);
 	rmdir(dir);
 	free(bk);
 	free(data);
@@ -508,6 +542,48 @@ static void bench_save(int n)
 }
 
 /* A free loopback TCP port (the registry takes it a moment later). */
+/*
+ * The endpoint the environment names (DOCKER_HOST, DOCKER_TLS_VERIFY,
+ * DOCKER_CERT_PATH; the server and the docker CLI both inherit it): warm
+ * run_command beside `docker exec`, then bench_files' transfers beside
+ * `docker cp` over that same endpoint.  tests/bench/remote.sh runs it on the
+ * unix socket, on a TLS dockerd and through sshd on loopback.
+ */
+static void bench_remote(int n)
+{
+	const char *host = getenv("DOCKER_HOST");
+	printf("endpoint %s%s\n", host ? host : "(default unix socket)",
+	       getenv("DOCKER_TLS_VERIFY") && *getenv("DOCKER_TLS_VERIFY") ? " (TLS verified)" : "");
+	struct server s;
+	server_start(&s);
+	free(server_call(&s, 1, "initialize", init_params));
+	char *cr = call_ok(&s, 2, "{\"name\":\"session_create\",\"arguments\":{}}");
+	char container[65] = "", sid[16] = "";
+	char *c = strstr(cr, "\"container_id\":\"");
+	char *p = strstr(cr, "\"session_id\":\"");
+	if (c)
+		snprintf(container, sizeof(container), "%.64s", c + 16);
+	if (p)
+		snprintf(sid, sizeof(sid), "%.12s", p + 14);
+	free(cr);
+	char *args = xasprintf("{\"name\":\"run_command\",\"arguments\":{\"command\":\"echo 1\",\"session_id\":\"%s\"}}", sid);
+	free(call_ok(&s, 3, args)); /* warm: the agent and the kept connections are up */
+	double *ours = calloc((size_t)n, sizeof(double)), *cli = calloc((size_t)n, sizeof(double));
+	for (int i = 0; i < n; i++) {
+		int64_t t0 = now_us();
+		free(call_ok(&s, 10 + i, args));
+		ours[i] = since_ms(t0);
+		char *dv[] = { "docker", "exec", container, "echo", "1", NULL };
+		cli[i] = run_cli(dv);
+	}
+	row("run_command echo, warm (median)", median(ours, n), "ms", "docker exec CLI (median)", median(cli, n));
+	server_stop(&s);
+	free(args);
+	free(ours);
+	free(cli);
+	bench_files(n < 5 ? n : 5);
+}
+
 static int free_port(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -664,7 +740,7 @@ static void bench_pull(int n)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|fileops]\n");
+		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|fileops|remote]\n");
 		return 2;
 	}
 	bin = argv[1];
@@ -682,6 +758,10 @@ int main(int argc, char **argv)
 	bool only_run = argc > 3 && strcmp(argv[3], "run") == 0;
 	if (argc > 3 && strcmp(argv[3], "save") == 0) {
 		bench_save(rounds < 5 ? rounds : 5);
+		return 0;
+	}
+	if (argc > 3 && strcmp(argv[3], "remote") == 0) {
+		bench_remote(rounds);
 		return 0;
 	}
 	if (argc > 3 && strcmp(argv[3], "pull") == 0) {

@@ -127,7 +127,8 @@ describe('workspace size (SANDBOX_WORKSPACE_MB=16)', suite({ timeout: 120000 }),
   test('no file grows past 16 MB, quota or not; the session still starts', async () => {
     const s = await srv.createSession();
     const info = await inspectContainer(s.container_id);
-    const fsize = (info.HostConfig.Ulimits ?? []).find((u) => u.Name === 'fsize');
+    // Podman's inspect spells the name RLIMIT_FSIZE; the values are checked the same
+    const fsize = (info.HostConfig.Ulimits ?? []).find((u) => u.Name === 'fsize' || u.Name === 'RLIMIT_FSIZE');
     assert.deepEqual(fsize && [fsize.Soft, fsize.Hard], [16 * MiB, 16 * MiB], 'ulimit fsize is the workspace size');
     const { limits } = await srv.ok('env_info');
     if (limits.workspace_quota === 'enforced') {

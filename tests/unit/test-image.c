@@ -204,6 +204,20 @@ static void test_quote_and_changes(void **state)
 	assert_string_equal(json_string_value(json_array_get(ch, 4)), "CMD [\"sleep\"]");
 	assert_string_equal(json_string_value(json_array_get(ch, 5)), "LABEL \"k\"=\"v\\\"\"");
 	json_decref(ch);
+	/* Podman's form: the raw value in quotes; a label value ending in a quote cannot go */
+	ch = image_changes_podman(cfg);
+	assert_int_equal(json_array_size(ch), 5);
+	assert_string_equal(json_string_value(json_array_get(ch, 2)), "ENV A=\"1\"");
+	assert_string_equal(json_string_value(json_array_get(ch, 3)), "ENV B=\"x y\"");
+	assert_string_equal(json_string_value(json_array_get(ch, 4)), "CMD [\"sleep\"]");
+	json_decref(ch);
+	json_decref(cfg);
+	cfg = json_pack("{s:[s], s:{s:s}}", "Env", "V=a \"q\" $d \\b", "Labels", "k", "v");
+	ch = image_changes_podman(cfg);
+	assert_int_equal(json_array_size(ch), 2);
+	assert_string_equal(json_string_value(json_array_get(ch, 0)), "ENV V=\"a \"q\" $d \\b\"");
+	assert_string_equal(json_string_value(json_array_get(ch, 1)), "LABEL k=\"v\"");
+	json_decref(ch);
 	json_decref(cfg);
 }
 

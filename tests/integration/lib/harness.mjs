@@ -20,6 +20,19 @@ export { sleep };
 
 export const LABEL = 'io.sandbox-mcp';
 export const MUST_WORK = process.env.SANDBOX_TEST_MUST_WORK === '1';
+/** Set by .ci/podman: DOCKER_HOST is Podman 4.3's Docker-compatible socket. */
+export const PODMAN = process.env.SANDBOX_TEST_PODMAN === '1';
+/** Test options that skip, on Podman only, what it cannot do (the reason is listed in docs/remote.md). */
+export function podmanCannot(reason) {
+  return PODMAN ? { skip: `Podman 4.3 cannot: ${reason}` } : {};
+}
+/** Docker's default capabilities: Podman's inspect lists these as dropped where Docker says ["ALL"]. */
+const DEFAULT_CAPS = ['AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD',
+  'NET_BIND_SERVICE', 'NET_RAW', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT'];
+/** HostConfig.CapDrop as each engine spells "all dropped": ["ALL"] on Docker, the default list on Podman. */
+export function allCapsDropped() {
+  return PODMAN ? DEFAULT_CAPS : ['ALL'];
+}
 /** Default per-call timeout of the SDK client in these tests (ms). */
 export const CALL_MS = 60000;
 
