@@ -15,7 +15,6 @@
 #include "buildconf.h"
 #include "config.h"
 #include "dockerctx.h"
-#include "transport.h"
 #include "imageref.h"
 
 enum opt_type { OPT_STRING, OPT_U64, OPT_DOUBLE, OPT_SWITCH /* bool; a flag without a value means true */ };
@@ -503,28 +502,6 @@ int config_load(struct config *c, char **envp, int argc, char **argv, int start,
 	if ((r = config_context(c, envp, host_flag, ctx_flag, err)) < 0)
 		return r;
 	return config_validate(c, err);
-}
-
-static const char *tls_file(const char *flag, const char *dir, const char *name, char *path)
-{
-	if (flag && flag[0])
-		return flag; /* named: a missing file is an error when it is read, not silently skipped */
-	if (!dir)
-		return NULL;
-	snprintf(path, 4096, "%s/%s", dir, name);
-	return access(path, R_OK) == 0 ? path : NULL;
-}
-
-void config_tls(const struct config *c, struct transport_tls *ret, char paths[3][4096])
-{
-	/* a context's TLS files are its own: DOCKER_CERT_PATH does not fill the gaps */
-	const char *dir = c->tls_from_context ? NULL : c->cert_path ? c->cert_path : ".";
-
-	ret->verify = c->tls_verify;
-	ret->skip_verify = c->tls_skip_verify;
-	ret->ca = tls_file(c->tlscacert, dir, "ca.pem", paths[0]);
-	ret->cert = tls_file(c->tlscert, dir, "cert.pem", paths[1]);
-	ret->key = tls_file(c->tlskey, dir, "key.pem", paths[2]);
 }
 
 const char *config_images_summary(const struct config *c)

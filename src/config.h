@@ -34,7 +34,7 @@ enum tool_group {
 
 struct config {
 	char *docker_host; /* NULL: DOCKER_HOST unset, use the default socket */
-	/* TLS to a tcp:// engine, read as the docker CLI reads it (config_tls) */
+	/* TLS to a tcp:// engine, read as the docker CLI reads it (transport_tls_from_config) */
 	bool tls_verify;   /* DOCKER_TLS_VERIFY non-empty, or --tlsverify[=true] */
 	char *cert_path;   /* DOCKER_CERT_PATH; default $DOCKER_CONFIG, else ~/.docker */
 	char *tlscacert, *tlscert, *tlskey; /* --tlscacert...: override cert_path/{ca,cert,key}.pem */
@@ -106,13 +106,6 @@ bool config_network_forbidden(const char *name);
 /* True for "none" and the networks SANDBOX_NETWORKS lists (never a forbidden one). */
 bool config_network_allowed(const struct config *c, const char *name);
 
-struct transport_tls;
-/*
- * The TLS settings for transport_open. Files not named by a flag default to
- * cert_path/ca.pem, cert.pem, key.pem, each used only if it exists (as the
- * docker CLI does). The strings point into paths, which must outlive *ret.
- */
-void config_tls(const struct config *c, struct transport_tls *ret, char paths[3][4096]);
 
 /* One line saying what the image policy allows (for env_info and doctor). */
 const char *config_images_summary(const struct config *c);

@@ -225,7 +225,7 @@ static int open_default(const struct config *cfg, int timeout_ms, struct engines
 	struct transport_tls tls;
 	char paths[3][4096], shown[ENGINES_ENDPOINT_MAX + 1];
 
-	config_tls(cfg, &tls, paths);
+	transport_tls_from_config(cfg, &tls, paths);
 	int r = engine_create(cfg->docker_host, &tls, timeout_ms, &ret->engine, err);
 	if (r < 0)
 		return r;

@@ -154,7 +154,7 @@ static int engine_create_cfg(const struct config *cfg, int timeout_ms, struct en
 	struct transport_tls tls;
 	char paths[3][4096];
 
-	config_tls(cfg, &tls, paths);
+	transport_tls_from_config(cfg, &tls, paths);
 	return engine_create(cfg->docker_host, &tls, timeout_ms, ret, err);
 }
 

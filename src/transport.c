@@ -14,6 +14,7 @@
 #include <sys/un.h>
 
 #include "buildconf.h"
+#include "config.h"
 #include "log.h"
 #include "sshconn.h"
 #include "tls.h"
@@ -307,4 +308,26 @@ int transport_connect(const struct endpoint *ep, int timeout_ms, int *ret_fd, st
 	freeaddrinfo(res);
 	return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "cannot connect to the Docker engine at %s: %s. %s",
 		       ep->display, strerror(-r), connect_hint(-r));
+}
+
+static const char *tls_file(const char *flag, const char *dir, const char *name, char *path)
+{
+	if (flag && flag[0])
+		return flag; /* named: a missing file is an error when it is read, not silently skipped */
+	if (!dir)
+		return NULL;
+	snprintf(path, 4096, "%s/%s", dir, name);
+	return access(path, R_OK) == 0 ? path : NULL;
+}
+
+void transport_tls_from_config(const struct config *c, struct transport_tls *ret, char paths[3][4096])
+{
+	/* a context's TLS files are its own: DOCKER_CERT_PATH does not fill the gaps */
+	const char *dir = c->tls_from_context ? NULL : c->cert_path ? c->cert_path : ".";
+
+	ret->verify = c->tls_verify;
+	ret->skip_verify = c->tls_skip_verify;
+	ret->ca = tls_file(c->tlscacert, dir, "ca.pem", paths[0]);
+	ret->cert = tls_file(c->tlscert, dir, "cert.pem", paths[1]);
+	ret->key = tls_file(c->tlskey, dir, "key.pem", paths[2]);
 }

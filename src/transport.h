@@ -3,7 +3,7 @@
  *
  * DOCKER_HOST is read as the docker CLI reads it: unix:///path or
  * tcp://host:port or ssh://[user@]host[:port], tcp:// in TLS when DOCKER_TLS_VERIFY/--tlsverify says
- * so (struct transport_tls, from config.c, as the CLI reads it).  Unset or
+ * so (struct transport_tls, from the settings as the CLI reads them).  Unset or
  * empty means the compiled-in default socket.
  */
 #ifndef TRANSPORT_H
@@ -47,6 +47,15 @@ int transport_parse(const char *docker_host, struct endpoint *ret, struct err *e
  * only; tls may be NULL). A plain tcp:// to a host other than loopback is
  * logged as a warning. Release with transport_release.
  */
+struct config;
+/*
+ * The TLS settings of the config for transport_open. Files not named by a
+ * flag default to cert_path/ca.pem, cert.pem, key.pem, each used only if it
+ * exists (as the docker CLI does). The strings point into paths, which must
+ * outlive *ret.
+ */
+void transport_tls_from_config(const struct config *c, struct transport_tls *ret, char paths[3][4096]);
+
 int transport_open(const char *docker_host, const struct transport_tls *tls, struct endpoint *ret,
 		   struct err *err);
 void transport_release(struct endpoint *ep);

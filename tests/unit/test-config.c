@@ -268,7 +268,7 @@ static void test_tls_settings(void **state)
 	assert_int_equal(config_load(&c, env1, 1, argv1, 1, &next, &e), 0);
 	assert_true(c.tls_verify);
 	assert_string_equal(c.cert_path, "/nonexistent-home/.docker");
-	config_tls(&c, &t, paths);
+	transport_tls_from_config(&c, &t, paths);
 	assert_true(t.verify);
 	assert_null(t.ca); /* missing default files are not used */
 	assert_null(t.cert);
@@ -282,7 +282,7 @@ static void test_tls_settings(void **state)
 	assert_true(c.tls_verify);
 	assert_string_equal(argv2[next], "doctor"); /* the switch took no value */
 	assert_string_equal(c.cert_path, "/cfg");
-	config_tls(&c, &t, paths);
+	transport_tls_from_config(&c, &t, paths);
 	assert_string_equal(t.ca, "/a/ca.pem"); /* named: used even if missing, to fail clearly */
 	config_finish(&c);
 
@@ -313,7 +313,7 @@ static void test_tls_settings(void **state)
 	char *env5[] = { "DOCKER_TLS_VERIFY=1", cp, NULL };
 	config_init(&c);
 	assert_int_equal(config_load(&c, env5, 1, argv1, 1, &next, &e), 0);
-	config_tls(&c, &t, paths);
+	transport_tls_from_config(&c, &t, paths);
 	assert_string_equal(t.ca, f);
 	assert_null(t.cert);
 	config_finish(&c);
