@@ -23,6 +23,7 @@
 #include "buildconf.h"
 #include "ceiling.h"
 #include "log.h"
+#include "pool.h"
 #include "pull.h"
 #include "pyrepl.h"
 #include "session.h"
@@ -67,6 +68,7 @@ struct session_mgr {
 	/* creates under way, each holding a place under the limit and its name */
 	struct pending *pending;
 	size_t npending;
+	struct pool *pool; /* the warm pool (pool.h), filled after the start-up scan */
 };
 
 struct pending {
@@ -91,6 +93,10 @@ static bool user_numeric_nonroot(const char *u);
 static int reserve(struct session_mgr *m, const struct session_opts *o, struct pending *pend, struct err *err);
 static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o,
 			   const char *image, const char *network, struct session **ret, struct err *err);
+static int container_new(struct session_mgr *m, struct call *call, const struct session_opts *o,
+			 const char *image, const char *network, bool pooled, struct session **ret, struct err *err);
+static int list_new(struct session_mgr *m, struct session *s, struct session **ret, struct err *err);
+static const struct pool_ops session_pool_ops;
 
 static int64_t wall_now(void)
 {
@@ -140,6 +146,7 @@ int session_mgr_create(const struct config *cfg, struct engine *e, struct sessio
 		snprintf(m->host, sizeof(m->host), "unknown");
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->wake, NULL);
+	m->pool = pool_create(cfg, m, &session_pool_ops, (size_t)cfg->pool_size);
 
 	if (lock_dir_path(m->lock_dir, sizeof(m->lock_dir)) < 0 ||
 	    (mkdir(m->lock_dir, 0700) < 0 && errno != EEXIST) || lstat(m->lock_dir, &st) < 0 ||
@@ -429,7 +436,9 @@ static void *starter_main(void *arg)
 			if (!engine_id_valid(id) || !inst || strcmp(inst, m->instance) == 0 ||
 			    owner_state(m, labels) != OWNER_DEAD)
 				continue;
-			if (persist && strcmp(persist, "true") == 0) {
+			/* a warm-pool member is never adopted, whatever else its labels say */
+			bool pooled = json_object_get(labels, SESSION_LABEL ".pool") != NULL;
+			if (persist && strcmp(persist, "true") == 0 && !pooled) {
 				adopt(m, id, labels, json_string_value(json_object_get(c, "State")));
 				continue;
 			}
@@ -445,6 +454,7 @@ static void *starter_main(void *arg)
 	if (!m->stopping && m->cfg->idle_ttl_s > 0 && thread_create_nosig(&m->reaper, NULL, reaper_main, m) == 0)
 		m->reaper_started = true;
 	pthread_mutex_unlock(&m->lock);
+	pool_start(m->pool);
 	return NULL;
 }
 
@@ -482,6 +492,7 @@ void session_mgr_cleanup(struct session_mgr *m)
 		pthread_join(m->starter, NULL);
 	if (m->reaper_started)
 		pthread_join(m->reaper, NULL);
+	pool_stop(m->pool);
 
 	/* stopping is set: session_create adds nothing any more */
 	pthread_mutex_lock(&m->lock);
@@ -510,6 +521,7 @@ void session_mgr_destroy(struct session_mgr *m)
 			session_free(s);
 	}
 	free(m->list);
+	pool_destroy(m->pool);
 	json_decref(m->users);
 	const char *inst;
 	json_t *fd;
@@ -749,6 +761,87 @@ static int verify_hardening(json_t *inspect, const struct session *s, struct err
 	return 0;
 }
 
+/*
+ * The warm pool's side in the registry (pool.h): members are made by the
+ * same container_new as fresh sessions, with the default options.
+ */
+static int pool_build(struct session_mgr *m, struct session **ret, struct err *err)
+{
+	const struct session_opts o = { 0 };
+	struct session *s;
+	int r = container_new(m, NULL, &o, m->cfg->image, "none", true, &s, err);
+	if (r < 0)
+		return r;
+	/* the agent up ahead too: the first run_command of the session pays no start */
+	struct err aerr;
+	if (s->agent_installed && agentctl_start(m->engine, NULL, s->container, s->user, &s->agent, &aerr) < 0)
+		log_infof("warm pool: the agent of %.12s did not start (%s); its first command starts it",
+			  s->container, aerr.msg);
+	*ret = s;
+	return 0;
+}
+
+static void pool_discard(struct session_mgr *m, struct session *s)
+{
+	remove_container(m, s);
+	session_free(s);
+}
+
+/* Containers still allowed under SANDBOX_MAX_SESSIONS_TOTAL, beside the sessions listed or starting. */
+static size_t pool_room(struct session_mgr *m)
+{
+	uint64_t max = m->cfg->max_sessions_total;
+	if (!max)
+		return SIZE_MAX;
+	pthread_mutex_lock(&m->lock);
+	size_t total = m->npending;
+	for (size_t i = 0; i < m->len; i++)
+		total += !m->list[i]->adopted;
+	pthread_mutex_unlock(&m->lock);
+	return total >= max ? 0 : (size_t)(max - total);
+}
+
+/*
+ * A member is handed out only if a fresh session would be the same: the
+ * default image still names the image it was made of, and it still runs
+ * (its agent's stream ends when the container stops; without an agent, the
+ * engine is asked).
+ */
+static bool pool_current(struct session_mgr *m, struct session *s)
+{
+	json_t *j = NULL;
+	struct err err;
+	bool ok = engine_image_inspect(m->engine, NULL, m->cfg->image, &j, &err) == 0 &&
+		  json_is_string(json_object_get(j, "Id")) &&
+		  strcmp(json_string_value(json_object_get(j, "Id")), s->image_id) == 0;
+	json_decref(j);
+	j = NULL;
+	if (ok && s->agent)
+		return agentctl_alive(s->agent);
+	ok = ok && engine_container_inspect(m->engine, NULL, s->container, &j, &err) == 0 &&
+	     json_is_true(json_object_get(json_object_get(j, "State"), "Running"));
+	json_decref(j);
+	return ok;
+}
+
+static const struct pool_ops session_pool_ops = {
+	.build = pool_build, .discard = pool_discard, .room = pool_room, .current = pool_current,
+};
+
+/* A pool member becomes call's session as a fresh one would: its owner, name and times. */
+static int hand_out(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session *s,
+		    struct session **ret, struct err *err)
+{
+	snprintf(s->name, sizeof(s->name), "%s", o->name ? o->name : "");
+	snprintf(s->owner, sizeof(s->owner), "%s", call_principal(call));
+	s->created = s->last_used = wall_now();
+	int r = list_new(m, s, ret, err);
+	if (r == 0)
+		log_infof("session %s created from the warm pool (container %.12s, image %s)", s->id, s->container,
+			  s->image);
+	return r;
+}
+
 int session_create(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session **ret,
 		   struct err *err)
 {
@@ -783,7 +876,16 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 	r = reserve(m, o, &pend, err);
 	if (r < 0)
 		return r;
-	r = create_reserved(m, call, o, image, network, ret, err);
+	struct session *pooled = pool_take(m->pool, o, image, network);
+	if (pooled) {
+		r = hand_out(m, call, o, pooled, ret, err);
+	} else {
+		/* a fresh container and the pool's together stay under SANDBOX_MAX_SESSIONS_TOTAL */
+		size_t room = pool_room(m);
+		if (room != SIZE_MAX && pool_ready(m->pool) > room)
+			pool_trim(m->pool, room);
+		r = create_reserved(m, call, o, image, network, ret, err);
+	}
 	pthread_mutex_lock(&m->lock);
 	for (struct pending **pp = &m->pending; *pp; pp = &(*pp)->next) {
 		if (*pp == &pend) {
@@ -847,6 +949,24 @@ static int reserve(struct session_mgr *m, const struct session_opts *o, struct p
 static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o,
 			   const char *image, const char *network, struct session **ret, struct err *err)
 {
+	struct session *s;
+	int r = container_new(m, call, o, image, network, false, &s, err);
+	if (r < 0)
+		return r;
+	r = list_new(m, s, ret, err);
+	if (r == 0)
+		log_infof("session %s created (container %.12s, image %s)", s->id, s->container, s->image);
+	return r;
+}
+
+/*
+ * A session's container, created with the hardening, started and checked:
+ * the session is not listed yet (*ret is the caller's). pooled: a warm-pool
+ * member, labelled so.
+ */
+static int container_new(struct session_mgr *m, struct call *call, const struct session_opts *o,
+			 const char *image, const char *network, bool pooled, struct session **ret, struct err *err)
+{
 	const struct config *cfg = m->cfg;
 	json_t *img = NULL, *inspect = NULL, *warnings = NULL;
 	int r;
@@ -880,6 +1000,8 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 	s->cpus = o->cpus > 0 ? o->cpus : cfg->cpus;
 	s->pids = cfg->pids;
 	s->created = s->last_used = wall_now();
+	const char *img_id = json_string_value(json_object_get(img, "Id"));
+	snprintf(s->image_id, sizeof(s->image_id), "%s", img_id ? img_id : "");
 	json_decref(img);
 
 	char created[24];
@@ -891,6 +1013,8 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 				   SESSION_LABEL ".principal", s->owner,
 				   SESSION_LABEL ".persistent", s->persistent ? "true" : "false", SESSION_LABEL ".created",
 				   created, SESSION_LABEL ".user", s->user, SESSION_LABEL ".network", s->network);
+	if (pooled)
+		json_object_set_new(labels, SESSION_LABEL ".pool", json_string("1"));
 	json_t *env = json_array();
 	const char *key;
 	json_t *val;
@@ -977,7 +1101,13 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 		session_free(s);
 		return r;
 	}
+	*ret = s;
+	return 0;
+}
 
+/* Lists a new session s (created by container_new); on failure s is removed. *ret holds the caller's reference. */
+static int list_new(struct session_mgr *m, struct session *s, struct session **ret, struct err *err)
+{
 	pthread_mutex_lock(&m->lock);
 	if (m->stopping) {
 		/* the server is exiting and has already swept its sessions */
@@ -994,7 +1124,6 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 	s->busy = 1;
 	m->list[m->len++] = s;
 	pthread_mutex_unlock(&m->lock);
-	log_infof("session %s created (container %.12s, image %s)", s->id, s->container, s->image);
 	*ret = s;
 	return 0;
 }
@@ -1160,6 +1289,11 @@ unsigned session_count(struct session_mgr *m)
 	unsigned n = (unsigned)m->len;
 	pthread_mutex_unlock(&m->lock);
 	return n;
+}
+
+size_t session_pool_ready(struct session_mgr *m)
+{
+	return m ? pool_ready(m->pool) : 0;
 }
 
 static void *reaper_main(void *arg)
