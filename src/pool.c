@@ -93,7 +93,7 @@ static int refill_one(struct pool *p, struct err *err)
 		p->members[p->len++] = s;
 	pthread_mutex_unlock(&p->lock);
 	if (!keep)
-		p->ops.discard(p->m, s);
+		p->ops.discard(p->m, &s, 1);
 	return 0;
 }
 
@@ -168,6 +168,16 @@ static size_t take_all(struct pool *p, struct session **out, size_t keep)
 	return n;
 }
 
+void pool_quiesce(struct pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+}
+
 void pool_stop(struct pool *p)
 {
 	if (!p)
@@ -202,8 +212,8 @@ void pool_trim(struct pool *p, size_t keep)
 	pthread_mutex_lock(&p->lock);
 	kick_locked(p); /* refilled when sessions leave room again */
 	pthread_mutex_unlock(&p->lock);
-	for (size_t i = 0; i < n; i++)
-		p->ops.discard(p->m, gone[i]);
+	if (n)
+		p->ops.discard(p->m, gone, n);
 }
 
 size_t pool_ready(struct pool *p)
@@ -236,6 +246,18 @@ bool pool_match(const struct config *cfg, const struct session_opts *o, const ch
 	       (!o->runtime || same(o->runtime, cfg->runtime)) && !same(cfg->pull, "always");
 }
 
+/* A member taken out whose state the engine could not tell goes back, at the end (removed if the pool stopped). */
+static void put_back(struct pool *p, struct session *s)
+{
+	pthread_mutex_lock(&p->lock);
+	bool keep = !p->stopping && p->len < p->size;
+	if (keep)
+		p->members[p->len++] = s;
+	pthread_mutex_unlock(&p->lock);
+	if (!keep)
+		p->ops.discard(p->m, &s, 1);
+}
+
 struct session *pool_take(struct pool *p, const struct session_opts *o, const char *image, const char *network)
 {
 	if (!p || p->size == 0 || !pool_match(p->cfg, o, image, network))
@@ -251,10 +273,15 @@ struct session *pool_take(struct pool *p, const struct session_opts *o, const ch
 			kick_locked(p);
 		}
 		pthread_mutex_unlock(&p->lock);
-		if (!s || p->ops.current(p->m, s))
+		int state = s ? p->ops.current(p->m, s) : POOL_CURRENT;
+		if (state == POOL_CURRENT)
 			return s;
+		if (state == POOL_UNKNOWN) {
+			put_back(p, s);
+			return NULL;
+		}
 		log_infof("warm pool: container %.12s is no longer current; removing it", s->container);
-		p->ops.discard(p->m, s);
+		p->ops.discard(p->m, &s, 1);
 	}
 	return NULL;
 }

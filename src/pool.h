@@ -21,6 +21,8 @@
 
 struct pool;
 struct session;
+/* What pool_ops.current says of a member. */
+enum { POOL_STALE = 0, POOL_CURRENT = 1, POOL_UNKNOWN = -1 /* the engine did not answer: kept, not handed out */ };
 struct session_mgr;
 struct session_opts;
 
@@ -34,18 +36,20 @@ struct session_opts;
 struct pool_ops {
 	/* Builds an unlisted pool member: created, started, agent up. 0 or -errno with err. */
 	int (*build)(struct session_mgr *m, struct session **ret, struct err *err);
-	/* Removes an unlisted session's container and frees it. */
-	void (*discard)(struct session_mgr *m, struct session *s);
+	/* Removes the containers of n unlisted sessions (at once) and frees them. */
+	void (*discard)(struct session_mgr *m, struct session **list, size_t n);
 	/* Containers the server may still make under SANDBOX_MAX_SESSIONS_TOTAL (SIZE_MAX: no limit). */
 	size_t (*room)(struct session_mgr *m);
 	/* Whether member is still what a fresh session of the default settings would be (image id, running). */
-	bool (*current)(struct session_mgr *m, struct session *member);
+	int (*current)(struct session_mgr *m, struct session *member);
 };
 
 /* A pool of size members (0: a pool that never holds any). Starts nothing yet. */
 struct pool *pool_create(const struct config *cfg, struct session_mgr *m, const struct pool_ops *ops, size_t size);
 /* Starts the refill thread (after the start-up scan). Failing to start it only leaves the pool empty. */
 void pool_start(struct pool *p);
+/* Stops refills without waiting: the first half of pool_stop, so that its wait overlaps other work. */
+void pool_quiesce(struct pool *p);
 /*
  * Stops the refill thread (waiting for a build under way, whose member is
  * then removed) and removes every member. Idempotent.

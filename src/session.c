@@ -84,6 +84,7 @@ static bool owns(const struct session *s, const char *owner);
 static void unlink_locked(struct session_mgr *m, struct session *s);
 static void session_free(struct session *s);
 static void remove_container(struct session_mgr *m, struct session *s);
+static void remove_containers(struct session_mgr *m, struct session **all, size_t n);
 static bool name_valid(const char *name);
 static void *reaper_main(void *arg);
 static int lock_dir_path(char *out, size_t outsz);
@@ -477,6 +478,45 @@ static void remove_container(struct session_mgr *m, struct session *s)
 		log_warnf("removing the container of session %s: %s", s->id, err.msg);
 }
 
+/* Containers removed at once by remove_containers, at most. */
+#define SESSION_REMOVE_PARALLEL 16
+
+struct removal {
+	struct session_mgr *m;
+	struct session *s;
+	pthread_t thread;
+	bool threaded;
+};
+
+static void *removal_main(void *arg)
+{
+	struct removal *r = arg;
+	remove_container(r->m, r->s);
+	return NULL;
+}
+
+/*
+ * Removes the containers of all[0..n), one thread each (in batches): an exit
+ * with several sessions and a pool takes about one removal's time, within
+ * the few seconds a client leaves a server between EOF and SIGKILL.
+ */
+static void remove_containers(struct session_mgr *m, struct session **all, size_t n)
+{
+	for (size_t i = 0; i < n; i += SESSION_REMOVE_PARALLEL) {
+		struct removal r[SESSION_REMOVE_PARALLEL];
+		size_t k = n - i < SESSION_REMOVE_PARALLEL ? n - i : SESSION_REMOVE_PARALLEL;
+		for (size_t j = 0; j < k; j++) {
+			r[j] = (struct removal){ .m = m, .s = all[i + j] };
+			r[j].threaded = k > 1 && thread_create_nosig(&r[j].thread, NULL, removal_main, &r[j]) == 0;
+			if (!r[j].threaded)
+				remove_container(m, all[i + j]);
+		}
+		for (size_t j = 0; j < k; j++)
+			if (r[j].threaded)
+				pthread_join(r[j].thread, NULL);
+	}
+}
+
 void session_mgr_cleanup(struct session_mgr *m)
 {
 	if (!m)
@@ -492,7 +532,7 @@ void session_mgr_cleanup(struct session_mgr *m)
 		pthread_join(m->starter, NULL);
 	if (m->reaper_started)
 		pthread_join(m->reaper, NULL);
-	pool_stop(m->pool);
+	pool_quiesce(m->pool); /* a build under way ends while the sessions go */
 
 	/* stopping is set: session_create adds nothing any more */
 	pthread_mutex_lock(&m->lock);
@@ -501,10 +541,13 @@ void session_mgr_cleanup(struct session_mgr *m)
 	if (n) /* m->list is NULL until the first session */
 		memcpy(all, m->list, n * sizeof(*all));
 	pthread_mutex_unlock(&m->lock);
+	size_t gone = 0;
 	for (size_t i = 0; i < n; i++)
 		if (!all[i]->persistent)
-			remove_container(m, all[i]);
+			all[gone++] = all[i];
+	remove_containers(m, all, gone);
 	free(all);
+	pool_stop(m->pool);
 	if (m->lock_fd >= 0)
 		unlink(m->lock_path);
 }
@@ -781,10 +824,11 @@ static int pool_build(struct session_mgr *m, struct session **ret, struct err *e
 	return 0;
 }
 
-static void pool_discard(struct session_mgr *m, struct session *s)
+static void pool_discard(struct session_mgr *m, struct session **list, size_t n)
 {
-	remove_container(m, s);
-	session_free(s);
+	remove_containers(m, list, n);
+	for (size_t i = 0; i < n; i++)
+		session_free(list[i]);
 }
 
 /* Containers still allowed under SANDBOX_MAX_SESSIONS_TOTAL, beside the sessions listed or starting. */
@@ -805,23 +849,30 @@ static size_t pool_room(struct session_mgr *m)
  * A member is handed out only if a fresh session would be the same: the
  * default image still names the image it was made of, and it still runs
  * (its agent's stream ends when the container stops; without an agent, the
- * engine is asked).
+ * engine is asked). An engine that does not answer proves neither: the
+ * member is kept (removing it would fail too) and the call goes fresh.
  */
-static bool pool_current(struct session_mgr *m, struct session *s)
+static int pool_current(struct session_mgr *m, struct session *s)
 {
 	json_t *j = NULL;
 	struct err err;
-	bool ok = engine_image_inspect(m->engine, NULL, m->cfg->image, &j, &err) == 0 &&
-		  json_is_string(json_object_get(j, "Id")) &&
-		  strcmp(json_string_value(json_object_get(j, "Id")), s->image_id) == 0;
+	int r = engine_image_inspect(m->engine, NULL, m->cfg->image, &j, &err);
+	if (r < 0)
+		return err.code == ERRCODE_IMAGE_NOT_FOUND ? POOL_STALE : POOL_UNKNOWN;
+	bool same = json_is_string(json_object_get(j, "Id")) &&
+		    strcmp(json_string_value(json_object_get(j, "Id")), s->image_id) == 0;
 	json_decref(j);
 	j = NULL;
-	if (ok && s->agent)
-		return agentctl_alive(s->agent);
-	ok = ok && engine_container_inspect(m->engine, NULL, s->container, &j, &err) == 0 &&
-	     json_is_true(json_object_get(json_object_get(j, "State"), "Running"));
+	if (!same)
+		return POOL_STALE;
+	if (s->agent)
+		return agentctl_alive(s->agent) ? POOL_CURRENT : POOL_STALE;
+	r = engine_container_inspect(m->engine, NULL, s->container, &j, &err);
+	if (r < 0)
+		return err.code == ERRCODE_SESSION_NOT_FOUND ? POOL_STALE : POOL_UNKNOWN;
+	bool running = json_is_true(json_object_get(json_object_get(j, "State"), "Running"));
 	json_decref(j);
-	return ok;
+	return running ? POOL_CURRENT : POOL_STALE;
 }
 
 static const struct pool_ops session_pool_ops = {

@@ -21,7 +21,8 @@ struct fake {
 	pthread_mutex_t lock;
 	int built, discarded, failing;
 	size_t room;
-	bool stale; /* current() says no */
+	bool stale;   /* current() says no */
+	bool unknown; /* current() cannot tell (the engine is away) */
 };
 
 static struct fake fk;
@@ -42,13 +43,14 @@ static int fake_build(struct session_mgr *m, struct session **ret, struct err *e
 	return 0;
 }
 
-static void fake_discard(struct session_mgr *m, struct session *s)
+static void fake_discard(struct session_mgr *m, struct session **list, size_t n)
 {
 	(void)m;
 	pthread_mutex_lock(&fk.lock);
-	fk.discarded++;
+	fk.discarded += (int)n;
 	pthread_mutex_unlock(&fk.lock);
-	free(s);
+	for (size_t i = 0; i < n; i++)
+		free(list[i]);
 }
 
 static size_t fake_room(struct session_mgr *m)
@@ -60,11 +62,11 @@ static size_t fake_room(struct session_mgr *m)
 	return r;
 }
 
-static bool fake_current(struct session_mgr *m, struct session *s)
+static int fake_current(struct session_mgr *m, struct session *s)
 {
 	(void)m;
 	(void)s;
-	return !fk.stale;
+	return fk.unknown ? POOL_UNKNOWN : fk.stale ? POOL_STALE : POOL_CURRENT;
 }
 
 static const struct pool_ops fake_ops = { fake_build, fake_discard, fake_room, fake_current };
@@ -74,7 +76,7 @@ static void fake_reset(void)
 	pthread_mutex_lock(&fk.lock);
 	fk.built = fk.discarded = fk.failing = 0;
 	fk.room = SIZE_MAX;
-	fk.stale = false;
+	fk.stale = fk.unknown = false;
 	pthread_mutex_unlock(&fk.lock);
 }
 
@@ -183,8 +185,14 @@ static void test_room_and_failures(void **state)
 	assert_int_equal(fk.built, 1);
 	/* a member that is no longer current is removed, not handed out */
 	fk.room = 0; /* no refill meanwhile */
-	fk.stale = true;
 	struct session_opts o = { 0 };
+	/* the engine cannot tell: the member is kept (its removal would fail too), not handed out */
+	fk.unknown = true;
+	assert_null(pool_take(p, &o, c.image, "none"));
+	assert_int_equal(fk.discarded, 0);
+	assert_int_equal(pool_ready(p), 1);
+	fk.unknown = false;
+	fk.stale = true;
 	assert_null(pool_take(p, &o, c.image, "none"));
 	assert_int_equal(fk.discarded, 1);
 	pool_destroy(p);
