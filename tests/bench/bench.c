@@ -79,8 +79,10 @@ static void server_start(struct server *s)
 	if (s->pid == 0) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
-		int devnull = open("/dev/null", O_WRONLY);
-		dup2(devnull, 2);
+		/* BENCH_SERVER_LOG: the server's stderr goes there (appended) instead of /dev/null */
+		const char *log = getenv("BENCH_SERVER_LOG");
+		int errfd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1;
+		dup2(errfd >= 0 ? errfd : open("/dev/null", O_WRONLY), 2);
 		execl(bin, bin, (char *)NULL);
 		_exit(127);
 	}
@@ -661,9 +663,20 @@ static double parallel_calls(struct server *s, char sids[PAR_SESSIONS][16], int 
 				sent[k]++;
 			}
 		}
+		if (done == PAR_SESSIONS * PAR_CALLS)
+			break;
 		char *tail;
 		if (buf_reserve(&s->rbuf, 65536, &tail) < 0)
 			abort();
+		struct pollfd pfd = { .fd = s->out, .events = POLLIN };
+		if (poll(&pfd, 1, 60000) == 0) {
+			fprintf(stderr, "bench: no answer in 60 s; %d of %d answered; sent per session:", done,
+				PAR_SESSIONS * PAR_CALLS);
+			for (int k = 0; k < PAR_SESSIONS; k++)
+				fprintf(stderr, " %d", sent[k]);
+			fprintf(stderr, "\n");
+			exit(1);
+		}
 		ssize_t r = read(s->out, tail, 65536);
 		if (r <= 0) {
 			fprintf(stderr, "bench: server closed its output\n");
@@ -712,6 +725,7 @@ static void bench_pool(int n)
 	}
 	setenv("SANDBOX_POOL_SIZE", "2", 1);
 	setenv("SANDBOX_IDLE_TTL_S", "0", 1);
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	struct server s;
 	int id = 2;
 	server_start(&s);
