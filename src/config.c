@@ -63,6 +63,8 @@ static const struct opt opts[] = {
 	{ "max_sessions", NULL, OPT_U64, OFF(max_sessions), 1, 1000, "Live sessions at most" },
 	{ "max_sessions_total", NULL, OPT_U64, OFF(max_sessions_total), 0, 100000,
 	  "Live sessions at most for the whole server, all principals together (0: no limit beyond max_sessions each)" },
+	{ "pool_size", NULL, OPT_U64, OFF(pool_size), 0, 16,
+	  "Containers of the default settings kept started ahead for session_create (0: none; at most 16)" },
 	{ "max_upload_mb", NULL, OPT_U64, OFF(max_upload_mb), 1, 65536, "Largest file moved in or out, MB" },
 	{ "output_bytes", NULL, OPT_U64, OFF(output_bytes), 1024, 64u << 20,
 	  "Output kept per stream in a result, bytes (head and tail)" },
@@ -137,6 +139,7 @@ void config_init(struct config *c)
 	c->timeout_s = 60;
 	c->idle_ttl_s = 1800;
 	c->max_sessions = 10;
+	c->pool_size = 2;
 	c->max_upload_mb = 50;
 	/* 4 streams of it (stdout, stderr; in content and structuredContent) stay under TOOL_RESULT_BUDGET */
 	c->output_bytes = 8 * 1024;
@@ -545,6 +548,7 @@ json_t *config_to_json(const struct config *c)
 			 "engine_timeout_s", (json_int_t)c->engine_timeout_s, "workspace", c->workspace,
 			 "host_dirs", c->host_dirs, "tools", c->tools, "outbox", c->outbox, "runtime",
 			 c->runtime, "networks", c->networks);
+	json_object_set_new(j, "pool_size", json_integer((json_int_t)c->pool_size));
 	json_object_set_new(j, "max_memory_mb", json_integer((json_int_t)c->max_memory_mb));
 	json_object_set_new(j, "max_cpus", json_real(c->max_cpus));
 	json_object_set_new(j, "workspace_mb", json_integer((json_int_t)c->workspace_mb));

@@ -57,6 +57,7 @@ struct config {
 	uint64_t idle_ttl_s;
 	uint64_t max_sessions;	     /* per principal (HTTP token NAME); stdio has one */
 	uint64_t max_sessions_total; /* all principals together; 0: no such limit */
+	uint64_t pool_size;	     /* warm-pool members of the default settings (pool.h); 0: no pool */
 	uint64_t max_upload_mb;
 	uint64_t output_bytes;
 	uint64_t max_code_bytes;

@@ -6,7 +6,15 @@
 #
 #   server -> driver  'c' {cell, code, workspace, cap, save_cap}   'i' interrupt cell N
 #   driver -> server  'h' {python, pid}   'o'/'e' output chunks   'f' PNG
-#                     'r' {cell, value, error, files, ...} (ends a cell)
+#                     'r' {cell, value, error, files, usage, ...} (ends a cell)
+#
+# usage is {cpu_ms, max_rss_kb} of the cell's code, from getrusage deltas:
+# cpu_ms is user+system time of the interpreter (all its threads) and of the
+# children the cell waited for; max_rss_kb the interpreter's peak RSS during
+# the cell (its high-water mark is reset at the cell's start through
+# /proc/self/clear_refs; where that cannot be written, the peak since the
+# interpreter started), or a waited-for child's, when a child beat every
+# earlier one (getrusage keeps only the largest child ever).
 #
 # The original fds 0 and 1 become private protocol fds; fds 1 and 2 become
 # pipes that an I/O thread forwards as 'o'/'e' frames, so nothing user code
@@ -19,6 +27,7 @@ import builtins
 import io
 import json
 import os
+import resource
 import select
 import signal
 import struct
@@ -384,6 +393,27 @@ _TLA = getattr(_ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
 _sources = {}        # every cell's source, by its file name "<cell-N>"
 
 
+def _usage_start():
+    """getrusage of the interpreter and its children, after resetting the interpreter's peak RSS."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    return (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))
+
+
+def _usage_end(u0):
+    s0, c0 = u0
+    s1 = resource.getrusage(resource.RUSAGE_SELF)
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (s1.ru_utime + s1.ru_stime - s0.ru_utime - s0.ru_stime) + (c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime)
+    rss = s1.ru_maxrss
+    if c1.ru_maxrss > c0.ru_maxrss:
+        rss = max(rss, c1.ru_maxrss)
+    return {"cpu_ms": int(round(max(cpu, 0) * 1000)), "max_rss_kb": int(rss)}
+
+
 def _run(code, ns):
     r = eval(code, ns)
     if _TLA and code.co_flags & 0x80:  # CO_COROUTINE: the cell used top-level await
@@ -402,6 +432,7 @@ def run_cell(req, ns):
     res = {"cell": cell}
     _figs = 0
     tag = "%d-%d" % (int(time.time() * 1000), cell)
+    u0 = None
     for t in _tees.values():
         t.reset(ws, int(req.get("cap") or 0), tag, int(req.get("save_cap") or 0))
     before = _scan(ws) if ws else None
@@ -420,6 +451,7 @@ def run_cell(req, ns):
                 _busy = cell
                 if _stop == str(cell).encode():
                     raise KeyboardInterrupt
+            u0 = _usage_start()
             _run(body, ns)
             if expr is not None:
                 v = _run(expr, ns)
@@ -432,6 +464,8 @@ def run_cell(req, ns):
         finally:
             with _busy_lock:
                 _busy = 0
+            if u0 is not None:
+                res["usage"] = _usage_end(u0)
     except BaseException as e:
         res["error"] = _error(e)
     try:

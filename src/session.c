@@ -23,7 +23,9 @@
 #include "buildconf.h"
 #include "ceiling.h"
 #include "compat.h"
+#include "engine-image.h"
 #include "log.h"
+#include "pool.h"
 #include "pull.h"
 #include "pyrepl.h"
 #include "session.h"
@@ -68,6 +70,7 @@ struct session_mgr {
 	/* creates under way, each holding a place under the limit and its name */
 	struct pending *pending;
 	size_t npending;
+	struct pool *pool; /* the warm pool (pool.h), filled after the start-up scan */
 };
 
 struct pending {
@@ -83,6 +86,7 @@ static bool owns(const struct session *s, const char *owner);
 static void unlink_locked(struct session_mgr *m, struct session *s);
 static void session_free(struct session *s);
 static void remove_container(struct session_mgr *m, struct session *s);
+static void remove_containers(struct session_mgr *m, struct session **all, size_t n);
 static bool name_valid(const char *name);
 static void *reaper_main(void *arg);
 static int lock_dir_path(char *out, size_t outsz);
@@ -92,6 +96,10 @@ static bool user_numeric_nonroot(const char *u);
 static int reserve(struct session_mgr *m, const struct session_opts *o, struct pending *pend, struct err *err);
 static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o,
 			   const char *image, const char *network, struct session **ret, struct err *err);
+static int container_new(struct session_mgr *m, struct call *call, const struct session_opts *o,
+			 const char *image, const char *network, bool pooled, struct session **ret, struct err *err);
+static int list_new(struct session_mgr *m, struct session *s, struct session **ret, struct err *err);
+static const struct pool_ops session_pool_ops;
 
 static int64_t wall_now(void)
 {
@@ -141,6 +149,7 @@ int session_mgr_create(const struct config *cfg, struct engines *es, struct sess
 		snprintf(m->host, sizeof(m->host), "unknown");
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->wake, NULL);
+	m->pool = pool_create(cfg, m, &session_pool_ops, (size_t)cfg->pool_size);
 
 	if (lock_dir_path(m->lock_dir, sizeof(m->lock_dir)) < 0 ||
 	    (mkdir(m->lock_dir, 0700) < 0 && errno != EEXIST) || lstat(m->lock_dir, &st) < 0 ||
@@ -433,7 +442,9 @@ static void sweep(struct session_mgr *m, size_t ei)
 		if (!engine_id_valid(id) || !inst || strcmp(inst, m->instance) == 0 ||
 		    owner_state(m, labels) != OWNER_DEAD)
 			continue;
-		if (persist && strcmp(persist, "true") == 0) {
+		/* a warm-pool member is never adopted, whatever else its labels say */
+		bool pooled = json_object_get(labels, SESSION_LABEL ".pool") != NULL;
+		if (persist && strcmp(persist, "true") == 0 && !pooled) {
 			adopt(m, ei, id, labels, json_string_value(json_object_get(c, "State")));
 			continue;
 		}
@@ -464,6 +475,7 @@ static void *starter_main(void *arg)
 	if (!m->stopping && m->cfg->idle_ttl_s > 0 && thread_create_nosig(&m->reaper, NULL, reaper_main, m) == 0)
 		m->reaper_started = true;
 	pthread_mutex_unlock(&m->lock);
+	pool_start(m->pool);
 	return NULL;
 }
 
@@ -487,6 +499,45 @@ static void remove_container(struct session_mgr *m, struct session *s)
 		log_warnf("removing the container of session %s: %s", s->id, err.msg);
 }
 
+/* Containers removed at once by remove_containers, at most. */
+#define SESSION_REMOVE_PARALLEL 16
+
+struct removal {
+	struct session_mgr *m;
+	struct session *s;
+	pthread_t thread;
+	bool threaded;
+};
+
+static void *removal_main(void *arg)
+{
+	struct removal *r = arg;
+	remove_container(r->m, r->s);
+	return NULL;
+}
+
+/*
+ * Removes the containers of all[0..n), one thread each (in batches): an exit
+ * with several sessions and a pool takes about one removal's time, within
+ * the few seconds a client leaves a server between EOF and SIGKILL.
+ */
+static void remove_containers(struct session_mgr *m, struct session **all, size_t n)
+{
+	for (size_t i = 0; i < n; i += SESSION_REMOVE_PARALLEL) {
+		struct removal r[SESSION_REMOVE_PARALLEL];
+		size_t k = n - i < SESSION_REMOVE_PARALLEL ? n - i : SESSION_REMOVE_PARALLEL;
+		for (size_t j = 0; j < k; j++) {
+			r[j] = (struct removal){ .m = m, .s = all[i + j] };
+			r[j].threaded = k > 1 && thread_create_nosig(&r[j].thread, NULL, removal_main, &r[j]) == 0;
+			if (!r[j].threaded)
+				remove_container(m, all[i + j]);
+		}
+		for (size_t j = 0; j < k; j++)
+			if (r[j].threaded)
+				pthread_join(r[j].thread, NULL);
+	}
+}
+
 void session_mgr_cleanup(struct session_mgr *m)
 {
 	if (!m)
@@ -502,6 +553,7 @@ void session_mgr_cleanup(struct session_mgr *m)
 		pthread_join(m->starter, NULL);
 	if (m->reaper_started)
 		pthread_join(m->reaper, NULL);
+	pool_quiesce(m->pool); /* a build under way ends while the sessions go */
 
 	/* stopping is set: session_create adds nothing any more */
 	pthread_mutex_lock(&m->lock);
@@ -510,10 +562,13 @@ void session_mgr_cleanup(struct session_mgr *m)
 	if (n) /* m->list is NULL until the first session */
 		memcpy(all, m->list, n * sizeof(*all));
 	pthread_mutex_unlock(&m->lock);
+	size_t gone = 0;
 	for (size_t i = 0; i < n; i++)
 		if (!all[i]->persistent)
-			remove_container(m, all[i]);
+			all[gone++] = all[i];
+	remove_containers(m, all, gone);
 	free(all);
+	pool_stop(m->pool);
 	if (m->lock_fd >= 0)
 		unlink(m->lock_path);
 }
@@ -530,6 +585,7 @@ void session_mgr_destroy(struct session_mgr *m)
 			session_free(s);
 	}
 	free(m->list);
+	pool_destroy(m->pool);
 	json_decref(m->users);
 	const char *inst;
 	json_t *fd;
@@ -802,6 +858,95 @@ bool session_agent_run(struct engine *e, struct call *call, struct session *s, c
 	return true;
 }
 
+/*
+ * The warm pool's side in the registry (pool.h): members are made by the
+ * same container_new as fresh sessions, with the default options.
+ */
+static int pool_build(struct session_mgr *m, struct session **ret, struct err *err)
+{
+	const struct session_opts o = { 0 };
+	struct session *s;
+	int r = container_new(m, NULL, &o, m->cfg->image, "none", true, &s, err);
+	if (r < 0)
+		return r;
+	/* the agent up ahead too: the first run_command of the session pays no start */
+	struct err aerr;
+	if (s->agent_installed && agentctl_start(s->engine, NULL, s->container, s->user, &s->agent, &aerr) < 0)
+		log_infof("warm pool: the agent of %.12s did not start (%s); its first command starts it",
+			  s->container, aerr.msg);
+	*ret = s;
+	return 0;
+}
+
+static void pool_discard(struct session_mgr *m, struct session **list, size_t n)
+{
+	remove_containers(m, list, n);
+	for (size_t i = 0; i < n; i++)
+		session_free(list[i]);
+}
+
+/* Containers still allowed under SANDBOX_MAX_SESSIONS_TOTAL, beside the sessions listed or starting. */
+static size_t pool_room(struct session_mgr *m)
+{
+	uint64_t max = m->cfg->max_sessions_total;
+	if (!max)
+		return SIZE_MAX;
+	pthread_mutex_lock(&m->lock);
+	size_t total = m->npending;
+	for (size_t i = 0; i < m->len; i++)
+		total += !m->list[i]->adopted;
+	pthread_mutex_unlock(&m->lock);
+	return total >= max ? 0 : (size_t)(max - total);
+}
+
+/*
+ * A member is handed out only if a fresh session would be the same: the
+ * default image still names the image it was made of, and it still runs
+ * (its agent's stream ends when the container stops; without an agent, the
+ * engine is asked). An engine that does not answer proves neither: the
+ * member is kept (removing it would fail too) and the call goes fresh.
+ */
+static int pool_current(struct session_mgr *m, struct session *s)
+{
+	json_t *j = NULL;
+	struct err err;
+	int r = engine_image_inspect(s->engine, NULL, m->cfg->image, &j, &err);
+	if (r < 0)
+		return err.code == ERRCODE_IMAGE_NOT_FOUND ? POOL_STALE : POOL_UNKNOWN;
+	bool same = json_is_string(json_object_get(j, "Id")) &&
+		    strcmp(json_string_value(json_object_get(j, "Id")), s->image_id) == 0;
+	json_decref(j);
+	j = NULL;
+	if (!same)
+		return POOL_STALE;
+	if (s->agent)
+		return agentctl_alive(s->agent) ? POOL_CURRENT : POOL_STALE;
+	r = engine_container_inspect(s->engine, NULL, s->container, &j, &err);
+	if (r < 0)
+		return err.code == ERRCODE_SESSION_NOT_FOUND ? POOL_STALE : POOL_UNKNOWN;
+	bool running = json_is_true(json_object_get(json_object_get(j, "State"), "Running"));
+	json_decref(j);
+	return running ? POOL_CURRENT : POOL_STALE;
+}
+
+static const struct pool_ops session_pool_ops = {
+	.build = pool_build, .discard = pool_discard, .room = pool_room, .current = pool_current,
+};
+
+/* A pool member becomes call's session as a fresh one would: its owner, name and times. */
+static int hand_out(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session *s,
+		    struct session **ret, struct err *err)
+{
+	snprintf(s->name, sizeof(s->name), "%s", o->name ? o->name : "");
+	snprintf(s->owner, sizeof(s->owner), "%s", call_principal(call));
+	s->created = s->last_used = wall_now();
+	int r = list_new(m, s, ret, err);
+	if (r == 0)
+		log_infof("session %s created from the warm pool (container %.12s, image %s)", s->id, s->container,
+			  s->image);
+	return r;
+}
+
 int session_create(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session **ret,
 		   struct err *err)
 {
@@ -839,7 +984,16 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 	r = reserve(m, o, &pend, err);
 	if (r < 0)
 		return r;
-	r = create_reserved(m, call, o, image, network, ret, err);
+	struct session *pooled = pool_take(m->pool, o, image, network);
+	if (pooled) {
+		r = hand_out(m, call, o, pooled, ret, err);
+	} else {
+		/* a fresh container and the pool's together stay under SANDBOX_MAX_SESSIONS_TOTAL */
+		size_t room = pool_room(m);
+		if (room != SIZE_MAX && pool_ready(m->pool) > room)
+			pool_trim(m->pool, room);
+		r = create_reserved(m, call, o, image, network, ret, err);
+	}
 	pthread_mutex_lock(&m->lock);
 	for (struct pending **pp = &m->pending; *pp; pp = &(*pp)->next) {
 		if (*pp == &pend) {
@@ -903,6 +1057,25 @@ static int reserve(struct session_mgr *m, const struct session_opts *o, struct p
 static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o,
 			   const char *image, const char *network, struct session **ret, struct err *err)
 {
+	struct session *s;
+	int r = container_new(m, call, o, image, network, false, &s, err);
+	if (r < 0)
+		return r;
+	r = list_new(m, s, ret, err);
+	if (r == 0)
+		log_infof("session %s created (container %.12s, image %s, engine %s)", s->id, s->container, s->image,
+			  s->engine_name);
+	return r;
+}
+
+/*
+ * A session's container, created with the hardening, started and checked:
+ * the session is not listed yet (*ret is the caller's). pooled: a warm-pool
+ * member, labelled so.
+ */
+static int container_new(struct session_mgr *m, struct call *call, const struct session_opts *o,
+			 const char *image, const char *network, bool pooled, struct session **ret, struct err *err)
+{
 	const struct config *cfg = m->cfg;
 	json_t *img = NULL, *inspect = NULL, *warnings = NULL;
 	struct engine *eng;
@@ -943,6 +1116,8 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 	s->cpus = o->cpus > 0 ? o->cpus : cfg->cpus;
 	s->pids = cfg->pids;
 	s->created = s->last_used = wall_now();
+	const char *img_id = json_string_value(json_object_get(img, "Id"));
+	snprintf(s->image_id, sizeof(s->image_id), "%s", img_id ? img_id : "");
 	json_decref(img);
 
 	char created[24];
@@ -954,6 +1129,8 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 				   SESSION_LABEL ".principal", s->owner,
 				   SESSION_LABEL ".persistent", s->persistent ? "true" : "false", SESSION_LABEL ".created",
 				   created, SESSION_LABEL ".user", s->user, SESSION_LABEL ".network", s->network);
+	if (pooled)
+		json_object_set_new(labels, SESSION_LABEL ".pool", json_string("1"));
 	json_t *env = json_array();
 	const char *key;
 	json_t *val;
@@ -1048,7 +1225,13 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 		session_free(s);
 		return r;
 	}
+	*ret = s;
+	return 0;
+}
 
+/* Lists a new session s (created by container_new); on failure s is removed. *ret holds the caller's reference. */
+static int list_new(struct session_mgr *m, struct session *s, struct session **ret, struct err *err)
+{
 	pthread_mutex_lock(&m->lock);
 	if (m->stopping) {
 		/* the server is exiting and has already swept its sessions */
@@ -1065,8 +1248,6 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 	s->busy = 1;
 	m->list[m->len++] = s;
 	pthread_mutex_unlock(&m->lock);
-	log_infof("session %s created (container %.12s, image %s, engine %s)", s->id, s->container, s->image,
-		  s->engine_name);
 	*ret = s;
 	return 0;
 }
@@ -1253,6 +1434,11 @@ unsigned session_count(struct session_mgr *m)
 	unsigned n = (unsigned)m->len;
 	pthread_mutex_unlock(&m->lock);
 	return n;
+}
+
+size_t session_pool_ready(struct session_mgr *m)
+{
+	return m ? pool_ready(m->pool) : 0;
 }
 
 static void *reaper_main(void *arg)

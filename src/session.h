@@ -42,6 +42,7 @@ struct session {
 	char name[SESSION_NAME_MAX + 1];
 	char container[ENGINE_ID_LEN + 1];
 	char image[256];
+	char image_id[80]; /* the engine's id of image when the container was made ("sha256:...") */
 	char user[64];	   /* exec user, never root */
 	char network[32];
 	char runtime[64];
@@ -168,6 +169,8 @@ json_t *session_json(const struct session *s);
 void session_key(struct session_mgr *m, const char *principal, const char *ref, char *out, size_t outsz);
 /* Live sessions, of every principal. */
 unsigned session_count(struct session_mgr *m);
+/* Warm-pool members ready to be handed out (pool.h). */
+size_t session_pool_ready(struct session_mgr *m);
 /* Remembers that a background pip install of package writes its log and status in dir. */
 void session_pip_job(struct session *s, const char *package, const char *dir);
 /* The job folder of the last background install of package, or NULL (borrowed). */

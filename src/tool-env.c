@@ -260,6 +260,7 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 		json_object_set_new(out, "session", si);
 	}
 	json_object_set_new(out, "sessions_open", json_integer(session_count(ctx->svc->sessions)));
+	json_object_set_new(out, "pool_ready", json_integer((json_int_t)session_pool_ready(ctx->svc->sessions)));
 	engines_info(ctx, out, res, r == 0 ? NULL : &err);
 	tool_structured(res, out);
 	/* no "done" progress: one sent with the result makes SDK 1.x clients report an error */
@@ -295,7 +296,7 @@ const struct tool_entry tool_env_info_entry = {
 		"\"max_cpus\":{\"type\":\"number\"},\"pids\":{\"type\":\"integer\"},"
 		"\"workspace_mb\":{\"type\":\"integer\"},\"workspace_quota\":{\"type\":\"string\"},"
 		"\"output_save_mb\":{\"type\":\"integer\"}}},"
-		"\"sessions_open\":{\"type\":\"integer\"},"
+		"\"sessions_open\":{\"type\":\"integer\"},\"pool_ready\":{\"type\":\"integer\"},"
 		"\"engines\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":{\"type\":\"object\",\"properties\":{"
 		"\"endpoint\":{\"type\":\"string\"},\"reachable\":{\"type\":\"boolean\"},\"error\":{\"type\":\"string\"}}}},"
 		"\"session\":{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"

@@ -36,6 +36,22 @@ struct py_run {
 };
 
 static int run_python(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+/*
+ * ", cpu N ms, max rss N KiB" from the driver's usage of the cell (driver.py:
+ * getrusage deltas of the interpreter and its waited-for children), as
+ * run_command's closing line says them; "" when the cell reported none.
+ */
+static void usage_note(json_t *result, char *out, size_t outsz)
+{
+	json_t *u = json_object_get(result, "usage");
+	json_t *cpu = json_object_get(u, "cpu_ms"), *rss = json_object_get(u, "max_rss_kb");
+	out[0] = '\0';
+	if (json_is_integer(cpu) && json_is_integer(rss) && json_integer_value(cpu) >= 0 &&
+	    json_integer_value(rss) >= 0)
+		snprintf(out, outsz, ", cpu %lld ms, max rss %lld KiB", (long long)json_integer_value(cpu),
+			 (long long)json_integer_value(rss));
+}
+
 static void on_output(void *arg, int stream, const char *p, size_t n);
 static void on_tick(void *arg);
 static int start(struct tool_ctx *ctx, struct session *s, struct pyrepl **ret, struct tool_result *res);
@@ -349,8 +365,10 @@ static void render(struct tool_ctx *ctx, struct tool_result *res, struct session
 	if (pyr->started)
 		snprintf(started_note, sizeof(started_note), ", new interpreter started in %lld ms",
 			 (long long)pyr->start_ms);
-	tool_text(res, "[session %s, %scell %u, python %s, %lld ms%s%s%s]", s->id,
-		  pyr->fresh ? "fresh interpreter, " : "", pr->cell, pyr->python, (long long)pr->duration_ms,
+	char usage[80];
+	usage_note(pr->result, usage, sizeof(usage));
+	tool_text(res, "[session %s, %scell %u, python %s, %lld ms%s%s%s%s]", s->id,
+		  pyr->fresh ? "fresh interpreter, " : "", pr->cell, pyr->python, (long long)pr->duration_ms, usage,
 		  started_note, pr->timed_out ? ", timed out" : "", pr->result || pr->lost ? "" : ", no result");
 }
 

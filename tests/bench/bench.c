@@ -20,6 +20,10 @@
  *   session_commit                  vs  `docker commit <ctr>` (CLI)
  *   session_export with build: true vs  `docker build` (CLI) of the same
  *                                      export written to a host folder
+ *   session_create from the warm pool  vs  raw API create + start (and a
+ *                                      fresh session_create beside it)
+ *   10 sessions x 100 run_command true in parallel  vs  10 x 20 `docker exec
+ *                                      <ctr> true` in parallel (calls/s)
  *   session_create pulling an image vs  `docker pull` of the same reference
  *   from a loopback docker-registry    (a 100 MB layer of its own on the
  *                                      sandbox image): its pull_ms, and the
@@ -29,8 +33,8 @@
  *   remote: run_command and the 50 MiB transfers beside docker exec/cp over
  *   the endpoint of the environment (tests/bench/remote.sh: unix, TLS, ssh)
  *
- * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|fileops|remote]
- *        ("files", "save", "pull", "fileops", "remote": only those rows, pull needs docker-registry; "run": up
+ * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|fileops|remote|pool]
+ *        ("files", "save", "pull", "fileops", "remote", "pool": only those rows, pull needs docker-registry; "run": up
  *        to the run_command rows)
  */
 #include <errno.h>
@@ -83,8 +87,10 @@ static void server_start(struct server *s)
 	if (s->pid == 0) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
-		int devnull = open("/dev/null", O_WRONLY);
-		dup2(devnull, 2);
+		/* BENCH_SERVER_LOG: the server's stderr goes there (appended) instead of /dev/null */
+		const char *log = getenv("BENCH_SERVER_LOG");
+		int errfd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1;
+		dup2(errfd >= 0 ? errfd : open("/dev/null", O_WRONLY), 2);
 		execl(bin, bin, (char *)NULL);
 		_exit(127);
 	}
@@ -737,10 +743,214 @@ static void bench_pull(int n)
 	free(p);
 }
 
+/* env_info's pool_ready of s. */
+static long pool_ready(struct server *s, int id)
+{
+	json_t *sc = call_sc(s, id, "env_info", json_object());
+	long n = (long)json_integer_value(json_object_get(sc, "pool_ready"));
+	json_decref(sc);
+	return n;
+}
+
+/* Waits (polling every 50 ms, at most 120 s) until s's pool holds want members. */
+static void pool_wait(struct server *s, int *id, long want)
+{
+	for (int i = 0; i < 2400 && pool_ready(s, (*id)++) < want; i++)
+		poll(NULL, 0, 50);
+}
+
+/* One session_create of args (stolen) timed, then closed; its time in ms. */
+static double create_close(struct server *s, int *id, json_t *args)
+{
+	int64_t t0 = now_us();
+	json_t *sc = call_sc(s, (*id)++, "session_create", args);
+	double ms = since_ms(t0);
+	json_decref(call_sc(s, (*id)++, "session_close",
+			    json_pack("{s:s}", "session_id", json_string_value(json_object_get(sc, "session_id")))));
+	json_decref(sc);
+	return ms;
+}
+
+/* The raw API floor of a new container: create + start of the default image, then removed; ms. */
+static double raw_create_start(struct engine *e)
+{
+	struct err err;
+	char id[65];
+	int64_t t0 = now_us();
+	json_t *body = json_pack("{s:s, s:[s, s, s], s:{s:s, s:b}}", "Image", SANDBOX_DEFAULT_IMAGE, "Entrypoint",
+				 "/bin/sh", "-c", "while sleep 3600; do :; done", "HostConfig", "NetworkMode", "none",
+				 "Init", 1);
+	if (engine_container_create(e, NULL, body, id, NULL, &err) < 0 ||
+	    engine_container_start(e, NULL, id, &err) < 0) {
+		fprintf(stderr, "bench: raw create: %s\n", err.msg);
+		exit(1);
+	}
+	double ms = since_ms(t0);
+	json_decref(body);
+	engine_container_remove(e, NULL, id, &err);
+	return ms;
+}
+
+#define PAR_SESSIONS 10
+#define PAR_CALLS 100
+#define PAR_CLI_CALLS 20
+
+/*
+ * PAR_SESSIONS callers, each making PAR_CALLS `run_command true` on a session
+ * of its own, one after the other (a closed loop: the next call leaves when
+ * the last answered), all through one server at once. Calls/s.
+ */
+static double parallel_calls(struct server *s, char sids[PAR_SESSIONS][16], int base)
+{
+	int sent[PAR_SESSIONS] = { 0 }, done = 0;
+	int64_t t0 = now_us();
+	for (int k = 0; k < PAR_SESSIONS; k++) {
+		char *line = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+				       "\"run_command\",\"arguments\":{\"command\":\"true\",\"session_id\":\"%s\"}}}\n",
+				       base + k, sids[k]);
+		if (write_full(s->in, line, strlen(line)) < 0)
+			abort();
+		free(line);
+		sent[k] = 1;
+	}
+	while (done < PAR_SESSIONS * PAR_CALLS) {
+		char *nl;
+		while ((nl = memchr(s->rbuf.data ? s->rbuf.data : "", '\n', s->rbuf.len))) {
+			size_t n = (size_t)(nl - s->rbuf.data);
+			char *line = xstrndup(s->rbuf.data, n);
+			buf_consume(&s->rbuf, n + 1);
+			char *idp = strstr(line, "\"id\":");
+			int id = idp ? atoi(idp + 5) : -1;
+			if (strstr(line, "\"isError\":true")) {
+				fprintf(stderr, "bench: parallel run_command failed: %.400s\n", line);
+				exit(1);
+			}
+			free(line);
+			if (id < base || id >= base + PAR_SESSIONS * PAR_CALLS)
+				continue;
+			int k = (id - base) % PAR_SESSIONS;
+			done++;
+			if (sent[k] < PAR_CALLS) {
+				char *req = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":"
+						      "{\"name\":\"run_command\",\"arguments\":{\"command\":\"true\","
+						      "\"session_id\":\"%s\"}}}\n",
+						      base + sent[k] * PAR_SESSIONS + k, sids[k]);
+				if (write_full(s->in, req, strlen(req)) < 0)
+					abort();
+				free(req);
+				sent[k]++;
+			}
+		}
+		if (done == PAR_SESSIONS * PAR_CALLS)
+			break;
+		char *tail;
+		if (buf_reserve(&s->rbuf, 65536, &tail) < 0)
+			abort();
+		struct pollfd pfd = { .fd = s->out, .events = POLLIN };
+		if (poll(&pfd, 1, 60000) == 0) {
+			fprintf(stderr, "bench: no answer in 60 s; %d of %d answered; sent per session:", done,
+				PAR_SESSIONS * PAR_CALLS);
+			for (int k = 0; k < PAR_SESSIONS; k++)
+				fprintf(stderr, " %d", sent[k]);
+			fprintf(stderr, "\n");
+			exit(1);
+		}
+		ssize_t r = read(s->out, tail, 65536);
+		if (r <= 0) {
+			fprintf(stderr, "bench: server closed its output\n");
+			exit(1);
+		}
+		buf_commit(&s->rbuf, (size_t)r);
+	}
+	return PAR_SESSIONS * PAR_CALLS / (since_ms(t0) / 1000.0);
+}
+
+/* The same through `docker exec <ctr> true`: PAR_SESSIONS processes of PAR_CLI_CALLS each. Calls/s. */
+static double parallel_cli(char ctrs[PAR_SESSIONS][65])
+{
+	pid_t kids[PAR_SESSIONS];
+	int64_t t0 = now_us();
+	for (int k = 0; k < PAR_SESSIONS; k++) {
+		kids[k] = fork();
+		if (kids[k] == 0) {
+			for (int i = 0; i < PAR_CLI_CALLS; i++) {
+				char *dv[] = { "docker", "exec", ctrs[k], "true", NULL };
+				run_cli(dv);
+			}
+			_exit(0);
+		}
+	}
+	for (int k = 0; k < PAR_SESSIONS; k++)
+		waitpid(kids[k], NULL, 0);
+	return PAR_SESSIONS * PAR_CLI_CALLS / (since_ms(t0) / 1000.0);
+}
+
+/*
+ * The warm pool (SANDBOX_POOL_SIZE=2): session_create to ready from a full
+ * pool, beside the raw API create + start and a fresh session_create (one
+ * setting off the pool's), interleaved; then PAR_SESSIONS x PAR_CALLS
+ * `run_command true` in parallel beside `docker exec` in parallel.
+ */
+static void bench_pool(int n)
+{
+	struct engine *e;
+	struct err err;
+	double *v = xcalloc((size_t)n, sizeof(double)), *a = xcalloc((size_t)n, sizeof(double)),
+	       *f = xcalloc((size_t)n, sizeof(double));
+	if (engine_create(getenv("DOCKER_HOST"), NULL, 30000, &e, &err) < 0) {
+		fprintf(stderr, "bench: %s\n", err.msg);
+		exit(1);
+	}
+	setenv("SANDBOX_POOL_SIZE", "2", 1);
+	setenv("SANDBOX_IDLE_TTL_S", "0", 1);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	struct server s;
+	int id = 2;
+	server_start(&s);
+	free(server_call(&s, 1, "initialize", init_params));
+	for (int i = 0; i < n; i++) {
+		pool_wait(&s, &id, 2);
+		/* the machine settles after the refill before the next figure */
+		poll(NULL, 0, 300);
+		v[i] = create_close(&s, &id, json_object());
+		pool_wait(&s, &id, 2);
+		poll(NULL, 0, 300);
+		a[i] = raw_create_start(e);
+		poll(NULL, 0, 300);
+		f[i] = create_close(&s, &id, json_pack("{s:I}", "memory_mb", (json_int_t)256));
+	}
+	row("session_create from the pool (median)", median(v, n), "ms", "raw API create+start (median)", median(a, n));
+	row("session_create fresh (median)", median(f, n), "ms", "raw API create+start (median)", median(a, n));
+
+	char sids[PAR_SESSIONS][16], ctrs[PAR_SESSIONS][65];
+	for (int k = 0; k < PAR_SESSIONS; k++) {
+		json_t *sc = call_sc(&s, id++, "session_create", json_object());
+		snprintf(sids[k], sizeof(sids[k]), "%s", json_string_value(json_object_get(sc, "session_id")));
+		snprintf(ctrs[k], sizeof(ctrs[k]), "%s", json_string_value(json_object_get(sc, "container_id")));
+		json_decref(sc);
+		/* each session's agent is up before the figure (a session made fresh starts it on first use) */
+		json_decref(call_sc(&s, id++, "run_command", json_pack("{s:s, s:s}", "command", "true", "session_id", sids[k])));
+	}
+	pool_wait(&s, &id, 2);
+	double calls = parallel_calls(&s, sids, 1000000);
+	double cli = parallel_cli(ctrs);
+	char what[64], anchor[64];
+	snprintf(what, sizeof(what), "%dx%d run_command true, parallel", PAR_SESSIONS, PAR_CALLS);
+	snprintf(anchor, sizeof(anchor), "%dx%d docker exec true, parallel", PAR_SESSIONS, PAR_CLI_CALLS);
+	row(what, calls, "/s", anchor, cli);
+	server_stop(&s);
+	unsetenv("SANDBOX_POOL_SIZE");
+	unsetenv("SANDBOX_IDLE_TTL_S");
+	engine_destroy(e);
+	free(v);
+	free(a);
+	free(f);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|fileops|remote]\n");
+		fprintf(stderr, "usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|fileops|remote|pool]\n");
 		return 2;
 	}
 	bin = argv[1];
@@ -750,6 +960,8 @@ int main(int argc, char **argv)
 	(void)env_extra;
 	util_json_init();
 	signal(SIGPIPE, SIG_IGN);
+	/* the rows outside the pool's mode measure fresh sessions, as before the pool: no background creates */
+	setenv("SANDBOX_POOL_SIZE", "0", 0);
 	if (argc > 3 && strcmp(argv[3], "files") == 0) {
 		bench_files(rounds < 5 ? rounds : 5);
 		return 0;
@@ -770,6 +982,10 @@ int main(int argc, char **argv)
 	}
 	if (argc > 3 && strcmp(argv[3], "fileops") == 0) {
 		bench_fileops(rounds);
+		return 0;
+	}
+	if (argc > 3 && strcmp(argv[3], "pool") == 0) {
+		bench_pool(rounds < 10 ? rounds : 10);
 		return 0;
 	}
 	double *v = calloc((size_t)rounds, sizeof(double)), *a = calloc((size_t)rounds, sizeof(double));

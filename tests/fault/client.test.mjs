@@ -20,6 +20,9 @@ function pipe(t, fake, label, env = {}) {
       SANDBOX_ENGINE_TIMEOUT_S: ENGINE_TIMEOUT_S,
       SANDBOX_IDLE_TTL_S: 0,
       SANDBOX_LOG_LEVEL: 'info',
+      // faults meant for one call's path: a warm pool filling in the background would meet them first
+      // (as startServer in lib/fake.mjs says)
+      SANDBOX_POOL_SIZE: 0,
       ...env,
     },
   });

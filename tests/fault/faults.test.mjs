@@ -165,6 +165,50 @@ describe('session_close when the engine fails to remove the container', { timeou
   });
 });
 
+/** env_info's pool_ready once it equals n (polled for up to timeoutMs); throws past it. */
+async function poolReady(srv, n, timeoutMs = 30000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const st = await srv.ok('env_info', {}, { timeoutMs: 30000 });
+    if (st.pool_ready === n) return;
+    if (Date.now() > until) throw new Error(`pool_ready is ${st.pool_ready}, not ${n}; stderr: ${srv.stderrTail.slice(-1500)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('the warm pool under engine faults', { timeout: 120000 }, () => {
+  for (const [fault, pattern] of [['http-500-json', 'POST /containers/create'], ['http-500-json', 'POST /containers/*/start'],
+    ['close', 'POST /containers/*/start'], ['stall', 'GET /containers/*/json']]) {
+    test(`${fault} on ${pattern}: the pool stays empty, calls still work, it fills once healed, nothing leaks`, async () => {
+      const fake = await FakeEngine.start(fault, pattern);
+      let srv;
+      try {
+        srv = await startServer(`pool-${fault}`, fake, { SANDBOX_POOL_SIZE: 2 });
+        // a few failed builds (the back-off starts at 1 s), while calls keep answering
+        await new Promise((r) => setTimeout(r, ENGINE_TIMEOUT_S * 1000 + 1500));
+        await fake.sync();
+        assert.ok(fake.faults().length > 0, `the pool met the fault: ${fake.requests().slice(-5).join(' | ')}`);
+        assert.equal((await srv.ok('env_info', {}, { timeoutMs: 30000 })).pool_ready, 0);
+        await srv.client.ping({ timeout: 5000 });
+        await fake.heal();
+        await poolReady(srv, 2);
+        // a session from the pool works, and the pool is refilled behind it
+        const s = await srv.createSession();
+        await poolReady(srv, 2);
+        const st = await srv.ok('run_command', { command: 'echo hello', session_id: s.session_id });
+        assert.equal(st.stdout, 'hello\n');
+        await withTimeout(srv.endStdin(), 20000, 'server exit');
+        assert.equal(srv.exit.code, 0, `clean exit: ${JSON.stringify(srv.exit)}; stderr: ${srv.stderrTail.slice(-1000)}`);
+        await fake.sync();
+        assert.deepEqual(fake.containers().leaked, [], 'every container the pool made, failed or not, was removed');
+      } finally {
+        await srv?.close();
+        await fake.stop();
+      }
+    });
+  }
+});
+
 describe('engine faults', { concurrency: 4, timeout: 240000 }, () => {
   after(() => {
     const w = (s, n) => String(s).padEnd(n);

@@ -152,7 +152,11 @@ describe('valgrind: engine faults (fake engine)', withValgrind({ timeout: 300000
     requireValgrind();
     const fake = await FakeEngine.start('none');
     try {
-      const vg = new VgServer('faults', { DOCKER_HOST: fake.dockerHost, SANDBOX_ENGINE_TIMEOUT_S: ENGINE_TIMEOUT_S });
+      // each fault is meant for one call's path: a warm pool would meet or dodge it (lib/fake.mjs startServer);
+      // the real-engine scenario above runs with the pool
+      const vg = new VgServer('faults', {
+        DOCKER_HOST: fake.dockerHost, SANDBOX_ENGINE_TIMEOUT_S: ENGINE_TIMEOUT_S, SANDBOX_POOL_SIZE: 0,
+      });
       await vg.initialize();
       const run = await vg.call('run_command', { command: 'echo hello' });
       assert.equal(run.structuredContent.stdout, 'hello\n', JSON.stringify(run));

@@ -10,7 +10,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  Server, suite, requireEngine, cleanup, inspectContainer, containerExists, containersOfInstance,
+  Server, suite, requireEngine, cleanup, inspectContainer, containerExists, containersOfInstance, poolFilled,
 } from './lib/harness.mjs';
 
 const ENV = { SANDBOX_TIMEOUT_S: 30, SANDBOX_IDLE_TTL_S: 0 };
@@ -48,8 +48,10 @@ describe('instances, dead-instance cleanup and persistent sessions', suite({ tim
       assert.equal(labels['io.sandbox-mcp.session'], s.session_id);
       assert.equal(labels['io.sandbox-mcp.persistent'], persistent);
     }
-    assert.deepEqual((await containersOfInstance(A.instance)).sort(), [a.container_id, p.container_id].sort());
-    assert.deepEqual(await containersOfInstance(B.instance), [b.container_id]);
+    // besides their sessions, each server holds its warm pool (SANDBOX_POOL_SIZE, 2 by default), full by now
+    const [poolA, poolB] = await Promise.all([poolFilled(A, 2), poolFilled(B, 2)]);
+    assert.deepEqual((await containersOfInstance(A.instance)).sort(), [a.container_id, p.container_id, ...poolA].sort());
+    assert.deepEqual((await containersOfInstance(B.instance)).sort(), [b.container_id, ...poolB].sort());
   });
 
   test('SIGKILL A, start C: A\'s non-persistent container goes, B\'s stays, P is adopted', async () => {

@@ -285,6 +285,29 @@ describe('run_python', suite({ timeout: 300000 }), () => {
     assert.equal(outValue(back), '(5, False)');
   });
 
+  test('the closing line carries the cell\'s cpu and max rss, as run_command\'s does', async () => {
+    const usage = (res) => {
+      const m = /, (\d+) ms, cpu (\d+) ms, max rss (\d+) KiB[,\]]/.exec(text(res));
+      assert.ok(m, `usage in the closing line: ${text(res)}`);
+      return { ms: Number(m[1]), cpu: Number(m[2]), rss: Number(m[3]) };
+    };
+    // 300 ms of CPU and a 200 MiB buffer touched page by page in the interpreter itself
+    const big = usage(await py('import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n' +
+      'b = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\ndel b'));
+    assert.ok(big.cpu >= 250 && big.cpu <= big.ms + 100, `cpu ${big.cpu} ms of ${big.ms} ms`);
+    assert.ok(big.rss >= 200 * 1024, `max rss ${big.rss} KiB >= 200 MiB`);
+    // the peak is the cell's own: the next small cell does not inherit the 200 MiB
+    const small = usage(await py('1+1'));
+    assert.ok(small.rss < 150 * 1024, `a small cell's max rss ${small.rss} KiB is its own`);
+    assert.ok(small.cpu < 200, `1+1 cpu ${small.cpu} ms`);
+    // a child the cell waits for: its CPU and its peak count
+    const child = usage(await py('import subprocess\nsubprocess.run(["python3", "-c", ' +
+      '"import time\\nb = bytearray(300 << 20)\\nfor i in range(0, len(b), 4096): b[i] = 1\\n' +
+      't = time.process_time()\\nwhile time.process_time() - t < 0.2: pass"], check=True)'));
+    assert.ok(child.rss >= 300 * 1024, `the child's max rss counts: ${child.rss} KiB`);
+    assert.ok(child.cpu >= 150, `the child's cpu counts: ${child.cpu} ms`);
+  });
+
   test('1+1 warm latency', async () => {
     await py('1+1');
     const ms = [];

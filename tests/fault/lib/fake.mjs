@@ -155,6 +155,10 @@ export function startServer(label, fake, env = {}) {
     DOCKER_HOST: fake.dockerHost,
     SANDBOX_ENGINE_TIMEOUT_S: ENGINE_TIMEOUT_S,
     SANDBOX_IDLE_TTL_S: 0,
+    // each case injects its fault into one tool call's path: a warm pool filling in the background would
+    // meet (or, with a count, use up) the fault instead and hand the call a ready container; the pool
+    // under faults has cases of its own (faults.test.mjs, 'the warm pool under engine faults')
+    SANDBOX_POOL_SIZE: 0,
     ...env,
   });
 }

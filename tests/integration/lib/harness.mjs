@@ -71,6 +71,36 @@ export async function containersOfInstance(instance) {
   return r.stdout.split('\n').map((s) => s.trim()).filter(Boolean);
 }
 
+/**
+ * Ids of the warm-pool members of a live server: its containers labelled
+ * io.sandbox-mcp.pool=1 that are not (yet) a session. A member handed out
+ * keeps the label (the engine cannot change labels), so the server's own
+ * session_list tells the two apart.
+ */
+export async function poolMembersOf(srv) {
+  const r = await docker(['ps', '-aq', '--no-trunc', '--filter', `label=${LABEL}.instance=${srv.instance}`,
+    '--filter', `label=${LABEL}.pool=1`]);
+  if (r.code !== 0) throw new Error(`docker ps failed: ${r.stderr}`);
+  const res = await srv.client.callTool({ name: 'session_list', arguments: {} });
+  const used = new Set((res.structuredContent?.sessions ?? []).map((s) => s.container_id));
+  return r.stdout.split('\n').map((s) => s.trim()).filter((id) => id && !used.has(id));
+}
+
+/** Waits until a live server's pool holds n members (env_info's pool_ready and the engine agree); their ids. */
+export async function poolFilled(srv, n, timeoutMs = 120000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const info = (await srv.client.callTool({ name: 'env_info', arguments: {} })).structuredContent;
+    const ids = await poolMembersOf(srv);
+    if (info?.pool_ready === n && ids.length === n) return ids;
+    if (Date.now() > until) {
+      throw new Error(`${srv.label}: the pool did not reach ${n} members in ${timeoutMs} ms ` +
+        `(pool_ready ${info?.pool_ready}, containers ${ids.length}); stderr: ${srv.stderrTail.slice(-2000)}`);
+    }
+    await sleep(200);
+  }
+}
+
 async function probeEngine() {
   const r = await docker(['info', '--format', '{{.ServerVersion}}'], { timeoutMs: 20000 });
   if (r.code === 0 && r.stdout.trim()) return { ok: true, version: r.stdout.trim() };
