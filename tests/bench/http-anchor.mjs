@@ -7,12 +7,12 @@
 // console.log lines are left out, which would make the anchor slower.
 //
 // Usage: node tests/bench/http-anchor.mjs PORT
-// The SDK comes from tests/e2e/node_modules (pinned by its package-lock.json).
+// The SDK comes from tests/node_modules (pinned by its package-lock.json).
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
-const require = createRequire(new URL('../e2e/package.json', import.meta.url));
+const require = createRequire(new URL('../package.json', import.meta.url));
 const load = (name) => import(pathToFileURL(require.resolve(name)).href);
 const { McpServer } = await load('@modelcontextprotocol/sdk/server/mcp.js');
 const { StreamableHTTPServerTransport } = await load('@modelcontextprotocol/sdk/server/streamableHttp.js');

@@ -17,7 +17,7 @@
 # Usage: [ROUNDS=N] tests/bench/http-bench.sh BUILD_DIR [SECONDS [OTHER_SANDBOX_MCP_BIN]]
 #   OTHER_SANDBOX_MCP_BIN adds its env_info and run_python rows (e.g. a build
 #   of an older commit), measured in the same run.
-# Needs node and tests/e2e/node_modules (npm ci in tests/e2e), and dockerd.
+# Needs node and tests/node_modules (npm ci in tests), and dockerd.
 set -eu
 
 build=${1:?usage: http-bench.sh BUILD_DIR [SECONDS [OTHER_SANDBOX_MCP_BIN]]}

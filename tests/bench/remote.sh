@@ -3,7 +3,7 @@
 # beside docker exec/cp) over each endpoint kind, in one run: the unix socket,
 # a second dockerd on loopback with TLS, and ssh:// through an sshd on
 # loopback. Reuses the integration tests' helpers
-# (tests/integration/lib/remote-engine.sh, remote-sshd.sh). Needs root.
+# (tests/lib/remote-engine.sh, remote-sshd.sh). Needs root.
 #
 #   tests/bench/remote.sh [BUILD_DIR] [ROUNDS]   (default build, 10)
 set -euo pipefail
@@ -11,7 +11,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "${1:-$here/build}" && pwd)
 rounds=${2:-10}
-lib=$here/tests/integration/lib
+lib=$here/tests/lib
 tls_port=$((27000 + $$ % 1000)) ssh_port=$((28000 + $$ % 1000))
 tls_dir=/tmp/sandbox-mcp-bench-tls-$$ ssh_dir=/tmp/sandbox-mcp-bench-ssh-$$
 image=debian:bookworm-slim # small: it is loaded into the TLS engine's store

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { modernMeta, openPipe } from './lib/rawpipe.mjs';
+import { modernMeta, openPipe } from '../lib/rawpipe.mjs';
 
 const bin = process.env.SANDBOX_MCP_BIN;
 if (!bin) throw new Error('SANDBOX_MCP_BIN must name the built sandbox-mcp binary');

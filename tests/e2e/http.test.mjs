@@ -17,7 +17,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';
-import { serverBin, serverEnv, sleep } from './lib/rawpipe.mjs';
+import { serverBin, serverEnv, sleep } from '../lib/rawpipe.mjs';
 
 const BIN = serverBin();
 const INIT = {

@@ -13,14 +13,14 @@ import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
-import { serverBin, serverEnv } from './lib/rawpipe.mjs';
-import { assertEnvInfoResult } from './lib/expect.mjs';
+import { serverBin, serverEnv } from '../lib/rawpipe.mjs';
+import { assertEnvInfoResult } from '../lib/expect.mjs';
 
 const BIN = serverBin();
 const here = dirname(fileURLToPath(import.meta.url));
 
 function inspectorBin() {
-  const require = createRequire(join(here, 'package.json'));
+  const require = createRequire(join(here, '..', 'package.json'));
   const pkgPath = require.resolve('@modelcontextprotocol/inspector-cli/package.json');
   const pkg = JSON.parse(readFileSync(pkgPath, 'utf8'));
   const rel = typeof pkg.bin === 'string' ? pkg.bin : pkg.bin?.['mcp-inspector-cli'];
@@ -68,7 +68,7 @@ function parseOutput(r) {
 
 test('the inspector bin is where the package says', () => {
   const { abs, version } = inspectorBin();
-  const viaDotBin = realpathSync(join(here, 'node_modules', '.bin', 'mcp-inspector-cli'));
+  const viaDotBin = realpathSync(join(here, '..', 'node_modules', '.bin', 'mcp-inspector-cli'));
   assert.equal(viaDotBin, realpathSync(abs));
   assert.match(version, /^\d+\.\d+\.\d+$/);
 });

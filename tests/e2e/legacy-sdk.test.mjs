@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { serverBin, serverEnv, openPipe, NEWEST_LEGACY, LEGACY_VERSIONS } from './lib/rawpipe.mjs';
-import { assertEnvInfoTool, assertEnvInfoResult } from './lib/expect.mjs';
+import { serverBin, serverEnv, openPipe, NEWEST_LEGACY, LEGACY_VERSIONS } from '../lib/rawpipe.mjs';
+import { assertEnvInfoTool, assertEnvInfoResult } from '../lib/expect.mjs';
 
 const BIN = serverBin();
 const CALL_TIMEOUT = { timeout: 30000 };

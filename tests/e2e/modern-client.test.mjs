@@ -13,11 +13,11 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import {
   serverBin, serverEnv, openPipe, sleep, modernMeta, isResponse,
   MODERN_VERSION, META_VERSION, META_CAPS, META_SERVERINFO, META_LOGLEVEL,
-} from './lib/rawpipe.mjs';
-import { assertEnvInfoTool, assertEnvInfoResult } from './lib/expect.mjs';
+} from '../lib/rawpipe.mjs';
+import { assertEnvInfoTool, assertEnvInfoResult } from '../lib/expect.mjs';
 
 const BIN = serverBin();
-const WIRETAP = fileURLToPath(new URL('./lib/wiretap.mjs', import.meta.url));
+const WIRETAP = fileURLToPath(new URL('../lib/wiretap.mjs', import.meta.url));
 
 /** Connect a 2.x client through the wiretap; returns { client, wire() }. */
 async function connectModern(t, mode) {

@@ -13,7 +13,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { serverBin, serverEnv } from './lib/rawpipe.mjs';
+import { serverBin, serverEnv } from '../lib/rawpipe.mjs';
 
 const BIN = serverBin();
 

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { openPipe, sleep, isResponse, describeMsg } from './lib/rawpipe.mjs';
+import { openPipe, sleep, isResponse, describeMsg } from '../lib/rawpipe.mjs';
 
 /** The stdout of every pipe must be JSON-RPC 2.0 lines only. */
 function assertCleanStdout(p) {

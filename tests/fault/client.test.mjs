@@ -6,9 +6,9 @@
 
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { RawPipe, isResponse, sleep } from '../e2e/lib/rawpipe.mjs';
-import { FakeEngine, ENGINE_TIMEOUT_S, memKiB } from './lib/fake.mjs';
-import { serverIsSanitized } from '../integration/lib/harness.mjs';
+import { RawPipe, isResponse, sleep } from '../lib/rawpipe.mjs';
+import { FakeEngine, ENGINE_TIMEOUT_S, memKiB } from '../lib/fake.mjs';
+import { serverIsSanitized } from '../lib/harness.mjs';
 
 const SANITIZED = serverIsSanitized();
 

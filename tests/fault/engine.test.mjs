@@ -10,8 +10,8 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Server, engine, MUST_WORK, show, sleep } from '../integration/lib/harness.mjs';
-import { PrivateDockerd, canRunDockerd } from './lib/dockerd.mjs';
+import { Server, engine, MUST_WORK, show, sleep } from '../lib/harness.mjs';
+import { PrivateDockerd, canRunDockerd } from '../lib/dockerd.mjs';
 
 const IMAGE = 'debian:bookworm-slim';
 const can = await canRunDockerd();

@@ -9,8 +9,8 @@
 
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeEngine, startServer, memKiB, ENGINE_TIMEOUT_S } from './lib/fake.mjs';
-import { serverIsSanitized, show, withTimeout } from '../integration/lib/harness.mjs';
+import { FakeEngine, startServer, memKiB, ENGINE_TIMEOUT_S } from '../lib/fake.mjs';
+import { serverIsSanitized, show, withTimeout } from '../lib/harness.mjs';
 
 const SANITIZED = serverIsSanitized();
 /** Peak RSS allowed to the server (KiB); ASan's shadow memory and quarantine need more. */

@@ -13,7 +13,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   Server, suite, requireEngine, cleanup, docker, inspectContainer, containerExists, show, sleep,
-} from '../integration/lib/harness.mjs';
+} from '../lib/harness.mjs';
 
 const ENV = { SANDBOX_TIMEOUT_S: 30, SANDBOX_IDLE_TTL_S: 0 };
 

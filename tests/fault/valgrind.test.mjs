@@ -18,11 +18,11 @@ import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serverBin, serverEnv } from '../e2e/lib/rawpipe.mjs';
+import { serverBin, serverEnv } from '../lib/rawpipe.mjs';
 import {
   suite, requireEngine, cleanup, containerExists, trackContainer, MUST_WORK,
-} from '../integration/lib/harness.mjs';
-import { FakeEngine, ENGINE_TIMEOUT_S } from './lib/fake.mjs';
+} from '../lib/harness.mjs';
+import { FakeEngine, ENGINE_TIMEOUT_S } from '../lib/fake.mjs';
 
 function findValgrind() {
   try {

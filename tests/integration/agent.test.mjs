@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   Server, suite, requireEngine, cleanup, docker, show, sleep, inspectContainer,
-} from './lib/harness.mjs';
+} from '../lib/harness.mjs';
 
 // a server built without musl-gcc has no agent (doctor says so): nothing to test here
 const doctor = spawnSync(process.env.SANDBOX_MCP_BIN ?? 'sandbox-mcp', ['doctor'], { encoding: 'utf8', timeout: 30000 });

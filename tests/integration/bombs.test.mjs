@@ -5,7 +5,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Server, suite, requireEngine, cleanup, show, sleep } from './lib/harness.mjs';
+import { Server, suite, requireEngine, cleanup, show, sleep } from '../lib/harness.mjs';
 
 const BOMB_TIMEOUT_S = 5;
 // the classic, in bash (dash refuses ':' as a function name): each call puts a

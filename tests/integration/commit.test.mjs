@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Server, suite, requireEngine, cleanup, show, docker } from './lib/harness.mjs';
-import { writePackage } from './lib/packages.mjs';
+import { Server, suite, requireEngine, cleanup, show, docker } from '../lib/harness.mjs';
+import { writePackage } from '../lib/packages.mjs';
 
 const BASE = 'sandbox-mcp-python:latest';
 const SLIM = 'debian:bookworm-slim';

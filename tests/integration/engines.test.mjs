@@ -1,6 +1,6 @@
 // Several engines in one server: the default engine (DOCKER_HOST's, named
 // "default") and a second dockerd on loopback, named "b", over TCP with TLS
-// (tests/integration/lib/remote-engine.sh; its TLS material through
+// (tests/lib/remote-engine.sh; its TLS material through
 // DOCKER_TLS_VERIFY/DOCKER_CERT_PATH). A session on each: each container
 // exists on its own engine only, and the tools (run_command, files,
 // run_python, pip, env_info, session_commit) reach it there. env_info.engines,
@@ -20,12 +20,12 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import net from 'node:net';
-import { Server, suite, requireEngine, cleanup, show } from './lib/harness.mjs';
-import { Client, StreamableHTTPClientTransport } from '../e2e/lib/sdk1.mjs';
-import { serverEnv } from '../e2e/lib/rawpipe.mjs';
+import { Server, suite, requireEngine, cleanup, show } from '../lib/harness.mjs';
+import { Client, StreamableHTTPClientTransport } from '../lib/sdk1.mjs';
+import { serverEnv } from '../lib/rawpipe.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const script = join(here, 'lib', 'remote-engine.sh');
+const script = join(here, '..', 'lib', 'remote-engine.sh');
 const PORT = 25000 + (process.pid % 2000);
 const DIR = `/tmp/sandbox-mcp-engines-${process.pid}`;
 const CACHE = '/var/tmp/sandbox-mcp-engines-data';

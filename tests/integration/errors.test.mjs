@@ -4,7 +4,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Server, suite, requireEngine, cleanup, docker, containerExists, show } from './lib/harness.mjs';
+import { Server, suite, requireEngine, cleanup, docker, containerExists, show } from '../lib/harness.mjs';
 
 describe('tool errors against a live engine', suite({ timeout: 120000 }), () => {
   let srv;

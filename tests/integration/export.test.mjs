@@ -11,8 +11,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, readFileSync, statSync, readdirSync, rmSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Server, suite, requireEngine, cleanup, show, docker, serverIsSanitized, podmanCannot } from './lib/harness.mjs';
-import { writePackage } from './lib/packages.mjs';
+import { Server, suite, requireEngine, cleanup, show, docker, serverIsSanitized, podmanCannot } from '../lib/harness.mjs';
+import { writePackage } from '../lib/packages.mjs';
 
 const REPO = 'sandbox-mcp-test/export';
 const created = new Set();

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   Server, suite, requireEngine, cleanup, show, docker, serverIsSanitized,
-} from './lib/harness.mjs';
+} from '../lib/harness.mjs';
 
 const sha256 = (b) => createHash('sha256').update(b).digest('hex');
 const MiB = 1 << 20;

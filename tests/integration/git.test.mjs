@@ -8,7 +8,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Server, suite, requireEngine, cleanup, show } from './lib/harness.mjs';
+import { Server, suite, requireEngine, cleanup, show } from '../lib/harness.mjs';
 
 describe('git tools', suite({ timeout: 600000 }), () => {
   let srv;

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import {
   Server, suite, requireEngine, cleanup, inspectContainer, trackContainer, CGROUP_LIMITS_SCRIPT,
   allCapsDropped,
-} from './lib/harness.mjs';
+} from '../lib/harness.mjs';
 
 const PIDS = 200;
 const MiB = 1024 * 1024;

@@ -16,7 +16,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Server, suite, requireEngine, cleanup } from './lib/harness.mjs';
+import { Server, suite, requireEngine, cleanup } from '../lib/harness.mjs';
 
 describe('host writes: downloads replace only what the server wrote', suite({ timeout: 300000 }), () => {
   let srv;

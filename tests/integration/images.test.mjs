@@ -16,8 +16,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { Server, suite, requireEngine, cleanup, docker, show } from './lib/harness.mjs';
-import { sleep } from '../e2e/lib/rawpipe.mjs';
+import { Server, suite, requireEngine, cleanup, docker, show } from '../lib/harness.mjs';
+import { sleep } from '../lib/rawpipe.mjs';
 
 const haveRegistry = (() => {
   try { execFileSync('sh', ['-c', 'command -v docker-registry && command -v htpasswd'], { stdio: 'ignore' }); return true; } catch { return false; }

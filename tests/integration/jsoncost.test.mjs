@@ -16,8 +16,8 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { Server, suite, requireEngine, cleanup, show, sleep, serverIsSanitized, CGROUP_LIMITS_SCRIPT } from './lib/harness.mjs';
-import { openPipe } from '../e2e/lib/rawpipe.mjs';
+import { Server, suite, requireEngine, cleanup, show, sleep, serverIsSanitized, CGROUP_LIMITS_SCRIPT } from '../lib/harness.mjs';
+import { openPipe } from '../lib/rawpipe.mjs';
 
 const MiB = 1 << 20;
 // the sanitizer build's shadow memory and quarantine are not the server's own cost

@@ -11,7 +11,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   Server, suite, requireEngine, cleanup, inspectContainer, containerExists, containersOfInstance, poolFilled,
-} from './lib/harness.mjs';
+} from '../lib/harness.mjs';
 
 const ENV = { SANDBOX_TIMEOUT_S: 30, SANDBOX_IDLE_TTL_S: 0 };
 

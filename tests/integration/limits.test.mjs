@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import {
   Server, suite, requireEngine, cleanup, show, docker, inspectContainer, containersOfInstance, poolFilled,
   LABEL, sleep, trackContainer, containerExists,
-} from './lib/harness.mjs';
+} from '../lib/harness.mjs';
 
 const MiB = 1024 * 1024;
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import {
   Server, suite, requireEngine, cleanup, show, sleep, serverIsSanitized,
-} from './lib/harness.mjs';
+} from '../lib/harness.mjs';
 
 const DEFAULT_OUTPUT_BYTES = 8192;
 // the cap on the server's peak RSS while 50 MB of output pass through it

@@ -4,7 +4,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Server, suite, requireEngine, cleanup, show } from './lib/harness.mjs';
+import { Server, suite, requireEngine, cleanup, show } from '../lib/harness.mjs';
 
 /** A command that prints its start and end time (ns) around `sleep 1`. */
 const TIMED_SLEEP = 'date +%s%N; sleep 1; date +%s%N';

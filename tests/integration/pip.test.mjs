@@ -8,8 +8,8 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Server, suite, requireEngine, cleanup, show, sleep } from './lib/harness.mjs';
-import { writePackage } from './lib/packages.mjs';
+import { Server, suite, requireEngine, cleanup, show, sleep } from '../lib/harness.mjs';
+import { writePackage } from '../lib/packages.mjs';
 
 describe('pip tools', suite({ timeout: 600000 }), () => {
   let srv;

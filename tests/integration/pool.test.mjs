@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import {
   Server, suite, requireEngine, cleanup, inspectContainer, containerExists, containersOfInstance, docker,
   poolMembersOf, poolFilled, sleep, trackContainer,
-} from './lib/harness.mjs';
+} from '../lib/harness.mjs';
 
 const ENV = { SANDBOX_TIMEOUT_S: 30, SANDBOX_IDLE_TTL_S: 0, SANDBOX_POOL_SIZE: 2 };
 

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { Server, suite, requireEngine, cleanup, docker, show, sleep } from './lib/harness.mjs';
+import { Server, suite, requireEngine, cleanup, docker, show, sleep } from '../lib/harness.mjs';
 
 /** The text blocks of a result, joined. */
 function text(res) {

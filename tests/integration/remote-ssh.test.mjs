@@ -1,5 +1,5 @@
 // Remote engines over ssh: DOCKER_HOST=ssh://root@127.0.0.1:PORT through an
-// sshd on loopback (tests/integration/lib/remote-sshd.sh: keys and host key
+// sshd on loopback (tests/lib/remote-sshd.sh: keys and host key
 // made by the test, `ssh` on PATH a wrapper that counts its starts). The far
 // side runs `docker system dial-stdio` to this machine's engine. A session,
 // commands and file transfer work; kept-alive connections are reused; a
@@ -12,12 +12,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Server, suite, requireEngine, cleanup, show, serverIsSanitized } from './lib/harness.mjs';
-import { compareWithCli } from './lib/remote-bench.mjs';
+import { Server, suite, requireEngine, cleanup, show, serverIsSanitized } from '../lib/harness.mjs';
+import { compareWithCli } from '../lib/remote-bench.mjs';
 import { mkdirSync } from 'node:fs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const script = join(here, 'lib', 'remote-sshd.sh');
+const script = join(here, '..', 'lib', 'remote-sshd.sh');
 const PORT = 25000 + (process.pid % 2000);
 const DIR = `/tmp/sandbox-mcp-remote-ssh-${process.pid}`;
 const HOST = `ssh://root@127.0.0.1:${PORT}`;

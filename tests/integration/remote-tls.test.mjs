@@ -1,6 +1,6 @@
 // Remote engines over TLS: a second dockerd on loopback listening on
 // tcp://127.0.0.1:PORT with --tlsverify and certificates made here with
-// openssl (tests/integration/lib/remote-engine.sh). A session, run_command
+// openssl (tests/lib/remote-engine.sh). A session, run_command
 // (exec streams: hijacked connections, relayed through TLS) and file transfer
 // work over it; a wrong CA, a missing client certificate, a refused client
 // certificate and a name mismatch are docker_unavailable with a message that
@@ -13,11 +13,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync, copyFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Server, suite, requireEngine, cleanup, show, serverIsSanitized } from './lib/harness.mjs';
-import { compareWithCli } from './lib/remote-bench.mjs';
+import { Server, suite, requireEngine, cleanup, show, serverIsSanitized } from '../lib/harness.mjs';
+import { compareWithCli } from '../lib/remote-bench.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const script = join(here, 'lib', 'remote-engine.sh');
+const script = join(here, '..', 'lib', 'remote-engine.sh');
 const PORT = 23000 + (process.pid % 2000);
 const DIR = `/tmp/sandbox-mcp-remote-tls-${process.pid}`;
 const IMAGE = 'debian:bookworm-slim';

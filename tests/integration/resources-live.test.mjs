@@ -6,7 +6,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Server, suite, requireEngine, cleanup, sleep } from './lib/harness.mjs';
+import { Server, suite, requireEngine, cleanup, sleep } from '../lib/harness.mjs';
 
 const LIST_CHANGED = 'notifications/resources/list_changed';
 

@@ -15,8 +15,8 @@ import { tmpdir, hostname } from 'node:os';
 import { join } from 'node:path';
 import {
   Server, suite, requireEngine, cleanup, inspectContainer, containerExists, trackContainer, docker, podmanCannot,
-} from './lib/harness.mjs';
-import { serverBin } from '../e2e/lib/rawpipe.mjs';
+} from '../lib/harness.mjs';
+import { serverBin } from '../lib/rawpipe.mjs';
 
 const TAG = `sandbox-mcp-test/security-${process.pid}`;
 const MiB = 1024 * 1024;

@@ -13,7 +13,7 @@
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
-import { Server, suite, requireEngine, cleanup, containersOfInstance, serverIsSanitized, show } from '../integration/lib/harness.mjs';
+import { Server, suite, requireEngine, cleanup, containersOfInstance, serverIsSanitized, show } from '../lib/harness.mjs';
 
 const CALLS = Number(process.env.SOAK_CALLS ?? 2000);
 const SESSIONS = Number(process.env.SOAK_SESSIONS ?? 8);

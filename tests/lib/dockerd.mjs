@@ -7,7 +7,7 @@
 import { spawn, execFile } from 'node:child_process';
 import { mkdtempSync, chmodSync, rmSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { sleep } from '../../integration/lib/harness.mjs';
+import { sleep } from './harness.mjs';
 
 const live = new Set();
 process.on('exit', () => {

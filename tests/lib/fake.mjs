@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Server } from '../../integration/lib/harness.mjs';
+import { Server } from './harness.mjs';
 
 /** Engine read timeout the servers under test get (SANDBOX_ENGINE_TIMEOUT_S). */
 export const ENGINE_TIMEOUT_S = 2;

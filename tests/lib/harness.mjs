@@ -13,8 +13,8 @@
 import { execFile } from 'node:child_process';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import assert from 'node:assert/strict';
-import { Client, StdioClientTransport } from '../../e2e/lib/sdk1.mjs';
-import { serverBin, serverEnv, sleep } from '../../e2e/lib/rawpipe.mjs';
+import { Client, StdioClientTransport } from './sdk1.mjs';
+import { serverBin, serverEnv, sleep } from './rawpipe.mjs';
 
 export { sleep };
 
@@ -132,7 +132,7 @@ export function requireEngine() {
 class TrackedTransport extends StdioClientTransport {
   async start() {
     await super.start();
-    this.child = this._process; // sdk 1.x internals, pinned in tests/e2e/package-lock.json
+    this.child = this._process; // sdk 1.x internals, pinned in tests/package-lock.json
     this.exit = null;
     this.exited = new Promise((resolve) => {
       const done = (code, signal) => {
