@@ -1069,6 +1069,120 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 }
 
 /*
+ * The create body of s's container: its labels, the session's environment,
+ * and the hardening (HostConfig). pooled: a warm-pool member, labelled so;
+ * fallback: the image's user was replaced (HOME=/tmp); with_agent: the agent
+ * idles as the main process (no /bin/sh needed: shell-less images work).
+ */
+static json_t *container_body(const struct session_mgr *m, const struct session *s, const struct session_opts *o,
+			      bool pooled, bool fallback, bool with_agent)
+{
+	const struct config *cfg = m->cfg;
+	char created[24];
+
+	snprintf(created, sizeof(created), "%lld", (long long)s->created);
+	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1",
+				   SESSION_LABEL ".instance", m->instance, SESSION_LABEL ".host", m->host,
+				   SESSION_LABEL ".lock", m->lock_path,
+				   SESSION_LABEL ".session", s->id, SESSION_LABEL ".name", s->name,
+				   SESSION_LABEL ".principal", s->owner,
+				   SESSION_LABEL ".persistent", s->persistent ? "true" : "false", SESSION_LABEL ".created",
+				   created, SESSION_LABEL ".user", s->user, SESSION_LABEL ".network", s->network);
+	if (pooled)
+		json_object_set_new(labels, SESSION_LABEL ".pool", json_string("1"));
+	json_t *env = json_array();
+	const char *key;
+	json_t *val;
+	json_object_foreach (o->env, key, val) {
+		char *kv = xasprintf("%s=%s", key, json_string_value(val));
+		json_array_append_new(env, json_string_lossy(kv, strlen(kv)));
+		free(kv);
+	}
+	if (fallback) /* the image's own user has a home; the fallback user may not */
+		json_array_append_new(env, json_string("HOME=/tmp"));
+	json_t *hc = json_pack(
+		"{s:s, s:[s], s:[s], s:I, s:I, s:I, s:I, s:b, s:b, s:{s:s}, s:{s:s, s:{}}, s:[{s:s, s:I, s:I}, "
+		"{s:s, s:I, s:I}], s:b, s:s}",
+		"NetworkMode", s->network, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges", "Memory",
+		(json_int_t)(s->memory_mb << 20), "MemorySwap", (json_int_t)(s->memory_mb << 20), "NanoCpus",
+		(json_int_t)(s->cpus * 1e9), "PidsLimit", (json_int_t)s->pids, "Init", 1, "ReadonlyRootfs",
+		s->read_only, "Tmpfs", "/tmp", SESSION_TMPFS, "LogConfig", "Type", "none", "Config", "Ulimits", "Name",
+		"nofile", "Soft", (json_int_t)SESSION_NOFILE, "Hard", (json_int_t)SESSION_NOFILE, "Name", "nproc",
+		"Soft", (json_int_t)SESSION_NPROC, "Hard", (json_int_t)SESSION_NPROC, "Privileged", 0, "IpcMode", "private");
+	if (s->runtime[0])
+		json_object_set_new(hc, "Runtime", json_string(s->runtime));
+	if (s->read_only) {
+		/*
+		 * The workspace must stay writable: an anonymous volume of its own.
+		 * The engine refuses the archive copy of the agent into a read-only
+		 * root but not into a volume: its directory is a second anonymous
+		 * volume, root's, which the sandbox user cannot write (docs/agent.md).
+		 * Both go with the container (removed with v=1).
+		 */
+		json_t *mounts = json_pack("[{s:s, s:s}]", "Type", "volume", "Target", cfg->workspace);
+		if (with_agent)
+			json_array_append_new(mounts, json_pack("{s:s, s:s}", "Type", "volume", "Target", AGENTCTL_DIR));
+		json_object_set_new(hc, "Mounts", mounts);
+	}
+	json_t *entry = with_agent ? json_pack("[s, s]", AGENTCTL_PATH, "--idle")
+				   : json_pack("[s, s, s]", "/bin/sh", "-c", session_idle_cmd);
+	return json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image",
+				 s->image, "Entrypoint", entry, "Cmd", "WorkingDir",
+				 cfg->workspace, "User", s->user, "Env", env, "Labels", labels, "HostConfig", hc,
+				 "Tty", 0, "OpenStdin", 0, "NetworkDisabled", strcmp(s->network, "none") == 0,
+				 "StopTimeout", 1);
+}
+
+/*
+ * What a created container needs before it is a session: its workspace made
+ * the sandbox user's, the agent copied in, then started, inspected and its
+ * hardening checked. 0, or -errno (the caller removes the container).
+ */
+static int container_ready(struct session_mgr *m, struct call *call, struct engine *eng, struct session *s,
+			   bool with_agent, struct err *err)
+{
+	const struct config *cfg = m->cfg;
+	json_t *inspect = NULL;
+	unsigned uid, gid;
+	int r = 0;
+
+	/*
+	 * The workspace belongs to the sandbox user, whatever the image has there.
+	 * A numeric user gets it made (the engine keeps a tar header's owner); a
+	 * named non-root user is the image's own, which provides its workspace.
+	 */
+	if (sscanf(s->user, "%u:%u", &uid, &gid) == 2 || sscanf(s->user, "%u", &uid) == 1) {
+		if (!strchr(s->user, ':'))
+			gid = uid;
+		struct buf tar;
+		buf_init(&tar, 64 * 1024);
+		r = tar_make_dir(s->read_only ? "." : cfg->workspace + 1, 0755, uid, gid, &tar, err);
+		if (r == 0)
+			r = engine_archive_put(eng, call, s->container, s->read_only ? cfg->workspace : "/", tar.data,
+					       tar.len, err);
+		buf_finish(&tar);
+	}
+	if (r == 0 && with_agent) {
+		r = agentctl_install(eng, call, s->container, s->read_only, err);
+		s->agent_installed = r == 0;
+	}
+	if (r == 0)
+		r = engine_container_start(eng, call, s->container, err);
+	if (r == 0)
+		r = engine_container_inspect(eng, call, s->container, &inspect, err);
+	if (r == 0)
+		r = verify_hardening(inspect, s, err);
+	if (r == 0 && !json_is_true(json_object_get(json_object_get(inspect, "State"), "Running")))
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
+			    with_agent ? "the session's container stopped right after it started (image %s)"
+				       : "the session's container stopped right after it started (does image %s have "
+					 "/bin/sh and sleep?)",
+			    s->image);
+	json_decref(inspect);
+	return r;
+}
+
+/*
  * A session's container, created with the hardening, started and checked:
  * the session is not listed yet (*ret is the caller's). pooled: a warm-pool
  * member, labelled so.
@@ -1077,7 +1191,7 @@ static int container_new(struct session_mgr *m, struct call *call, const struct 
 			 const char *image, const char *network, bool pooled, struct session **ret, struct err *err)
 {
 	const struct config *cfg = m->cfg;
-	json_t *img = NULL, *inspect = NULL, *warnings = NULL;
+	json_t *img = NULL, *warnings = NULL;
 	struct engine *eng;
 	const char *eng_name;
 	int r;
@@ -1120,63 +1234,9 @@ static int container_new(struct session_mgr *m, struct call *call, const struct 
 	snprintf(s->image_id, sizeof(s->image_id), "%s", img_id ? img_id : "");
 	json_decref(img);
 
-	char created[24];
-	snprintf(created, sizeof(created), "%lld", (long long)s->created);
-	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1",
-				   SESSION_LABEL ".instance", m->instance, SESSION_LABEL ".host", m->host,
-				   SESSION_LABEL ".lock", m->lock_path,
-				   SESSION_LABEL ".session", s->id, SESSION_LABEL ".name", s->name,
-				   SESSION_LABEL ".principal", s->owner,
-				   SESSION_LABEL ".persistent", s->persistent ? "true" : "false", SESSION_LABEL ".created",
-				   created, SESSION_LABEL ".user", s->user, SESSION_LABEL ".network", s->network);
-	if (pooled)
-		json_object_set_new(labels, SESSION_LABEL ".pool", json_string("1"));
-	json_t *env = json_array();
-	const char *key;
-	json_t *val;
-	json_object_foreach (o->env, key, val) {
-		char *kv = xasprintf("%s=%s", key, json_string_value(val));
-		json_array_append_new(env, json_string_lossy(kv, strlen(kv)));
-		free(kv);
-	}
-	if (fallback) /* the image's own user has a home; the fallback user may not */
-		json_array_append_new(env, json_string("HOME=/tmp"));
-	json_t *hc = json_pack(
-		"{s:s, s:[s], s:[s], s:I, s:I, s:I, s:I, s:b, s:b, s:{s:s}, s:{s:s, s:{}}, s:[{s:s, s:I, s:I}, "
-		"{s:s, s:I, s:I}], s:b, s:s}",
-		"NetworkMode", s->network, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges", "Memory",
-		(json_int_t)(s->memory_mb << 20), "MemorySwap", (json_int_t)(s->memory_mb << 20), "NanoCpus",
-		(json_int_t)(s->cpus * 1e9), "PidsLimit", (json_int_t)s->pids, "Init", 1, "ReadonlyRootfs",
-		s->read_only, "Tmpfs", "/tmp", SESSION_TMPFS, "LogConfig", "Type", "none", "Config", "Ulimits", "Name",
-		"nofile", "Soft", (json_int_t)SESSION_NOFILE, "Hard", (json_int_t)SESSION_NOFILE, "Name", "nproc",
-		"Soft", (json_int_t)SESSION_NPROC, "Hard", (json_int_t)SESSION_NPROC, "Privileged", 0, "IpcMode", "private");
-	if (s->runtime[0])
-		json_object_set_new(hc, "Runtime", json_string(s->runtime));
-	/*
-	 * With the agent, the agent idles as the main process (no /bin/sh needed:
-	 * shell-less images work); it is copied in before start, below.
-	 */
+	/* the agent is copied in before start (container_ready) */
 	bool with_agent = agentctl_built();
-	if (s->read_only) {
-		/*
-		 * The workspace must stay writable: an anonymous volume of its own.
-		 * The engine refuses the archive copy of the agent into a read-only
-		 * root but not into a volume: its directory is a second anonymous
-		 * volume, root's, which the sandbox user cannot write (docs/agent.md).
-		 * Both go with the container (removed with v=1).
-		 */
-		json_t *mounts = json_pack("[{s:s, s:s}]", "Type", "volume", "Target", cfg->workspace);
-		if (with_agent)
-			json_array_append_new(mounts, json_pack("{s:s, s:s}", "Type", "volume", "Target", AGENTCTL_DIR));
-		json_object_set_new(hc, "Mounts", mounts);
-	}
-	json_t *entry = with_agent ? json_pack("[s, s]", AGENTCTL_PATH, "--idle")
-				   : json_pack("[s, s, s]", "/bin/sh", "-c", session_idle_cmd);
-	json_t *body = json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image",
-				 s->image, "Entrypoint", entry, "Cmd", "WorkingDir",
-				 cfg->workspace, "User", s->user, "Env", env, "Labels", labels, "HostConfig", hc,
-				 "Tty", 0, "OpenStdin", 0, "NetworkDisabled", strcmp(s->network, "none") == 0,
-				 "StopTimeout", 1);
+	json_t *body = container_body(m, s, o, pooled, fallback, with_agent);
 	r = ceiling_container_create(eng, call, cfg, body, s->container, &warnings, err);
 	json_decref(body);
 	if (r < 0) {
@@ -1184,43 +1244,7 @@ static int container_new(struct session_mgr *m, struct call *call, const struct 
 		return r;
 	}
 	s->warnings = warnings;
-
-	/*
-	 * The workspace belongs to the sandbox user, whatever the image has there.
-	 * A numeric user gets it made (the engine keeps a tar header's owner); a
-	 * named non-root user is the image's own, which provides its workspace.
-	 */
-	unsigned uid, gid;
-	r = 0;
-	if (sscanf(s->user, "%u:%u", &uid, &gid) == 2 || sscanf(s->user, "%u", &uid) == 1) {
-		if (!strchr(s->user, ':'))
-			gid = uid;
-		struct buf tar;
-		buf_init(&tar, 64 * 1024);
-		r = tar_make_dir(s->read_only ? "." : cfg->workspace + 1, 0755, uid, gid, &tar, err);
-		if (r == 0)
-			r = engine_archive_put(eng, call, s->container, s->read_only ? cfg->workspace : "/", tar.data,
-					       tar.len, err);
-		buf_finish(&tar);
-	}
-	if (r == 0 && with_agent) {
-		r = agentctl_install(eng, call, s->container, s->read_only, err);
-		s->agent_installed = r == 0;
-	}
-	if (r == 0)
-		r = engine_container_start(eng, call, s->container, err);
-	if (r == 0)
-		r = engine_container_inspect(eng, call, s->container, &inspect, err);
-	if (r == 0)
-		r = verify_hardening(inspect, s, err);
-	if (r == 0 && !json_is_true(json_object_get(json_object_get(inspect, "State"), "Running")))
-		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
-			    with_agent ? "the session's container stopped right after it started (image %s)"
-				       : "the session's container stopped right after it started (does image %s have "
-					 "/bin/sh and sleep?)",
-			    s->image);
-	json_decref(inspect);
-	if (r < 0) {
+	if ((r = container_ready(m, call, eng, s, with_agent, err)) < 0) {
 		remove_container(m, s);
 		session_free(s);
 		return r;
