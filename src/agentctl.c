@@ -83,8 +83,7 @@ bool agentctl_built(void)
 	return AGENT_BIN_LEN > 0;
 }
 
-int agentctl_install(struct engine *e, struct call *call, const char *container_id, bool into_volume,
-		     struct err *err)
+int agentctl_install(struct engine *e, struct call *call, const char *container_id, bool into_volume, struct err *err)
 {
 	struct tar_writer *w = NULL;
 	struct buf tar;
@@ -95,9 +94,10 @@ int agentctl_install(struct engine *e, struct call *call, const char *container_
 	buf_init(&tar, AGENT_BIN_LEN + 64 * 1024);
 	/* into the volume: the engine checks the destination, so the tar holds the file alone */
 	struct tar_entry dir = { .path = &AGENTCTL_DIR[1], .type = TAR_TYPE_DIR, .mode = 0555 };
-	struct tar_entry file = {
-		.path = into_volume ? "agent" : &AGENTCTL_PATH[1], .type = TAR_TYPE_FILE, .size = AGENT_BIN_LEN, .mode = 0555
-	};
+	struct tar_entry file = { .path = into_volume ? "agent" : &AGENTCTL_PATH[1],
+				  .type = TAR_TYPE_FILE,
+				  .size = AGENT_BIN_LEN,
+				  .mode = 0555 };
 	if ((r = tar_writer_create(&tar, &w, err)) == 0 && (into_volume || (r = tar_writer_add(w, &dir, err)) == 0) &&
 	    (r = tar_writer_add(w, &file, err)) == 0 && (r = tar_writer_data(w, agent_bin, AGENT_BIN_LEN, err)) == 0)
 		r = tar_writer_close(w, err);
@@ -271,7 +271,8 @@ int agentctl_start(struct engine *e, struct call *call, const char *container_id
 	if (engine_stream_take_buffered(a->stream, &a->in) < 0)
 		abort();
 	/* a hello that does not come within one engine timeout is a stalled stream: fall back sooner */
-	int start_ms = engine_timeout_ms(e) < AGENTCTL_START_TIMEOUT_MS ? engine_timeout_ms(e) : AGENTCTL_START_TIMEOUT_MS;
+	int start_ms = engine_timeout_ms(e) < AGENTCTL_START_TIMEOUT_MS ? engine_timeout_ms(e)
+									: AGENTCTL_START_TIMEOUT_MS;
 	int64_t deadline = t0 + start_ms;
 	for (;;) {
 		if (process(a, NULL) < 0 || (a->eof && !a->ready)) {
@@ -282,8 +283,7 @@ int agentctl_start(struct engine *e, struct call *call, const char *container_id
 			break;
 		int64_t left = deadline - now_ms();
 		if (left <= 0) {
-			r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the agent did not start within %d ms",
-				    start_ms);
+			r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the agent did not start within %d ms", start_ms);
 			break;
 		}
 		int seen = streamio_wait(&a->io, false, deadline);

@@ -41,8 +41,7 @@ bool agentctl_built(void);
  * AGENTCTL_DIR. 0, or -errno with err (-EROFS when the engine refused to
  * write a read-only root filesystem).
  */
-int agentctl_install(struct engine *e, struct call *call, const char *container_id, bool into_volume,
-		     struct err *err);
+int agentctl_install(struct engine *e, struct call *call, const char *container_id, bool into_volume, struct err *err);
 /* Starts the agent as user and waits for its hello. 0 with *ret, or -errno with err. */
 int agentctl_start(struct engine *e, struct call *call, const char *container_id, const char *user,
 		   struct agentctl **ret, struct err *err);

@@ -158,8 +158,8 @@ int agentproto_parse_head(const char *p, size_t len, uint64_t *ret_size, unsigne
 	if (!nl)
 		return len < AGENTPROTO_HEAD_MAX ? 0 : -1;
 	size_t n = (size_t)(nl - p);
-	if (number(p, n, &off, &size) < 0 || off >= n || number(p, n, &off, &mode) < 0 || off != n ||
-	    p[n - 1] == ' ' || mode > 07777)
+	if (number(p, n, &off, &size) < 0 || off >= n || number(p, n, &off, &mode) < 0 || off != n || p[n - 1] == ' ' ||
+	    mode > 07777)
 		return -1;
 	*ret_size = size;
 	*ret_mode = (unsigned)mode;

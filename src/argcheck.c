@@ -160,8 +160,7 @@ int argcheck_requirement(const char *s, enum argcheck_req *kind, struct err *e)
 
 int argcheck_git_url(const char *s, struct err *e)
 {
-	if (!s || !*s || strlen(s) > ARGCHECK_MAX || !clean(s, " \"'`\\<>{}|^;&$") || s[0] == '-' ||
-	    strstr(s, "::"))
+	if (!s || !*s || strlen(s) > ARGCHECK_MAX || !clean(s, " \"'`\\<>{}|^;&$") || s[0] == '-' || strstr(s, "::"))
 		return err_set(e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			       "repo_url '%.80s' is not accepted: use https://, http://, ssh://, git://, file:// or "
 			       "user@host:path URLs or a path in the sandbox (no leading '-', no spaces, no "

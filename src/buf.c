@@ -2,8 +2,8 @@
  * buf.c - struct buf and struct slice.
  */
 #include <errno.h>
-#include <stdint.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>

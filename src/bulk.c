@@ -138,7 +138,14 @@ int bulk_check(const char *text, size_t n)
 		if (i + 1 >= n)
 			return -EINVAL;
 		switch (p[i + 1]) {
-		case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+		case '"':
+		case '\\':
+		case '/':
+		case 'b':
+		case 'f':
+		case 'n':
+		case 'r':
+		case 't':
 			i += 2;
 			break;
 		case 'u': {

@@ -17,7 +17,7 @@
 
 struct call {
 	json_t *id;
-	const void *owner; /* the client that sent it: request ids are unique only per client */
+	const void *owner;			/* the client that sent it: request ids are unique only per client */
 	char principal[CALL_PRINCIPAL_MAX + 1]; /* whose sandboxes it may use (session.c) */
 	char key[CALL_KEY_MAX + 1];
 	call_run_fn run;

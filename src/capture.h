@@ -12,13 +12,13 @@
 #include "buf.h"
 
 struct capture {
-	size_t cap;	  /* bytes kept at most (head + tail) */
-	struct buf head;  /* the first cap/2 bytes */
-	char *ring;	  /* the last cap - cap/2 bytes after head */
+	size_t cap;	 /* bytes kept at most (head + tail) */
+	struct buf head; /* the first cap/2 bytes */
+	char *ring;	 /* the last cap - cap/2 bytes after head */
 	size_t ring_cap;
 	size_t ring_len;
-	size_t ring_pos;  /* next write position */
-	uint64_t total;	  /* bytes seen */
+	size_t ring_pos; /* next write position */
+	uint64_t total;	 /* bytes seen */
 };
 
 void capture_init(struct capture *c, size_t cap);

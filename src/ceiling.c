@@ -44,7 +44,7 @@ static int whole_number(const json_t *v, uint64_t *ret)
 }
 
 int ceiling_session(const struct config *cfg, const json_t *memory_mb, const json_t *cpus, uint64_t *ret_memory_mb,
-		   double *ret_cpus, struct err *err)
+		    double *ret_cpus, struct err *err)
 {
 	uint64_t max_mb = cfg->max_memory_mb ? cfg->max_memory_mb : cfg->memory_mb;
 	double max_cpus = cfg->max_cpus > 0 ? cfg->max_cpus : cfg->cpus;
@@ -66,8 +66,7 @@ int ceiling_session(const struct config *cfg, const json_t *memory_mb, const jso
 			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 				       "memory_mb %llu is above this server's ceiling of %llu MB: ask for at most "
 				       "%llu (the operator can raise it with SANDBOX_MAX_MEMORY_MB)",
-				       (unsigned long long)mb, (unsigned long long)max_mb,
-				       (unsigned long long)max_mb);
+				       (unsigned long long)mb, (unsigned long long)max_mb, (unsigned long long)max_mb);
 	}
 	if (cpus && !json_is_null(cpus)) {
 		c = json_number_value(cpus);
@@ -96,7 +95,7 @@ static bool storage_opt_refused(const struct err *err)
 }
 
 int ceiling_container_create(struct engine *e, struct call *call, const struct config *cfg, json_t *body,
-			    char ret_id[ENGINE_ID_LEN + 1], json_t **ret_warnings, struct err *err)
+			     char ret_id[ENGINE_ID_LEN + 1], json_t **ret_warnings, struct err *err)
 {
 	json_t *hc = json_object_get(body, "HostConfig");
 	if (!cfg->workspace_mb || !hc)
@@ -184,7 +183,7 @@ void ceiling_sweep_probes(struct engine *e, struct call *call)
 		return;
 	}
 	time_t now = time(NULL);
-	json_array_foreach(list, i, c) {
+	json_array_foreach (list, i, c) {
 		const char *id = json_string_value(json_object_get(c, "Id"));
 		const char *state = json_string_value(json_object_get(c, "State"));
 		json_int_t created = json_integer_value(json_object_get(c, "Created"));

@@ -16,8 +16,8 @@
 
 #include <jansson.h>
 
-#include "config.h"
 #include "call.h"
+#include "config.h"
 #include "engine.h"
 #include "errcode.h"
 
@@ -48,7 +48,7 @@ void ceiling_sweep_probes(struct engine *e, struct call *call);
  * raises it.
  */
 int ceiling_session(const struct config *cfg, const json_t *memory_mb, const json_t *cpus, uint64_t *ret_memory_mb,
-		   double *ret_cpus, struct err *err);
+		    double *ret_cpus, struct err *err);
 
 /*
  * engine_container_create with the workspace quota: adds the per-file limit
@@ -57,7 +57,7 @@ int ceiling_session(const struct config *cfg, const json_t *memory_mb, const jso
  * without xfs pquota) creates without it and notes why on the engine.
  */
 int ceiling_container_create(struct engine *e, struct call *call, const struct config *cfg, json_t *body,
-			    char ret_id[ENGINE_ID_LEN + 1], json_t **ret_warnings, struct err *err);
+			     char ret_id[ENGINE_ID_LEN + 1], json_t **ret_warnings, struct err *err);
 
 /*
  * The workspace quota's state for env_info and doctor: "enforced",

@@ -118,6 +118,6 @@ int clientcfg_print(FILE *f, const char *client, const char *self, struct err *e
 	for (size_t i = 0; i < ARRAY_SIZE(clients); i++)
 		if (strcmp(client, clients[i].name) == 0)
 			return clients[i].print(f, self, err);
-	return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENOENT, "config: unknown client '%.100s' (clients: %s)",
-		       client, clientcfg_names);
+	return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENOENT, "config: unknown client '%.100s' (clients: %s)", client,
+		       clientcfg_names);
 }

@@ -32,14 +32,18 @@ struct opt {
 
 static const struct opt opts[] = {
 	{ "docker_host", "DOCKER_HOST", OPT_STRING, OFF(docker_host), 0, 0,
-	  "Engine endpoint: unix:///path, tcp://host:port (TLS with --tlsverify) or ssh://[user@]host[:port] (default unix://" SANDBOX_DEFAULT_DOCKER_SOCKET ")" },
+	  "Engine endpoint: unix:///path, tcp://host:port (TLS with --tlsverify) or ssh://[user@]host[:port] (default unix://" SANDBOX_DEFAULT_DOCKER_SOCKET
+	  ")" },
 	{ "tlsverify", "DOCKER_TLS_VERIFY", OPT_SWITCH, OFF(tls_verify), 0, 0,
 	  "TLS to a tcp:// engine, verifying its certificate (DOCKER_TLS_VERIFY: any non-empty value)" },
 	{ "cert_path", "DOCKER_CERT_PATH", OPT_STRING, OFF(cert_path), 0, 0,
 	  "Directory of ca.pem, cert.pem, key.pem for TLS (default $DOCKER_CONFIG, else ~/.docker)" },
-	{ "tlscacert", NULL, OPT_STRING, OFF(tlscacert), 0, 0, "CA the engine's certificate must chain to (docker's --tlscacert)" },
-	{ "tlscert", NULL, OPT_STRING, OFF(tlscert), 0, 0, "Client certificate for TLS to the engine (docker's --tlscert; not --tls-cert)" },
-	{ "tlskey", NULL, OPT_STRING, OFF(tlskey), 0, 0, "Client key for TLS to the engine (docker's --tlskey; not --tls-key)" },
+	{ "tlscacert", NULL, OPT_STRING, OFF(tlscacert), 0, 0,
+	  "CA the engine's certificate must chain to (docker's --tlscacert)" },
+	{ "tlscert", NULL, OPT_STRING, OFF(tlscert), 0, 0,
+	  "Client certificate for TLS to the engine (docker's --tlscert; not --tls-cert)" },
+	{ "tlskey", NULL, OPT_STRING, OFF(tlskey), 0, 0,
+	  "Client key for TLS to the engine (docker's --tlskey; not --tls-key)" },
 	{ "context", "DOCKER_CONTEXT", OPT_STRING, OFF(context), 0, 0,
 	  "Docker context (docker context ls); DOCKER_HOST wins over DOCKER_CONTEXT, as for the CLI" },
 	{ "engine", "SANDBOX_ENGINES", OPT_STRING, OFF(engines), 0, 0,
@@ -83,8 +87,8 @@ static const struct opt opts[] = {
 	{ "outbox", NULL, OPT_STRING, OFF(outbox), 0, 0, "Host directory new artifacts are also copied to" },
 	{ "runtime", NULL, OPT_STRING, OFF(runtime), 0, 0, "OCI runtime for sessions (e.g. runsc)" },
 	{ "commit_repos", NULL, OPT_STRING, OFF(commit_repos), 0, 0,
-	  "Repositories session_commit/session_export may tag, ','-separated, trailing * = any rest (default "
-	  CONFIG_COMMIT_REPOS_DEFAULT ")" },
+	  "Repositories session_commit/session_export may tag, ','-separated, trailing * = any rest (default " CONFIG_COMMIT_REPOS_DEFAULT
+	  ")" },
 	{ "networks", NULL, OPT_STRING, OFF(networks), 0, 0,
 	  "Docker networks session_create may join, ','-separated (default: none; host and container: never)" },
 	{ "http", NULL, OPT_STRING, OFF(http), 0, 0,
@@ -107,8 +111,7 @@ static const struct opt opts[] = {
 	{ "images", NULL, OPT_STRING, OFF(images), 0, 0,
 	  "Images sessions may use or pull, ','-separated patterns (default: any local image, pulls of "
 	  "docker.io/library/* only; '*': any)" },
-	{ "pull", NULL, OPT_STRING, OFF(pull), 0, 0,
-	  "When session_create pulls: never, missing (default), always" },
+	{ "pull", NULL, OPT_STRING, OFF(pull), 0, 0, "When session_create pulls: never, missing (default), always" },
 	{ "log_level", NULL, OPT_STRING, OFF(log_level_name), 0, 0,
 	  "stderr log level: debug, info, notice, warning, error (default info)" },
 };
@@ -423,8 +426,7 @@ static int config_context(struct config *c, char **envp, bool host_flag, bool ct
 	return 0;
 }
 
-int config_load(struct config *c, char **envp, int argc, char **argv, int start, int *ret_next,
-		struct err *err)
+int config_load(struct config *c, char **envp, int argc, char **argv, int start, int *ret_next, struct err *err)
 {
 	char envname[64];
 	int r;
@@ -539,15 +541,15 @@ void config_print_help(FILE *f)
 
 json_t *config_to_json(const struct config *c)
 {
-	json_t *j = json_pack("{s:s?, s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s?, s:s?, s:s}",
-			 "docker_host", c->docker_host, "image", c->image, "memory_mb", (json_int_t)c->memory_mb,
-			 "cpus", c->cpus, "pids", (json_int_t)c->pids, "timeout_s", (json_int_t)c->timeout_s,
-			 "idle_ttl_s", (json_int_t)c->idle_ttl_s, "max_sessions", (json_int_t)c->max_sessions,
-			 "max_upload_mb", (json_int_t)c->max_upload_mb, "output_bytes",
-			 (json_int_t)c->output_bytes, "max_code_bytes", (json_int_t)c->max_code_bytes,
-			 "engine_timeout_s", (json_int_t)c->engine_timeout_s, "workspace", c->workspace,
-			 "host_dirs", c->host_dirs, "tools", c->tools, "outbox", c->outbox, "runtime",
-			 c->runtime, "networks", c->networks);
+	json_t *j =
+		json_pack("{s:s?, s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:s?, s:s?, s:s}",
+			  "docker_host", c->docker_host, "image", c->image, "memory_mb", (json_int_t)c->memory_mb,
+			  "cpus", c->cpus, "pids", (json_int_t)c->pids, "timeout_s", (json_int_t)c->timeout_s,
+			  "idle_ttl_s", (json_int_t)c->idle_ttl_s, "max_sessions", (json_int_t)c->max_sessions,
+			  "max_upload_mb", (json_int_t)c->max_upload_mb, "output_bytes", (json_int_t)c->output_bytes,
+			  "max_code_bytes", (json_int_t)c->max_code_bytes, "engine_timeout_s",
+			  (json_int_t)c->engine_timeout_s, "workspace", c->workspace, "host_dirs", c->host_dirs,
+			  "tools", c->tools, "outbox", c->outbox, "runtime", c->runtime, "networks", c->networks);
 	json_object_set_new(j, "pool_size", json_integer((json_int_t)c->pool_size));
 	json_object_set_new(j, "max_memory_mb", json_integer((json_int_t)c->max_memory_mb));
 	json_object_set_new(j, "max_cpus", json_real(c->max_cpus));

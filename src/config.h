@@ -35,11 +35,11 @@ enum tool_group {
 struct config {
 	char *docker_host; /* NULL: DOCKER_HOST unset, use the default socket */
 	/* TLS to a tcp:// engine, read as the docker CLI reads it (transport_tls_from_config) */
-	bool tls_verify;   /* DOCKER_TLS_VERIFY non-empty, or --tlsverify[=true] */
-	char *cert_path;   /* DOCKER_CERT_PATH; default $DOCKER_CONFIG, else ~/.docker */
+	bool tls_verify;		    /* DOCKER_TLS_VERIFY non-empty, or --tlsverify[=true] */
+	char *cert_path;		    /* DOCKER_CERT_PATH; default $DOCKER_CONFIG, else ~/.docker */
 	char *tlscacert, *tlscert, *tlskey; /* --tlscacert...: override cert_path/{ca,cert,key}.pem */
 	/* Docker context (dockerctx.h): DOCKER_CONTEXT, --context, or config.json's currentContext */
-	char *context;	      /* the context in use; NULL or "default": DOCKER_HOST's */
+	char *context;	       /* the context in use; NULL or "default": DOCKER_HOST's */
 	bool tls_from_context; /* TLS files came from the context: no cert_path defaults */
 	bool tls_skip_verify;  /* the context's SkipTLSVerify */
 	/* named engines besides DOCKER_HOST's: "a=ENDPOINT;b=ENDPOINT" (engines.h), each --engine adds one */
@@ -69,18 +69,18 @@ struct config {
 	char *tools;
 	char *outbox;
 	char *runtime;
-	char *commit_repos; /* repository patterns session_commit and session_export may tag (image.h) */
-	char *networks; /* Docker networks sessions may join besides none, ','-separated */
-	char *http;		 /* --http HOST:PORT; NULL or "": stdio */
-	char *http_allow_origin; /* ','-separated origins; NULL or "": localhost's on loopback */
-	uint64_t http_timeout_s; /* idle HTTP connections are closed after this */
+	char *commit_repos;		 /* repository patterns session_commit and session_export may tag (image.h) */
+	char *networks;			 /* Docker networks sessions may join besides none, ','-separated */
+	char *http;			 /* --http HOST:PORT; NULL or "": stdio */
+	char *http_allow_origin;	 /* ','-separated origins; NULL or "": localhost's on loopback */
+	uint64_t http_timeout_s;	 /* idle HTTP connections are closed after this */
 	uint64_t http_request_timeout_s; /* a request head and body must arrive within this */
-	char *http_public_url;		  /* base of signed links; NULL or "": the bound address */
-	uint64_t http_link_ttl_s;	  /* signed links live this long */
-	char *tls_cert, *tls_key; /* PEM files: --http serves HTTPS */
-	char *http_token_file;	 /* NAME:TOKEN lines; NULL or "": no auth (loopback only) */
-	char *images;	/* image policy patterns (imageref.h), ','-separated; "": the default policy */
-	char *pull;	/* when session_create pulls: never, missing, always */
+	char *http_public_url;		 /* base of signed links; NULL or "": the bound address */
+	uint64_t http_link_ttl_s;	 /* signed links live this long */
+	char *tls_cert, *tls_key;	 /* PEM files: --http serves HTTPS */
+	char *http_token_file;		 /* NAME:TOKEN lines; NULL or "": no auth (loopback only) */
+	char *images;			 /* image policy patterns (imageref.h), ','-separated; "": the default policy */
+	char *pull;			 /* when session_create pulls: never, missing, always */
 	char *log_level_name;
 	enum log_level log_level;
 	unsigned tool_groups;
@@ -99,14 +99,12 @@ void config_finish(struct config *c);
  * arguments (a command, its arguments, unknown flags) are moved, in their
  * order, to argv[*ret_next..argc). 0, or -EINVAL with a one-line message in err.
  */
-int config_load(struct config *c, char **envp, int argc, char **argv, int start, int *ret_next,
-		struct err *err);
+int config_load(struct config *c, char **envp, int argc, char **argv, int start, int *ret_next, struct err *err);
 
 /* True for a network mode no setting may allow (host, container:..., any ':' or '/'). */
 bool config_network_forbidden(const char *name);
 /* True for "none" and the networks SANDBOX_NETWORKS lists (never a forbidden one). */
 bool config_network_allowed(const struct config *c, const char *name);
-
 
 /* One line saying what the image policy allows (for env_info and doctor). */
 const char *config_images_summary(const struct config *c);

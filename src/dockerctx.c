@@ -35,8 +35,8 @@ int dockerctx_parse_meta(const char *name, const char *json, size_t len, struct 
 	json_error_t je;
 	memset(ret, 0, sizeof(*ret));
 	if (len > DOCKERCTX_FILE_MAX)
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "context '%s': meta.json is larger than %u bytes",
-			       name, DOCKERCTX_FILE_MAX);
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "context '%s': meta.json is larger than %u bytes", name, DOCKERCTX_FILE_MAX);
 	json_t *j = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
 	if (!j || !json_is_object(j)) {
 		json_decref(j);
@@ -50,9 +50,11 @@ int dockerctx_parse_meta(const char *name, const char *json, size_t len, struct 
 	json_t *host = json_object_get(docker, "Host");
 	json_t *skip = json_object_get(docker, "SkipTLSVerify");
 	if (jname && (!json_is_string(jname) || strcmp(json_string_value(jname), name) != 0))
-		r = err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "context '%s': meta.json names another context", name);
+		r = err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "context '%s': meta.json names another context",
+			    name);
 	else if (!json_is_string(host) || json_string_length(host) == 0 ||
-		 json_string_length(host) > DOCKERCTX_HOST_MAX || strlen(json_string_value(host)) != json_string_length(host))
+		 json_string_length(host) > DOCKERCTX_HOST_MAX ||
+		 strlen(json_string_value(host)) != json_string_length(host))
 		r = err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			    "context '%s' has no usable docker endpoint (Endpoints.docker.Host): `docker context inspect %s` "
 			    "shows it",
@@ -85,7 +87,8 @@ int dockerctx_parse_current(const char *json, size_t len, char *ret, size_t n, s
 	const char *v = json_is_string(cur) ? json_string_value(cur) : "";
 	int r = 0;
 	if (cur && !json_is_string(cur))
-		r = err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "docker config.json: currentContext must be a string");
+		r = err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			    "docker config.json: currentContext must be a string");
 	else if (*v && (strcmp(v, "default") != 0 && !dockerctx_name_valid(v)))
 		r = err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			    "docker config.json: currentContext is not a valid context name");
@@ -104,8 +107,10 @@ static int slurp(const char *path, char **ret, size_t *ret_len)
 	struct stat st;
 	if (fd < 0)
 		return -errno;
-	int e = fstat(fd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL
-		: st.st_size > (off_t)DOCKERCTX_FILE_MAX ? -EFBIG : 0;
+	int e = fstat(fd, &st) < 0			 ? -errno
+		: !S_ISREG(st.st_mode)			 ? -EINVAL
+		: st.st_size > (off_t)DOCKERCTX_FILE_MAX ? -EFBIG
+							 : 0;
 	if (e < 0) {
 		close(fd);
 		return e;

@@ -26,7 +26,7 @@ struct dockerctx {
 	char name[DOCKERCTX_NAME_MAX + 1];
 	char host[DOCKERCTX_HOST_MAX + 1];
 	bool skip_tls_verify;
-	bool tls; /* the context has TLS material (any of the three files) */
+	bool tls;			      /* the context has TLS material (any of the three files) */
 	char ca[4096], cert[4096], key[4096]; /* "" when absent */
 };
 

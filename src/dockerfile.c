@@ -16,7 +16,6 @@
 static void pip_line(struct buf *b, const char *flags, json_t *list, const char *each_prefix);
 static void copy_word(struct buf *b, const char *s);
 
-
 int dockerfile_freeze_parse(const char *p, size_t n, json_t **ret, struct err *err)
 {
 	json_t *lines = json_array();
@@ -55,8 +54,8 @@ void dockerfile_dist_name(const char *line, char *out, size_t outsz)
 	}
 	for (const char *p = line; *p && o + 2 < outsz; p++) {
 		char ch = *p;
-		if (ch == '=' || ch == ' ' || ch == '@' || ch == '<' || ch == '>' || ch == '!' || ch == '~' || ch == '[' ||
-		    ch == ';')
+		if (ch == '=' || ch == ' ' || ch == '@' || ch == '<' || ch == '>' || ch == '!' || ch == '~' ||
+		    ch == '[' || ch == ';')
 			break;
 		if (ch == '-' || ch == '_' || ch == '.') {
 			sep = true;
@@ -178,7 +177,6 @@ bool dockerfile_file_url_path(const char *url, char *out, size_t outsz)
 	return *p == '\0' && dockerfile_path_normal(out);
 }
 
-
 void dockerfile_pip_plan(const char *ws, json_t *mine, json_t *base, json_t *archives, struct dockerfile_pip *p)
 {
 	size_t i, j;
@@ -236,7 +234,8 @@ void dockerfile_pip_plan(const char *ws, json_t *mine, json_t *base, json_t *arc
 			json_array_append(p->offline, v);
 			const char *slash = strrchr(found, '/');
 			char dir[PATHSAFE_MAX + 1];
-			snprintf(dir, sizeof(dir), "%s%s%.*s", ws, slash ? "/" : "", slash ? (int)(slash - found) : 0, found);
+			snprintf(dir, sizeof(dir), "%s%s%.*s", ws, slash ? "/" : "", slash ? (int)(slash - found) : 0,
+				 found);
 			bool have = false;
 			json_array_foreach (p->find_links, j, w)
 				have = have || strcmp(json_string_value(w), dir) == 0;
@@ -270,7 +269,6 @@ void dockerfile_pip_finish(struct dockerfile_pip *p)
 	json_decref(p->removed);
 	json_decref(p->installed);
 }
-
 
 /* Appends "RUN python3 -m pip install <flags> <each of list>" when list is not empty. */
 static void pip_line(struct buf *b, const char *flags, json_t *list, const char *each_prefix)
@@ -329,7 +327,8 @@ static void write_labels(const struct dockerfile_info *x, struct buf *b)
 			}
 		}
 		if (l.len)
-			buf_printf(b, "# Provenance, as session_commit and session_export label their images\nLABEL %s\n\n",
+			buf_printf(b,
+				   "# Provenance, as session_commit and session_export label their images\nLABEL %s\n\n",
 				   l.data);
 		buf_finish(&l);
 	}
@@ -348,7 +347,8 @@ static void write_workspace(const struct dockerfile_info *x, struct buf *b)
 		const char *p = json_string_value(v);
 		char src[DOCKERFILE_CONTEXT_NAME_MAX];
 		dockerfile_context_name(p, src, sizeof(src));
-		buf_printf(b, "# a local package source outside the workspace, kept at its path for pip\nCOPY --chown=%s [",
+		buf_printf(b,
+			   "# a local package source outside the workspace, kept at its path for pip\nCOPY --chown=%s [",
 			   x->s->user);
 		copy_word(b, src);
 		buf_append_str(b, ", ");
@@ -392,7 +392,8 @@ static void write_env(const struct dockerfile_info *x, struct buf *b)
 			if (image_quote(eq + 1, &q) == 0)
 				buf_printf(b, "ENV %.*s=%s\n", (int)(eq - kv), kv, q.data);
 			else
-				buf_printf(b, "# ENV %.*s is not set here: its value does not fit on a Dockerfile line\n",
+				buf_printf(b,
+					   "# ENV %.*s is not set here: its value does not fit on a Dockerfile line\n",
 					   (int)(eq - kv), kv);
 			buf_finish(&q);
 		}
@@ -424,8 +425,9 @@ static void write_pip(const struct dockerfile_info *x, struct buf *b)
 		pip_line(b, "--no-deps --no-index --no-build-isolation", p->local, "");
 		pip_line(b, "--no-deps --no-index --no-build-isolation", p->editable, "-e ");
 		if (json_array_size(p->online)) {
-			buf_append_str(b, "# These came from an index or a URL: building them needs network access\n"
-					  "# (docker build --network default), or put their wheels in the workspace.\n");
+			buf_append_str(b,
+				       "# These came from an index or a URL: building them needs network access\n"
+				       "# (docker build --network default), or put their wheels in the workspace.\n");
 			pip_line(b, "--no-deps", p->online, "");
 		}
 		if (json_array_size(p->removed)) {
@@ -483,7 +485,8 @@ size_t dockerfile_split(const char *df, struct buf *build, json_t *runs)
 		if (k && p[0] != '#')
 			steps++;
 		if (k > 4 && strncmp(p, "RUN ", 4) == 0) {
-			json_array_append_new(runs, json_pack("{s:I, s:s%}", "step", (json_int_t)steps, "cmd", p + 4, k - 4));
+			json_array_append_new(runs,
+					      json_pack("{s:I, s:s%}", "step", (json_int_t)steps, "cmd", p + 4, k - 4));
 			buf_printf(build, "# step %zu, RUN, runs in a container with the session's hardening\n", steps);
 		} else {
 			buf_append(build, p, k);

@@ -5,8 +5,8 @@
  * (engine-internal.h).
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
@@ -15,8 +15,7 @@
 #include "engine-internal.h"
 #include "util.h"
 
-int engine_image_inspect(struct engine *e, struct call *call, const char *name, json_t **ret_json,
-			 struct err *err)
+int engine_image_inspect(struct engine *e, struct call *call, const char *name, json_t **ret_json, struct err *err)
 {
 	char esc[1024], path[1100];
 	int status = 0;
@@ -136,8 +135,8 @@ int engine_image_import(struct engine *e, struct call *call, const char *repo, c
 	/* a name left out would import an untagged image: any part that does not fit ends the call */
 	if (engine_url_escape(repo, esc, sizeof(esc)) < 0 || buf_printf(&path, "&repo=%s", esc) < 0 ||
 	    engine_url_escape(tag, esc, sizeof(esc)) < 0 || buf_printf(&path, "&tag=%s", esc) < 0 ||
-	    (message && (engine_url_escape(message, esc, sizeof(esc)) < 0 ||
-			 buf_printf(&path, "&message=%s", esc) < 0))) {
+	    (message &&
+	     (engine_url_escape(message, esc, sizeof(esc)) < 0 || buf_printf(&path, "&message=%s", esc) < 0))) {
 		buf_finish(&path);
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG,
 			       "the image name, tag or message is too long to import: shorten it");
@@ -145,7 +144,8 @@ int engine_image_import(struct engine *e, struct call *call, const char *repo, c
 	for (size_t i = 0; changes && changes[i]; i++) {
 		if (engine_url_escape(changes[i], esc, sizeof(esc)) < 0 || buf_printf(&path, "&changes=%s", esc) < 0) {
 			buf_finish(&path);
-			return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "image settings too long to import");
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG,
+				       "image settings too long to import");
 		}
 	}
 	r = engine_long_open(e, call, "POST", path.data, "application/x-tar", NULL, 0, src, src_arg, &conn, &resp, err);
@@ -181,8 +181,8 @@ int engine_build(struct engine *e, struct call *call, const char *query, engine_
 	return engine_long_close(call, conn, r, err);
 }
 
-int engine_image_pull(struct engine *e, struct call *call, const char *from_image, const char *tag,
-		      const char *auth, engine_message_fn on_msg, void *msg_arg, struct err *err)
+int engine_image_pull(struct engine *e, struct call *call, const char *from_image, const char *tag, const char *auth,
+		      engine_message_fn on_msg, void *msg_arg, struct err *err)
 {
 	char efrom[1024], etag[512], path[1700];
 	struct http_conn *conn;

@@ -13,8 +13,7 @@
 #include "errcode.h"
 
 /* GET /images/{name}/json; ERRCODE_IMAGE_NOT_FOUND when absent. */
-int engine_image_inspect(struct engine *e, struct call *call, const char *name, json_t **ret_json,
-			 struct err *err);
+int engine_image_inspect(struct engine *e, struct call *call, const char *name, json_t **ret_json, struct err *err);
 
 /* GET /images/json?all=1&filters={"label":[label]} (intermediate images too); ret_json is the array. */
 int engine_image_list(struct engine *e, struct call *call, const char *label, json_t **ret_json, struct err *err);
@@ -61,7 +60,7 @@ int engine_build(struct engine *e, struct call *call, const char *query, engine_
  * stream (e.g. 404 for a missing tag) carries the engine's message, a
  * failure in it is ERRCODE_ENGINE_ERROR with -ENOEXEC.
  */
-int engine_image_pull(struct engine *e, struct call *call, const char *from_image, const char *tag,
-		      const char *auth, engine_message_fn on_msg, void *msg_arg, struct err *err);
+int engine_image_pull(struct engine *e, struct call *call, const char *from_image, const char *tag, const char *auth,
+		      engine_message_fn on_msg, void *msg_arg, struct err *err);
 
 #endif

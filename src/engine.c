@@ -16,8 +16,8 @@
 #include <sys/socket.h>
 
 #include "base64.h"
-#include "engine-internal.h"
 #include "compat.h"
+#include "engine-internal.h"
 #include "engine.h"
 #include "http.h"
 #include "log.h"
@@ -54,12 +54,11 @@ static void engine_error_message(int status, const json_t *j, struct err *err);
 static int conn_get(struct engine *e, struct http_conn **ret, bool *ret_reused, struct err *err);
 static void conn_put(struct engine *e, struct http_conn *c);
 static int negotiate(struct engine *e, struct call *call, struct err *err);
-static int versioned(struct engine *e, struct call *call, const char *path, char *out, size_t outsz,
-		     struct err *err);
+static int versioned(struct engine *e, struct call *call, const char *path, char *out, size_t outsz, struct err *err);
 static int open_response(struct engine *e, struct call *call, const char *method, const char *target,
 			 struct http_conn **ret_conn, struct http_response *resp, struct err *err);
-static int response_failed(struct engine *e, struct call *call, struct http_conn *conn, int status,
-			   const char *what, struct err *err);
+static int response_failed(struct engine *e, struct call *call, struct http_conn *conn, int status, const char *what,
+			   struct err *err);
 static int roundtrip(struct engine *e, struct call *call, const char *method, const char *target,
 		     const char *content_type, const void *body, size_t len, int *ret_status, json_t **ret_json,
 		     struct err *err);
@@ -287,8 +286,9 @@ static int roundtrip(struct engine *e, struct call *call, const char *method, co
 		j = json_loadb(out.data, out.len, JSON_DECODE_ANY, &jerr);
 		if (!j && resp.status < 400) {
 			buf_finish(&out);
-			return engine_hint(err, err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
-							"the Docker engine sent invalid JSON for %s %s", method, target));
+			return engine_hint(err,
+					   err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
+						   "the Docker engine sent invalid JSON for %s %s", method, target));
 		}
 	}
 	if (ret_status)
@@ -340,8 +340,7 @@ static int negotiate(struct engine *e, struct call *call, struct err *err)
 	return 0;
 }
 
-static int versioned(struct engine *e, struct call *call, const char *path, char *out, size_t outsz,
-		     struct err *err)
+static int versioned(struct engine *e, struct call *call, const char *path, char *out, size_t outsz, struct err *err)
 {
 	int r = negotiate(e, call, err);
 	if (r < 0)
@@ -454,8 +453,8 @@ int engine_version(struct engine *e, struct call *call, struct engine_version *r
 	}
 	memset(ret, 0, sizeof(*ret));
 	const char *s;
-#define COPY(field, key)                                                                                            \
-	if ((s = json_string_value(json_object_get(j, key))))                                                          \
+#define COPY(field, key)                                      \
+	if ((s = json_string_value(json_object_get(j, key)))) \
 	snprintf(ret->field, sizeof(ret->field), "%s", s)
 	COPY(version, "Version");
 	COPY(api_version, "ApiVersion");
@@ -505,8 +504,7 @@ int engine_container_start(struct engine *e, struct call *call, const char *id, 
 	return engine_request(e, call, "POST", path, NULL, NULL, NULL, err);
 }
 
-int engine_container_inspect(struct engine *e, struct call *call, const char *id, json_t **ret_json,
-			     struct err *err)
+int engine_container_inspect(struct engine *e, struct call *call, const char *id, json_t **ret_json, struct err *err)
 {
 	char path[128];
 	int status = 0;
@@ -565,8 +563,7 @@ int engine_list_by_label(struct engine *e, struct call *call, const char *kind, 
 	return 0;
 }
 
-int engine_container_list(struct engine *e, struct call *call, const char *label, json_t **ret_json,
-			  struct err *err)
+int engine_container_list(struct engine *e, struct call *call, const char *label, json_t **ret_json, struct err *err)
 {
 	return engine_list_by_label(e, call, "containers", label, ret_json, err);
 }
@@ -578,8 +575,7 @@ int engine_archive_put(struct engine *e, struct call *call, const char *id, cons
 	CHECK_ID(id);
 	if (engine_url_escape(path, esc, sizeof(esc)) < 0)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "path too long");
-	snprintf(target, sizeof(target), "/containers/%s/archive?path=%s&noOverwriteDirNonDir=1", id,
-		 esc);
+	snprintf(target, sizeof(target), "/containers/%s/archive?path=%s&noOverwriteDirNonDir=1", id, esc);
 	return engine_request_raw(e, call, "PUT", target, "application/x-tar", tar, len, NULL, NULL, err);
 }
 
@@ -601,7 +597,8 @@ int engine_exec_create(struct engine *e, struct call *call, const char *containe
 	const char *id = json_string_value(json_object_get(j, "Id"));
 	if (!engine_id_valid(id)) {
 		json_decref(j);
-		return engine_hint(err, err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "exec create returned no valid id"));
+		return engine_hint(err,
+				   err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "exec create returned no valid id"));
 	}
 	memcpy(ret_id, id, ENGINE_ID_LEN + 1);
 	json_decref(j);
@@ -658,8 +655,8 @@ int engine_exec_start(struct engine *e, struct call *call, const char *exec_id, 
 	return 0;
 }
 
-int engine_exec_inspect(struct engine *e, struct call *call, const char *exec_id, bool *ret_running,
-			int *ret_exit_code, struct err *err)
+int engine_exec_inspect(struct engine *e, struct call *call, const char *exec_id, bool *ret_running, int *ret_exit_code,
+			struct err *err)
 {
 	char path[128];
 	json_t *j = NULL;
@@ -777,8 +774,8 @@ static int open_response(struct engine *e, struct call *call, const char *method
 }
 
 /* The error of a >= 400 response (its JSON body read, capped), closing conn. */
-static int response_failed(struct engine *e, struct call *call, struct http_conn *conn, int status,
-			   const char *what, struct err *err)
+static int response_failed(struct engine *e, struct call *call, struct http_conn *conn, int status, const char *what,
+			   struct err *err)
 {
 	struct buf out;
 	json_t *j = NULL;
@@ -835,8 +832,8 @@ int engine_archive_stat(struct engine *e, struct call *call, const char *id, con
 	return 0;
 }
 
-int engine_archive_get(struct engine *e, struct call *call, const char *id, const char *path,
-		       struct engine_body **ret, struct err *err)
+int engine_archive_get(struct engine *e, struct call *call, const char *id, const char *path, struct engine_body **ret,
+		       struct err *err)
 {
 	char esc[1024], target[1200];
 	struct http_conn *conn;
@@ -1001,7 +998,8 @@ int engine_read_messages(struct http_conn *conn, engine_message_fn on_msg, void 
 		char *tail;
 		if (buf_reserve(&in, HTTP_READ_CHUNK, &tail) < 0) {
 			r = err_set(err, ERRCODE_ENGINE_ERROR, -EMSGSIZE,
-				    "the Docker engine sent a progress line longer than %u bytes", ENGINE_STREAM_LINE_MAX);
+				    "the Docker engine sent a progress line longer than %u bytes",
+				    ENGINE_STREAM_LINE_MAX);
 			break;
 		}
 		ssize_t n = http_body_read(conn, tail, HTTP_READ_CHUNK, err);

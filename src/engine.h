@@ -104,15 +104,13 @@ int engine_storage_opt_state(struct engine *e, char *ret_why, size_t n);
 int engine_container_create(struct engine *e, struct call *call, json_t *body, char ret_id[ENGINE_ID_LEN + 1],
 			    json_t **ret_warnings, struct err *err);
 int engine_container_start(struct engine *e, struct call *call, const char *id, struct err *err);
-int engine_container_inspect(struct engine *e, struct call *call, const char *id, json_t **ret_json,
-			     struct err *err);
+int engine_container_inspect(struct engine *e, struct call *call, const char *id, json_t **ret_json, struct err *err);
 /* POST /containers/{id}/kill then DELETE ?force=1&v=1; a container already gone is success. */
 int engine_container_remove(struct engine *e, struct call *call, const char *id, struct err *err);
 /* POST /containers/{id}/restart?t=0. */
 int engine_container_restart(struct engine *e, struct call *call, const char *id, struct err *err);
 /* GET /containers/json?all=1&filters={"label":[label]}; ret_json is the array. */
-int engine_container_list(struct engine *e, struct call *call, const char *label, json_t **ret_json,
-			  struct err *err);
+int engine_container_list(struct engine *e, struct call *call, const char *label, json_t **ret_json, struct err *err);
 /* PUT /containers/{id}/archive?path=... with an uncompressed tar (owners as in the headers). */
 int engine_archive_put(struct engine *e, struct call *call, const char *id, const char *path, const void *tar,
 		       size_t len, struct err *err);
@@ -142,8 +140,8 @@ struct engine_body;
  * body is read with engine_body_read; -ENOENT (ERRCODE_FILE_NOT_FOUND) or
  * -errno with err. call, if given, can abort the reads until engine_body_destroy.
  */
-int engine_archive_get(struct engine *e, struct call *call, const char *id, const char *path,
-		       struct engine_body **ret, struct err *err);
+int engine_archive_get(struct engine *e, struct call *call, const char *id, const char *path, struct engine_body **ret,
+		       struct err *err);
 /* Reads up to n body bytes: the count, 0 at the end, or -errno with err. */
 ssize_t engine_body_read(struct engine_body *b, void *p, size_t n, struct err *err);
 void engine_body_destroy(struct engine_body *b);
@@ -158,8 +156,8 @@ int engine_exec_create(struct engine *e, struct call *call, const char *containe
 int engine_exec_start(struct engine *e, struct call *call, const char *exec_id, struct engine_stream **ret,
 		      struct err *err);
 /* GET /exec/{id}/json: running flag and exit code (-1 while running). */
-int engine_exec_inspect(struct engine *e, struct call *call, const char *exec_id, bool *ret_running,
-			int *ret_exit_code, struct err *err);
+int engine_exec_inspect(struct engine *e, struct call *call, const char *exec_id, bool *ret_running, int *ret_exit_code,
+			struct err *err);
 
 /* The stream's socket (for poll), and bytes already read past the HTTP head. */
 int engine_stream_fd(const struct engine_stream *s);

@@ -64,7 +64,11 @@ static void utf8_sanitize(char *s)
 {
 	unsigned char *p = (unsigned char *)s;
 	while (*p) {
-		size_t want = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : (*p & 0xf8) == 0xf0 ? 4 : 0;
+		size_t want = *p < 0x80		    ? 1
+			      : (*p & 0xe0) == 0xc0 ? 2
+			      : (*p & 0xf0) == 0xe0 ? 3
+			      : (*p & 0xf8) == 0xf0 ? 4
+						    : 0;
 		unsigned long cp = want == 1 ? *p : *p & (0x7fu >> want);
 		size_t k = 1;
 		while (k < want && (p[k] & 0xc0) == 0x80)

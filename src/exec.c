@@ -44,8 +44,8 @@ static int run_demux(struct run_state *st, struct err *err);
 static void run_kill(struct engine *e, const char *container_id, struct run_state *st);
 static void run_stdin(struct run_state *st, struct streamio *io);
 static int drain_simple(struct engine_stream *s, const char *marker, int timeout_ms);
-static int create_wrapped(struct engine *e, struct call *call, const char *container_id,
-			  const struct exec_spec *spec, char exec_id[ENGINE_ID_LEN + 1], struct err *err);
+static int create_wrapped(struct engine *e, struct call *call, const char *container_id, const struct exec_spec *spec,
+			  char exec_id[ENGINE_ID_LEN + 1], struct err *err);
 
 static int deliver(struct run_state *st, int stream, const char *p, size_t n)
 {
@@ -156,8 +156,8 @@ int exec_kill_group(struct engine *e, const char *container_id, const struct exe
 }
 
 /* Creates the exec of spec behind the pid-reporting wrapper. 0 or -errno with err. */
-static int create_wrapped(struct engine *e, struct call *call, const char *container_id,
-			  const struct exec_spec *spec, char exec_id[ENGINE_ID_LEN + 1], struct err *err)
+static int create_wrapped(struct engine *e, struct call *call, const char *container_id, const struct exec_spec *spec,
+			  char exec_id[ENGINE_ID_LEN + 1], struct err *err)
 {
 	json_t *cmd = json_pack("[s, s, s, s]", "/bin/sh", "-c", spec->shell_command ? exec_wrapper_sh : exec_wrapper,
 				"sandbox-mcp");
@@ -165,8 +165,8 @@ static int create_wrapped(struct engine *e, struct call *call, const char *conta
 		json_array_append_new(cmd, json_string_lossy(spec->shell_command, strlen(spec->shell_command)));
 	for (const char *const *a = spec->argv; a && *a; a++)
 		json_array_append_new(cmd, json_string_lossy(*a, strlen(*a)));
-	json_t *cfg = json_pack("{s:b, s:b, s:b, s:b, s:b, s:o}", "AttachStdin", spec->attach_stdin, "AttachStdout",
-				1, "AttachStderr", 1, "Tty", 0, "Privileged", 0, "Cmd", cmd);
+	json_t *cfg = json_pack("{s:b, s:b, s:b, s:b, s:b, s:o}", "AttachStdin", spec->attach_stdin, "AttachStdout", 1,
+				"AttachStderr", 1, "Tty", 0, "Privileged", 0, "Cmd", cmd);
 	if (spec->env) {
 		json_t *env = json_array();
 		for (const char *const *v = spec->env; *v; v++)

@@ -19,8 +19,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "capture.h"
 #include "call.h"
+#include "capture.h"
 #include "engine.h"
 #include "errcode.h"
 
@@ -45,9 +45,9 @@ struct exec_spec {
 	 */
 	const char *builtin;
 	const char *shell_command; /* run by the wrapper shell itself (one process less) */
-	const char *const *env;	 /* "K=V"..., NULL-terminated, or NULL */
-	const char *workdir;	 /* or NULL for the container's */
-	const char *user;	 /* or NULL for the container's */
+	const char *const *env;	   /* "K=V"..., NULL-terminated, or NULL */
+	const char *workdir;	   /* or NULL for the container's */
+	const char *user;	   /* or NULL for the container's */
 	const char *stdin_data;
 	size_t stdin_len;
 	bool attach_stdin;
@@ -57,9 +57,9 @@ struct exec_spec {
 	 * to stop the exec (as on_data's nonzero return does).
 	 */
 	ssize_t (*on_stdin)(void *arg, char *p, size_t n);
-	int timeout_ms; /* 0: no deadline */
-	size_t cap;	/* bytes of each stream kept in the result */
-	exec_data_fn on_data; /* called before the chunk is added to the capture */
+	int timeout_ms;		    /* 0: no deadline */
+	size_t cap;		    /* bytes of each stream kept in the result */
+	exec_data_fn on_data;	    /* called before the chunk is added to the capture */
 	void (*on_tick)(void *arg); /* called at least once a second while running */
 	void *arg;
 };

@@ -14,21 +14,18 @@
 #include "log.h"
 #include "pathsafe.h"
 
-
 struct collect {
 	struct buf *out;
 };
 
-static const char read_script[] =
-	FILES_TAR_ENV
-	"p=$1\n"
-	"[ -e \"$p\" ] || exit 66\n"
-	"[ -d \"$p\" ] && exit 67\n"
-	"[ -f \"$p\" ] || exit 65\n"
-	"[ -r \"$p\" ] || exit 77\n"
-	"d=${p%/*} b=${p##*/}\n"
-	"cd -- \"${d:-/}\" || exit 77\n"
-	"exec tar -c -h -f - -- \"$b\"\n";
+static const char read_script[] = FILES_TAR_ENV "p=$1\n"
+						"[ -e \"$p\" ] || exit 66\n"
+						"[ -d \"$p\" ] && exit 67\n"
+						"[ -f \"$p\" ] || exit 65\n"
+						"[ -r \"$p\" ] || exit 77\n"
+						"d=${p%/*} b=${p##*/}\n"
+						"cd -- \"${d:-/}\" || exit 77\n"
+						"exec tar -c -h -f - -- \"$b\"\n";
 
 /* What a read keeps: bytes [offset, offset + length) of one file. */
 struct read_sink {
@@ -39,20 +36,34 @@ struct read_sink {
 	bool got;
 };
 
-
 static const struct {
 	const char *ext;
 	const char *mime;
 } mime_by_ext[] = {
-	{ "txt", "text/plain" },	 { "md", "text/markdown" },	   { "csv", "text/csv" },
-	{ "tsv", "text/tab-separated-values" }, { "json", "application/json" }, { "py", "text/x-python" },
-	{ "html", "text/html" },	 { "htm", "text/html" },	   { "css", "text/css" },
-	{ "js", "text/javascript" },	 { "xml", "application/xml" },	   { "yaml", "application/yaml" },
-	{ "yml", "application/yaml" },	 { "sh", "text/x-shellscript" },   { "c", "text/x-c" },
-	{ "h", "text/x-c" },		 { "svg", "image/svg+xml" },	   { "pdf", "application/pdf" },
-	{ "zip", "application/zip" },	 { "gz", "application/gzip" },	   { "tar", "application/x-tar" },
+	{ "txt", "text/plain" },
+	{ "md", "text/markdown" },
+	{ "csv", "text/csv" },
+	{ "tsv", "text/tab-separated-values" },
+	{ "json", "application/json" },
+	{ "py", "text/x-python" },
+	{ "html", "text/html" },
+	{ "htm", "text/html" },
+	{ "css", "text/css" },
+	{ "js", "text/javascript" },
+	{ "xml", "application/xml" },
+	{ "yaml", "application/yaml" },
+	{ "yml", "application/yaml" },
+	{ "sh", "text/x-shellscript" },
+	{ "c", "text/x-c" },
+	{ "h", "text/x-c" },
+	{ "svg", "image/svg+xml" },
+	{ "pdf", "application/pdf" },
+	{ "zip", "application/zip" },
+	{ "gz", "application/gzip" },
+	{ "tar", "application/x-tar" },
 	{ "xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" },
-	{ "parquet", "application/vnd.apache.parquet" }, { "npy", "application/octet-stream" },
+	{ "parquet", "application/vnd.apache.parquet" },
+	{ "npy", "application/octet-stream" },
 };
 
 static int collect_data(void *arg, int stream, const char *p, size_t n);
@@ -66,15 +77,14 @@ uint64_t files_max_bytes(const struct config *cfg)
 	return cfg->max_upload_mb << 20;
 }
 
-int files_resolve(const struct config *cfg, const char *path, bool allow_root, char *out, size_t outsz,
-		  struct err *err)
+int files_resolve(const struct config *cfg, const char *path, bool allow_root, char *out, size_t outsz, struct err *err)
 {
 	int r = path ? path_resolve(cfg->workspace, path, out, outsz) : -EINVAL;
 	if (r == -ENAMETOOLONG)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, r, "path is longer than %d bytes", PATHSAFE_MAX);
 	if (r < 0)
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, r,
-			       "path '%.200s' is empty or holds control characters", path ? path : "");
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, r, "path '%.200s' is empty or holds control characters",
+			       path ? path : "");
 	if (!allow_root && strcmp(out, "/") == 0)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "path must name a file, not /");
 	return 0;
@@ -129,8 +139,8 @@ int files_script_failed(const struct xfer_result *xr, const char *path, const ch
 	if (xr->cancelled)
 		return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
 	if (xr->timed_out)
-		return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "copying %s took longer than %d s and was stopped", path,
-			       XFER_TIMEOUT_MS / 1000);
+		return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "copying %s took longer than %d s and was stopped",
+			       path, XFER_TIMEOUT_MS / 1000);
 	return files_code_failed(xr->exit_code < 0 ? 137 : xr->exit_code, xr->stderr_text, path, verb, err);
 }
 
@@ -179,14 +189,14 @@ int files_agent(struct tool_ctx *ctx, struct session *s, const char *op, const c
 	return 1;
 }
 
-int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const char *const *args,
-	      struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err)
+int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const char *const *args, struct buf *out,
+	      char *errtext, size_t errsz, int *ret_code, struct err *err)
 {
 	return files_run_op(ctx, s, NULL, script, args, out, errtext, errsz, ret_code, err);
 }
 
-int files_run_op(struct tool_ctx *ctx, struct session *s, const char *op, const char *script,
-		 const char *const *args, struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err)
+int files_run_op(struct tool_ctx *ctx, struct session *s, const char *op, const char *script, const char *const *args,
+		 struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err)
 {
 	const char *argv[EXEC_SH_ARGV_MAX];
 	struct collect c = { out };
@@ -331,8 +341,8 @@ void files_link(struct tool_ctx *ctx, struct tool_result *res, const struct sess
 	json_array_append_new(res->content, link);
 }
 
-void files_render_content(struct tool_ctx *ctx, struct tool_result *res, const struct session *s,
-			  const char *path, const char *data, size_t n, uint64_t size, uint64_t offset, bool ranged)
+void files_render_content(struct tool_ctx *ctx, struct tool_result *res, const struct session *s, const char *path,
+			  const char *data, size_t n, uint64_t size, uint64_t offset, bool ranged)
 {
 	bool text, image;
 	const char *mime = files_mime(path, data, n, &text, &image);
@@ -370,9 +380,8 @@ void files_render_content(struct tool_ctx *ctx, struct tool_result *res, const s
 		char uri[FILES_URI_MAX];
 		if (files_uri(s, path, uri, sizeof(uri)) < 0)
 			snprintf(uri, sizeof(uri), "sandbox://%s/", s->id);
-		json_array_append_new(res->content,
-				      json_pack("{s:s, s:{s:s, s:s, s:o}}", "type", "resource", "resource", "uri", uri,
-						"mimeType", mime, "blob", jb64));
+		json_array_append_new(res->content, json_pack("{s:s, s:{s:s, s:s, s:o}}", "type", "resource",
+							      "resource", "uri", uri, "mimeType", mime, "blob", jb64));
 	}
 	files_link(ctx, res, s, path, mime);
 }

@@ -63,8 +63,8 @@ int files_script_failed(const struct xfer_result *xr, const char *path, const ch
  * stderr into errtext. 0 with
  * *ret_code, or -errno with err (the session forgotten when gone).
  */
-int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const char *const *args,
-	      struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err);
+int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const char *const *args, struct buf *out,
+	      char *errtext, size_t errsz, int *ret_code, struct err *err);
 
 /*
  * files_run, through the agent's built-in operation op (src/agent/fileops.h,
@@ -72,8 +72,8 @@ int files_run(struct tool_ctx *ctx, struct session *s, const char *script, const
  * session has an agent; script through the exec path otherwise. op NULL:
  * always the script.
  */
-int files_run_op(struct tool_ctx *ctx, struct session *s, const char *op, const char *script,
-		 const char *const *args, struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err);
+int files_run_op(struct tool_ctx *ctx, struct session *s, const char *op, const char *script, const char *const *args,
+		 struct buf *out, char *errtext, size_t errsz, int *ret_code, struct err *err);
 
 /*
  * Runs the agent's built-in file operation op with args in s (stdin_data
@@ -105,8 +105,8 @@ const char *files_mime(const char *path, const char *data, size_t n, bool *ret_t
  * or base64 in an embedded resource. size is the whole file's, offset where
  * data starts.
  */
-void files_render_content(struct tool_ctx *ctx, struct tool_result *res, const struct session *s,
-			  const char *path, const char *data, size_t n, uint64_t size, uint64_t offset, bool ranged);
+void files_render_content(struct tool_ctx *ctx, struct tool_result *res, const struct session *s, const char *path,
+			  const char *data, size_t n, uint64_t size, uint64_t offset, bool ranged);
 
 /* The sandbox:// URI of path in s. 0 or -ENAMETOOLONG. */
 int files_uri(const struct session *s, const char *path, char *out, size_t outsz);

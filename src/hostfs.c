@@ -46,8 +46,8 @@ static int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char
 /* Directories removed below an old tree that a download replaces, at most. */
 #define REMOVE_DEPTH_MAX 256
 /* Why a file of a folder upload with more than one name is skipped (like a symlink, it may lead out). */
-#define HARD_LINK_SKIPPED                                                                                   \
-	"hard link (the file has another name, which may be outside the allowed host directories): copy it to "   \
+#define HARD_LINK_SKIPPED                                                                                       \
+	"hard link (the file has another name, which may be outside the allowed host directories): copy it to " \
 	"upload it"
 
 struct hostfs {
@@ -55,8 +55,8 @@ struct hostfs {
 	char *dir[HOSTFS_DIRS_MAX]; /* canonical */
 	int fd[HOSTFS_DIRS_MAX];    /* O_PATH, opened once */
 	char *joined;
-	int outbox_fd;		    /* -1: no outbox */
-	char *outbox;		    /* canonical, or NULL */
+	int outbox_fd; /* -1: no outbox */
+	char *outbox;  /* canonical, or NULL */
 };
 
 struct skips {
@@ -104,8 +104,8 @@ static bool single_name(const char *name);
 static bool vcs_in_path(const char *path, struct skips *s, char *last, size_t lastsz);
 static int dest_check(const char *path, const char *rel, struct err *err);
 static int open_plain(int rootfd, const char *rel, int flags);
-static int open_checked(const struct hostfs *h, const char *path, int flags, bool dest, int *ret_fd,
-			char *ret_real, size_t realsz, struct err *err);
+static int open_checked(const struct hostfs *h, const char *path, int flags, bool dest, int *ret_fd, char *ret_real,
+			size_t realsz, struct err *err);
 static void skip(struct skips *s, const char *name, const char *why);
 static void remove_tree(int dfd, const char *name, int depth);
 static int x_entry(void *arg, const struct tar_entry *e, struct err *err);
@@ -260,8 +260,8 @@ int hostfs_create(const char *dirs, struct hostfs **ret, struct err *err)
 		if (h->n == HOSTFS_DIRS_MAX) {
 			hostfs_destroy(h);
 			buf_finish(&joined);
-			return err_set(err, ERRCODE_INVALID_ARGUMENT, -E2BIG, "SANDBOX_HOST_DIRS names more than %d directories",
-				       HOSTFS_DIRS_MAX);
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -E2BIG,
+				       "SANDBOX_HOST_DIRS names more than %d directories", HOSTFS_DIRS_MAX);
 		}
 		char *real = d[0] == '/' ? realpath(d, NULL) : NULL;
 		int fd = real ? open(real, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
@@ -423,8 +423,8 @@ static int dest_check(const char *path, const char *rel, struct err *err)
 	return 0;
 }
 
-static int open_checked(const struct hostfs *h, const char *path, int flags, bool dest, int *ret_fd,
-			char *ret_real, size_t realsz, struct err *err)
+static int open_checked(const struct hostfs *h, const char *path, int flags, bool dest, int *ret_fd, char *ret_real,
+			size_t realsz, struct err *err)
 {
 	char norm[PATHSAFE_MAX + 1];
 
@@ -434,7 +434,8 @@ static int open_checked(const struct hostfs *h, const char *path, int flags, boo
 			       "sandboxes may copy from and to, colon-separated, and restart the server");
 	if (!path || path[0] != '/' || path_resolve("/", path, norm, sizeof(norm)) < 0)
 		return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
-			       "host paths must be absolute (one of the allowed directories %s, or below one)", h->joined);
+			       "host paths must be absolute (one of the allowed directories %s, or below one)",
+			       h->joined);
 	_cleanup_free_ char *real = realpath(path, NULL);
 	int rerr = errno;
 	const char *check = real ? real : norm;
@@ -466,7 +467,8 @@ static int open_checked(const struct hostfs *h, const char *path, int flags, boo
 	if (fd < 0) {
 		if (fd == -ELOOP || fd == -EXDEV || fd == -ESTALE)
 			return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, fd,
-				       "host path %.300s changed (into a symbolic link?) while it was opened: refused", path);
+				       "host path %.300s changed (into a symbolic link?) while it was opened: refused",
+				       path);
 		return err_set(err, fd == -ENOENT ? ERRCODE_FILE_NOT_FOUND : ERRCODE_INVALID_ARGUMENT, fd,
 			       "cannot open host path %.300s: %s", path, strerror(-fd));
 	}
@@ -502,23 +504,24 @@ static void remove_tree(int dfd, const char *name, int depth)
 	unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
-int hostfs_extract_begin(int dfd, const char *name, bool overwrite, struct hostfs_extract **ret,
-			 struct err *err)
+int hostfs_extract_begin(int dfd, const char *name, bool overwrite, struct hostfs_extract **ret, struct err *err)
 {
 	struct stat st;
 	const char *why;
 	ino_t ino;
 
 	if (!single_name(name))
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "'%.200s' cannot be a file name on the host", name);
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "'%.200s' cannot be a file name on the host",
+			       name);
 	if ((why = hostmark_unsafe_name(name)))
 		return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
 			       "'%.200s' %s: sandbox-mcp never writes such a name on the host, since files like .bashrc, "
 			       ".envrc, .git or .vscode make programs there run commands. %s",
 			       name, why,
-			       hostmark_vcs_name(name) ? "Copy the files you need out of it in the sandbox and download those"
-					      : "Rename it in the sandbox first (e.g. run_command mv), or download the folder "
-						"that holds it");
+			       hostmark_vcs_name(name)
+				       ? "Copy the files you need out of it in the sandbox and download those"
+				       : "Rename it in the sandbox first (e.g. run_command mv), or download the folder "
+					 "that holds it");
 	if (!overwrite && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		struct err ignored;
 		bool ours = hostmark_replaceable(dfd, name, &ino, &ignored) == 1;
@@ -547,8 +550,8 @@ int hostfs_extract_begin(int dfd, const char *name, bool overwrite, struct hostf
 		if (m == 0)
 			break;
 		if (m != -EEXIST || tries == 16) {
-			int r = err_set(err, ERRCODE_INVALID_ARGUMENT, m, "cannot create a folder in the host folder: %s",
-					strerror(-m));
+			int r = err_set(err, ERRCODE_INVALID_ARGUMENT, m,
+					"cannot create a folder in the host folder: %s", strerror(-m));
 			x->tmpname[0] = '\0';
 			hostfs_extract_destroy(x);
 			return r;
@@ -606,8 +609,9 @@ static int x_entry(void *arg, const struct tar_entry *e, struct err *err)
 	const char *base = slash ? slash + 1 : path;
 	int dfd = open_dir_beneath(x->tmpfd, dir, true);
 	if (dfd < 0) {
-		skip(&x->skips, path, dfd == -ENOTDIR || dfd == -ELOOP ? "its folder is a file in the download"
-									 : "its folder could not be made");
+		skip(&x->skips, path,
+		     dfd == -ENOTDIR || dfd == -ELOOP ? "its folder is a file in the download"
+						      : "its folder could not be made");
 		return TAR_SKIP;
 	}
 	if (e->type == TAR_TYPE_DIR) {
@@ -712,8 +716,8 @@ int hostfs_extract_commit(struct hostfs_extract *x, struct err *err)
 	return 0;
 }
 
-void hostfs_extract_stats(const struct hostfs_extract *x, uint64_t *ret_files, uint64_t *ret_dirs,
-			  uint64_t *ret_bytes, json_t **ret_skipped)
+void hostfs_extract_stats(const struct hostfs_extract *x, uint64_t *ret_files, uint64_t *ret_dirs, uint64_t *ret_bytes,
+			  json_t **ret_skipped)
 {
 	*ret_files = x->files;
 	*ret_dirs = x->dirs;
@@ -735,14 +739,14 @@ void hostfs_extract_destroy(struct hostfs_extract *x)
 	free(x);
 }
 
-int hostfs_walk_create(int fd, const char *top, const struct tar_limits *lim, struct hostfs_walk **ret,
-		       struct err *err)
+int hostfs_walk_create(int fd, const char *top, const struct tar_limits *lim, struct hostfs_walk **ret, struct err *err)
 {
 	struct stat st;
 
 	if (fstat(fd, &st) < 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
 		close(fd);
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "only regular files and folders can be uploaded");
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "only regular files and folders can be uploaded");
 	}
 	if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
 		close(fd);
@@ -826,8 +830,9 @@ static int walk_next(struct hostfs_walk *wk, struct tar_writer *w, struct err *e
 				wk->path[plen] = '\0';
 				continue;
 			}
-			struct tar_entry te = { .path = wk->path, .type = TAR_TYPE_DIR, .mode = st.st_mode & 0777,
-						.mtime = st.st_mtime };
+			struct tar_entry te = {
+				.path = wk->path, .type = TAR_TYPE_DIR, .mode = st.st_mode & 0777, .mtime = st.st_mtime
+			};
 			int r = tar_writer_add(w, &te, err);
 			if (r < 0) {
 				closedir(d);
@@ -855,7 +860,8 @@ static int walk_next(struct hostfs_walk *wk, struct tar_writer *w, struct err *e
 		if (fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) || fst.st_ino != st.st_ino) {
 			if (fd >= 0)
 				close(fd);
-			skip(&wk->skips, rel, fd < 0 && errno == EACCES ? "permission denied" : "changed while being read");
+			skip(&wk->skips, rel,
+			     fd < 0 && errno == EACCES ? "permission denied" : "changed while being read");
 			wk->path[plen] = '\0';
 			continue;
 		}
@@ -865,8 +871,11 @@ static int walk_next(struct hostfs_walk *wk, struct tar_writer *w, struct err *e
 			wk->path[plen] = '\0';
 			continue;
 		}
-		struct tar_entry te = { .path = wk->path, .type = TAR_TYPE_FILE, .size = (uint64_t)fst.st_size,
-					.mode = fst.st_mode & 0777, .mtime = fst.st_mtime };
+		struct tar_entry te = { .path = wk->path,
+					.type = TAR_TYPE_FILE,
+					.size = (uint64_t)fst.st_size,
+					.mode = fst.st_mode & 0777,
+					.mtime = fst.st_mtime };
 		int r = tar_writer_add(w, &te, err);
 		if (r < 0) {
 			close(fd);
@@ -894,7 +903,9 @@ int hostfs_walk_produce(void *arg, struct tar_writer *w, struct err *err)
 
 	if (!wk->started) {
 		wk->started = true;
-		struct tar_entry te = { .path = wk->top, .mode = wk->root_st.st_mode & 0777, .mtime = wk->root_st.st_mtime };
+		struct tar_entry te = { .path = wk->top,
+					.mode = wk->root_st.st_mode & 0777,
+					.mtime = wk->root_st.st_mtime };
 		if (wk->is_dir) {
 			int fd = fcntl(wk->rootfd, F_DUPFD_CLOEXEC, 0);
 			DIR *d = fd >= 0 ? fdopendir(fd) : NULL;

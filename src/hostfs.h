@@ -101,15 +101,14 @@ int hostfs_open_dest(const struct hostfs *h, const char *dir, int *ret_fd, char 
  * did not write or that changed since (ERRCODE_HOST_PATH_NOT_ALLOWED).
  * 0 with *ret, or -errno with err.
  */
-int hostfs_extract_begin(int dirfd, const char *name, bool overwrite, struct hostfs_extract **ret,
-			 struct err *err);
+int hostfs_extract_begin(int dirfd, const char *name, bool overwrite, struct hostfs_extract **ret, struct err *err);
 /* The sink that writes what tar_read hands it (borrowed from x). */
 const struct tar_sink *hostfs_extract_sink(struct hostfs_extract *x);
 /* Moves the result into place (replacing the old one when overwrite, checked again). 0 or -errno with err. */
 int hostfs_extract_commit(struct hostfs_extract *x, struct err *err);
 /* Files, directories and bytes written, and what was skipped ({name, reason}; new reference). */
-void hostfs_extract_stats(const struct hostfs_extract *x, uint64_t *ret_files, uint64_t *ret_dirs,
-			  uint64_t *ret_bytes, json_t **ret_skipped);
+void hostfs_extract_stats(const struct hostfs_extract *x, uint64_t *ret_files, uint64_t *ret_dirs, uint64_t *ret_bytes,
+			  json_t **ret_skipped);
 /* Removes the temporary directory unless committed, and frees x. */
 void hostfs_extract_destroy(struct hostfs_extract *x);
 

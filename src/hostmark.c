@@ -37,7 +37,9 @@ static int ours_tree(int fd, char *path, size_t plen, int depth, uint64_t *left)
  * likewise), and git's HEAD, without which git takes no folder for a (bare)
  * repository. Compared without case, for case-insensitive filesystems.
  */
-static const char *const vcs_names[] = { ".git", ".hg", ".svn", ".bzr", ".jj", "_darcs", ".fslckout", "_FOSSIL_", "HEAD" };
+static const char *const vcs_names[] = {
+	".git", ".hg", ".svn", ".bzr", ".jj", "_darcs", ".fslckout", "_FOSSIL_", "HEAD"
+};
 
 bool hostmark_vcs_name(const char *name)
 {
@@ -62,8 +64,8 @@ static void mark_value(const struct stat *st, char *out, size_t outsz)
 	if (S_ISDIR(st->st_mode))
 		snprintf(out, outsz, "1 dir %llu", (unsigned long long)st->st_ino);
 	else
-		snprintf(out, outsz, "1 file %llu %lld %lld.%09ld", (unsigned long long)st->st_ino, (long long)st->st_size,
-			 (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec);
+		snprintf(out, outsz, "1 file %llu %lld %lld.%09ld", (unsigned long long)st->st_ino,
+			 (long long)st->st_size, (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec);
 }
 
 int hostmark_set(int fd)
@@ -177,8 +179,8 @@ int hostmark_replaceable(int dfd, const char *name, ino_t *ret_ino, struct err *
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0
-				       : err_set(err, ERRCODE_INVALID_ARGUMENT, -errno, "cannot look at %s on the host: %s", name,
-						 strerror(errno));
+				       : err_set(err, ERRCODE_INVALID_ARGUMENT, -errno,
+						 "cannot look at %s on the host: %s", name, strerror(errno));
 	snprintf(path, sizeof(path), "%s", name);
 	if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
 		int fd = open_same(dfd, name, &st, &fst);
@@ -199,7 +201,7 @@ int hostmark_replaceable(int dfd, const char *name, ino_t *ret_ino, struct err *
 		       "%.300s %s: a download replaces only files and folders that sandbox-mcp wrote itself and nobody "
 		       "changed since. Download into another host_dir, or move %.200s away on the host first",
 		       path,
-		       r == -ESTALE ? "was changed (or copied) on the host since sandbox-mcp wrote it"
+		       r == -ESTALE  ? "was changed (or copied) on the host since sandbox-mcp wrote it"
 		       : r == -E2BIG ? "is past what sandbox-mcp checks before replacing a folder (too many entries or "
 				       "too deep)"
 				     : "exists on the host and was not written by sandbox-mcp",

@@ -29,8 +29,8 @@ struct http_conn {
 	int64_t deadline; /* now_ms() by which the response must be in; 0: none */
 	bool answering;	  /* some of the response came */
 	struct buf rbuf;  /* unread bytes from the socket */
-	bool dead;	 /* framing error, reset or close: do not reuse */
-	bool keep_alive; /* the response allowed reuse */
+	bool dead;	  /* framing error, reset or close: do not reuse */
+	bool keep_alive;  /* the response allowed reuse */
 	enum body_mode mode;
 	uint64_t remaining; /* BODY_LENGTH */
 	struct http_chunked chunked;
@@ -104,8 +104,7 @@ static bool token_ok(const char *s)
  */
 static int head_check(const char *method, const char *target, const char *extra_headers, struct err *err)
 {
-	if (!token_ok(method) || !token_ok(target) || strchr(target, ' ') || strchr(method, ' ') ||
-	    target[0] != '/')
+	if (!token_ok(method) || !token_ok(target) || strchr(target, ' ') || strchr(method, ' ') || target[0] != '/')
 		return err_set(err, ERRCODE_INTERNAL, -EINVAL, "refusing to send a malformed request line");
 	if (!extra_headers)
 		return 0;
@@ -150,8 +149,8 @@ int http_request_send(struct http_conn *c, const char *method, const char *targe
 	return r;
 }
 
-int http_request_send_chunked(struct http_conn *c, const char *method, const char *target,
-			      const char *extra_headers, struct err *err)
+int http_request_send_chunked(struct http_conn *c, const char *method, const char *target, const char *extra_headers,
+			      struct err *err)
 {
 	char head[HTTP_REQUEST_HEAD_MAX];
 
@@ -206,7 +205,8 @@ static int fill(struct http_conn *c, struct err *err)
 	int r = buf_reserve(&c->rbuf, HTTP_READ_CHUNK, &tail);
 	if (r < 0) {
 		c->dead = true;
-		return err_set(err, ERRCODE_ENGINE_ERROR, -EMSGSIZE, "the Docker engine sent an oversized response head");
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EMSGSIZE,
+			       "the Docker engine sent an oversized response head");
 	}
 	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
 	int64_t left;
@@ -226,13 +226,13 @@ static int fill(struct http_conn *c, struct err *err)
 	if (r == 0) {
 		c->dead = true;
 		if (c->idle_ms > 0 && (!c->deadline || c->deadline - now_ms() > 0))
-			return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT,
-				       "the Docker engine sent nothing for %d ms", c->idle_ms);
+			return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the Docker engine sent nothing for %d ms",
+				       c->idle_ms);
 		if (c->answering) /* bytes came, too slowly */
 			return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT,
 				       "the Docker engine did not finish its answer within %d ms", c->timeout_ms);
-		return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT,
-			       "the Docker engine did not answer within %d ms", c->timeout_ms);
+		return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the Docker engine did not answer within %d ms",
+			       c->timeout_ms);
 	}
 	ssize_t got;
 	do

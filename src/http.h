@@ -30,9 +30,9 @@ struct http_conn;
 struct http_response {
 	int status;
 	char content_type[128];
-	char api_version[32];	/* Api-Version header, if any */
-	char path_stat[512];	/* X-Docker-Container-Path-Stat (archive endpoints), if any */
-	bool upgraded;		/* 101 Switching Protocols: the socket is now raw */
+	char api_version[32]; /* Api-Version header, if any */
+	char path_stat[512];  /* X-Docker-Container-Path-Stat (archive endpoints), if any */
+	bool upgraded;	      /* 101 Switching Protocols: the socket is now raw */
 };
 
 /* Takes ownership of fd. */
@@ -61,8 +61,8 @@ int http_request_send(struct http_conn *c, const char *method, const char *targe
  * (Transfer-Encoding: chunked): http_chunk_write each piece, then one with
  * n == 0 to end the body. Same checks and errors as http_request_send.
  */
-int http_request_send_chunked(struct http_conn *c, const char *method, const char *target,
-			      const char *extra_headers, struct err *err);
+int http_request_send_chunked(struct http_conn *c, const char *method, const char *target, const char *extra_headers,
+			      struct err *err);
 int http_chunk_write(struct http_conn *c, const void *p, size_t n, struct err *err);
 /* Reads the response head. head_only: the request was HEAD (no body follows). */
 int http_response_recv(struct http_conn *c, bool head_only, struct http_response *ret, struct err *err);

@@ -48,14 +48,14 @@ int http_parse_response(const char *buf, size_t len, struct http_head *ret);
 const struct slice *http_head_get(const struct http_head *h, const char *name);
 
 enum http_chunked_state {
-	HTTP_CHUNKED_SIZE,     /* reading hex digits of a chunk size */
-	HTTP_CHUNKED_EXT,      /* skipping a chunk extension to the end of the line */
-	HTTP_CHUNKED_SIZE_LF,  /* saw CR after the size line, want LF */
-	HTTP_CHUNKED_DATA,     /* inside chunk data, `remaining` bytes left */
-	HTTP_CHUNKED_DATA_CR,  /* after chunk data, want CR (or a bare LF) */
-	HTTP_CHUNKED_DATA_LF,  /* after chunk data and CR, want LF */
-	HTTP_CHUNKED_TRAILER,  /* after the last chunk, reading trailer lines */
-	HTTP_CHUNKED_DONE,     /* the body is complete */
+	HTTP_CHUNKED_SIZE,    /* reading hex digits of a chunk size */
+	HTTP_CHUNKED_EXT,     /* skipping a chunk extension to the end of the line */
+	HTTP_CHUNKED_SIZE_LF, /* saw CR after the size line, want LF */
+	HTTP_CHUNKED_DATA,    /* inside chunk data, `remaining` bytes left */
+	HTTP_CHUNKED_DATA_CR, /* after chunk data, want CR (or a bare LF) */
+	HTTP_CHUNKED_DATA_LF, /* after chunk data and CR, want LF */
+	HTTP_CHUNKED_TRAILER, /* after the last chunk, reading trailer lines */
+	HTTP_CHUNKED_DONE,    /* the body is complete */
 };
 
 struct http_chunked {

@@ -162,10 +162,10 @@ static json_t *changes_quoted(json_t *config, quote_fn quote, quote_fn quote_key
 	size_t i;
 
 	buf_init(&b, 1u << 20);
-#define EMIT()                                                                                                      \
-	do {                                                                                                        \
-		json_array_append_new(out, json_stringn(b.data, b.len));                                            \
-		buf_reset(&b);                                                                                      \
+#define EMIT()                                                           \
+	do {                                                             \
+		json_array_append_new(out, json_stringn(b.data, b.len)); \
+		buf_reset(&b);                                           \
 	} while (0)
 	const char *user = json_string_value(json_object_get(config, "User"));
 	if (user && *user && !strpbrk(user, "\n\r")) {
@@ -323,8 +323,8 @@ json_t *image_commit_config(json_t *image, json_t *container)
 	return cfg;
 }
 
-int image_tag_checked(struct engine *e, struct call *call, const struct config *cfg, const char *id,
-		      const char *repo, const char *tag, const struct session *s, const char *parent_id, struct err *err)
+int image_tag_checked(struct engine *e, struct call *call, const struct config *cfg, const char *id, const char *repo,
+		      const char *tag, const struct session *s, const char *parent_id, struct err *err)
 {
 	char ref[IMAGE_REF_MAX + IMAGE_TAG_MAX + 2];
 	snprintf(ref, sizeof(ref), "%s:%s", repo, tag);
@@ -351,7 +351,8 @@ void image_remove_labelled(struct engine *e, const char *label)
 			size_t k;
 			bool tagged = false;
 			json_array_foreach (json_object_get(v, "RepoTags"), k, t)
-				tagged = tagged || (json_is_string(t) && strcmp(json_string_value(t), "<none>:<none>") != 0);
+				tagged = tagged ||
+					 (json_is_string(t) && strcmp(json_string_value(t), "<none>:<none>") != 0);
 			if (!id || tagged)
 				continue;
 			if (engine_image_remove(e, NULL, id, &err) < 0) {

@@ -16,8 +16,8 @@
 #include <jansson.h>
 
 #include "buf.h"
-#include "config.h"
 #include "call.h"
+#include "config.h"
 #include "engine.h"
 #include "errcode.h"
 #include "session.h"
@@ -122,8 +122,8 @@ json_t *image_commit_config(json_t *image, json_t *container);
  * parent_id) allows it once more: images are made untagged and tagged last,
  * so a check made before a long build cannot go stale. 0 or -errno.
  */
-int image_tag_checked(struct engine *e, struct call *call, const struct config *cfg, const char *id,
-		      const char *repo, const char *tag, const struct session *s, const char *parent_id, struct err *err);
+int image_tag_checked(struct engine *e, struct call *call, const struct config *cfg, const char *id, const char *repo,
+		      const char *tag, const struct session *s, const char *parent_id, struct err *err);
 /*
  * Removes the untagged images carrying label ("name=value"): a failed
  * build's own, never a tagged one, never one another image builds on (the

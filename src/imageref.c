@@ -219,11 +219,12 @@ int imageref_parse(const char *s, size_t n, struct imageref *ret, struct err *er
 	bool library = strcmp(r.domain, IMAGEREF_DEFAULT_DOMAIN) == 0 && !memchr(remainder, '/', rlen);
 	size_t total = strlen(r.domain) + 1 + (library ? 8 : 0) + rlen;
 	if (total > IMAGEREF_NAME_MAX)
-		return BAD("image reference '%.*s' is too long: registry and repository at most %d characters", shown, s,
-			   IMAGEREF_NAME_MAX);
+		return BAD("image reference '%.*s' is too long: registry and repository at most %d characters", shown,
+			   s, IMAGEREF_NAME_MAX);
 	for (size_t i = 0; i < rlen; i++)
 		if (remainder[i] >= 'A' && remainder[i] <= 'Z')
-			return BAD("image reference '%.*s' is invalid: the repository name must be lowercase", shown, s);
+			return BAD("image reference '%.*s' is invalid: the repository name must be lowercase", shown,
+				   s);
 	for (size_t i = 0, k; i <= rlen; i = k + 1) {
 		const char *sl = memchr(remainder + i, '/', rlen - i);
 		k = sl ? (size_t)(sl - remainder) : rlen;
@@ -309,7 +310,8 @@ static size_t match_key(const struct imageref *r, bool with_tag, char *out, size
 	char domain[IMAGEREF_NAME_MAX + 1];
 	size_t i = 0;
 	for (; r->domain[i]; i++)
-		domain[i] = (char)(r->domain[i] >= 'A' && r->domain[i] <= 'Z' ? r->domain[i] - 'A' + 'a' : r->domain[i]);
+		domain[i] = (char)(r->domain[i] >= 'A' && r->domain[i] <= 'Z' ? r->domain[i] - 'A' + 'a'
+									      : r->domain[i]);
 	domain[i] = '\0';
 	int k = snprintf(out, outsz, "%s/%s", domain, r->path);
 	if (with_tag)

@@ -31,9 +31,9 @@
 #define IMAGEREF_DEFAULT_DOMAIN "docker.io"
 
 struct imageref {
-	char domain[IMAGEREF_NAME_MAX + 1]; /* "docker.io", "127.0.0.1:5000" */
-	char path[IMAGEREF_NAME_MAX + 1];   /* "library/python", "team/app" */
-	char tag[IMAGEREF_TAG_MAX + 1];	    /* "latest" unless a digest alone was given ("" then) */
+	char domain[IMAGEREF_NAME_MAX + 1];   /* "docker.io", "127.0.0.1:5000" */
+	char path[IMAGEREF_NAME_MAX + 1];     /* "library/python", "team/app" */
+	char tag[IMAGEREF_TAG_MAX + 1];	      /* "latest" unless a digest alone was given ("" then) */
 	char digest[IMAGEREF_DIGEST_MAX + 1]; /* "sha256:<hex>" or "" */
 };
 

@@ -85,8 +85,7 @@ static const struct command commands[] = {
 	{ "serve", "", 0, 0, "Serve MCP on stdin/stdout (the default), or over HTTP with --http", serve },
 	{ "doctor", "", 0, 0, "Check the Docker engine, the default image and the host folders; print fixes", doctor },
 	{ "config", "CLIENT", 1, 1,
-	  "Print what adds this binary to CLIENT: claude-desktop, claude-code, gemini or codex",
-	  print_client_config },
+	  "Print what adds this binary to CLIENT: claude-desktop, claude-code, gemini or codex", print_client_config },
 	{ "help", "[COMMAND]", 0, 1, "Show this help, or one command's", help },
 };
 
@@ -170,7 +169,7 @@ static void engine_probe(const struct config *cfg, struct mcp *m)
 	struct engine_version ev;
 	struct err err;
 	uint64_t ms = cfg->engine_timeout_s * 1000 < MAIN_ENGINE_PROBE_MS ? cfg->engine_timeout_s * 1000
-									   : MAIN_ENGINE_PROBE_MS;
+									  : MAIN_ENGINE_PROBE_MS;
 
 	err_clear(&err);
 	int r = engine_create_cfg(cfg, (int)ms, &probe, &err);

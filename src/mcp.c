@@ -53,7 +53,7 @@ static const char *const legacy_versions[] = { "2025-11-25", "2025-06-18", "2025
 struct mcp_peer {
 	atomic_uint refs;
 	char principal[CALL_PRINCIPAL_MAX + 1]; /* whose sandboxes its calls use */
-	pthread_mutex_t lock; /* guards initialized and version */
+	pthread_mutex_t lock;			/* guards initialized and version */
 	bool initialized;
 	char version[16];	     /* negotiated legacy version */
 	atomic_int legacy_log_level; /* -1: logging/setLevel never called */
@@ -62,13 +62,13 @@ struct mcp_peer {
 struct mcp {
 	const struct tool_services *svc;
 	struct dispatch *dispatch;
-	struct mcp_peer *stdio;		/* the peer of mcp_handle_line */
-	atomic_ullong seq;		/* for keys of calls that run alone */
-	char *instructions;		/* built once from the tools offered */
-	unsigned long long bulk_nonce;	/* makes this process's bulk markers unguessable */
+	struct mcp_peer *stdio;		  /* the peer of mcp_handle_line */
+	atomic_ullong seq;		  /* for keys of calls that run alone */
+	char *instructions;		  /* built once from the tools offered */
+	unsigned long long bulk_nonce;	  /* makes this process's bulk markers unguessable */
 	struct notify *resources_changed; /* NULL: no thread, no list_changed */
 	atomic_bool initialized_legacy;	  /* notifications/initialized came: list_changed may go out */
-	atomic_uint big_lines;		/* big lines handed to a worker and not yet done with */
+	atomic_uint big_lines;		  /* big lines handed to a worker and not yet done with */
 };
 
 /* Big string values of at least this many bytes are lifted out of a big line (bulk.h). */
@@ -88,9 +88,9 @@ struct req {
 	int log_level;	     /* modern: requested level, or -1 */
 	json_t *progress_token;
 	struct bulk_lifted *bulk; /* tools/call takes the kept bulk string from here */
-	size_t line_len;       /* the request's line: what a queued call holds, about */
-	bool in_order;	       /* parsed on the big-line worker: already behind what came before */
-	bool run_here;	       /* the transport's thread may run a short call itself (MCP_RUN_HERE) */
+	size_t line_len;	  /* the request's line: what a queued call holds, about */
+	bool in_order;		  /* parsed on the big-line worker: already behind what came before */
+	bool run_here;		  /* the transport's thread may run a short call itself (MCP_RUN_HERE) */
 };
 
 /* A protocol error to reply with. */
@@ -267,7 +267,8 @@ struct mcp *mcp_create(const struct tool_services *svc)
 	struct mcp *m = xcalloc(1, sizeof(*m));
 	m->svc = svc;
 	m->dispatch = dispatch_create(MCP_WORKERS_MAX);
-	dispatch_set_limits(m->dispatch, DISPATCH_PENDING_MAX, (size_t)(MCP_PENDING_LINES * m->svc->cfg->max_line_bytes));
+	dispatch_set_limits(m->dispatch, DISPATCH_PENDING_MAX,
+			    (size_t)(MCP_PENDING_LINES * m->svc->cfg->max_line_bytes));
 	m->stdio = mcp_peer_create(m, "");
 	atomic_init(&m->seq, 0);
 	atomic_init(&m->big_lines, 0);
@@ -277,8 +278,9 @@ struct mcp *mcp_create(const struct tool_services *svc)
 	atomic_init(&m->initialized_legacy, false);
 	/* over HTTP there is no stream for notifications outside a request (GET /mcp is 405) */
 	bool http = svc->cfg->http && svc->cfg->http[0];
-	m->resources_changed =
-		http ? NULL : notify_create(svc->out, "notifications/resources/list_changed", MCP_LIST_CHANGED_MS);
+	m->resources_changed = http ? NULL
+				    : notify_create(svc->out, "notifications/resources/list_changed",
+						    MCP_LIST_CHANGED_MS);
 	if (!m->resources_changed && !http)
 		log_warnf("no thread for resources/list_changed: clients see new files when they list again");
 	log_set_hook(log_bridge, m);
@@ -297,7 +299,7 @@ bool mcp_destroy(struct mcp *m)
 		return true;
 	log_set_hook(NULL, NULL);
 	if (!dispatch_destroy(m->dispatch, 500))
-		return false; /* workers still hold m: the process is about to exit */
+		return false;		      /* workers still hold m: the process is about to exit */
 	notify_destroy(m->resources_changed); /* after the workers, which poke it */
 	mcp_peer_put(m->stdio);
 	free(m->instructions);
@@ -405,8 +407,8 @@ static int m_initialize(struct mcp *m, struct req *rq, json_t **ret, struct fail
 	pthread_mutex_unlock(&rq->peer->lock);
 
 	*ret = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", chosen, "capabilities",
-			 capabilities(m->resources_changed != NULL),
-			 "serverInfo", server_info(), "instructions", m->instructions);
+			 capabilities(m->resources_changed != NULL), "serverInfo", server_info(), "instructions",
+			 m->instructions);
 	return 0;
 }
 
@@ -696,8 +698,9 @@ static void call_run(struct call *c, void *data)
 			if (res.is_error) {
 				/* the handler already described the failure */
 			} else {
-				err_set(&e, ERRCODE_INTERNAL, r, "%s failed unexpectedly (%s); this is a bug in sandbox-mcp",
-					cd->tool->name, strerror(-r));
+				err_set(&e, ERRCODE_INTERNAL, r,
+					"%s failed unexpectedly (%s); this is a bug in sandbox-mcp", cd->tool->name,
+					strerror(-r));
 				tool_fail(&res, &e);
 			}
 		}
@@ -755,8 +758,7 @@ static void handle_notification(struct mcp *m, struct mcp_peer *peer, const stru
 	if (strcmp(rm->method, "notifications/cancelled") == 0) {
 		json_t *id = json_object_get(rm->params, "requestId");
 		if (rpc_id_valid(id) && dispatch_cancel(m->dispatch, peer, id))
-			log_debugf("cancelled request %s",
-				   json_is_string(id) ? json_string_value(id) : "(integer id)");
+			log_debugf("cancelled request %s", json_is_string(id) ? json_string_value(id) : "(integer id)");
 		return;
 	}
 	if (strcmp(rm->method, "notifications/initialized") == 0) {
@@ -929,10 +931,12 @@ static bool over_budget(struct out *out, const char *line, size_t n, const struc
 }
 
 /* Replies to a line jansson refused: -32602 for a valid id with a \u0000, else -32700. */
-static void parse_failed(struct mcp *m, struct out *out, const struct bulk_lifted *bulk, const json_error_t *jerr, json_t *scanned_id)
+static void parse_failed(struct mcp *m, struct out *out, const struct bulk_lifted *bulk, const json_error_t *jerr,
+			 json_t *scanned_id)
 {
 	char text[300];
-	if (json_error_code(jerr) == json_error_null_character || json_error_code(jerr) == json_error_null_byte_in_key) {
+	if (json_error_code(jerr) == json_error_null_character ||
+	    json_error_code(jerr) == json_error_null_byte_in_key) {
 		reply_error(out, scanned_id, RPC_INVALID_PARAMS,
 			    "Invalid params: a string in this request holds \\u0000 (the NUL character), which "
 			    "sandbox-mcp does not accept; remove it, or send binary data base64-encoded "
@@ -1073,8 +1077,11 @@ static void line_parse(struct mcp *m, const struct origin *from, char *line, siz
 		return;
 	}
 	json_t *meta = json_object_get(rm.params, "_meta");
-	struct mcp_msg_info info = { .kind = rm.kind, .method = rm.method, .id = rm.id,
-				     .modern = json_object_get(meta, "io.modelcontextprotocol/protocolVersion") != NULL };
+	struct mcp_msg_info info = { .kind = rm.kind,
+				     .method = rm.method,
+				     .id = rm.id,
+				     .modern = json_object_get(meta, "io.modelcontextprotocol/protocolVersion") !=
+					       NULL };
 	struct mcp_peer *peer = from->route(from->arg, &info);
 	if (!peer) {
 		/* the transport refused it (unknown session) and answers that itself */

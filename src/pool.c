@@ -118,7 +118,8 @@ static void *refill_main(void *arg)
 			if (backoff > POOL_BACKOFF_MAX_MS)
 				backoff = POOL_BACKOFF_MAX_MS;
 			if (!warned)
-				log_warnf("warm pool: cannot make a container (%s); retrying in the background", err.msg);
+				log_warnf("warm pool: cannot make a container (%s); retrying in the background",
+					  err.msg);
 			else
 				log_infof("warm pool: cannot make a container (%s)", err.msg);
 			warned = true;

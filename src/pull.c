@@ -145,8 +145,7 @@ static int pull_failed(const char *ref, const char *domain, bool with_auth, stru
 			       ref, why);
 	if (strstr(why, "unauthorized") || strstr(why, "authentication required") || strstr(why, "denied"))
 		return err_set(err, ERRCODE_IMAGE_NOT_FOUND, r,
-			       "the registry %s refused %s%s (the registry said: %.150s)",
-			       domain, ref,
+			       "the registry %s refused %s%s (the registry said: %.150s)", domain, ref,
 			       with_auth ? " with the credentials in the server's docker config (fix them with "
 					   "`docker login`, or DOCKER_CONFIG)"
 					 : " without credentials (run `docker login` for the server's user, or set "
@@ -249,11 +248,12 @@ int pull_image(struct engine *e, struct call *call, const struct config *cfg, co
 	if (rc < 0 && err->code == ERRCODE_IMAGE_NOT_FOUND && !pulled) {
 		if (!may_pull)
 			return missing(cfg, image,
-				       strcmp(cfg->pull, "never") == 0 ? " and SANDBOX_PULL is never"
+				       strcmp(cfg->pull, "never") == 0		   ? " and SANDBOX_PULL is never"
 				       : strcmp(image, SANDBOX_DEFAULT_IMAGE) == 0 ? ""
-				       : !cfg->images[0] ? " and only Docker Hub's official images (docker.io/library/*) "
-							   "are pulled unless the operator sets SANDBOX_IMAGES"
-							 : " and SANDBOX_IMAGES does not allow pulling it",
+				       : !cfg->images[0]
+					       ? " and only Docker Hub's official images (docker.io/library/*) "
+						 "are pulled unless the operator sets SANDBOX_IMAGES"
+					       : " and SANDBOX_IMAGES does not allow pulling it",
 				       rc, err);
 		t0 = now_ms();
 		log_infof("pulling %s", norm);

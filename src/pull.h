@@ -12,8 +12,8 @@
 
 #include <jansson.h>
 
-#include "config.h"
 #include "call.h"
+#include "config.h"
 #include "engine.h"
 #include "errcode.h"
 

@@ -52,9 +52,9 @@ struct pyrepl {
 	size_t diag_len;
 	char python[32];
 	unsigned cell;
-	bool ready;  /* hello seen */
-	bool eof;    /* the stream ended: the interpreter is gone */
-	bool broken; /* a malformed frame: nothing more can be trusted */
+	bool ready;	   /* hello seen */
+	bool eof;	   /* the stream ended: the interpreter is gone */
+	bool broken;	   /* a malformed frame: nothing more can be trusted */
 	char refused[160]; /* why a hello or result frame was refused (broken is set too) */
 	int64_t start_ms;
 	const struct pyrepl_request *req; /* the cell running, during pyrepl_run */
@@ -132,8 +132,9 @@ static int finish_frame(struct pyrepl *p, int type, struct pyrepl_result *res)
 			return -EPROTO;
 		}
 		snprintf(p->python, sizeof(p->python), "%s",
-			 json_string_value(json_object_get(j, "python")) ? json_string_value(json_object_get(j, "python"))
-									 : "?");
+			 json_string_value(json_object_get(j, "python"))
+				 ? json_string_value(json_object_get(j, "python"))
+				 : "?");
 		json_int_t pid = json_integer_value(json_object_get(j, "pid"));
 		if (p->pid <= 1 && pid > 1)
 			p->pid = (long)pid;
@@ -147,8 +148,8 @@ static int finish_frame(struct pyrepl *p, int type, struct pyrepl_result *res)
 	}
 	if (!json_is_object(j)) {
 		json_decref(j);
-		j = json_pack("{s:I, s:{s:s, s:s, s:s}}", "cell", (json_int_t)res->cell, "error", "type",
-			      "DriverError", "message", "the cell's result was unreadable", "traceback", "");
+		j = json_pack("{s:I, s:{s:s, s:s, s:s}}", "cell", (json_int_t)res->cell, "error", "type", "DriverError",
+			      "message", "the cell's result was unreadable", "traceback", "");
 	}
 	if (json_integer_value(json_object_get(j, "cell")) != (json_int_t)res->cell) {
 		json_decref(j);
@@ -294,8 +295,7 @@ static int wait_exit(struct pyrepl *p)
 	return code;
 }
 
-int pyrepl_start(struct engine *e, struct call *call, const struct pyrepl_opts *o, struct pyrepl **ret,
-		 struct err *err)
+int pyrepl_start(struct engine *e, struct call *call, const struct pyrepl_opts *o, struct pyrepl **ret, struct err *err)
 {
 	const char *argv[] = { "python3", "-c", driver_py, NULL };
 	int r;
@@ -339,8 +339,8 @@ int pyrepl_start(struct engine *e, struct call *call, const struct pyrepl_opts *
 		if (process(p, NULL) < 0) {
 			kill_group(p);
 			if (strstr(p->diag, "OCI runtime"))
-				r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "the session could not start python3: %.300s",
-					    p->diag);
+				r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
+					    "the session could not start python3: %.300s", p->diag);
 			else
 				r = err_set(err, ERRCODE_PYTHON_NOT_FOUND, -EPROTO,
 					    "python3 in this image printed something else than the driver's frames "
@@ -353,10 +353,11 @@ int pyrepl_start(struct engine *e, struct call *call, const struct pyrepl_opts *
 		if (p->eof) {
 			int code = wait_exit(p);
 			if (strstr(p->diag, "OCI runtime"))
-				r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "the session could not start python3: %.300s",
-					    p->diag);
+				r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
+					    "the session could not start python3: %.300s", p->diag);
 			else if (code == 127 || code == 126 || strstr(p->diag, "not found"))
-				r = err_set(err, ERRCODE_PYTHON_NOT_FOUND, -ENOENT, "this session's image has no python3");
+				r = err_set(err, ERRCODE_PYTHON_NOT_FOUND, -ENOENT,
+					    "this session's image has no python3");
 			else
 				r = err_set(err, ERRCODE_PYTHON_NOT_FOUND, -ENOEXEC,
 					    "python3 in this session's image could not run the driver (exit code %d)%s%.300s",
@@ -444,8 +445,9 @@ int pyrepl_run(struct pyrepl *p, struct call *call, const struct pyrepl_request 
 		if (seen < 0) {
 			res->restarted = kill_group(p);
 			res->lost = res->killed = true;
-			snprintf(res->diag, sizeof(res->diag), "the interpreter sent malformed frames (did the cell "
-							       "write to the driver's protocol fd?)");
+			snprintf(res->diag, sizeof(res->diag),
+				 "the interpreter sent malformed frames (did the cell "
+				 "write to the driver's protocol fd?)");
 			if (p->refused[0])
 				r = err_set(err, ERRCODE_TOO_LARGE, -EMSGSIZE,
 					    "%s: did the code write to the driver's protocol? The interpreter was stopped "

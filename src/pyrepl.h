@@ -23,8 +23,8 @@
 #include <jansson.h>
 
 #include "buf.h"
-#include "capture.h"
 #include "call.h"
+#include "capture.h"
 #include "engine.h"
 #include "errcode.h"
 
@@ -65,8 +65,8 @@ typedef void (*pyrepl_output_fn)(void *arg, int stream, const char *p, size_t n)
 struct pyrepl_request {
 	const char *code;
 	size_t code_len;
-	int timeout_ms; /* 0: no deadline */
-	size_t cap;	/* bytes of each stream kept */
+	int timeout_ms;	 /* 0: no deadline */
+	size_t cap;	 /* bytes of each stream kept */
 	size_t save_cap; /* bytes of each stream the driver saves in the workspace past cap (0: no limit) */
 	pyrepl_output_fn on_output;
 	void (*on_tick)(void *arg); /* at least once a second while running */
@@ -76,18 +76,18 @@ struct pyrepl_request {
 struct pyrepl_result {
 	unsigned cell;
 	struct capture out, err;
-	json_t *result; /* the driver's result object; NULL when the cell never finished */
+	json_t *result;				/* the driver's result object; NULL when the cell never finished */
 	struct buf figures[PYREPL_FIGURES_MAX]; /* PNG bytes */
 	size_t nfigures;
 	size_t figures_dropped; /* past the count or size caps */
 	size_t figures_bytes;
 	bool timed_out;
 	bool cancelled;
-	bool interrupted; /* the interrupt was sent */
-	bool lost;	  /* the interpreter is gone (killed or died): its state with it */
-	bool killed;	  /* we killed it */
-	bool restarted;	  /* killing it took a container restart */
-	int exit_code;	  /* when it died, if known; else -1 */
+	bool interrupted;	    /* the interrupt was sent */
+	bool lost;		    /* the interpreter is gone (killed or died): its state with it */
+	bool killed;		    /* we killed it */
+	bool restarted;		    /* killing it took a container restart */
+	int exit_code;		    /* when it died, if known; else -1 */
 	char diag[PYREPL_DIAG_MAX]; /* what it printed on its own stderr, when it died */
 	int64_t duration_ms;
 };

@@ -44,9 +44,9 @@ static int config_read(struct buf *out)
 {
 	const char *dir = getenv("DOCKER_CONFIG");
 	const char *home = getenv("HOME");
-	_cleanup_free_ char *path = dir && *dir ? xasprintf("%s/config.json", dir)
-				  : home && *home ? xasprintf("%s/.docker/config.json", home)
-						  : NULL;
+	_cleanup_free_ char *path = dir && *dir	    ? xasprintf("%s/config.json", dir)
+				    : home && *home ? xasprintf("%s/.docker/config.json", home)
+						    : NULL;
 	if (!path)
 		return -ENOENT;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -172,7 +172,8 @@ static int helper_get(const char *name, const char *server, json_t **ret, struct
 
 	if (!helper_name_ok(name))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-			       "the docker config names credential helper '%.64s', which is not a valid helper name", name);
+			       "the docker config names credential helper '%.64s', which is not a valid helper name",
+			       name);
 	_cleanup_free_ char *prog = xasprintf("docker-credential-%s", name);
 	if (pipe2(in, O_CLOEXEC) < 0)
 		return err_set(err, ERRCODE_INTERNAL, -errno, "pipe: %s", strerror(errno));
@@ -242,7 +243,10 @@ static int helper_get(const char *name, const char *server, json_t **ret, struct
 		json_decref(j);
 		return err_set(err, ERRCODE_IMAGE_NOT_FOUND, -EPROTO,
 			       "credential helper %s %s for %.100s: fix it or the server user's docker config", prog,
-			       late ? "took too long" : big ? "answered too much" : "gave no credentials", server);
+			       late  ? "took too long"
+			       : big ? "answered too much"
+				     : "gave no credentials",
+			       server);
 	}
 	*ret = strcmp(user, "<token>") == 0 ? json_pack("{s:s}", "identitytoken", secret)
 					    : json_pack("{s:s, s:s}", "username", user, "password", secret);

@@ -33,8 +33,7 @@ void repl_frame_init(struct repl_frame *f)
 	f->state = REPL_FRAME_HEADER;
 }
 
-int repl_frame_feed(struct repl_frame *f, const char *in, size_t len, size_t *ret_consumed,
-		    struct repl_piece *ret)
+int repl_frame_feed(struct repl_frame *f, const char *in, size_t len, size_t *ret_consumed, struct repl_piece *ret)
 {
 	size_t i = 0;
 

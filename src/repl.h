@@ -72,8 +72,7 @@ void repl_frame_init(struct repl_frame *f);
  * over REPL_FRAME_MAX), after which every call returns -1 and *ret_consumed
  * is not set.
  */
-int repl_frame_feed(struct repl_frame *f, const char *in, size_t len, size_t *ret_consumed,
-		    struct repl_piece *ret);
+int repl_frame_feed(struct repl_frame *f, const char *in, size_t len, size_t *ret_consumed, struct repl_piece *ret);
 /* True between frames: EOF here is a clean end, anywhere else a truncation. */
 bool repl_frame_at_boundary(const struct repl_frame *f);
 /* Writes the header of a frame of this type and payload size. */

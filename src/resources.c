@@ -152,7 +152,8 @@ int resources_list(const struct tool_services *svc, struct call *call, json_t *p
 	if (jcur && (!json_is_string(jcur) || json_string_length(jcur) > CURSOR_MAX ||
 		     parse_u64(json_string_value(jcur), 0, UINT32_MAX, &start) < 0)) {
 		*ret_code = RPC_INVALID_PARAMS;
-		err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "resources/list: cursor is not one this server gave out");
+		err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			"resources/list: cursor is not one this server gave out");
 		return -1;
 	}
 	json_t *sessions = session_list_json(svc->sessions, call);
@@ -218,8 +219,8 @@ bool resources_uri_session(json_t *params, char *out, size_t outsz)
 	return uri_parse(json_string_value(json_object_get(params, "uri")), out, outsz, path, sizeof(path)) == 0;
 }
 
-int resources_read(const struct tool_services *svc, struct call *call, json_t *params, int not_found_code,
-		   json_t **ret, int *ret_code, struct err *err)
+int resources_read(const struct tool_services *svc, struct call *call, json_t *params, int not_found_code, json_t **ret,
+		   int *ret_code, struct err *err)
 {
 	const char *uri = json_string_value(json_object_get(params, "uri"));
 	char sid[RESOURCES_SESSION_REF_MAX + 1], path[PATHSAFE_MAX + 1];
@@ -247,13 +248,14 @@ int resources_read(const struct tool_services *svc, struct call *call, json_t *p
 	}
 	if (files_pull_file(&ctx, s, path, 0, UINT64_MAX, cap < FILES_READ_MAX ? cap : FILES_READ_MAX, &data, &size,
 			    &mode, err) < 0) {
-		*ret_code = err->code == ERRCODE_FILE_NOT_FOUND || err->code == ERRCODE_SESSION_NOT_FOUND ? not_found_code
-			    : err->code == ERRCODE_INTERNAL || err->code == ERRCODE_ENGINE_ERROR	      ? RPC_INTERNAL_ERROR
-													      : RPC_INVALID_PARAMS;
+		*ret_code = err->code == ERRCODE_FILE_NOT_FOUND || err->code == ERRCODE_SESSION_NOT_FOUND
+				    ? not_found_code
+			    : err->code == ERRCODE_INTERNAL || err->code == ERRCODE_ENGINE_ERROR ? RPC_INTERNAL_ERROR
+												 : RPC_INVALID_PARAMS;
 		char msg[ERR_MSG_MAX];
 		snprintf(msg, sizeof(msg), "%s", err->msg);
-		err_set(err, err->code, -EIO, "%s%.300s: %s", *ret_code == not_found_code ? "Resource not found: " : "", uri,
-			msg);
+		err_set(err, err->code, -EIO, "%s%.300s: %s", *ret_code == not_found_code ? "Resource not found: " : "",
+			uri, msg);
 		session_put(svc->sessions, s);
 		return -1;
 	}

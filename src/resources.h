@@ -42,8 +42,8 @@ int resources_list(const struct tool_services *svc, struct call *call, json_t *p
  * found" code of the protocol in use. 0 with *ret, or -1 with *ret_code and
  * err->msg.
  */
-int resources_read(const struct tool_services *svc, struct call *call, json_t *params, int not_found_code,
-		   json_t **ret, int *ret_code, struct err *err);
+int resources_read(const struct tool_services *svc, struct call *call, json_t *params, int not_found_code, json_t **ret,
+		   int *ret_code, struct err *err);
 
 /* The session id a resources/read of params names (for its queue), or NULL. uri must outlive the result. */
 bool resources_uri_session(json_t *params, char *out, size_t outsz);

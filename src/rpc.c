@@ -32,9 +32,8 @@ int rpc_reader_next(struct rpc_reader *r, struct slice *ret_line)
 	}
 
 	for (;;) {
-		char *nl = r->buf.len > r->scanned
-				   ? memchr(r->buf.data + r->scanned, '\n', r->buf.len - r->scanned)
-				   : NULL;
+		char *nl = r->buf.len > r->scanned ? memchr(r->buf.data + r->scanned, '\n', r->buf.len - r->scanned)
+						   : NULL;
 		if (nl) {
 			size_t n = (size_t)(nl - r->buf.data);
 			r->consumed = n + 1;
@@ -98,8 +97,7 @@ int rpc_envelope(json_t *msg, struct rpc_msg *ret, json_t **ret_id, struct err *
 
 	json_t *v = json_object_get(msg, "jsonrpc");
 	if (!json_is_string(v) || strcmp(json_string_value(v), "2.0") != 0)
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-			       "Invalid Request: \"jsonrpc\" must be \"2.0\"");
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
 	if (id && !rpc_id_valid(id))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			       "Invalid Request: \"id\" must be a string or an integer");
@@ -113,11 +111,9 @@ int rpc_envelope(json_t *msg, struct rpc_msg *ret, json_t **ret_id, struct err *
 			ret->params = NULL;
 			return 0;
 		}
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-			       "Invalid Request: \"method\" is missing");
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "Invalid Request: \"method\" is missing");
 	}
-	if (!json_is_string(method) || json_string_length(method) == 0 ||
-	    json_string_length(method) > RPC_METHOD_MAX)
+	if (!json_is_string(method) || json_string_length(method) == 0 || json_string_length(method) > RPC_METHOD_MAX)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			       "Invalid Request: \"method\" must be a non-empty string");
 

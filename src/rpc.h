@@ -34,9 +34,9 @@ struct rpc_reader {
 	int fd;
 	size_t max_line;
 	struct buf buf;
-	size_t scanned;	  /* bytes of buf already searched for '\n' */
-	size_t consumed;  /* bytes of buf handed out by the last call */
-	bool discarding;  /* inside an over-long line, dropping to its newline */
+	size_t scanned;	 /* bytes of buf already searched for '\n' */
+	size_t consumed; /* bytes of buf handed out by the last call */
+	bool discarding; /* inside an over-long line, dropping to its newline */
 	bool eof;
 };
 

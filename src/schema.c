@@ -240,8 +240,8 @@ static int check(const json_t *schema, json_t *value, const char *path, int dept
 					return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 						       "unknown argument '%s': did you mean '%s'?", sub, near);
 				if (depth > 0)
-					return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-						       "unknown argument '%s'", sub);
+					return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "unknown argument '%s'",
+						       sub);
 				/* a client's own addition (Gemini CLI's wait_for_previous): not ours to refuse */
 				log_debugf("ignoring unknown argument '%.200s'", sub);
 				continue;

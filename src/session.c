@@ -53,8 +53,8 @@ struct session_mgr {
 	char lock_dir[PATH_MAX];
 	char lock_path[PATH_MAX + 32]; /* this instance's lock, named in the .lock label */
 	int lock_fd;
-	json_t *users; /* image id -> "uid:gid" its sessions run as (image_user) */
-	json_t *held;  /* instance -> fd of the dead instance's lock this one took over */
+	json_t *users;	/* image id -> "uid:gid" its sessions run as (image_user) */
+	json_t *held;	/* instance -> fd of the dead instance's lock this one took over */
 	size_t adopted; /* persistent sessions adopted at start (they do not count as created) */
 
 	pthread_mutex_t lock;
@@ -62,7 +62,7 @@ struct session_mgr {
 	struct session **list;
 	size_t len, cap;
 	bool stopping;
-	bool ready;	     /* start-up scan done (adoption, cleanup) */
+	bool ready; /* start-up scan done (adoption, cleanup) */
 	pthread_t reaper;
 	bool reaper_started;
 	pthread_t starter;
@@ -94,10 +94,10 @@ static int verify_hardening(json_t *inspect, const struct session *s, struct err
 static bool spec_numeric(const char *spec);
 static bool user_numeric_nonroot(const char *u);
 static int reserve(struct session_mgr *m, const struct session_opts *o, struct pending *pend, struct err *err);
-static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o,
-			   const char *image, const char *network, struct session **ret, struct err *err);
-static int container_new(struct session_mgr *m, struct call *call, const struct session_opts *o,
-			 const char *image, const char *network, bool pooled, struct session **ret, struct err *err);
+static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
+			   const char *network, struct session **ret, struct err *err);
+static int container_new(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
+			 const char *network, bool pooled, struct session **ret, struct err *err);
 static int list_new(struct session_mgr *m, struct session *s, struct session **ret, struct err *err);
 static const struct pool_ops session_pool_ops;
 
@@ -151,9 +151,8 @@ int session_mgr_create(const struct config *cfg, struct engines *es, struct sess
 	pthread_cond_init(&m->wake, NULL);
 	m->pool = pool_create(cfg, m, &session_pool_ops, (size_t)cfg->pool_size);
 
-	if (lock_dir_path(m->lock_dir, sizeof(m->lock_dir)) < 0 ||
-	    (mkdir(m->lock_dir, 0700) < 0 && errno != EEXIST) || lstat(m->lock_dir, &st) < 0 ||
-	    !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
+	if (lock_dir_path(m->lock_dir, sizeof(m->lock_dir)) < 0 || (mkdir(m->lock_dir, 0700) < 0 && errno != EEXIST) ||
+	    lstat(m->lock_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
 		int e2 = errno;
 		session_mgr_destroy(m);
 		return err_set(err, ERRCODE_INTERNAL, -(e2 ? e2 : EPERM),
@@ -872,8 +871,8 @@ static int pool_build(struct session_mgr *m, struct session **ret, struct err *e
 	/* the agent up ahead too: the first run_command of the session pays no start */
 	struct err aerr;
 	if (s->agent_installed && agentctl_start(s->engine, NULL, s->container, s->user, &s->agent, &aerr) < 0)
-		log_infof("warm pool: the agent of %.12s did not start (%s); its first command starts it",
-			  s->container, aerr.msg);
+		log_infof("warm pool: the agent of %.12s did not start (%s); its first command starts it", s->container,
+			  aerr.msg);
 	*ret = s;
 	return 0;
 }
@@ -930,7 +929,10 @@ static int pool_current(struct session_mgr *m, struct session *s)
 }
 
 static const struct pool_ops session_pool_ops = {
-	.build = pool_build, .discard = pool_discard, .room = pool_room, .current = pool_current,
+	.build = pool_build,
+	.discard = pool_discard,
+	.room = pool_room,
+	.current = pool_current,
 };
 
 /* A pool member becomes call's session as a fresh one would: its owner, name and times. */
@@ -1054,8 +1056,8 @@ static int reserve(struct session_mgr *m, const struct session_opts *o, struct p
 	return 0;
 }
 
-static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o,
-			   const char *image, const char *network, struct session **ret, struct err *err)
+static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
+			   const char *network, struct session **ret, struct err *err)
 {
 	struct session *s;
 	int r = container_new(m, call, o, image, network, false, &s, err);
@@ -1083,11 +1085,11 @@ static json_t *container_body(const struct session_mgr *m, const struct session 
 	snprintf(created, sizeof(created), "%lld", (long long)s->created);
 	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1",
 				   SESSION_LABEL ".instance", m->instance, SESSION_LABEL ".host", m->host,
-				   SESSION_LABEL ".lock", m->lock_path,
-				   SESSION_LABEL ".session", s->id, SESSION_LABEL ".name", s->name,
-				   SESSION_LABEL ".principal", s->owner,
-				   SESSION_LABEL ".persistent", s->persistent ? "true" : "false", SESSION_LABEL ".created",
-				   created, SESSION_LABEL ".user", s->user, SESSION_LABEL ".network", s->network);
+				   SESSION_LABEL ".lock", m->lock_path, SESSION_LABEL ".session", s->id,
+				   SESSION_LABEL ".name", s->name, SESSION_LABEL ".principal", s->owner,
+				   SESSION_LABEL ".persistent", s->persistent ? "true" : "false",
+				   SESSION_LABEL ".created", created, SESSION_LABEL ".user", s->user,
+				   SESSION_LABEL ".network", s->network);
 	if (pooled)
 		json_object_set_new(labels, SESSION_LABEL ".pool", json_string("1"));
 	json_t *env = json_array();
@@ -1100,15 +1102,16 @@ static json_t *container_body(const struct session_mgr *m, const struct session 
 	}
 	if (fallback) /* the image's own user has a home; the fallback user may not */
 		json_array_append_new(env, json_string("HOME=/tmp"));
-	json_t *hc = json_pack(
-		"{s:s, s:[s], s:[s], s:I, s:I, s:I, s:I, s:b, s:b, s:{s:s}, s:{s:s, s:{}}, s:[{s:s, s:I, s:I}, "
-		"{s:s, s:I, s:I}], s:b, s:s}",
-		"NetworkMode", s->network, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges", "Memory",
-		(json_int_t)(s->memory_mb << 20), "MemorySwap", (json_int_t)(s->memory_mb << 20), "NanoCpus",
-		(json_int_t)(s->cpus * 1e9), "PidsLimit", (json_int_t)s->pids, "Init", 1, "ReadonlyRootfs",
-		s->read_only, "Tmpfs", "/tmp", SESSION_TMPFS, "LogConfig", "Type", "none", "Config", "Ulimits", "Name",
-		"nofile", "Soft", (json_int_t)SESSION_NOFILE, "Hard", (json_int_t)SESSION_NOFILE, "Name", "nproc",
-		"Soft", (json_int_t)SESSION_NPROC, "Hard", (json_int_t)SESSION_NPROC, "Privileged", 0, "IpcMode", "private");
+	json_t *hc =
+		json_pack("{s:s, s:[s], s:[s], s:I, s:I, s:I, s:I, s:b, s:b, s:{s:s}, s:{s:s, s:{}}, s:[{s:s, s:I, s:I}, "
+			  "{s:s, s:I, s:I}], s:b, s:s}",
+			  "NetworkMode", s->network, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges", "Memory",
+			  (json_int_t)(s->memory_mb << 20), "MemorySwap", (json_int_t)(s->memory_mb << 20), "NanoCpus",
+			  (json_int_t)(s->cpus * 1e9), "PidsLimit", (json_int_t)s->pids, "Init", 1, "ReadonlyRootfs",
+			  s->read_only, "Tmpfs", "/tmp", SESSION_TMPFS, "LogConfig", "Type", "none", "Config",
+			  "Ulimits", "Name", "nofile", "Soft", (json_int_t)SESSION_NOFILE, "Hard",
+			  (json_int_t)SESSION_NOFILE, "Name", "nproc", "Soft", (json_int_t)SESSION_NPROC, "Hard",
+			  (json_int_t)SESSION_NPROC, "Privileged", 0, "IpcMode", "private");
 	if (s->runtime[0])
 		json_object_set_new(hc, "Runtime", json_string(s->runtime));
 	if (s->read_only) {
@@ -1121,16 +1124,16 @@ static json_t *container_body(const struct session_mgr *m, const struct session 
 		 */
 		json_t *mounts = json_pack("[{s:s, s:s}]", "Type", "volume", "Target", cfg->workspace);
 		if (with_agent)
-			json_array_append_new(mounts, json_pack("{s:s, s:s}", "Type", "volume", "Target", AGENTCTL_DIR));
+			json_array_append_new(mounts,
+					      json_pack("{s:s, s:s}", "Type", "volume", "Target", AGENTCTL_DIR));
 		json_object_set_new(hc, "Mounts", mounts);
 	}
 	json_t *entry = with_agent ? json_pack("[s, s]", AGENTCTL_PATH, "--idle")
 				   : json_pack("[s, s, s]", "/bin/sh", "-c", session_idle_cmd);
-	return json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image",
-				 s->image, "Entrypoint", entry, "Cmd", "WorkingDir",
-				 cfg->workspace, "User", s->user, "Env", env, "Labels", labels, "HostConfig", hc,
-				 "Tty", 0, "OpenStdin", 0, "NetworkDisabled", strcmp(s->network, "none") == 0,
-				 "StopTimeout", 1);
+	return json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image", s->image,
+			 "Entrypoint", entry, "Cmd", "WorkingDir", cfg->workspace, "User", s->user, "Env", env,
+			 "Labels", labels, "HostConfig", hc, "Tty", 0, "OpenStdin", 0, "NetworkDisabled",
+			 strcmp(s->network, "none") == 0, "StopTimeout", 1);
 }
 
 /*
@@ -1187,8 +1190,8 @@ static int container_ready(struct session_mgr *m, struct call *call, struct engi
  * the session is not listed yet (*ret is the caller's). pooled: a warm-pool
  * member, labelled so.
  */
-static int container_new(struct session_mgr *m, struct call *call, const struct session_opts *o,
-			 const char *image, const char *network, bool pooled, struct session **ret, struct err *err)
+static int container_new(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
+			 const char *network, bool pooled, struct session **ret, struct err *err)
 {
 	const struct config *cfg = m->cfg;
 	json_t *img = NULL, *warnings = NULL;

@@ -18,8 +18,8 @@
 
 #include <jansson.h>
 
-#include "config.h"
 #include "call.h"
+#include "config.h"
 #include "engine.h"
 #include "engines.h"
 #include "errcode.h"
@@ -61,9 +61,9 @@ struct session {
 	int refs;
 	int busy;
 	bool closed;
-	bool adopted;	   /* found at start (persistent), not created by us */
-	json_t *warnings;  /* engine warnings at create */
-	bool pulled;	   /* session_create pulled the image, taking pull_ms */
+	bool adopted;	  /* found at start (persistent), not created by us */
+	json_t *warnings; /* engine warnings at create */
+	bool pulled;	  /* session_create pulled the image, taking pull_ms */
 	int64_t pull_ms;
 	/* run_python's interpreter (pyrepl.h), started on first use; used only by calls on this session */
 	struct pyrepl *repl;

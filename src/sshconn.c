@@ -125,7 +125,8 @@ static const char *ssh_hint(const char *said)
 	    strstr(said, "No such file or directory"))
 		return "the docker CLI is not on the remote user's PATH: install it there (`docker system dial-stdio` runs "
 		       "on the remote side)";
-	if (strstr(said, "permission denied while trying to connect") || strstr(said, "Cannot connect to the Docker daemon"))
+	if (strstr(said, "permission denied while trying to connect") ||
+	    strstr(said, "Cannot connect to the Docker daemon"))
 		return "the remote docker cannot reach its engine: start dockerd there, or add the remote user to the "
 		       "docker group";
 	return "check that `ssh HOST docker system dial-stdio` works from this account";
@@ -173,7 +174,9 @@ static int ping(int fd, int64_t deadline)
 		len += (size_t)k;
 		head[len] = '\0';
 		if (strstr(head, "\r\n\r\n"))
-			return strncmp(head, "HTTP/1.1 200", 12) == 0 || strncmp(head, "HTTP/1.0 200", 12) == 0 ? 0 : -EPROTO;
+			return strncmp(head, "HTTP/1.1 200", 12) == 0 || strncmp(head, "HTTP/1.0 200", 12) == 0
+				       ? 0
+				       : -EPROTO;
 	}
 	return -EPROTO;
 }
@@ -218,7 +221,8 @@ static int spawn_ssh(const char *user, const char *host, const char *port, int t
 	sigset_t none;
 	sigemptyset(&none);
 	/* its own process group: a ^C meant for a terminal client does not cut the engine connection */
-	if (!(r = posix_spawn_file_actions_adddup2(&fa, in_out, 0)) && !(r = posix_spawn_file_actions_adddup2(&fa, in_out, 1)) &&
+	if (!(r = posix_spawn_file_actions_adddup2(&fa, in_out, 0)) &&
+	    !(r = posix_spawn_file_actions_adddup2(&fa, in_out, 1)) &&
 	    !(r = posix_spawn_file_actions_adddup2(&fa, err_w, 2)) && !(r = posix_spawnattr_setpgroup(&at, 0)) &&
 	    !(r = posix_spawnattr_setsigmask(&at, &none)) &&
 	    !(r = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK)))
@@ -230,8 +234,8 @@ static int spawn_ssh(const char *user, const char *host, const char *port, int t
 	return -r;
 }
 
-int sshconn_open(const char *user, const char *host, const char *port, const char *display, int timeout_ms,
-		 int *ret_fd, struct err *err)
+int sshconn_open(const char *user, const char *host, const char *port, const char *display, int timeout_ms, int *ret_fd,
+		 struct err *err)
 {
 	int sv[2], ep[2];
 	pid_t pid;

@@ -23,8 +23,8 @@
  * in messages. 0 with *ret_fd (CLOEXEC, blocking), or -errno with err
  * (ERRCODE_DOCKER_UNAVAILABLE) carrying ssh's reason and what to do.
  */
-int sshconn_open(const char *user, const char *host, const char *port, const char *display, int timeout_ms,
-		 int *ret_fd, struct err *err);
+int sshconn_open(const char *user, const char *host, const char *port, const char *display, int timeout_ms, int *ret_fd,
+		 struct err *err);
 
 /* ssh processes started so far (for tests and env_info: reuse means this stays put). */
 unsigned long sshconn_spawned(void);

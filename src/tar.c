@@ -30,41 +30,41 @@
 #include "tar.h"
 
 /* Every libarchive function this module calls. */
-#define TAR_LIBARCHIVE_FUNCS(X)                                                                                     \
-	X(archive_write_new)                                                                                        \
-	X(archive_write_free)                                                                                       \
-	X(archive_write_set_format_pax_restricted)                                                                  \
-	X(archive_write_set_bytes_in_last_block)                                                                    \
-	X(archive_write_open2)                                                                                      \
-	X(archive_write_header)                                                                                     \
-	X(archive_write_close)                                                                                      \
-	X(archive_error_string)                                                                                     \
-	X(archive_set_error)                                                                                        \
-	X(archive_entry_new)                                                                                        \
-	X(archive_entry_free)                                                                                       \
-	X(archive_entry_set_pathname)                                                                               \
-	X(archive_entry_set_filetype)                                                                               \
-	X(archive_entry_set_perm)                                                                                   \
-	X(archive_entry_set_uid)                                                                                    \
-	X(archive_entry_set_gid)                                                                                    \
-	X(archive_entry_set_size)                                                                                   \
-	X(archive_entry_set_mtime)                                                                                  \
-	X(archive_entry_clear)                                                                                      \
-	X(archive_entry_pathname)                                                                                   \
-	X(archive_entry_filetype)                                                                                   \
-	X(archive_entry_hardlink)                                                                                   \
-	X(archive_entry_symlink)                                                                                    \
-	X(archive_entry_size)                                                                                       \
-	X(archive_entry_perm)                                                                                       \
-	X(archive_entry_mtime)                                                                                      \
-	X(archive_read_new)                                                                                         \
-	X(archive_read_free)                                                                                        \
-	X(archive_read_support_format_tar)                                                                          \
-	X(archive_read_open)                                                                                        \
-	X(archive_read_next_header)                                                                                 \
-	X(archive_read_data)                                                                                        \
-	X(archive_write_set_format_gnutar)                                                                          \
-	X(archive_write_set_bytes_per_block)                                                                        \
+#define TAR_LIBARCHIVE_FUNCS(X)                    \
+	X(archive_write_new)                       \
+	X(archive_write_free)                      \
+	X(archive_write_set_format_pax_restricted) \
+	X(archive_write_set_bytes_in_last_block)   \
+	X(archive_write_open2)                     \
+	X(archive_write_header)                    \
+	X(archive_write_close)                     \
+	X(archive_error_string)                    \
+	X(archive_set_error)                       \
+	X(archive_entry_new)                       \
+	X(archive_entry_free)                      \
+	X(archive_entry_set_pathname)              \
+	X(archive_entry_set_filetype)              \
+	X(archive_entry_set_perm)                  \
+	X(archive_entry_set_uid)                   \
+	X(archive_entry_set_gid)                   \
+	X(archive_entry_set_size)                  \
+	X(archive_entry_set_mtime)                 \
+	X(archive_entry_clear)                     \
+	X(archive_entry_pathname)                  \
+	X(archive_entry_filetype)                  \
+	X(archive_entry_hardlink)                  \
+	X(archive_entry_symlink)                   \
+	X(archive_entry_size)                      \
+	X(archive_entry_perm)                      \
+	X(archive_entry_mtime)                     \
+	X(archive_read_new)                        \
+	X(archive_read_free)                       \
+	X(archive_read_support_format_tar)         \
+	X(archive_read_open)                       \
+	X(archive_read_next_header)                \
+	X(archive_read_data)                       \
+	X(archive_write_set_format_gnutar)         \
+	X(archive_write_set_bytes_per_block)       \
 	X(archive_write_data)
 
 static struct {
@@ -83,7 +83,7 @@ static char la_error[200];
 struct reader {
 	tar_source_fn src;
 	void *src_arg;
-	char *in;	   /* TAR_CHUNK bytes handed to libarchive */
+	char *in; /* TAR_CHUNK bytes handed to libarchive */
 	uint64_t raw, raw_max;
 	uint64_t zero_run; /* zero bytes at the end of what was delivered (saturates) */
 	int src_err;	   /* a source's -errno */
@@ -109,8 +109,8 @@ static ssize_t reader_pull(struct reader *rd, size_t want);
 static void zero_track(struct reader *rd, const char *p, size_t n);
 static int read_fail(struct reader *rd, struct archive *a, struct err *err);
 static const char *skip_reason(struct archive_entry *ent, char *tmp, size_t tmpsz);
-static int read_entries(struct reader *rd, struct archive *a, const struct tar_limits *lim,
-			const struct tar_sink *sink, struct tar_stats *st, struct err *err);
+static int read_entries(struct reader *rd, struct archive *a, const struct tar_limits *lim, const struct tar_sink *sink,
+			struct tar_stats *st, struct err *err);
 static ssize_t mem_pull(void *arg, void *p, size_t n);
 static ssize_t fd_pull(void *arg, void *p, size_t n);
 
@@ -124,12 +124,12 @@ static void la_load(void)
 		la_status = -ENOENT;
 		return;
 	}
-#define RESOLVE(fn)                                                                                                 \
-	*(void **)&la.fn = dlsym(h, #fn);                                                                           \
-	if (!la.fn) {                                                                                               \
-		snprintf(la_error, sizeof(la_error), "libarchive lacks %s", #fn);                                   \
-		la_status = -ENOENT;                                                                                \
-		return;                                                                                             \
+#define RESOLVE(fn)                                                               \
+	*(void **)&la.fn = dlsym(h, #fn);                                         \
+	if (!la.fn) {                                                             \
+		snprintf(la_error, sizeof(la_error), "libarchive lacks %s", #fn); \
+		la_status = -ENOENT;                                              \
+		return;                                                           \
 	}
 	TAR_LIBARCHIVE_FUNCS(RESOLVE)
 #undef RESOLVE
@@ -273,8 +273,8 @@ static const char *skip_reason(struct archive_entry *ent, char *tmp, size_t tmps
 	}
 }
 
-static int read_entries(struct reader *rd, struct archive *a, const struct tar_limits *lim,
-			const struct tar_sink *sink, struct tar_stats *st, struct err *err)
+static int read_entries(struct reader *rd, struct archive *a, const struct tar_limits *lim, const struct tar_sink *sink,
+			struct tar_stats *st, struct err *err)
 {
 	char path[PATHSAFE_MAX + 1], why_buf[256];
 	uint64_t max_entries = lim->entries < TAR_ENTRIES_MAX ? lim->entries : TAR_ENTRIES_MAX;
@@ -298,10 +298,10 @@ static int read_entries(struct reader *rd, struct archive *a, const struct tar_l
 		int pr = why ? 0 : path_relative(raw, path, sizeof(path));
 		bool is_dir = la.archive_entry_filetype(ent) == AE_IFDIR;
 		if (!why && pr < 0)
-			why = pr == -EXDEV ? (raw[0] == '/' ? "absolute name" : "'..' in the name")
+			why = pr == -EXDEV	    ? (raw[0] == '/' ? "absolute name" : "'..' in the name")
 			      : pr == -ENAMETOOLONG ? "name too long"
-			      : raw[0] ? "control characters in the name"
-				       : "empty name";
+			      : raw[0]		    ? "control characters in the name"
+						    : "empty name";
 		if (!why && !is_dir && !path[0])
 			why = "a file named like the top directory";
 		if (why) {
@@ -315,8 +315,9 @@ static int read_entries(struct reader *rd, struct archive *a, const struct tar_l
 		if (size < 0)
 			size = 0;
 		if ((uint64_t)size > lim->entry_size)
-			return err_set(err, ERRCODE_TOO_LARGE, -EMSGSIZE, "'%.200s' is %lld bytes, over the %llu-byte limit",
-				       path, (long long)size, (unsigned long long)lim->entry_size);
+			return err_set(err, ERRCODE_TOO_LARGE, -EMSGSIZE,
+				       "'%.200s' is %lld bytes, over the %llu-byte limit", path, (long long)size,
+				       (unsigned long long)lim->entry_size);
 		if ((uint64_t)size > lim->total_size - declared)
 			return err_set(err, ERRCODE_TOO_LARGE, -EMSGSIZE,
 				       "the files add up to more than the %llu-byte limit (at '%.200s')",
@@ -415,8 +416,8 @@ int tar_read(tar_source_fn src, void *src_arg, const struct tar_limits *lim, con
 		if (n == 0)
 			break;
 		if ((trailer += (uint64_t)n) > TAR_TRAILER_MAX) {
-			r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "more than %u bytes after the end of the tar stream",
-				    TAR_TRAILER_MAX);
+			r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
+				    "more than %u bytes after the end of the tar stream", TAR_TRAILER_MAX);
 			goto out;
 		}
 	}
@@ -519,7 +520,8 @@ int tar_writer_add(struct tar_writer *w, const struct tar_entry *e, struct err *
 int tar_writer_data(struct tar_writer *w, const void *p, size_t n, struct err *err)
 {
 	if (n > w->left)
-		return err_set(err, ERRCODE_INTERNAL, -EINVAL, "tar: %zu bytes past the end of the file", n - (size_t)w->left);
+		return err_set(err, ERRCODE_INTERNAL, -EINVAL, "tar: %zu bytes past the end of the file",
+			       n - (size_t)w->left);
 	if (n == 0)
 		return 0;
 	la_ssize_t k = la.archive_write_data(w->a, p, n);

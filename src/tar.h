@@ -73,9 +73,9 @@ struct tar_sink {
 
 struct tar_stats {
 	uint64_t entries, files, dirs, skipped;
-	uint64_t bytes;	  /* file data handed to the sink */
-	uint64_t raw;	  /* stream bytes read */
-	bool stopped;	  /* a sink callback returned TAR_STOP */
+	uint64_t bytes; /* file data handed to the sink */
+	uint64_t raw;	/* stream bytes read */
+	bool stopped;	/* a sink callback returned TAR_STOP */
 };
 
 /* Pulls up to n bytes into p: the count, 0 at the end, or -errno. */

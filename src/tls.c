@@ -43,7 +43,7 @@ struct dir {
 struct relay {
 	struct tls_ctx *t; /* a reference */
 	gnutls_session_t s;
-	bool got_data; /* the engine has sent application data on this connection */
+	bool got_data;	 /* the engine has sent application data on this connection */
 	int net;	 /* the TCP socket under the session, non-blocking */
 	int app;	 /* our end of the socketpair, non-blocking */
 	struct dir up;	 /* app -> engine */
@@ -190,8 +190,8 @@ static int handshake_error(struct tls_ctx *t, gnutls_session_t s, int r, const c
 				       "TLS: the engine at %s refused the client certificate (%s): use a cert.pem/key.pem "
 				       "signed by the CA the engine trusts (--tlscacert of dockerd)",
 				       display, name ? name : "alert");
-		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPROTO, "TLS: the engine at %s ended the handshake (%s)",
-			       display, name ? name : "alert");
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPROTO,
+			       "TLS: the engine at %s ended the handshake (%s)", display, name ? name : "alert");
 	}
 	if (r == GNUTLS_E_TIMEDOUT)
 		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -ETIMEDOUT,
@@ -356,8 +356,8 @@ static int relay_start(struct tls_ctx *t, gnutls_session_t s, int net, int *ret_
 	return 0;
 }
 
-int tls_connect(struct tls_ctx *t, int tcp_fd, const char *host, const char *display, int timeout_ms,
-		int *ret_fd, struct err *err)
+int tls_connect(struct tls_ctx *t, int tcp_fd, const char *host, const char *display, int timeout_ms, int *ret_fd,
+		struct err *err)
 {
 	gnutls_session_t s;
 	int r = gnutls_init(&s, GNUTLS_CLIENT);

@@ -39,8 +39,8 @@ void tls_ctx_destroy(struct tls_ctx *t);
  * saying what failed: unknown CA, name mismatch, client certificate missing
  * or refused. display names the endpoint in messages.
  */
-int tls_connect(struct tls_ctx *t, int tcp_fd, const char *host, const char *display, int timeout_ms,
-		int *ret_fd, struct err *err);
+int tls_connect(struct tls_ctx *t, int tcp_fd, const char *host, const char *display, int timeout_ms, int *ret_fd,
+		struct err *err);
 
 /*
  * True, with the alert's name in buf, when a relay saw the engine end a

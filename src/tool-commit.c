@@ -84,8 +84,7 @@ static int flatten(struct tool_ctx *ctx, const struct session *s, const char *me
 	if (r == 0) {
 		r = engine_container_export(e, ctx->call, s->container, &src.b, err);
 		if (r == 0)
-			r = engine_image_import(e, ctx->call, "", "", message, argv, export_source, &src, ret_id,
-						err);
+			r = engine_image_import(e, ctx->call, "", "", message, argv, export_source, &src, ret_id, err);
 		engine_body_destroy(src.b);
 		if (engine_container_unpause(e, NULL, s->container, &uerr) < 0)
 			log_warnf("session %s: unpausing after the export: %s", s->id, uerr.msg);
@@ -175,10 +174,10 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	if (s->read_only)
 		tool_text(res, "The session has a read-only root: its workspace is a volume, which a commit does not "
 			       "include (session_export carries it).");
-	tool_structured(res, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:b, s:s}", "session_id", s->id, "image_id",
-				       id, "reference", ref, "repository", repo, "tag", tag, "layers",
-				       (json_int_t)new_layers, "size", size, "flattened", flat, "parent_image_id",
-				       parent_id));
+	tool_structured(res,
+			json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:b, s:s}", "session_id", s->id, "image_id", id,
+				  "reference", ref, "repository", repo, "tag", tag, "layers", (json_int_t)new_layers,
+				  "size", size, "flattened", flat, "parent_image_id", parent_id));
 	json_decref(container);
 	json_decref(parent);
 	json_decref(created);
@@ -198,14 +197,15 @@ const struct tool_entry tool_session_commit_entry = {
 	.description = "Save the session's container (files, installed packages) as a Docker image that "
 		       "session_create {image} can start from. Tags uniquely unless tag is given; never replaces the "
 		       "image the session started from nor an existing image it did not create.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-			"\"repository\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Image "
-			"repository, lowercase, one the server allows (SANDBOX_COMMIT_REPOS, by default starting with "
-			"sandbox-mcp-) (default " IMAGE_COMMIT_REPOSITORY "; at most 255 characters)\"},"
-			"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Image tag "
-			"(default: unique, from the session and the time; at most 128 characters)\"},"
-			"\"message\":{\"type\":\"string\",\"maxLength\":1000,\"description\":\"Commit message (at most 1000 characters)\"},"
-			TOOL_SESSION_ARG "}}",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+		"\"repository\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":255,\"description\":\"Image "
+		"repository, lowercase, one the server allows (SANDBOX_COMMIT_REPOS, by default starting with "
+		"sandbox-mcp-) (default " IMAGE_COMMIT_REPOSITORY "; at most 255 characters)\"},"
+		"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Image tag "
+		"(default: unique, from the session and the time; at most 128 characters)\"},"
+		"\"message\":{\"type\":\"string\",\"maxLength\":1000,\"description\":\"Commit message (at most 1000 characters)\"}," TOOL_SESSION_ARG
+		"}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"image_id\":{\"type\":\"string\"},\"reference\":{\"type\":\"string\"},"
 			 "\"repository\":{\"type\":\"string\"},\"tag\":{\"type\":\"string\"},"

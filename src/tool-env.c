@@ -45,11 +45,10 @@ static void engines_info(struct tool_ctx *ctx, json_t *out, struct tool_result *
 #define ENV_ENGINE_PING_MS 5000
 
 /* One exec that reports what the image has; every line is "key=value". */
-static const char probe_script[] =
-	"echo os=$(. /etc/os-release 2>/dev/null && echo \"$PRETTY_NAME\"); "
-	"echo python=$(python3 -c 'import sys; print(sys.version.split()[0])' 2>/dev/null); "
-	"echo packages=$(python3 -m pip list --format=freeze 2>/dev/null | wc -l); "
-	"echo git=$(git --version 2>/dev/null); echo uid=$(id -u)";
+static const char probe_script[] = "echo os=$(. /etc/os-release 2>/dev/null && echo \"$PRETTY_NAME\"); "
+				   "echo python=$(python3 -c 'import sys; print(sys.version.split()[0])' 2>/dev/null); "
+				   "echo packages=$(python3 -m pip list --format=freeze 2>/dev/null | wc -l); "
+				   "echo git=$(git --version 2>/dev/null); echo uid=$(id -u)";
 
 static json_t *session_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
@@ -89,7 +88,7 @@ static json_t *session_info(struct tool_ctx *ctx, json_t *args, struct tool_resu
 	tool_text(res, "Session %s: image %s, %s, python %s, %llu MB, %.2f CPUs, %llu pids", s->id, s->image,
 		  json_string_value(json_object_get(j, "os")) ? json_string_value(json_object_get(j, "os")) : "?",
 		  json_string_value(json_object_get(j, "python")) ? json_string_value(json_object_get(j, "python"))
-								   : "none",
+								  : "none",
 		  (unsigned long long)s->memory_mb, s->cpus, (unsigned long long)s->pids);
 	session_put(ctx->svc->sessions, s);
 	return j;
@@ -228,8 +227,9 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 
 	json_object_set_new(json_object_get(out, "server"), "agent", json_boolean(agentctl_built()));
 	tool_text(res, "sandbox-mcp %s (protocol %s); %s", SANDBOX_VERSION, ctx->protocol_version,
-		  agentctl_built() ? "commands run through the in-sandbox agent (sandbox-mcp-agent)"
-				   : "built without the in-sandbox agent (no musl-gcc): commands take the engine's exec path");
+		  agentctl_built()
+			  ? "commands run through the in-sandbox agent (sandbox-mcp-agent)"
+			  : "built without the in-sandbox agent (no musl-gcc): commands take the engine's exec path");
 	if (r == 0)
 		tool_text(res, "Docker engine %s (API %s, %s/%s) at %s", ev.version, ev.api_version, ev.os, ev.arch,
 			  endpoint);
@@ -238,7 +238,8 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 	tool_text(res, "Default image %s; limits: %llu MB memory, %.2f CPUs, %llu pids, %llu s per call",
 		  ctx->svc->cfg->image, (unsigned long long)ctx->svc->cfg->memory_mb, ctx->svc->cfg->cpus,
 		  (unsigned long long)ctx->svc->cfg->pids, (unsigned long long)ctx->svc->cfg->timeout_s);
-	tool_text(res, "Sessions may ask for up to %llu MB and %g CPUs; workspace %s, quota %s; saved output %llu MB per stream",
+	tool_text(res,
+		  "Sessions may ask for up to %llu MB and %g CPUs; workspace %s, quota %s; saved output %llu MB per stream",
 		  (unsigned long long)json_integer_value(json_object_get(limits, "max_memory_mb")),
 		  json_number_value(json_object_get(limits, "max_cpus")),
 		  ctx->svc->cfg->workspace_mb ? "limited" : "unlimited",

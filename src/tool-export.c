@@ -50,9 +50,9 @@
 
 #include "buildconf.h"
 #include "compat.h"
-#include "exec.h"
 #include "dockerfile.h"
 #include "engine-image.h"
+#include "exec.h"
 #include "files.h"
 #include "hostfs.h"
 #include "image.h"
@@ -79,11 +79,12 @@
  * stores each name of a hard-linked file whole instead (a local git clone
  * hard-links its objects to the origin's: without them its .git is broken).
  */
-static const char workspace_script[] = FILES_TAR_ENV "cd -- \"$1\" || exit 66\n"
-						     "if tar --hard-dereference -c -f - -T /dev/null >/dev/null 2>&1; then\n"
-						     "  exec tar --hard-dereference -c -f - .\n"
-						     "fi\n"
-						     "exec tar -c -f - .\n";
+static const char workspace_script[] = FILES_TAR_ENV
+	"cd -- \"$1\" || exit 66\n"
+	"if tar --hard-dereference -c -f - -T /dev/null >/dev/null 2>&1; then\n"
+	"  exec tar --hard-dereference -c -f - .\n"
+	"fi\n"
+	"exec tar -c -f - .\n";
 /*
  * 127: no python, 126: no pip (nothing pip installed to export). "No pip" is
  * whether the module exists, not whether it runs: a broken pip fails the
@@ -98,15 +99,15 @@ static const char freeze_script[] = "command -v python3 >/dev/null 2>&1 || exit 
 /* Where the exported context goes: a tar being built, a host folder, or nowhere (listing only). */
 struct ctx_sink {
 	struct tool_ctx *ctx;
-	struct tar_writer *w;	    /* the build's context (NULL: no build), spilled to spill_fd */
+	struct tar_writer *w; /* the build's context (NULL: no build), spilled to spill_fd */
 	struct buf *tar;
 	int spill_fd;
 	uint64_t spilled;
 	const struct tar_sink *host; /* a host folder's extraction, or NULL */
-	bool host_skip;		    /* the host sink skipped the current entry */
-	json_t *modes;		    /* [[workspace-relative path, mode]] other than 0644 files / 0755 folders */
-	json_t *archives;	    /* workspace-relative paths of *.whl, *.tar.gz, *.zip */
-	json_t *skipped;	    /* [{name, reason}] */
+	bool host_skip;		     /* the host sink skipped the current entry */
+	json_t *modes;		     /* [[workspace-relative path, mode]] other than 0644 files / 0755 folders */
+	json_t *archives;	     /* workspace-relative paths of *.whl, *.tar.gz, *.zip */
+	json_t *skipped;	     /* [{name, reason}] */
 	uint64_t files, dirs, bytes;
 	char path[PATHSAFE_MAX + 32];
 };
@@ -195,7 +196,8 @@ static int sink_entry(void *arg, const struct tar_entry *e, struct err *err)
 	}
 	if (e->type == TAR_TYPE_FILE) {
 		size_t n = strlen(e->path);
-		if ((n > 4 && strcmp(e->path + n - 4, ".whl") == 0) || (n > 7 && strcmp(e->path + n - 7, ".tar.gz") == 0) ||
+		if ((n > 4 && strcmp(e->path + n - 4, ".whl") == 0) ||
+		    (n > 7 && strcmp(e->path + n - 7, ".tar.gz") == 0) ||
 		    (n > 4 && strcmp(e->path + n - 4, ".zip") == 0)) {
 			if (json_array_size(c->archives) < EXPORT_ARCHIVES_MAX)
 				json_array_append_new(c->archives, json_string(e->path));
@@ -311,12 +313,13 @@ static int freeze(struct tool_ctx *ctx, struct session *s, json_t **ret, struct 
 		return err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
 			       "pip freeze failed in session %s (exit %d), so which packages to install is not known; "
 			       "fix pip there and export again. Its error output ends:\n%s",
-			       s->id, code, n > EXPORT_FREEZE_ERR_TAIL ? errtext + n - EXPORT_FREEZE_ERR_TAIL : errtext);
+			       s->id, code,
+			       n > EXPORT_FREEZE_ERR_TAIL ? errtext + n - EXPORT_FREEZE_ERR_TAIL : errtext);
 	}
 	if (out.len == out.max) {
 		buf_finish(&out);
-		return err_set(err, ERRCODE_TOO_LARGE, -E2BIG, "pip freeze printed more than %u bytes: too many to export",
-			       EXPORT_FREEZE_MAX);
+		return err_set(err, ERRCODE_TOO_LARGE, -E2BIG,
+			       "pip freeze printed more than %u bytes: too many to export", EXPORT_FREEZE_MAX);
 	}
 	r = dockerfile_freeze_parse(out.data ? out.data : "", out.len, ret, err);
 	buf_finish(&out);
@@ -454,8 +457,7 @@ static void run_tick(void *arg)
  * workspace) are in the built image, but hidden in a session by its /tmp
  * tmpfs: they are written there again, from the session they came from.
  */
-static int push_tmp_files(struct tool_ctx *ctx, struct session *s, struct session *t, json_t *outside,
-			  struct err *err)
+static int push_tmp_files(struct tool_ctx *ctx, struct session *s, struct session *t, json_t *outside, struct err *err)
 {
 	static const char put[] = "mkdir -p -- \"${1%/*}\" && cat > \"$1\"";
 	size_t i;
@@ -467,18 +469,23 @@ static int push_tmp_files(struct tool_ctx *ctx, struct session *s, struct sessio
 		unsigned mode;
 		if (strncmp(path, "/tmp/", 5) != 0)
 			continue;
-		int r = files_pull_file(ctx, s, path, 0, UINT64_MAX, files_max_bytes(ctx->svc->cfg), &data, &size, &mode, err);
+		int r = files_pull_file(ctx, s, path, 0, UINT64_MAX, files_max_bytes(ctx->svc->cfg), &data, &size,
+					&mode, err);
 		if (r < 0)
 			return r;
 		const char *argv[] = { "/bin/sh", "-c", put, "sandbox-mcp-export", path, NULL };
-		struct exec_spec spec = { .argv = argv, .user = t->user, .stdin_data = data.data ? data.data : "",
-					  .stdin_len = data.len, .attach_stdin = true,
-					  .timeout_ms = (int)(ctx->svc->cfg->timeout_s * 1000), .cap = 4096 };
+		struct exec_spec spec = { .argv = argv,
+					  .user = t->user,
+					  .stdin_data = data.data ? data.data : "",
+					  .stdin_len = data.len,
+					  .attach_stdin = true,
+					  .timeout_ms = (int)(ctx->svc->cfg->timeout_s * 1000),
+					  .cap = 4096 };
 		struct exec_result xr;
 		r = exec_run(session_engine(t), ctx->call, t->container, &spec, &xr, err);
 		if (r == 0 && xr.exit_code != 0)
-			r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "writing %s into the build container failed (exit %d)",
-				    path, xr.exit_code);
+			r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
+				    "writing %s into the build container failed (exit %d)", path, xr.exit_code);
 		exec_result_finish(&xr);
 		buf_finish(&data);
 		if (r < 0)
@@ -499,9 +506,14 @@ static int run_steps(struct tool_ctx *ctx, struct session *t, json_t *runs, size
 			 (long long)json_integer_value(json_object_get(v, "step")), steps, cmd);
 		tool_progress_stage(ctx, bt->step);
 		const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-		struct exec_spec spec = { .argv = argv, .user = t->user, .workdir = wd,
-					  .timeout_ms = ENGINE_LONG_TIMEOUT_MS, .cap = 4096, .on_data = run_data,
-					  .on_tick = run_tick, .arg = bt };
+		struct exec_spec spec = { .argv = argv,
+					  .user = t->user,
+					  .workdir = wd,
+					  .timeout_ms = ENGINE_LONG_TIMEOUT_MS,
+					  .cap = 4096,
+					  .on_data = run_data,
+					  .on_tick = run_tick,
+					  .arg = bt };
 		struct exec_result xr;
 		int r = exec_run(session_engine(t), ctx->call, t->container, &spec, &xr, err);
 		if (r == 0 && xr.cancelled)

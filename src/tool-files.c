@@ -37,33 +37,30 @@
 /* Bytes of base64 text decoded at a time (a multiple of 4: whole groups). */
 #define WRITE_B64_CHUNK (TAR_CHUNK / 3 * 4)
 
-static const char write_script[] =
-	FILES_TAR_ENV
-	"d=$1 b=$2\n"
-	"if [ ! -d \"$d\" ]; then mkdir -p -- \"$d\" || exit 69; fi\n"
-	"cd -- \"$d\" || exit 69\n"
-	"[ -w . ] || exit 77\n"
-	"if [ -d \"$b\" ] && [ ! -L \"$b\" ]; then exit 67; fi\n"
-	"m=\n"
-	"if [ -e \"$b\" ] || [ -L \"$b\" ]; then\n"
-	"  [ \"$3\" = 1 ] || exit 68\n"
-	"  [ \"$4\" = 1 ] || m=$(stat -L -c %a -- \"$b\" 2>/dev/null)\n"
-	"fi\n"
-	"tar -x -p -f - || exit $?\n"
-	"[ -z \"$m\" ] || chmod -- \"$m\" \"$b\"\n";
+static const char write_script[] = FILES_TAR_ENV "d=$1 b=$2\n"
+						 "if [ ! -d \"$d\" ]; then mkdir -p -- \"$d\" || exit 69; fi\n"
+						 "cd -- \"$d\" || exit 69\n"
+						 "[ -w . ] || exit 77\n"
+						 "if [ -d \"$b\" ] && [ ! -L \"$b\" ]; then exit 67; fi\n"
+						 "m=\n"
+						 "if [ -e \"$b\" ] || [ -L \"$b\" ]; then\n"
+						 "  [ \"$3\" = 1 ] || exit 68\n"
+						 "  [ \"$4\" = 1 ] || m=$(stat -L -c %a -- \"$b\" 2>/dev/null)\n"
+						 "fi\n"
+						 "tar -x -p -f - || exit $?\n"
+						 "[ -z \"$m\" ] || chmod -- \"$m\" \"$b\"\n";
 
-static const char delete_script[] =
-	"p=$1\n"
-	"[ -e \"$p\" ] || [ -L \"$p\" ] || exit 66\n"
-	"if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then\n"
-	"  echo directory\n"
-	"  if [ \"$2\" = 1 ]; then exec rm -rf -- \"$p\"; fi\n"
-	"  rmdir -- \"$p\" 2>/dev/null && exit 0\n"
-	"  [ -w \"$p\" ] && exit 39\n"
-	"  exit 77\n"
-	"fi\n"
-	"echo file\n"
-	"exec rm -f -- \"$p\"\n";
+static const char delete_script[] = "p=$1\n"
+				    "[ -e \"$p\" ] || [ -L \"$p\" ] || exit 66\n"
+				    "if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then\n"
+				    "  echo directory\n"
+				    "  if [ \"$2\" = 1 ]; then exec rm -rf -- \"$p\"; fi\n"
+				    "  rmdir -- \"$p\" 2>/dev/null && exit 0\n"
+				    "  [ -w \"$p\" ] && exit 39\n"
+				    "  exit 77\n"
+				    "fi\n"
+				    "echo file\n"
+				    "exec rm -f -- \"$p\"\n";
 
 /* One file written from a tool argument: text as is, or base64 decoded by chunks. */
 struct write_src {
@@ -83,8 +80,8 @@ static int file_delete(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 static size_t b64_slice(const char *p, size_t len, size_t pos, size_t sig_max);
 static long long b64_size(const char *p, size_t len);
 static int write_produce(void *arg, struct tar_writer *w, struct err *err);
-static int push_file(struct tool_ctx *ctx, struct session *s, const char *path, struct write_src *src,
-		     bool overwrite, bool keep_mode, struct err *err);
+static int push_file(struct tool_ctx *ctx, struct session *s, const char *path, struct write_src *src, bool overwrite,
+		     bool keep_mode, struct err *err);
 static int parse_mode(json_t *j, unsigned *ret, struct err *err);
 
 /* The end of the slice of p starting at pos holding sig_max base64 characters (spaces not counted). */
@@ -110,7 +107,8 @@ static long long b64_size(const char *p, size_t len)
 
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)p[i];
-		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/') {
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+		    c == '/') {
 			if (pads)
 				return -1;
 			sig++;
@@ -196,8 +194,8 @@ static int push_agent(struct tool_ctx *ctx, struct session *s, const char *path,
 }
 
 /* Writes src as path (absolute, normalised) in s. 0 or -errno with err. */
-static int push_file(struct tool_ctx *ctx, struct session *s, const char *path, struct write_src *src,
-		     bool overwrite, bool keep_mode, struct err *err)
+static int push_file(struct tool_ctx *ctx, struct session *s, const char *path, struct write_src *src, bool overwrite,
+		     bool keep_mode, struct err *err)
 {
 	char dir[PATHSAFE_MAX + 1];
 	const char *base = strrchr(path, '/') + 1;
@@ -279,7 +277,8 @@ static int file_write(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	}
 	if (src.size > cap) {
 		free(src.chunk);
-		err_set(&e, ERRCODE_TOO_LARGE, -EFBIG, "content is %llu bytes, over the %llu-byte limit (SANDBOX_MAX_UPLOAD_MB)",
+		err_set(&e, ERRCODE_TOO_LARGE, -EFBIG,
+			"content is %llu bytes, over the %llu-byte limit (SANDBOX_MAX_UPLOAD_MB)",
 			(unsigned long long)src.size, (unsigned long long)cap);
 		return tool_fail(res, &e);
 	}
@@ -389,7 +388,8 @@ static int file_patch(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	for (size_t i = 0; i < np; i++) {
 		json_t *p = json_array_get(patches, i);
 		if (json_string_length(json_object_get(p, "old")) == 0) {
-			err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL, "patch %zu of %zu: old must not be empty", i + 1, np);
+			err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL, "patch %zu of %zu: old must not be empty", i + 1,
+				np);
 			return tool_fail(res, &e);
 		}
 	}
@@ -433,8 +433,8 @@ static int file_patch(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 					    "patch %zu of %zu: old text \"%s\" occurs %llu times in %s, expected %llu; "
 					    "nothing was changed (add surrounding text to pick one, or pass count: %llu to "
 					    "replace them all)",
-					    i + 1, np, preview, (unsigned long long)found, path, (unsigned long long)want,
-					    (unsigned long long)found);
+					    i + 1, np, preview, (unsigned long long)found, path,
+					    (unsigned long long)want, (unsigned long long)found);
 			break;
 		}
 		buf_reset(&next);
@@ -444,8 +444,9 @@ static int file_patch(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 				break;
 		}
 		if (buf_append(&next, at, cur.len - (size_t)(at - hay)) < 0)
-			r = err_set(&e, ERRCODE_TOO_LARGE, -EFBIG, "patch %zu of %zu makes the file larger than %llu bytes",
-				    i + 1, np, (unsigned long long)cap);
+			r = err_set(&e, ERRCODE_TOO_LARGE, -EFBIG,
+				    "patch %zu of %zu makes the file larger than %llu bytes", i + 1, np,
+				    (unsigned long long)cap);
 		struct buf t = cur;
 		cur = next;
 		next = t;
@@ -524,8 +525,8 @@ static int file_delete(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	return 0;
 }
 
-#define PATH_ARG(what)                                                                                              \
-	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"" what                    \
+#define PATH_ARG(what)                                                                             \
+	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"" what \
 	" (relative to /workspace, or absolute; at most 4096 characters)\"}"
 
 const struct tool_entry tool_file_read_entry = {
@@ -535,11 +536,11 @@ const struct tool_entry tool_file_read_entry = {
 		"Read a file from the sandbox. Text comes back as text; PNG, JPEG, GIF and WebP images as image "
 		"content; other binary files as base64 (an embedded resource with its mime type). Use offset and "
 		"length (bytes) to read part of a large file. Relative paths are in /workspace.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
-			PATH_ARG("File to read") ","
-			"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"First byte to return (0 or more, default 0)\"},"
-			"\"length\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Bytes to return (default: to the "
-			"end; 0 or more)\"}," TOOL_SESSION_ARG "}}",
+	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{" PATH_ARG(
+		"File to read") ","
+				"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"First byte to return (0 or more, default 0)\"},"
+				"\"length\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Bytes to return (default: to the "
+				"end; 0 or more)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = NULL, /* may return images */
 	.group = TOOL_GROUP_FILES,
 	.read_only = true,
@@ -558,17 +559,20 @@ const struct tool_entry tool_file_write_entry = {
 		"content is text, or base64 with encoding \"base64\" for binary data. Replaces an existing file "
 		"unless overwrite is false (then it fails with file_exists); mode is octal like \"755\" (default: "
 		"644 for a new file, the old mode for a replaced one). Relative paths are in /workspace.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"content\"],"
-			"\"properties\":{" PATH_ARG("File to write") ","
-			"\"content\":{\"type\":\"string\",\"description\":\"The file's content (text, or base64)\"},"
-			"\"encoding\":{\"type\":\"string\",\"enum\":[\"text\",\"base64\"],\"description\":\"How content "
-			"is encoded (default text)\"},"
-			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace an existing file (default "
-			"true)\"},"
-			"\"mode\":{\"type\":\"string\",\"minLength\":3,\"maxLength\":4,\"description\":\"Permissions in "
-			"octal, e.g. \\\"755\\\" (3 to 4 characters)\"}," TOOL_SESSION_ARG "}}",
-	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
-			 "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},\"mode\":{\"type\":\"string\"}}}",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"content\"],"
+		"\"properties\":{" PATH_ARG(
+			"File to write") ","
+					 "\"content\":{\"type\":\"string\",\"description\":\"The file's content (text, or base64)\"},"
+					 "\"encoding\":{\"type\":\"string\",\"enum\":[\"text\",\"base64\"],\"description\":\"How content "
+					 "is encoded (default text)\"},"
+					 "\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace an existing file (default "
+					 "true)\"},"
+					 "\"mode\":{\"type\":\"string\",\"minLength\":3,\"maxLength\":4,\"description\":\"Permissions in "
+					 "octal, e.g. \\\"755\\\" (3 to 4 characters)\"}," TOOL_SESSION_ARG "}}",
+	.output_schema =
+		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},\"mode\":{\"type\":\"string\"}}}",
 	.group = TOOL_GROUP_FILES,
 	.read_only = false,
 	.destructive = true,
@@ -590,14 +594,15 @@ const struct tool_entry tool_file_patch_entry = {
 		"(patch_no_match) names the patch. Keeps the file's mode.",
 	.input_schema =
 		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"patches\"],"
-		"\"properties\":{" PATH_ARG("File to patch") ","
-		"\"patches\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":100,\"description\":\"Replacements, "
-		"applied in order (at most 100 items)\",\"items\":{\"type\":\"object\",\"additionalProperties\":false,"
-		"\"required\":[\"old\",\"new\"],\"properties\":{"
-		"\"old\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Exact text to find\"},"
-		"\"new\":{\"type\":\"string\",\"description\":\"Text to put in its place\"},"
-		"\"count\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"How many times old must occur "
-		"(all are replaced; default 1; at least 1)\"}}}}," TOOL_SESSION_ARG "}}",
+		"\"properties\":{" PATH_ARG(
+			"File to patch") ","
+					 "\"patches\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":100,\"description\":\"Replacements, "
+					 "applied in order (at most 100 items)\",\"items\":{\"type\":\"object\",\"additionalProperties\":false,"
+					 "\"required\":[\"old\",\"new\"],\"properties\":{"
+					 "\"old\":{\"type\":\"string\",\"minLength\":1,\"description\":\"Exact text to find\"},"
+					 "\"new\":{\"type\":\"string\",\"description\":\"Text to put in its place\"},"
+					 "\"count\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"How many times old must occur "
+					 "(all are replaced; default 1; at least 1)\"}}}}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},"
 			 "\"patches\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
@@ -616,10 +621,11 @@ const struct tool_entry tool_file_delete_entry = {
 	.title = "Delete a file or directory",
 	.description = "Delete a file, a symbolic link or an empty directory in the sandbox; with recursive: true, a "
 		       "directory and everything in it. Relative paths are in /workspace.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
-			PATH_ARG("File or directory to delete") ","
-			"\"recursive\":{\"type\":\"boolean\",\"description\":\"Delete a directory with its contents "
-			"(default false)\"}," TOOL_SESSION_ARG "}}",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{" PATH_ARG(
+			"File or directory to delete") ","
+						       "\"recursive\":{\"type\":\"boolean\",\"description\":\"Delete a directory with its contents "
+						       "(default false)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"}}}",
 	.group = TOOL_GROUP_FILES,

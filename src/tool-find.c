@@ -129,8 +129,8 @@ static int file_list(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 	if (r == 0 && code != 0 && code != 1)
 		r = files_code_failed(code, errtext, path, "list", &e);
 	if (r == 0 && code == 1 && out.len == 0)
-		r = err_set(&e, ERRCODE_ENGINE_ERROR, -EIO, "listing %s failed (file_list needs GNU find in the image): %.300s",
-			    path, errtext);
+		r = err_set(&e, ERRCODE_ENGINE_ERROR, -EIO,
+			    "listing %s failed (file_list needs GNU find in the image): %.300s", path, errtext);
 	if (r < 0) {
 		buf_finish(&out);
 		session_put(ctx->svc->sessions, s);
@@ -172,9 +172,9 @@ static int file_list(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 		char when[32], mode[8];
 		iso_time(en->mtime, when, sizeof(when));
 		snprintf(mode, sizeof(mode), "%04o", (unsigned)strtoul(en->mode, NULL, 8) & 07777);
-		json_t *o = json_pack("{s:o, s:s, s:I, s:s, s:s}", "path", json_string_lossy(en->path, strlen(en->path)),
-				      "type", type_name(en->type), "size", (json_int_t)strtoll(en->size, NULL, 10), "mtime",
-				      when, "mode", mode);
+		json_t *o = json_pack("{s:o, s:s, s:I, s:s, s:s}", "path",
+				      json_string_lossy(en->path, strlen(en->path)), "type", type_name(en->type),
+				      "size", (json_int_t)strtoll(en->size, NULL, 10), "mtime", when, "mode", mode);
 		if (en->type == 'l')
 			json_object_set_new(o, "target", json_string_lossy(en->target, strlen(en->target)));
 		json_array_append_new(arr, o);
@@ -276,14 +276,13 @@ static int file_search(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	tool_text(res, "%zu match%s for /%s/ in %s (%s)%s%s%s", n, n == 1 ? "" : "es", pattern, path, engine,
 		  truncated ? ", more not shown: narrow the search or raise max_results" : "", n ? ":\n" : "",
 		  text.data ? text.data : "");
-	tool_structured(res, json_pack("{s:s, s:s, s:s, s:o, s:b}", "session_id", s->id, "path", path, "engine",
-				       engine, "matches", arr, "truncated", truncated));
+	tool_structured(res, json_pack("{s:s, s:s, s:s, s:o, s:b}", "session_id", s->id, "path", path, "engine", engine,
+				       "matches", arr, "truncated", truncated));
 	buf_finish(&text);
 	buf_finish(&out);
 	session_put(ctx->svc->sessions, s);
 	return 0;
 }
-
 
 const struct tool_entry tool_file_list_entry = {
 	.name = "file_list",
@@ -291,18 +290,20 @@ const struct tool_entry tool_file_list_entry = {
 	.description = "List a directory in the sandbox (default /workspace): each entry's path, type, size, mtime "
 		       "and mode, sorted by path, to depth levels (default 1). Hidden entries (names starting with "
 		       "'.') only with hidden: true.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-			"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Directory "
-			"(relative to /workspace, or absolute; default /workspace; at most 4096 characters)\"},"
-			"\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":20,\"description\":\"Levels to descend "
-			"(default 1; from 1 to 20)\"},"
-			"\"hidden\":{\"type\":\"boolean\",\"description\":\"Include hidden entries (default false)\"},"
-			TOOL_SESSION_ARG "}}",
-	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
-			 "\"path\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"},"
-			 "\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-			 "\"path\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
-			 "\"mtime\":{\"type\":\"string\"},\"mode\":{\"type\":\"string\"},\"target\":{\"type\":\"string\"}}}}}}",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+		"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Directory "
+		"(relative to /workspace, or absolute; default /workspace; at most 4096 characters)\"},"
+		"\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":20,\"description\":\"Levels to descend "
+		"(default 1; from 1 to 20)\"},"
+		"\"hidden\":{\"type\":\"boolean\",\"description\":\"Include hidden entries (default false)\"}," TOOL_SESSION_ARG
+		"}}",
+	.output_schema =
+		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"path\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"},"
+		"\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+		"\"path\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
+		"\"mtime\":{\"type\":\"string\"},\"mode\":{\"type\":\"string\"},\"target\":{\"type\":\"string\"}}}}}}",
 	.group = TOOL_GROUP_FILES,
 	.read_only = true,
 	.destructive = false,
@@ -318,20 +319,22 @@ const struct tool_entry tool_file_search_entry = {
 	.description = "Search files in the sandbox for a regular expression (ripgrep when the image has it, which "
 		       "skips hidden and .gitignored files; else grep -E). Returns path, line number and line text for "
 		       "each match, max_results at most (default 100). glob limits the files searched, e.g. \"*.py\".",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"pattern\"],\"properties\":{"
-			"\"pattern\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Regular "
-			"expression (at most 4096 characters)\"},"
-			"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"File or "
-			"directory to search (default /workspace; at most 4096 characters)\"},"
-			"\"glob\":{\"type\":\"string\",\"maxLength\":256,\"description\":\"Only files whose name matches, "
-			"e.g. \\\"*.py\\\" (at most 256 characters)\"},"
-			"\"ignore_case\":{\"type\":\"boolean\",\"description\":\"Case-insensitive (default false)\"},"
-			"\"max_results\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":\"Most "
-			"matches returned (default 100; from 1 to 1000)\"}," TOOL_SESSION_ARG "}}",
-	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
-			 "\"path\":{\"type\":\"string\"},\"engine\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"},"
-			 "\"matches\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-			 "\"path\":{\"type\":\"string\"},\"line\":{\"type\":\"integer\"},\"text\":{\"type\":\"string\"}}}}}}",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"pattern\"],\"properties\":{"
+		"\"pattern\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Regular "
+		"expression (at most 4096 characters)\"},"
+		"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"File or "
+		"directory to search (default /workspace; at most 4096 characters)\"},"
+		"\"glob\":{\"type\":\"string\",\"maxLength\":256,\"description\":\"Only files whose name matches, "
+		"e.g. \\\"*.py\\\" (at most 256 characters)\"},"
+		"\"ignore_case\":{\"type\":\"boolean\",\"description\":\"Case-insensitive (default false)\"},"
+		"\"max_results\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":\"Most "
+		"matches returned (default 100; from 1 to 1000)\"}," TOOL_SESSION_ARG "}}",
+	.output_schema =
+		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"path\":{\"type\":\"string\"},\"engine\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"},"
+		"\"matches\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+		"\"path\":{\"type\":\"string\"},\"line\":{\"type\":\"integer\"},\"text\":{\"type\":\"string\"}}}}}}",
 	.group = TOOL_GROUP_FILES,
 	.read_only = true,
 	.destructive = false,

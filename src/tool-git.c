@@ -109,8 +109,8 @@ static int git_failed(const char *what, const char *dir, int code, const char *o
 {
 	if (says_not_a_repository(out))
 		return git_not_repository(dir, e);
-	return err_set_tail(e, ERRCODE_GIT_FAILED, -EIO, out, out ? len : 0, "git %s failed (exit %d); its last lines:\n",
-			    what, code);
+	return err_set_tail(e, ERRCODE_GIT_FAILED, -EIO, out, out ? len : 0,
+			    "git %s failed (exit %d); its last lines:\n", what, code);
 }
 
 /*
@@ -138,8 +138,8 @@ static int git_fail_output(struct tool_result *res, const struct err *e, const c
  * command says so: `git diff --cached` outside one only complains about
  * --cached.
  */
-static int git_ok(struct tool_ctx *ctx, struct session *s, const struct git_argv *a, const char *what,
-		  const char *dir, struct exec_result *xr, char **out, size_t *len, struct tool_result *res)
+static int git_ok(struct tool_ctx *ctx, struct session *s, const struct git_argv *a, const char *what, const char *dir,
+		  struct exec_result *xr, char **out, size_t *len, struct tool_result *res)
 {
 	struct err e;
 	err_clear(&e);
@@ -268,8 +268,8 @@ static int git_clone(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 	int r = git_run(ctx, s, &a, &xr, &out, &len, &e);
 	if (r == 0 && xr.exit_code != 0) {
 		/* the source being no repository is in git's own words; dest is not the folder to git init */
-		r = err_set_tail(&e, ERRCODE_GIT_FAILED, -EIO, out, out ? len : 0, "git clone failed (exit %d); its last lines:\n",
-				 xr.exit_code);
+		r = err_set_tail(&e, ERRCODE_GIT_FAILED, -EIO, out, out ? len : 0,
+				 "git clone failed (exit %d); its last lines:\n", xr.exit_code);
 		if (strcmp(s->network, "none") == 0 && out &&
 		    (strstr(out, "Could not resolve host") || strstr(out, "unable to access")))
 			r = err_set_tail(&e, ERRCODE_GIT_FAILED, -EIO, out, len,
@@ -285,8 +285,8 @@ static int git_clone(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 	}
 	char head[64];
 	git_head(ctx, s, dest, head, sizeof(head));
-	session_record(s, "git_clone", json_pack("{s:s, s:s, s:s, s:s?}", "url", url, "commit", head, "path", dest,
-						 "branch", branch));
+	session_record(s, "git_clone",
+		       json_pack("{s:s, s:s, s:s, s:s?}", "url", url, "commit", head, "path", dest, "branch", branch));
 	tool_text(res, "Cloned %s into %s at %s.", url, dest, head[0] ? head : "(an empty repository)");
 	tool_structured(res, json_pack("{s:s, s:s, s:s}", "session_id", s->id, "path", dest, "commit", head));
 	free(out);
@@ -415,7 +415,8 @@ static int git_diff(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 	bool truncated = capture_truncated(&xr.out);
 	exec_result_finish(&xr);
 	if (diff.len <= 1)
-		tool_text(res, "no %schanges in %s", json_is_true(json_object_get(args, "staged")) ? "staged " : "", dir);
+		tool_text(res, "no %schanges in %s", json_is_true(json_object_get(args, "staged")) ? "staged " : "",
+			  dir);
 	else
 		tool_text_bytes(res, truncated ? "diff (cut: the middle is elided):\n" : "", diff.data, diff.len - 1);
 	tool_structured(res, json_pack("{s:s, s:s, s:o, s:b}", "session_id", s->id, "path", dir, "diff",
@@ -552,7 +553,7 @@ static int git_push(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 	return 0;
 }
 
-#define GIT_PATH_ARG                                                                                        \
+#define GIT_PATH_ARG                                                                                             \
 	"\"path\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"The repository folder (relative to " \
 	"/workspace, or absolute; default /workspace; at most 4096 characters)\"}"
 
@@ -562,12 +563,13 @@ const struct tool_entry tool_git_clone_entry = {
 	.description = "Clone a git repository into the sandbox (default folder: /workspace/<name>). Sessions have no "
 		       "network by default, so remote URLs need a session created with network; paths and file:// "
 		       "URLs of repositories in the sandbox always work.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"repo_url\"],\"properties\":{"
-			"\"repo_url\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"https://, ssh://, "
-			"git@host:path, file:// or a path in the sandbox (at most 1024 characters)\"},"
-			"\"branch\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Branch or tag to check out (at most 200 characters)\"},"
-			"\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000000,\"description\":\"Shallow clone "
-			"of this many commits (from 1 to 1000000)\"}," GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"repo_url\"],\"properties\":{"
+		"\"repo_url\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"https://, ssh://, "
+		"git@host:path, file:// or a path in the sandbox (at most 1024 characters)\"},"
+		"\"branch\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Branch or tag to check out (at most 200 characters)\"},"
+		"\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000000,\"description\":\"Shallow clone "
+		"of this many commits (from 1 to 1000000)\"}," GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"path\":{\"type\":\"string\"},\"commit\":{\"type\":\"string\"}}}",
 	.group = TOOL_GROUP_GIT,
@@ -587,11 +589,12 @@ const struct tool_entry tool_git_status_entry = {
 		       "the sandbox.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{" GIT_PATH_ARG
 			"," TOOL_SESSION_ARG "}}",
-	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
-			 "\"path\":{\"type\":\"string\"},\"branch\":{\"type\":\"string\"},\"ahead\":{\"type\":\"integer\"},"
-			 "\"behind\":{\"type\":\"integer\"},\"clean\":{\"type\":\"boolean\"},"
-			 "\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-			 "\"status\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},\"from\":{\"type\":\"string\"}}}}}}",
+	.output_schema =
+		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"path\":{\"type\":\"string\"},\"branch\":{\"type\":\"string\"},\"ahead\":{\"type\":\"integer\"},"
+		"\"behind\":{\"type\":\"integer\"},\"clean\":{\"type\":\"boolean\"},"
+		"\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+		"\"status\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},\"from\":{\"type\":\"string\"}}}}}}",
 	.group = TOOL_GROUP_GIT,
 	.read_only = true,
 	.destructive = false,
@@ -605,11 +608,13 @@ const struct tool_entry tool_git_diff_entry = {
 	.name = "git_diff",
 	.title = "git diff",
 	.description = "The unstaged changes of a repository in the sandbox, or the staged ones with staged: true.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-			"\"staged\":{\"type\":\"boolean\",\"description\":\"Show what is staged for the next commit\"},"
-			GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
-	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
-			 "\"path\":{\"type\":\"string\"},\"diff\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"}}}",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+		"\"staged\":{\"type\":\"boolean\",\"description\":\"Show what is staged for the next commit\"}," GIT_PATH_ARG
+		"," TOOL_SESSION_ARG "}}",
+	.output_schema =
+		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"path\":{\"type\":\"string\"},\"diff\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"}}}",
 	.group = TOOL_GROUP_GIT,
 	.read_only = true,
 	.destructive = false,
@@ -624,13 +629,15 @@ const struct tool_entry tool_git_commit_entry = {
 	.title = "git commit",
 	.description = "Stage every change (git add --all) and commit it in a repository in the sandbox, as author "
 		       "(\"Name <email>\", default sandbox-mcp <sandbox@localhost>). A clean tree is not an error.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"message\"],\"properties\":{"
-			"\"message\":{\"type\":\"string\",\"maxLength\":65536,\"description\":\"The commit message (at most 65536 characters)\"},"
-			"\"author\":{\"type\":\"string\",\"maxLength\":300,\"description\":\"Name <email> (at most 300 characters)\"},"
-			GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
-	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
-			 "\"path\":{\"type\":\"string\"},\"commit\":{\"type\":\"string\"},\"committed\":{\"type\":\"boolean\"},"
-			 "\"output\":{\"type\":\"string\"}}}",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"message\"],\"properties\":{"
+		"\"message\":{\"type\":\"string\",\"maxLength\":65536,\"description\":\"The commit message (at most 65536 characters)\"},"
+		"\"author\":{\"type\":\"string\",\"maxLength\":300,\"description\":\"Name <email> (at most 300 characters)\"}," GIT_PATH_ARG
+		"," TOOL_SESSION_ARG "}}",
+	.output_schema =
+		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"path\":{\"type\":\"string\"},\"commit\":{\"type\":\"string\"},\"committed\":{\"type\":\"boolean\"},"
+		"\"output\":{\"type\":\"string\"}}}",
 	.group = TOOL_GROUP_GIT,
 	.read_only = false,
 	.destructive = false,
@@ -645,13 +652,15 @@ const struct tool_entry tool_git_push_entry = {
 	.title = "git push",
 	.description = "Push a branch (default: the current one) of a repository in the sandbox to a remote "
 		       "(default origin). Remote URLs need a session with network; remotes in the sandbox always work.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-			"\"remote\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Remote name (default origin; at most 200 characters)\"},"
-			"\"branch\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Branch (default: the current "
-			"one; at most 200 characters)\"}," GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
-	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
-			 "\"path\":{\"type\":\"string\"},\"remote\":{\"type\":\"string\"},\"branch\":{\"type\":\"string\"},"
-			 "\"output\":{\"type\":\"string\"}}}",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+		"\"remote\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Remote name (default origin; at most 200 characters)\"},"
+		"\"branch\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"Branch (default: the current "
+		"one; at most 200 characters)\"}," GIT_PATH_ARG "," TOOL_SESSION_ARG "}}",
+	.output_schema =
+		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"path\":{\"type\":\"string\"},\"remote\":{\"type\":\"string\"},\"branch\":{\"type\":\"string\"},"
+		"\"output\":{\"type\":\"string\"}}}",
 	.group = TOOL_GROUP_GIT,
 	.read_only = false,
 	.destructive = false,

@@ -21,8 +21,7 @@
 #include "tools.h"
 #include "xfer.h"
 
-static const char upload_script[] =
-	FILES_TAR_ENV
+static const char upload_script[] = FILES_TAR_ENV
 	"d=$1 b=$2\n"
 	"if [ ! -d \"$d\" ]; then mkdir -p -- \"$d\" || exit 69; fi\n"
 	"cd -- \"$d\" || exit 69\n"
@@ -30,8 +29,7 @@ static const char upload_script[] =
 	"if [ -e \"$b\" ] || [ -L \"$b\" ]; then [ \"$3\" = 1 ] || exit 68; fi\n"
 	"exec tar -x -p -f -\n";
 
-static const char download_script[] =
-	FILES_TAR_ENV
+static const char download_script[] = FILES_TAR_ENV
 	"p=$1\n"
 	"[ -e \"$p\" ] || exit 66\n"
 	"if [ -d \"$p\" ]; then cd -- \"$p\" || exit 77; exec tar -c -f - .; fi\n"
@@ -70,8 +68,8 @@ static void describe_skipped(struct tool_result *res, json_t *skipped, const cha
 	if (json_array_size(skipped) == 0)
 		return;
 	buf_init(&t, SIZE_MAX);
-	buf_printf(&t, "Skipped %zu entr%s (%s):", json_array_size(skipped), json_array_size(skipped) == 1 ? "y" : "ies",
-		   what);
+	buf_printf(&t, "Skipped %zu entr%s (%s):", json_array_size(skipped),
+		   json_array_size(skipped) == 1 ? "y" : "ies", what);
 	json_array_foreach (skipped, i, v)
 		buf_printf(&t, "\n  %s: %s", json_string_value(json_object_get(v, "name")),
 			   json_string_value(json_object_get(v, "reason")));
@@ -194,8 +192,9 @@ static int file_upload(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	uint64_t files, dirs, bytes;
 	json_t *skipped;
 	hostfs_walk_stats(wk, &files, &dirs, &bytes, &skipped);
-	tool_text(res, "Uploaded %s to %s: %llu file%s, %llu folder%s, %llu bytes", real, dest, (unsigned long long)files,
-		  files == 1 ? "" : "s", (unsigned long long)dirs, dirs == 1 ? "" : "s", (unsigned long long)bytes);
+	tool_text(res, "Uploaded %s to %s: %llu file%s, %llu folder%s, %llu bytes", real, dest,
+		  (unsigned long long)files, files == 1 ? "" : "s", (unsigned long long)dirs, dirs == 1 ? "" : "s",
+		  (unsigned long long)bytes);
 	describe_skipped(res, skipped, "only regular files and folders are copied, links are not followed");
 	if (dirs == 0)
 		files_link(ctx, res, s, dest, NULL);
@@ -284,27 +283,30 @@ static int file_download(struct tool_ctx *ctx, json_t *args, struct tool_result 
 	return 0;
 }
 
-#define SKIPPED_SCHEMA                                                                                              \
-	"\"skipped\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"  \
+#define SKIPPED_SCHEMA                                                                                                   \
+	"\"skipped\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}," \
 	"\"reason\":{\"type\":\"string\"}}}}"
 
 const struct tool_entry tool_file_upload_entry = {
 	.name = "file_upload",
 	.title = "Copy a host file or folder into the sandbox",
-	.description = "Copy a file or folder from the host into the sandbox. host_path must be inside a host folder the "
-		       "server allows (SANDBOX_HOST_DIRS); symbolic links and hard-linked files are not copied. path is "
-		       "where it lands (default /workspace/<its name>); existing files there are replaced unless "
-		       "overwrite is false. Modes are kept.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"host_path\"],\"properties\":{"
-			"\"host_path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
-			"host path of the file or folder (at most 4096 characters)\"},"
-			"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Destination in "
-			"the sandbox (relative to /workspace, or absolute; at most 4096 characters)\"},"
-			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace what is at path (default true)\"},"
-			TOOL_SESSION_ARG "}}",
-	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
-			 "\"host_path\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},"
-			 "\"dirs\":{\"type\":\"integer\"},\"bytes\":{\"type\":\"integer\"}," SKIPPED_SCHEMA "}}",
+	.description =
+		"Copy a file or folder from the host into the sandbox. host_path must be inside a host folder the "
+		"server allows (SANDBOX_HOST_DIRS); symbolic links and hard-linked files are not copied. path is "
+		"where it lands (default /workspace/<its name>); existing files there are replaced unless "
+		"overwrite is false. Modes are kept.",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"host_path\"],\"properties\":{"
+		"\"host_path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
+		"host path of the file or folder (at most 4096 characters)\"},"
+		"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Destination in "
+		"the sandbox (relative to /workspace, or absolute; at most 4096 characters)\"},"
+		"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace what is at path (default true)\"}," TOOL_SESSION_ARG
+		"}}",
+	.output_schema =
+		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"host_path\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},"
+		"\"dirs\":{\"type\":\"integer\"},\"bytes\":{\"type\":\"integer\"}," SKIPPED_SCHEMA "}}",
 	.group = TOOL_GROUP_FILES,
 	.read_only = false,
 	.destructive = true,
@@ -317,24 +319,27 @@ const struct tool_entry tool_file_upload_entry = {
 const struct tool_entry tool_file_download_entry = {
 	.name = "file_download",
 	.title = "Copy a sandbox file or folder to the host",
-	.description = "Copy a file or folder out of the sandbox into host_dir, a host folder the server allows "
-		       "(SANDBOX_HOST_DIRS), under its own name. With overwrite: true it replaces only a file or folder "
-		       "that an earlier download wrote and nobody changed since, never other host files. Hidden names "
-		       "(.x) and version-control metadata (.git, ...) are never written, nor anything into a hidden "
-		       "folder. Links, devices and fifos are skipped and listed; files never get exec permission on the "
-		       "host.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"host_dir\"],"
-			"\"properties\":{"
-			"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"File or folder "
-			"in the sandbox (relative to /workspace, or absolute; at most 4096 characters)\"},"
-			"\"host_dir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
-			"path of an existing host folder to copy into (at most 4096 characters)\"},"
-			"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace a host file or folder of that "
-			"name that an earlier download wrote (default false)\"}," TOOL_SESSION_ARG "}}",
-	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
-			 "\"path\":{\"type\":\"string\"},\"host_path\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},"
-			 "\"dirs\":{\"type\":\"integer\"},\"bytes\":{\"type\":\"integer\"},\"warnings\":{\"type\":\"string\"},"
-			 SKIPPED_SCHEMA "}}",
+	.description =
+		"Copy a file or folder out of the sandbox into host_dir, a host folder the server allows "
+		"(SANDBOX_HOST_DIRS), under its own name. With overwrite: true it replaces only a file or folder "
+		"that an earlier download wrote and nobody changed since, never other host files. Hidden names "
+		"(.x) and version-control metadata (.git, ...) are never written, nor anything into a hidden "
+		"folder. Links, devices and fifos are skipped and listed; files never get exec permission on the "
+		"host.",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"host_dir\"],"
+		"\"properties\":{"
+		"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"File or folder "
+		"in the sandbox (relative to /workspace, or absolute; at most 4096 characters)\"},"
+		"\"host_dir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"Absolute "
+		"path of an existing host folder to copy into (at most 4096 characters)\"},"
+		"\"overwrite\":{\"type\":\"boolean\",\"description\":\"Replace a host file or folder of that "
+		"name that an earlier download wrote (default false)\"}," TOOL_SESSION_ARG "}}",
+	.output_schema =
+		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"path\":{\"type\":\"string\"},\"host_path\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},"
+		"\"dirs\":{\"type\":\"integer\"},\"bytes\":{\"type\":\"integer\"},\"warnings\":{\"type\":\"string\"}," SKIPPED_SCHEMA
+		"}}",
 	.group = TOOL_GROUP_FILES,
 	.read_only = false,
 	.destructive = true,

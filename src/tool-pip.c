@@ -367,11 +367,11 @@ static char *pip_query(struct tool_ctx *ctx, struct session *s, const char *cons
 	char *all = tool_exec_output(&xr, &len);
 	if (pip_missing(&xr, all, s, &e) < 0 || xr.timed_out || (!exit_code && xr.exit_code != 0)) {
 		if (!e.code && xr.timed_out)
-			err_set_tail(&e, ERRCODE_TIMEOUT, -ETIMEDOUT, all, len, "%s ran past %d s and was stopped; its last lines:\n",
-				     what, PIP_QUERY_TIMEOUT_S);
+			err_set_tail(&e, ERRCODE_TIMEOUT, -ETIMEDOUT, all, len,
+				     "%s ran past %d s and was stopped; its last lines:\n", what, PIP_QUERY_TIMEOUT_S);
 		else if (!e.code)
-			err_set_tail(&e, ERRCODE_PIP_FAILED, -EIO, all, len, "%s failed (exit %d); its last lines:\n", what,
-				     xr.exit_code);
+			err_set_tail(&e, ERRCODE_PIP_FAILED, -EIO, all, len, "%s failed (exit %d); its last lines:\n",
+				     what, xr.exit_code);
 		if (e.code == ERRCODE_PYTHON_NOT_FOUND)
 			tool_fail(res, &e);
 		else
@@ -581,10 +581,15 @@ static int pip_status(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	bool job_failed = false, failed = false;
 	if (dir && *dir) {
 		/* the job's exit status, if it ended, then the tail of its log; a dir gone (a new container) is no job */
-		const char *argv[] = { "sh", "-c",
-				       "test -d \"$1\" || { echo gone; exit 0; }; cat \"$1/rc\" 2>/dev/null || echo running; "
-				       "tail -c 3000 \"$1/log\" 2>/dev/null; exit 0",
-				       "sandbox-mcp-pip", dir, NULL };
+		const char *argv[] = {
+			"sh",
+			"-c",
+			"test -d \"$1\" || { echo gone; exit 0; }; cat \"$1/rc\" 2>/dev/null || echo running; "
+			"tail -c 3000 \"$1/log\" 2>/dev/null; exit 0",
+			"sandbox-mcp-pip",
+			dir,
+			NULL
+		};
 		char *out = pip_query(ctx, s, argv, "reading the background install's log", res, NULL);
 		if (!out) {
 			session_put(ctx->svc->sessions, s);
@@ -629,8 +634,9 @@ static int pip_status(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	tool_text(res, "%s: %s%s%s%s%s%s%s", pkg, state, version ? " (" : "", name, name[0] && version ? " " : "",
 		  version ? "version " : "", version ? version : "", version ? ")" : "");
 	if (log)
-		tool_text_bytes(res, version ? "Its last background install failed; the end of pip's log:\n"
-					     : "The end of pip's log:\n",
+		tool_text_bytes(res,
+				version ? "Its last background install failed; the end of pip's log:\n"
+					: "The end of pip's log:\n",
 				log, strlen(log));
 	tool_structured(res, st);
 	free(version);
@@ -639,7 +645,7 @@ static int pip_status(struct tool_ctx *ctx, json_t *args, struct tool_result *re
 	return 0;
 }
 
-#define PACKAGES_ARG(what)                                                                                    \
+#define PACKAGES_ARG(what)                                                                                     \
 	"\"packages\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\",\"maxLength\":1024}," \
 	"\"description\":\"" what " (at most 50 items, each at most 1024 characters)\"}"
 
@@ -654,11 +660,12 @@ const struct tool_entry tool_pip_install_entry = {
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"packages\"],\"properties\":{" PACKAGES_ARG(
 		"Requirements (\\\"pandas\\\", \\\"numpy>=1.24,<2\\\") or paths in the sandbox to wheels, sdists or "
 		"project folders; one per item, no options") ","
-		"\"background\":{\"type\":\"boolean\",\"description\":\"Return at once; pip_status tells when it is done\"},"
-		"\"index_url\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"Package index URL (needs network; at most 1024 characters)\"},"
-		"\"find_links\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"A folder in the sandbox (or URL) "
-		"of wheels/sdists to install from (at most 1024 characters)\"},"
-		"\"upgrade\":{\"type\":\"boolean\",\"description\":\"Upgrade packages already installed\"}," TOOL_SESSION_ARG "}}",
+							     "\"background\":{\"type\":\"boolean\",\"description\":\"Return at once; pip_status tells when it is done\"},"
+							     "\"index_url\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"Package index URL (needs network; at most 1024 characters)\"},"
+							     "\"find_links\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"A folder in the sandbox (or URL) "
+							     "of wheels/sdists to install from (at most 1024 characters)\"},"
+							     "\"upgrade\":{\"type\":\"boolean\",\"description\":\"Upgrade packages already installed\"}," TOOL_SESSION_ARG
+							     "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"state\":{\"type\":\"string\"},\"log\":{\"type\":\"string\"},"
 			 "\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
@@ -679,10 +686,12 @@ const struct tool_entry tool_pip_uninstall_entry = {
 	.name = "pip_uninstall",
 	.title = "Uninstall Python packages",
 	.description = "Uninstall Python packages (by name) from the session's environment.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"packages\"],\"properties\":{" PACKAGES_ARG(
-		"Package names") "," TOOL_SESSION_ARG "}}",
-	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
-			 "\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"output\":{\"type\":\"string\"}}}",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"packages\"],\"properties\":{" PACKAGES_ARG(
+			"Package names") "," TOOL_SESSION_ARG "}}",
+	.output_schema =
+		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"output\":{\"type\":\"string\"}}}",
 	.group = TOOL_GROUP_PIP,
 	.read_only = false,
 	.destructive = true,
@@ -733,9 +742,10 @@ const struct tool_entry tool_pip_status_entry = {
 		       "its version), failed (its background install failed; with the end of pip's log) or "
 		       "not_installed. Give the package as given to pip_install (a path or URL too) or its name; what "
 		       "is installed now wins over an earlier background install's result.",
-	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"package\"],\"properties\":{"
-			"\"package\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"The package as given to "
-			"pip_install, or a package name (at most 1024 characters)\"}," TOOL_SESSION_ARG "}}",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"package\"],\"properties\":{"
+		"\"package\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"The package as given to "
+		"pip_install, or a package name (at most 1024 characters)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"package\":{\"type\":\"string\"},\"state\":{\"type\":\"string\",\"enum\":[\"installing\","
 			 "\"installed\",\"failed\",\"not_installed\"]},\"version\":{\"type\":\"string\"},"

@@ -116,7 +116,8 @@ static void add_output(struct tool_result *res, const char *label, const struct 
 	buf_init(&t, SIZE_MAX);
 	(void)buf_append_str(&t, label);
 	capture_render(c, &t);
-	json_array_append_new(res->content, json_pack("{s:s, s:o}", "type", "text", "text", json_string_lossy(t.data, t.len)));
+	json_array_append_new(res->content,
+			      json_pack("{s:s, s:o}", "type", "text", "text", json_string_lossy(t.data, t.len)));
 	buf_finish(&t);
 }
 

@@ -52,8 +52,8 @@ static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		}
 	}
 	err_clear(&e);
-	if (ceiling_session(ctx->svc->cfg, json_object_get(args, "memory_mb"), json_object_get(args, "cpus"), &o.memory_mb,
-			   &o.cpus, &e) < 0)
+	if (ceiling_session(ctx->svc->cfg, json_object_get(args, "memory_mb"), json_object_get(args, "cpus"),
+			    &o.memory_mb, &o.cpus, &e) < 0)
 		return tool_fail(res, &e);
 	if (session_create(ctx->svc->sessions, ctx->call, &o, &s, &e) < 0)
 		return tool_fail(res, &e);
@@ -85,7 +85,8 @@ static int session_list_tool(struct tool_ctx *ctx, json_t *args, struct tool_res
 	json_t *s;
 
 	if (json_array_size(list) == 0)
-		tool_text(res, "No sessions. Tools create the default session on first use; session_create makes more.");
+		tool_text(res,
+			  "No sessions. Tools create the default session on first use; session_create makes more.");
 	json_array_foreach (list, i, s) {
 		const char *name = json_string_value(json_object_get(s, "name"));
 		tool_text(res, "%s%s%s%s  %s  image %s  engine %s%s%s",

@@ -23,32 +23,32 @@
  * tool_<name>_entry, is defined in its tool-*.c; this list declares it and
  * puts it in tool_table[], so adding a tool is its file and one line here.
  */
-#define TOOL_TABLE(X) \
+#define TOOL_TABLE(X)     \
 	X(session_create) \
-	X(session_list) \
-	X(session_close) \
+	X(session_list)   \
+	X(session_close)  \
 	X(session_commit) \
 	X(session_export) \
-	X(run_command) \
-	X(run_python) \
-	X(env_info) \
-	X(file_read) \
-	X(file_write) \
-	X(file_patch) \
-	X(file_delete) \
-	X(file_list) \
-	X(file_search) \
-	X(file_upload) \
-	X(file_download) \
-	X(pip_install) \
-	X(pip_uninstall) \
-	X(pip_list) \
-	X(pip_freeze) \
-	X(pip_status) \
-	X(git_clone) \
-	X(git_status) \
-	X(git_diff) \
-	X(git_commit) \
+	X(run_command)    \
+	X(run_python)     \
+	X(env_info)       \
+	X(file_read)      \
+	X(file_write)     \
+	X(file_patch)     \
+	X(file_delete)    \
+	X(file_list)      \
+	X(file_search)    \
+	X(file_upload)    \
+	X(file_download)  \
+	X(pip_install)    \
+	X(pip_uninstall)  \
+	X(pip_list)       \
+	X(pip_freeze)     \
+	X(pip_status)     \
+	X(git_clone)      \
+	X(git_status)     \
+	X(git_diff)       \
+	X(git_commit)     \
 	X(git_push)
 
 #define TOOL_DECLARE(name) extern const struct tool_entry tool_##name##_entry;
@@ -177,7 +177,8 @@ json_t *tools_list_json(unsigned groups, const char *v)
 		if (!(t->group & groups))
 			continue;
 		json_t *ann = json_pack("{s:b, s:b, s:b, s:b}", "readOnlyHint", t->read_only, "destructiveHint",
-					t->destructive, "idempotentHint", t->idempotent, "openWorldHint", t->open_world);
+					t->destructive, "idempotentHint", t->idempotent, "openWorldHint",
+					t->open_world);
 		json_t *o = json_pack("{s:s, s:s, s:O, s:o}", "name", t->name, "description", t->description,
 				      "inputSchema", schemas[i].input, "annotations", ann);
 		if (rich) {

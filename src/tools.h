@@ -69,7 +69,7 @@ typedef int (*tool_handler_fn)(struct tool_ctx *ctx, json_t *args, struct tool_r
 struct tool_entry {
 	const char *name;
 	const char *title;
-	const char *description; /* written for a model */
+	const char *description;   /* written for a model */
 	const char *input_schema;  /* JSON text */
 	const char *output_schema; /* JSON text; NULL for tools that may return images */
 	unsigned group;		   /* enum tool_group */

@@ -64,13 +64,13 @@ int transport_parse(const char *docker_host, struct endpoint *ret, struct err *e
 		uint64_t pv;
 		char pbuf[8];
 		if (pl == 0 || pl >= sizeof(pbuf))
-			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-				       "DOCKER_HOST '%s': bad port", docker_host);
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "DOCKER_HOST '%s': bad port",
+				       docker_host);
 		memcpy(pbuf, port, pl);
 		pbuf[pl] = '\0';
 		if (parse_u64(pbuf, 1, 65535, &pv) < 0)
-			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-				       "DOCKER_HOST '%s': bad port", docker_host);
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "DOCKER_HOST '%s': bad port",
+				       docker_host);
 		ret->kind = TRANSPORT_TCP;
 		/* strip [] around an IPv6 literal */
 		if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']')
@@ -143,7 +143,8 @@ static int parse_ssh(const char *docker_host, struct endpoint *ret, struct err *
 	if (colon) {
 		uint64_t pv;
 		if (parse_u64(colon + 1, 1, 65535, &pv) < 0)
-			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "DOCKER_HOST '%s': bad port", docker_host);
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "DOCKER_HOST '%s': bad port",
+				       docker_host);
 		snprintf(ret->port, sizeof(ret->port), "%u", (unsigned)pv);
 	}
 	ret->kind = TRANSPORT_SSH;
@@ -162,8 +163,7 @@ bool transport_host_is_loopback(const char *host)
 	return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
 }
 
-int transport_open(const char *docker_host, const struct transport_tls *tls, struct endpoint *ret,
-		   struct err *err)
+int transport_open(const char *docker_host, const struct transport_tls *tls, struct endpoint *ret, struct err *err)
 {
 	int r = transport_parse(docker_host, ret, err);
 
@@ -261,8 +261,9 @@ int transport_connect(const struct endpoint *ep, int timeout_ms, int *ret_fd, st
 		r = connect_with_timeout(fd, (struct sockaddr *)&sa, sizeof(sa), timeout_ms);
 		if (r < 0) {
 			close(fd);
-			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "cannot connect to the Docker engine at %s: %s. %s",
-				       ep->display, strerror(-r), connect_hint(-r));
+			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r,
+				       "cannot connect to the Docker engine at %s: %s. %s", ep->display, strerror(-r),
+				       connect_hint(-r));
 		}
 		*ret_fd = fd;
 		return 0;

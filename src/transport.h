@@ -27,9 +27,9 @@ struct endpoint {
 	enum transport_kind kind;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char host[256];
-	char port[8];	/* "" for ssh:// without one: ssh's own default or config */
-	char user[64];	/* ssh:// only; "": ssh's default or config */
-	char display[300]; /* as the user wrote it, for messages */
+	char port[8];	     /* "" for ssh:// without one: ssh's own default or config */
+	char user[64];	     /* ssh:// only; "": ssh's default or config */
+	char display[300];   /* as the user wrote it, for messages */
 	struct tls_ctx *tls; /* TLS on tcp://, owned (transport_release); NULL: plain */
 };
 
@@ -56,8 +56,7 @@ struct config;
  */
 void transport_tls_from_config(const struct config *c, struct transport_tls *ret, char paths[3][4096]);
 
-int transport_open(const char *docker_host, const struct transport_tls *tls, struct endpoint *ret,
-		   struct err *err);
+int transport_open(const char *docker_host, const struct transport_tls *tls, struct endpoint *ret, struct err *err);
 void transport_release(struct endpoint *ep);
 /* True when host is localhost or a loopback address. */
 bool transport_host_is_loopback(const char *host);

@@ -113,8 +113,8 @@ int userdb_resolve(const char *spec, const char *passwd, size_t plen, const char
 	} else if (!lookup(passwd, plen, spec, ulen, unumeric, unum, 2, &uid, &gid)) {
 		if (!unumeric)
 			return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENOENT,
-				       "the image's USER '%.*s' is not in its /etc/passwd: use another image", (int)(ulen > 64 ? 64 : ulen),
-				       spec);
+				       "the image's USER '%.*s' is not in its /etc/passwd: use another image",
+				       (int)(ulen > 64 ? 64 : ulen), spec);
 		uid = unum;
 		gid = 0;
 	}
@@ -126,7 +126,8 @@ int userdb_resolve(const char *spec, const char *passwd, size_t plen, const char
 			gid = gnum;
 		else
 			return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENOENT,
-				       "the image's USER names group '%.64s', which is not in its /etc/group: use another image", g);
+				       "the image's USER names group '%.64s', which is not in its /etc/group: use another image",
+				       g);
 	}
 	if (uid < 0 || gid < 0 || (unsigned long long)uid > USERDB_ID_MAX || (unsigned long long)gid > USERDB_ID_MAX)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,

@@ -47,9 +47,9 @@ struct pull_state {
 	struct engine_stream *stream;
 	struct streamio io;
 	struct stream_demux demux;
-	char *in;	     /* raw stream bytes, XFER_READ_CHUNK */
-	size_t len, off;     /* in[off..len) not demultiplexed yet */
-	const char *out;     /* stdout bytes not handed over yet (inside in) */
+	char *in;	 /* raw stream bytes, XFER_READ_CHUNK */
+	size_t len, off; /* in[off..len) not demultiplexed yet */
+	const char *out; /* stdout bytes not handed over yet (inside in) */
 	size_t out_n;
 	int64_t deadline;
 	bool eof, cancelled, timed_out, malformed;
@@ -139,7 +139,8 @@ static ssize_t pull_source(void *arg, void *p, size_t n)
 			size_t used = 0;
 			int stream;
 			struct slice data;
-			int dr = stream_demux_feed(&ps->demux, ps->in + ps->off, ps->len - ps->off, &used, &stream, &data);
+			int dr = stream_demux_feed(&ps->demux, ps->in + ps->off, ps->len - ps->off, &used, &stream,
+						   &data);
 			if (dr == -1) {
 				ps->malformed = true;
 				return -EPROTO;
@@ -222,9 +223,8 @@ static int run(struct engine *e, struct call *call, const struct session *s, con
 	return r;
 }
 
-int xfer_push(struct engine *e, struct call *call, const struct session *s, const char *script,
-	      const char *const *args, xfer_produce_fn produce, void *arg, struct xfer_result *ret,
-	      struct err *err)
+int xfer_push(struct engine *e, struct call *call, const struct session *s, const char *script, const char *const *args,
+	      xfer_produce_fn produce, void *arg, struct xfer_result *ret, struct err *err)
 {
 	struct push_state ps = { .produce = produce, .arg = arg };
 	int r;
@@ -246,9 +246,9 @@ int xfer_push(struct engine *e, struct call *call, const struct session *s, cons
 	return r;
 }
 
-int xfer_pull(struct engine *e, struct call *call, const struct session *s, const char *script,
-	      const char *const *args, const struct tar_limits *lim, const struct tar_sink *sink,
-	      struct tar_stats *ret_stats, struct xfer_result *ret, struct err *err)
+int xfer_pull(struct engine *e, struct call *call, const struct session *s, const char *script, const char *const *args,
+	      const struct tar_limits *lim, const struct tar_sink *sink, struct tar_stats *ret_stats,
+	      struct xfer_result *ret, struct err *err)
 {
 	const char *argv[EXEC_SH_ARGV_MAX];
 	char exec_id[ENGINE_ID_LEN + 1];

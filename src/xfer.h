@@ -33,8 +33,8 @@ enum xfer_exit {
 	XFER_EXIT_NOT_FOUND = 66,
 	XFER_EXIT_IS_DIR = 67,
 	XFER_EXIT_EXISTS = 68,
-	XFER_EXIT_NO_DIR = 69,	     /* the parent cannot be made or entered */
-	XFER_EXIT_NOT_DIR = 70,	     /* a directory was wanted */
+	XFER_EXIT_NO_DIR = 69,	/* the parent cannot be made or entered */
+	XFER_EXIT_NOT_DIR = 70, /* a directory was wanted */
 	XFER_EXIT_DENIED = 77,
 	XFER_EXIT_NO_TAR = 127,
 };
@@ -63,9 +63,8 @@ typedef int (*xfer_produce_fn)(void *arg, struct tar_writer *w, struct err *err)
  * stderr), or -errno with err when it could not run or produce failed (the
  * producer's error).
  */
-int xfer_push(struct engine *e, struct call *call, const struct session *s, const char *script,
-	      const char *const *args, xfer_produce_fn produce, void *arg, struct xfer_result *ret,
-	      struct err *err);
+int xfer_push(struct engine *e, struct call *call, const struct session *s, const char *script, const char *const *args,
+	      xfer_produce_fn produce, void *arg, struct xfer_result *ret, struct err *err);
 
 /*
  * Runs the script in s and reads its stdout as a tar stream with tar_read
@@ -75,8 +74,8 @@ int xfer_push(struct engine *e, struct call *call, const struct session *s, cons
  * both cases, so callers look at ret->exit_code first: a script that refused
  * sends an empty stream.
  */
-int xfer_pull(struct engine *e, struct call *call, const struct session *s, const char *script,
-	      const char *const *args, const struct tar_limits *lim, const struct tar_sink *sink,
-	      struct tar_stats *ret_stats, struct xfer_result *ret, struct err *err);
+int xfer_pull(struct engine *e, struct call *call, const struct session *s, const char *script, const char *const *args,
+	      const struct tar_limits *lim, const struct tar_sink *sink, struct tar_stats *ret_stats,
+	      struct xfer_result *ret, struct err *err);
 
 #endif

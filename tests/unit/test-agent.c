@@ -286,13 +286,18 @@ static void test_builtins(void **state)
 	next(&a, &fr);
 
 	/* write makes the directories, sets the mode, refuses to overwrite when told */
-	assert_int_equal(builtin(&a, (const char *[]){ "write", sub, "f.txt", "1", "1", "640", NULL }, "hello", out, err), 0);
+	assert_int_equal(builtin(&a, (const char *[]){ "write", sub, "f.txt", "1", "1", "640", NULL }, "hello", out,
+				 err),
+			 0);
 	assert_int_equal(stat(file, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0640);
 	assert_int_equal(st.st_size, 5);
-	assert_int_equal(builtin(&a, (const char *[]){ "write", sub, "f.txt", "0", "1", "644", NULL }, "x", out, err), 68);
+	assert_int_equal(builtin(&a, (const char *[]){ "write", sub, "f.txt", "0", "1", "644", NULL }, "x", out, err),
+			 68);
 	/* replacing keeps the old mode unless one is given */
-	assert_int_equal(builtin(&a, (const char *[]){ "write", sub, "f.txt", "1", "0", "644", NULL }, "hello", out, err), 0);
+	assert_int_equal(builtin(&a, (const char *[]){ "write", sub, "f.txt", "1", "0", "644", NULL }, "hello", out,
+				 err),
+			 0);
 	assert_int_equal(stat(file, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0640);
 	assert_int_equal(builtin(&a, (const char *[]){ "write", dir, "a", "1", "1", "644", NULL }, "x", out, err), 67);
@@ -300,23 +305,30 @@ static void test_builtins(void **state)
 	/* read: the head line, then the range; nothing past the cap; the scripts' codes */
 	assert_int_equal(builtin(&a, (const char *[]){ "read", file, "1", "3", "100", NULL }, NULL, out, err), 0);
 	assert_string_equal(out, "5 416\nell");
-	assert_int_equal(builtin(&a, (const char *[]){ "read", file, "0", "18446744073709551615", "2", NULL }, NULL, out, err), 0);
+	assert_int_equal(builtin(&a, (const char *[]){ "read", file, "0", "18446744073709551615", "2", NULL }, NULL,
+				 out, err),
+			 0);
 	assert_string_equal(out, "5 416\n");
 	assert_int_equal(builtin(&a, (const char *[]){ "read", dir, "0", "1", "1", NULL }, NULL, out, err), 67);
 	assert_int_equal(builtin(&a, (const char *[]){ "read", "/dev/null", "0", "1", "1", NULL }, NULL, out, err), 65);
-	assert_int_equal(builtin(&a, (const char *[]){ "read", "/nonexistent/x", "0", "1", "1", NULL }, NULL, out, err), 66);
+	assert_int_equal(builtin(&a, (const char *[]){ "read", "/nonexistent/x", "0", "1", "1", NULL }, NULL, out, err),
+			 66);
 
 	/* a symlink as the name written is replaced, not followed */
-	assert_int_equal(builtin(&a, (const char *[]){ "write", dir, "target", "1", "1", "600", NULL }, "keep", out, err), 0);
+	assert_int_equal(builtin(&a, (const char *[]){ "write", dir, "target", "1", "1", "600", NULL }, "keep", out,
+				 err),
+			 0);
 	assert_int_equal(symlink(target, link), 0);
-	assert_int_equal(builtin(&a, (const char *[]){ "write", dir, "link", "1", "1", "644", NULL }, "new", out, err), 0);
+	assert_int_equal(builtin(&a, (const char *[]){ "write", dir, "link", "1", "1", "644", NULL }, "new", out, err),
+			 0);
 	assert_int_equal(lstat(link, &st), 0);
 	assert_true(S_ISREG(st.st_mode));
 	assert_int_equal(builtin(&a, (const char *[]){ "read", target, "0", "100", "100", NULL }, NULL, out, err), 0);
 	assert_string_equal(out, "4 384\nkeep");
 
 	/* list: find's records, hidden names left out, depth kept */
-	assert_int_equal(builtin(&a, (const char *[]){ "write", dir, ".hidden", "1", "1", "644", NULL }, "", out, err), 0);
+	assert_int_equal(builtin(&a, (const char *[]){ "write", dir, ".hidden", "1", "1", "644", NULL }, "", out, err),
+			 0);
 	assert_int_equal(builtin(&a, (const char *[]){ "list", dir, "2", "0", NULL }, NULL, out, err), 0);
 	size_t records = 0;
 	bool saw_b = false, saw_file = false;

@@ -274,8 +274,9 @@ static void test_head(void **state)
 		guarded_free(&g);
 	}
 	assert_int_equal(mode, 07777);
-	static const char *const bad[] = { "\n", "1\n", "1 \n", " 1 2\n", "1  2\n", "1 2 \n", "1 2 3\n",
-					   "1 4096\n", "-1 2\n", "a b\n", "1 2\r\n", "99999999999999999999 1\n" };
+	static const char *const bad[] = { "\n",     "1\n",    "1 \n",	  " 1 2\n",
+					   "1  2\n", "1 2 \n", "1 2 3\n", "1 4096\n",
+					   "-1 2\n", "a b\n",  "1 2\r\n", "99999999999999999999 1\n" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct guarded g = guarded_copy(bad[i], strlen(bad[i]));
 		assert_int_equal(agentproto_parse_head(g.p, strlen(bad[i]), &size, &mode, &n), -1);

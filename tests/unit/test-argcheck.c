@@ -52,7 +52,7 @@ static void test_requirements(void **state)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct err e;
-		enum argcheck_req kind = (enum argcheck_req)-1;
+		enum argcheck_req kind = (enum argcheck_req) - 1;
 		err_clear(&e);
 		int r = argcheck_requirement(cases[i].s, &kind, &e);
 		if (cases[i].kind < 0) {
@@ -75,10 +75,12 @@ static void test_requirements(void **state)
 static void test_git(void **state)
 {
 	(void)state;
-	static const char *const urls_ok[] = { "https://github.com/a/b.git", "/workspace/proj", "file:///workspace/p",
-					       "git@github.com:a/b.git", "ssh://git@host/x", "../x" };
-	static const char *const urls_bad[] = { "--upload-pack=touch /x", "-u", "ext::sh -c touch% /x", "fd::7",
-						"a\nb", "x;y", "a b", "", "transport::addr" };
+	static const char *const urls_ok[] = { "https://github.com/a/b.git", "/workspace/proj",	 "file:///workspace/p",
+					       "git@github.com:a/b.git",     "ssh://git@host/x", "../x" };
+	static const char *const urls_bad[] = {
+		"--upload-pack=touch /x", "-u", "ext::sh -c touch% /x", "fd::7", "a\nb", "x;y", "a b", "",
+		"transport::addr"
+	};
 	for (size_t i = 0; i < sizeof(urls_ok) / sizeof(urls_ok[0]); i++)
 		if (argcheck_git_url(urls_ok[i], NULL) != 0)
 			fail_msg("refused %s", urls_ok[i]);
@@ -87,8 +89,15 @@ static void test_git(void **state)
 			fail_msg("accepted %s", urls_bad[i]);
 
 	static const char *const refs_ok[] = { "main", "feature/x", "v1.2", "origin", "a-b_c" };
-	static const char *const refs_bad[] = { "-x", "--receive-pack=x", "a..b", "a b", "a:b", "a~1", "a^", "x.lock",
-						"x/", "/x", ".x", "a@{1}", "@", "a\\b", "", "a*", "a?", "a[" };
+	static const char *const refs_bad[] = { "-x",	"--receive-pack=x",
+						"a..b", "a b",
+						"a:b",	"a~1",
+						"a^",	"x.lock",
+						"x/",	"/x",
+						".x",	"a@{1}",
+						"@",	"a\\b",
+						"",	"a*",
+						"a?",	"a[" };
 	for (size_t i = 0; i < sizeof(refs_ok) / sizeof(refs_ok[0]); i++)
 		if (argcheck_git_ref(refs_ok[i], "branch", NULL) != 0)
 			fail_msg("refused %s", refs_ok[i]);
@@ -121,7 +130,8 @@ static void test_err_tail(void **state)
 		n += (size_t)snprintf(out + n, sizeof(out) - n, "noise line %d padding padding\n", i);
 	n += (size_t)snprintf(out + n, sizeof(out) - n, "ERROR: No matching distribution found for x\n\n");
 	err_clear(&e);
-	assert_int_equal(err_set_tail(&e, ERRCODE_PIP_FAILED, -EIO, out, n, "pip install failed (exit %d):\n", 1), -EIO);
+	assert_int_equal(err_set_tail(&e, ERRCODE_PIP_FAILED, -EIO, out, n, "pip install failed (exit %d):\n", 1),
+			 -EIO);
 	assert_int_equal(e.code, ERRCODE_PIP_FAILED);
 	assert_string_equal(errcode_name(e.code), "pip_failed");
 	assert_string_equal(errcode_name(ERRCODE_GIT_FAILED), "git_failed");
@@ -152,7 +162,11 @@ static void test_err_tail(void **state)
 	assert_true(strncmp(e.msg, "odd:\xc3\x97", 6) == 0);
 
 	/* bytes that are no UTF-8 become '?', so the message is still text */
-	err_set_tail(&e, ERRCODE_PIP_FAILED, -EIO, "a\xff\xc3" "b\xed\xa0\x80" "c", 8, "bad:");
+	err_set_tail(&e, ERRCODE_PIP_FAILED, -EIO,
+		     "a\xff\xc3"
+		     "b\xed\xa0\x80"
+		     "c",
+		     8, "bad:");
 	assert_string_equal(e.msg, "bad:a??b???c");
 	/* and a value cut by "%.3s" inside a character */
 	err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL, "'%.3s'", "ab\xc3\x97");
@@ -189,8 +203,11 @@ static void test_err_append(void **state)
 
 	/* bytes that are no UTF-8 become '?'; the message before them is left alone */
 	err_set(&e, ERRCODE_ENGINE_ERROR, -EIO, "ok\xc3\x97");
-	err_append(&e, -EIO, " (tar: %s)", "a\xff" "b\xed\xa0\x80");
-	assert_string_equal(e.msg, "ok\xc3\x97 (tar: a?b???" ")");
+	err_append(&e, -EIO, " (tar: %s)",
+		   "a\xff"
+		   "b\xed\xa0\x80");
+	assert_string_equal(e.msg, "ok\xc3\x97 (tar: a?b???"
+				   ")");
 }
 
 static void test_paths_and_urls(void **state)
@@ -210,10 +227,8 @@ static void test_paths_and_urls(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_requirements),
-		cmocka_unit_test(test_git),
-		cmocka_unit_test(test_paths_and_urls),
-		cmocka_unit_test(test_err_tail),
+		cmocka_unit_test(test_requirements),   cmocka_unit_test(test_git),
+		cmocka_unit_test(test_paths_and_urls), cmocka_unit_test(test_err_tail),
 		cmocka_unit_test(test_err_append),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,8 +12,13 @@
 static const struct {
 	const char *plain, *enc;
 } rfc[] = {
-	{ "", "" },	    { "f", "Zg==" },	     { "fo", "Zm8=" },	       { "foo", "Zm9v" },
-	{ "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" }, { "foobar", "Zm9vYmFy" },
+	{ "", "" },
+	{ "f", "Zg==" },
+	{ "fo", "Zm8=" },
+	{ "foo", "Zm9v" },
+	{ "foob", "Zm9vYg==" },
+	{ "fooba", "Zm9vYmE=" },
+	{ "foobar", "Zm9vYmFy" },
 };
 
 static void encode_guarded(const void *in, size_t n, char *out)
@@ -68,7 +73,8 @@ static void test_round_trip_all_bytes(void **state)
 		encode_guarded(in, n, enc);
 		assert_int_equal(strlen(enc), base64_encoded_len(n));
 		for (size_t k = 0; enc[k]; k++)
-			assert_true(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=", enc[k]));
+			assert_true(
+				strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=", enc[k]));
 		long long r = decode_guarded(enc, strlen(enc), dec);
 		assert_int_equal(r, (long long)n);
 		assert_memory_equal(dec, in, n);

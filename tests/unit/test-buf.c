@@ -115,9 +115,9 @@ static void test_xasprintf(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_buf_cap),	      cmocka_unit_test(test_buf_growth),
-		cmocka_unit_test(test_slices),	      cmocka_unit_test(test_parse_numbers),
-		cmocka_unit_test(test_fd_helpers),    cmocka_unit_test(test_xasprintf),
+		cmocka_unit_test(test_buf_cap),	   cmocka_unit_test(test_buf_growth),
+		cmocka_unit_test(test_slices),	   cmocka_unit_test(test_parse_numbers),
+		cmocka_unit_test(test_fd_helpers), cmocka_unit_test(test_xasprintf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

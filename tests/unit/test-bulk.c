@@ -25,7 +25,8 @@ static void test_find(void **state)
 {
 	(void)state;
 	struct bulk_span s[4];
-	const char *t = "{\"content\" : \"abcdef\", \"a\\\"quoted\\\"key\":\"x\\\"y\\\\\",\"list\":[\"123456\",\"12\"]}";
+	const char
+		*t = "{\"content\" : \"abcdef\", \"a\\\"quoted\\\"key\":\"x\\\"y\\\\\",\"list\":[\"123456\",\"12\"]}";
 
 	assert_int_equal(find_guarded(t, 5, s, 4), 3);
 	assert_memory_equal(t + s[0].start, "abcdef", 6);
@@ -73,12 +74,37 @@ static void test_check_and_decode(void **state)
 {
 	(void)state;
 	static const char *const cases[] = {
-		"", "plain", "a\\nb\\tc\\r\\b\\f\\/\\\\\\\"", "\\u0041\\u00e9\\u20AC", "\\ud83d\\ude00 smile",
-		"h\xc3\xa9llo w\xc3\xb6rld \xe2\x82\xac \xf0\x9f\x98\x80", "\x7f del is fine",
+		"",
+		"plain",
+		"a\\nb\\tc\\r\\b\\f\\/\\\\\\\"",
+		"\\u0041\\u00e9\\u20AC",
+		"\\ud83d\\ude00 smile",
+		"h\xc3\xa9llo w\xc3\xb6rld \xe2\x82\xac \xf0\x9f\x98\x80",
+		"\x7f del is fine",
 		/* refused */
-		"\\u0000", "\\ud83d", "\\ud83d\\u0041", "\\ude00", "\\ud83dx", "\\u12", "\\u12G4", "\\x", "\\", "a\"b",
-		"tab\there", "nl\nhere", "\x80", "\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80",
-		"\xf5\x80\x80\x80", "\xc3", "\xe2\x82", "\xf0\x9f\x98", "\xc3\x28",
+		"\\u0000",
+		"\\ud83d",
+		"\\ud83d\\u0041",
+		"\\ude00",
+		"\\ud83dx",
+		"\\u12",
+		"\\u12G4",
+		"\\x",
+		"\\",
+		"a\"b",
+		"tab\there",
+		"nl\nhere",
+		"\x80",
+		"\xc0\x80",
+		"\xc1\xbf",
+		"\xe0\x80\x80",
+		"\xed\xa0\x80",
+		"\xf4\x90\x80\x80",
+		"\xf5\x80\x80\x80",
+		"\xc3",
+		"\xe2\x82",
+		"\xf0\x9f\x98",
+		"\xc3\x28",
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		agree(cases[i], strlen(cases[i]));

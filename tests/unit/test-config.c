@@ -51,8 +51,14 @@ static void test_env_then_flags(void **state)
 {
 	struct config c;
 	struct err e;
-	char *envp[] = { "SANDBOX_MEMORY_MB=1024", "SANDBOX_IMAGE=envimg", "DOCKER_HOST=tcp://127.0.0.1:2375",
-			 "SANDBOX_TOOLS=run,env", "OTHER=1", "SANDBOX_PULL=never", "SANDBOX_IMAGES=python:*", NULL };
+	char *envp[] = { "SANDBOX_MEMORY_MB=1024",
+			 "SANDBOX_IMAGE=envimg",
+			 "DOCKER_HOST=tcp://127.0.0.1:2375",
+			 "SANDBOX_TOOLS=run,env",
+			 "OTHER=1",
+			 "SANDBOX_PULL=never",
+			 "SANDBOX_IMAGES=python:*",
+			 NULL };
 	char *argv[] = { "x", "--image", "flagimg", "--cpus=0.5", "--max-sessions", "3", "doctor", NULL };
 	int next;
 	config_init(&c);
@@ -130,8 +136,8 @@ static void test_settings_after_command(void **state)
 	struct config c;
 	struct err e;
 	char *envp[] = { NULL };
-	char *argv[] = { "x", "--image", "i1", "config", "--docker-host", "tcp://127.0.0.1:1", "codex",
-			 "--pids=99", "--bogus", "--", "--memory-mb", NULL };
+	char *argv[] = { "x",	  "--image",   "i1",	  "config", "--docker-host", "tcp://127.0.0.1:1",
+			 "codex", "--pids=99", "--bogus", "--",	    "--memory-mb",   NULL };
 	int next;
 	config_init(&c);
 	assert_int_equal(config_load(&c, envp, 11, argv, 1, &next, &e), 0);
@@ -139,7 +145,7 @@ static void test_settings_after_command(void **state)
 	assert_string_equal(c.docker_host, "tcp://127.0.0.1:1");
 	assert_int_equal(c.pids, 99);
 	assert_int_equal(c.memory_mb, 512); /* after "--": not a setting */
-	assert_int_equal(next, 7); /* "--" counts with the settings */
+	assert_int_equal(next, 7);	    /* "--" counts with the settings */
 	assert_string_equal(argv[6], "--");
 	assert_string_equal(argv[7], "config");
 	assert_string_equal(argv[8], "codex");
@@ -241,11 +247,24 @@ static void test_ssh_host(void **state)
 	assert_string_equal(ep.host, "::1");
 	assert_string_equal(ep.port, "22");
 	static const char *const bad[] = {
-		"ssh://",	       "ssh://-oProxyCommand=x",  "ssh://u@-oProxyCommand=x", "ssh://-l@host",
-		"ssh://host/path",     "ssh://host?x=1",	  "ssh://u:pw@host",	      "ssh://host:0",
-		"ssh://host:99999",    "ssh://host:22x",	  "ssh://ho st",	      "ssh://host;id",
-		"ssh://h$(id)",	       "ssh://@host",		  "ssh://[::1",		      "ssh://[::1]x",
-		"ssh://host:",	       "ssh://a@b@host",
+		"ssh://",
+		"ssh://-oProxyCommand=x",
+		"ssh://u@-oProxyCommand=x",
+		"ssh://-l@host",
+		"ssh://host/path",
+		"ssh://host?x=1",
+		"ssh://u:pw@host",
+		"ssh://host:0",
+		"ssh://host:99999",
+		"ssh://host:22x",
+		"ssh://ho st",
+		"ssh://host;id",
+		"ssh://h$(id)",
+		"ssh://@host",
+		"ssh://[::1",
+		"ssh://[::1]x",
+		"ssh://host:",
+		"ssh://a@b@host",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		assert_int_equal(transport_parse(bad[i], &ep, &e), -EINVAL);

@@ -93,7 +93,6 @@ static void write_file(const char *path, const char *text)
 	fclose(f);
 }
 
-
 static void test_load_and_resolve(void **state)
 {
 	char dir[] = "/tmp/sandbox-mcp-test-ctx-XXXXXX";

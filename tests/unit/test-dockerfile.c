@@ -132,8 +132,8 @@ static void test_write(void **state)
 	snprintf(s.id, sizeof(s.id), "0123456789ab");
 	snprintf(s.user, sizeof(s.user), "sandbox");
 	snprintf(s.image, sizeof(s.image), "base:1");
-	json_t *mine = json_pack("[s, s, s, s, s]", "a==1", "b @ file:///workspace/b", "d==2\\", "c @ file:///tmp/c.whl",
-				 "e @ file:///tmp/s%20p%24x%27q%22%5C%5B1%5D%2A%3F%25/e.whl");
+	json_t *mine = json_pack("[s, s, s, s, s]", "a==1", "b @ file:///workspace/b", "d==2\\",
+				 "c @ file:///tmp/c.whl", "e @ file:///tmp/s%20p%24x%27q%22%5C%5B1%5D%2A%3F%25/e.whl");
 	json_t *base = json_pack("[s]", "gone==1");
 	json_t *archives = json_pack("[s]", "dist/a-1-py3-none-any.whl");
 	json_t *env = json_pack("[s, s]", "K=v \"$x\"", "NL=a\nb");
@@ -145,8 +145,16 @@ static void test_write(void **state)
 	(void)state;
 	dockerfile_pip_plan("/workspace", mine, base, archives, &p);
 	json_t *labels = json_pack("{s:s, s:s}", "io.sandbox-mcp.commit.session", "0123456789ab", "q", "a\"b");
-	struct dockerfile_info x = { .s = &s, .labels = labels, .ws = "/workspace", .base_id = "sha256:aa", .base_ref_id = "sha256:bb",
-				     .env = env, .workdir = "/workspace", .pip = &p, .modes = modes, .history = history };
+	struct dockerfile_info x = { .s = &s,
+				     .labels = labels,
+				     .ws = "/workspace",
+				     .base_id = "sha256:aa",
+				     .base_ref_id = "sha256:bb",
+				     .env = env,
+				     .workdir = "/workspace",
+				     .pip = &p,
+				     .modes = modes,
+				     .history = history };
 	buf_init(&b, SIZE_MAX);
 	dockerfile_write(&x, &b);
 	const char *d = b.data;
@@ -157,15 +165,20 @@ static void test_write(void **state)
 	assert_non_null(strstr(d, "\nCOPY --chown=sandbox workspace/ /workspace/\n"));
 	/* JSON form: one word each, '$', quotes and '\\' escaped from the builder's expansion, no glob in the source */
 	assert_non_null(strstr(d, "\nCOPY --chown=sandbox [\"files/tmp/c.whl\", \"/tmp/c.whl\"]\n"));
-	assert_non_null(strstr(d, "\nCOPY --chown=sandbox [\"files/tmp/s p\\\\$x\\\\'q\\\\\\\"%5C%5B1]%2A%3F%25/e.whl\", "
-				  "\"/tmp/s p\\\\$x\\\\'q\\\\\\\"\\\\\\\\[1]*?%/e.whl\"]\n"));
+	assert_non_null(strstr(d,
+			       "\nCOPY --chown=sandbox [\"files/tmp/s p\\\\$x\\\\'q\\\\\\\"%5C%5B1]%2A%3F%25/e.whl\", "
+			       "\"/tmp/s p\\\\$x\\\\'q\\\\\\\"\\\\\\\\[1]*?%/e.whl\"]\n"));
 	assert_non_null(strstr(d, "\nUSER sandbox\n"));
 	/* "--": a name starting with '-' is not read as an option */
-	assert_non_null(strstr(d, "\nRUN cd /workspace && chmod 755 -- 'run.sh' && chmod 600 -- 'it'\\''s' && chmod 600 -- '-notes'\n"));
+	assert_non_null(
+		strstr(d,
+		       "\nRUN cd /workspace && chmod 755 -- 'run.sh' && chmod 600 -- 'it'\\''s' && chmod 600 -- '-notes'\n"));
 	assert_non_null(strstr(d, "\nENV K=\"v \\\"\\$x\\\"\"\n"));
 	assert_non_null(strstr(d, "# ENV NL is not set here"));
-	assert_non_null(strstr(d, "\nRUN python3 -m pip install --no-deps --no-index --find-links '/workspace/dist' 'a==1'\n"));
-	assert_non_null(strstr(d, "--no-build-isolation '/workspace/b' '/tmp/c.whl' '/tmp/s p$x'\\''q\"\\[1]*?%/e.whl'\n"));
+	assert_non_null(
+		strstr(d, "\nRUN python3 -m pip install --no-deps --no-index --find-links '/workspace/dist' 'a==1'\n"));
+	assert_non_null(
+		strstr(d, "--no-build-isolation '/workspace/b' '/tmp/c.whl' '/tmp/s p$x'\\''q\"\\[1]*?%/e.whl'\n"));
 	assert_non_null(strstr(d, "needs network access"));
 	assert_non_null(strstr(d, "\nRUN python3 -m pip install --no-deps 'd==2\\'\n"));
 	assert_non_null(strstr(d, "\nRUN python3 -m pip uninstall -y 'gone'\n"));
@@ -211,7 +224,8 @@ static void test_split(void **state)
 	assert_int_equal(dockerfile_split(df, &b, runs), 8);
 	assert_int_equal(json_array_size(runs), 2);
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 0), "step")), 5);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(runs, 0), "cmd")), "cd /w && chmod 600 -- 'a'");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(runs, 0), "cmd")),
+			    "cd /w && chmod 600 -- 'a'");
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(runs, 1), "step")), 7);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(runs, 1), "cmd")),
 			    "python3 -m pip install 'p'");

@@ -104,8 +104,8 @@ static void test_open(void **state)
 	assert_int_equal(hostfs_open(h, allowed, O_RDONLY | O_DIRECTORY, &fd, NULL, 0, &err), 0);
 	close(fd);
 
-	const char *refused[] = { "%s/sub/link-out", "%s/dir-out", "%s/dir-out/secret", "%s/../outside/secret",
-				  "%sX", "%s/./../outside" };
+	const char *refused[] = { "%s/sub/link-out",	  "%s/dir-out", "%s/dir-out/secret",
+				  "%s/../outside/secret", "%sX",	"%s/./../outside" };
 	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
 		snprintf(p, sizeof(p), refused[i], allowed);
 		err_clear(&err);
@@ -409,7 +409,6 @@ static void test_walk(void **state)
 	hostfs_destroy(h);
 }
 
-
 /* Extracts tar stream t into dfd as name; the result of commit (or of the first step that failed). */
 static int extract(int dfd, const char *name, bool overwrite, const struct buf *t, json_t **ret_skipped,
 		   struct err *err)
@@ -465,8 +464,8 @@ static void test_dest(void **state)
 	snprintf(p, sizeof(p), "%s/to-git", allowed);
 	assert_int_equal(symlink(target, p), 0);
 	assert_int_equal(hostfs_create(allowed, &h, &err), 0);
-	const char *refused[] = { "%s/.git", "%s/.git/hooks", "%s/w/.vscode", "%s/w/_darcs", "%s/w/.HG",
-				  "%s/to-git", "%s/to-git/hooks", "%s/./.git/", "%s/w/../.git" };
+	const char *refused[] = { "%s/.git",   "%s/.git/hooks",	  "%s/w/.vscode", "%s/w/_darcs", "%s/w/.HG",
+				  "%s/to-git", "%s/to-git/hooks", "%s/./.git/",	  "%s/w/../.git" };
 	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
 		snprintf(p, sizeof(p), refused[i], allowed);
 		err_clear(&err);

@@ -61,8 +61,8 @@ static void finish(struct peer *p, pthread_t t, struct http_conn *c)
 	close(p->fd);
 }
 
-static int roundtrip(const char *reply, int close_after, struct buf *body, struct http_response *resp,
-		     struct err *e, struct peer *p)
+static int roundtrip(const char *reply, int close_after, struct buf *body, struct http_response *resp, struct err *e,
+		     struct peer *p)
 {
 	pthread_t t;
 	struct http_conn *c = start(p, reply, close_after, 2000, &t);
@@ -142,16 +142,14 @@ static void test_truncated(void **state)
 	struct http_response resp;
 	struct err e;
 	buf_init(&b, 1024);
-	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123", 1, &b, &resp, &e, &p),
-			 -EPIPE);
+	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123", 1, &b, &resp, &e, &p), -EPIPE);
 	assert_non_null(strstr(e.msg, "closed the connection"));
 	buf_reset(&b);
 	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", 1, &b, &resp, &e,
 				   &p),
 			 -EPIPE);
 	buf_reset(&b);
-	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 1, &b, &resp, &e,
-				   &p),
+	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 1, &b, &resp, &e, &p),
 			 -EPROTO);
 	buf_reset(&b);
 	assert_int_equal(roundtrip("HTTP/1.1 200 OK\r\nContent-Le", 1, &b, &resp, &e, &p), -EPIPE);
@@ -292,8 +290,9 @@ static void test_streaming_small_reads(void **state)
 	pthread_t t;
 	struct http_response resp;
 	struct err e;
-	struct http_conn *c = start(&p, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-					"a\r\n0123456789\r\n3\r\nabc\r\n0\r\n\r\n",
+	struct http_conn *c = start(&p,
+				    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+				    "a\r\n0123456789\r\n3\r\nabc\r\n0\r\n\r\n",
 				    0, 2000, &t);
 	assert_int_equal(http_request_send(c, "GET", "/logs", NULL, NULL, 0, &e), 0);
 	assert_int_equal(http_response_recv(c, false, &resp, &e), 0);

@@ -148,7 +148,8 @@ static int decode_all(const char *in, size_t len, size_t step, char *out, size_t
 
 static void test_chunked(void **state)
 {
-	static const char body[] = "4\r\nWiki\r\n5;ext=1\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nTrailer: x\r\n\r\nNEXT";
+	static const char body[] =
+		"4\r\nWiki\r\n5;ext=1\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nTrailer: x\r\n\r\nNEXT";
 	size_t n = sizeof(body) - 1;
 	for (size_t step = 1; step <= n; step++) {
 		char out[64];
@@ -171,11 +172,7 @@ static void test_chunked_incomplete(void **state)
 static void test_chunked_malformed(void **state)
 {
 	static const char *bad[] = {
-		"g\r\n",
-		"\r\n",
-		"4\r\nWikiX\r\n",
-		"4\rX",
-		"1234567890abcdef0\r\n",
+		"g\r\n", "\r\n", "4\r\nWikiX\r\n", "4\rX", "1234567890abcdef0\r\n",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char out[64];

@@ -16,10 +16,12 @@
 
 static void test_repository(void **state)
 {
-	static const char *good[] = { "a", "sandbox-mcp-commit", "my-project/analysis", "a.b_c__d---e",
-				      "localhost/x", "localhost:5000/team/img", "registry.example.com/a/b", "x9/y8" };
-	static const char *bad[] = { "", "UpperCase", "a//b", "-lead", "trail-", "a/b;rm", "a b", "a/", "/a",
-				     "a..b", "a___b", "x:y", "a/B", "a/b:c", ":5000/x", "host:/x" };
+	static const char *good[] = {
+		"a",	       "sandbox-mcp-commit",	  "my-project/analysis",      "a.b_c__d---e",
+		"localhost/x", "localhost:5000/team/img", "registry.example.com/a/b", "x9/y8"
+	};
+	static const char *bad[] = { "",   "UpperCase", "a//b",	 "-lead", "trail-", "a/b;rm", "a b",	 "a/",
+				     "/a", "a..b",	"a___b", "x:y",	  "a/B",    "a/b:c",  ":5000/x", "host:/x" };
 	struct err e;
 	(void)state;
 	for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
@@ -91,12 +93,25 @@ static void test_same_ref(void **state)
 static void test_allowed(void **state)
 {
 	static const char *pats = CONFIG_COMMIT_REPOS_DEFAULT;
-	static const char *good[] = { "sandbox-mcp-commit", "sandbox-mcp-test/commit", "docker.io/library/sandbox-mcp-x",
-				      "localhost/sandbox-mcp/a", "LocalHost/sandbox-mcp/a/b", "index.docker.io/sandbox-mcp-y/z" };
-	static const char *bad[] = { "debian", "Docker.io/library/debian", "docker.io/library/debian", "index.docker.io/library/debian",
-				     "DOCKER.IO/postgres", "postgres", "ghcr.io/org/app", "localhost/other", "localhost:5000/sandbox-mcp-x",
-				     "sandbox-mcp", "library/debian", "registry-1.docker.io/library/redis", "sandbox/mcp-x",
-				     "evil.io/sandbox-mcp-x", "localhost/sandbox-mcp" };
+	static const char *good[] = {
+		"sandbox-mcp-commit",	   "sandbox-mcp-test/commit",	"docker.io/library/sandbox-mcp-x",
+		"localhost/sandbox-mcp/a", "LocalHost/sandbox-mcp/a/b", "index.docker.io/sandbox-mcp-y/z"
+	};
+	static const char *bad[] = { "debian",
+				     "Docker.io/library/debian",
+				     "docker.io/library/debian",
+				     "index.docker.io/library/debian",
+				     "DOCKER.IO/postgres",
+				     "postgres",
+				     "ghcr.io/org/app",
+				     "localhost/other",
+				     "localhost:5000/sandbox-mcp-x",
+				     "sandbox-mcp",
+				     "library/debian",
+				     "registry-1.docker.io/library/redis",
+				     "sandbox/mcp-x",
+				     "evil.io/sandbox-mcp-x",
+				     "localhost/sandbox-mcp" };
 	char fam[300];
 	struct config c;
 	struct err e;
@@ -153,7 +168,8 @@ static void test_replaceable(void **state)
 	assert_false(image_replaceable(built, "r/c:t1"));
 	json_t *noses = json_pack("{s:s}", IMAGE_LABEL_REF, "r/c:t1");
 	assert_false(image_replaceable(noses, "r/c:t1"));
-	json_t *library = json_pack("{s:s, s:s}", IMAGE_LABEL_SESSION, "x", IMAGE_LABEL_REF, "docker.io/library/c:latest");
+	json_t *library = json_pack("{s:s, s:s}", IMAGE_LABEL_SESSION, "x", IMAGE_LABEL_REF,
+				    "docker.io/library/c:latest");
 	assert_true(image_replaceable(library, "c"));
 	assert_false(image_replaceable(NULL, "c"));
 	json_decref(ours);
@@ -224,8 +240,8 @@ static void test_quote_and_changes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_repository), cmocka_unit_test(test_tag),
-		cmocka_unit_test(test_same_ref),   cmocka_unit_test(test_default_tag),
+		cmocka_unit_test(test_repository),	  cmocka_unit_test(test_tag),
+		cmocka_unit_test(test_same_ref),	  cmocka_unit_test(test_default_tag),
 		cmocka_unit_test(test_quote_and_changes), cmocka_unit_test(test_replaceable),
 		cmocka_unit_test(test_allowed),
 	};

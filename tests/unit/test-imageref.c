@@ -64,9 +64,11 @@ static void test_normalise(void **state)
 	normalises("[::1]:5000/a", "[::1]:5000/a:latest");
 	normalises("a__b.c-d---e", "docker.io/library/a__b.c-d---e:latest");
 	normalises("sandbox-mcp-python:latest", "docker.io/library/sandbox-mcp-python:latest");
-	normalises("python@sha256:" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	normalises("python@sha256:"
+		   "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 		   "docker.io/library/python@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
-	normalises("python:3@sha256:" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	normalises("python:3@sha256:"
+		   "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 		   "docker.io/library/python:3@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
 	normalises("localhost:5000", "docker.io/library/localhost:5000"); /* as docker reads it: a tag */
 }
@@ -97,7 +99,9 @@ static void test_refused(void **state)
 	refused("x..com/a", "registry");
 	refused("[zz]:5000/a", "registry");
 	refused("python@sha256:abc", "digest");
-	refused("python@sha256:" "0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef", "digest");
+	refused("python@sha256:"
+		"0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+		"digest");
 	refused("python@md5:0123456789abcdef0123456789abcdef", "digest");
 	refused("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "image id");
 	refused("sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "image id");
@@ -142,8 +146,10 @@ static void test_policy(void **state)
 
 	assert_true(allowed("python:*", "python:3.12", true));
 	assert_true(allowed("python:*", "docker.io/library/python:3", false));
-	assert_false(allowed("python:*", "python@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", true));
-	assert_true(allowed("python", "python@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", true));
+	assert_false(allowed("python:*",
+			     "python@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", true));
+	assert_true(allowed("python", "python@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			    true));
 	assert_false(allowed("python:*", "pythonx:3", true));
 	assert_false(allowed("python:*", "me/python:3", true));
 	assert_true(allowed("sandbox-mcp-*", "sandbox-mcp-python:latest", false));
@@ -205,9 +211,8 @@ static void test_glob_cost(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_normalise),     cmocka_unit_test(test_refused),
-		cmocka_unit_test(test_policy),	      cmocka_unit_test(test_patterns_check),
-		cmocka_unit_test(test_glob_cost),
+		cmocka_unit_test(test_normalise),      cmocka_unit_test(test_refused),	 cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_patterns_check), cmocka_unit_test(test_glob_cost),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,7 +57,8 @@ static void test_counts(void **state)
 static void test_id(void **state)
 {
 	(void)state;
-	const char *t = "{\"jsonrpc\":\"2.0\",\"params\":{\"id\":1,\"x\":[{\"id\":2}]},\"id\" : \"req-7\",\"method\":\"m\"}";
+	const char *t =
+		"{\"jsonrpc\":\"2.0\",\"params\":{\"id\":1,\"x\":[{\"id\":2}]},\"id\" : \"req-7\",\"method\":\"m\"}";
 	struct jsonscan s = scan(t);
 	assert_int_equal(s.id_len, 7);
 	assert_memory_equal(t + s.id_start, "\"req-7\"", 7);
@@ -74,8 +75,14 @@ static void test_id(void **state)
 
 	/* not an id: a key named id deeper down, a string value "id", an id in a top-level array, after the end */
 	static const char *const none[] = {
-		"{\"params\":{\"id\":1}}", "{\"method\":\"id\",\"x\":2}", "[{\"id\":1}]", "{}{\"id\":1}",
-		"{\"id\"", "{\"id\":", "{\"idx\":1}", "{\"i\":1}",
+		"{\"params\":{\"id\":1}}",
+		"{\"method\":\"id\",\"x\":2}",
+		"[{\"id\":1}]",
+		"{}{\"id\":1}",
+		"{\"id\"",
+		"{\"id\":",
+		"{\"idx\":1}",
+		"{\"i\":1}",
 	};
 	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
 		s = scan(none[i]);
@@ -112,8 +119,13 @@ static void *counting_malloc(size_t n)
 static void test_cost_bounds_jansson(void **state)
 {
 	(void)state;
-	static const char *const units[] = { "{}", "[]", "0", "\"\"", "{\"a\":0}", "{\"a\":{}}", "[[]]", "true",
-					     "1.5", "{\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,\"k9\":9}" };
+	static const char *const units[] = {
+		"{}",	     "[]",
+		"0",	     "\"\"",
+		"{\"a\":0}", "{\"a\":{}}",
+		"[[]]",	     "true",
+		"1.5",	     "{\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,\"k9\":9}"
+	};
 	json_set_alloc_funcs(counting_malloc, free);
 	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
 		size_t ul = strlen(units[u]), count = 20000, n = 0;

@@ -183,7 +183,9 @@ static void test_one_reply_per_request(void **state)
 			expect++;
 			break;
 		case 1:
-			buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%d}}\n", i);
+			buf_printf(&in,
+				   "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":%d}}\n",
+				   i);
 			break;
 		case 2:
 			buf_printf(&in, "\x01\x02 %d garbage \xff\n", i);
@@ -218,7 +220,9 @@ static void test_big_lines(void **state)
 	struct buf in;
 	buf_init(&in, SIZE_MAX);
 	/* a ping whose _meta carries a big string: one reply, id kept */
-	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"ping\",\"params\":{\"_meta\":{\"x\":\""), 0);
+	assert_int_equal(buf_printf(&in,
+				    "{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"ping\",\"params\":{\"_meta\":{\"x\":\""),
+			 0);
 	for (size_t i = 0; i < pad; i++)
 		assert_int_equal(buf_append(&in, &"abcdefgh"[i % 8], 1), 0);
 	assert_int_equal(buf_printf(&in, "\"}}}\n"), 0);
@@ -315,8 +319,9 @@ static void test_big_line_without_name(void **state)
 					 "{\"name\":\"t\",\"version\":\"1\"}}}\n"),
 			 0);
 	for (int k = 0; k < 3; k++) {
-		assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
-						 "%s,\"arguments\":{\"path\":\"a\",\"content\":\"",
+		assert_int_equal(buf_printf(&in,
+					    "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+					    "%s,\"arguments\":{\"path\":\"a\",\"content\":\"",
 					    k + 1, shapes[k]),
 				 0);
 		for (size_t i = 0; i < pad; i++)
@@ -359,8 +364,12 @@ static void test_json_budget(void **state)
 	for (int i = 0; i < 1000; i++)
 		assert_int_equal(buf_append(&in, i ? ",{}" : "{}", i ? 3 : 2), 0);
 	assert_int_equal(buf_printf(&in, "]}}\n"), 0);
-	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"params\":{\"_meta\":{\"s\":\"a\\u0000b\"}}}\n"), 0);
-	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"k\\u0000\":1},\"id\":\"eight\"}\n"), 0);
+	assert_int_equal(buf_printf(&in,
+				    "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"params\":{\"_meta\":{\"s\":\"a\\u0000b\"}}}\n"),
+			 0);
+	assert_int_equal(buf_printf(&in,
+				    "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"k\\u0000\":1},\"id\":\"eight\"}\n"),
+			 0);
 	/* no recoverable id: still one reply, with a null id */
 	assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"p\\u0000\"}\n"), 0);
 
@@ -400,16 +409,18 @@ static void test_big_line_keeps_call_order(void **state)
 					 "{\"name\":\"t\",\"version\":\"1\"}}}\n"),
 			 0);
 	for (int k = 0; k < 5; k++) {
-		assert_int_equal(buf_printf(&in, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
-						 "\"name\":\"file_write\",\"arguments\":{\"session_id\":\"x\",\"path\":5,"
-						 "\"content\":\"",
+		assert_int_equal(buf_printf(&in,
+					    "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+					    "\"name\":\"file_write\",\"arguments\":{\"session_id\":\"x\",\"path\":5,"
+					    "\"content\":\"",
 					    100 + 2 * k),
 				 0);
 		for (size_t i = 0; i < MCP_BIG_LINE; i++)
 			assert_int_equal(buf_append(&in, "x", 1), 0);
-		assert_int_equal(buf_printf(&in, "\"}}}\n{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
-						 "\"params\":{\"name\":\"run_command\",\"arguments\":{\"session_id\":\"x\","
-						 "\"command\":5}}}\n",
+		assert_int_equal(buf_printf(&in,
+					    "\"}}}\n{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+					    "\"params\":{\"name\":\"run_command\",\"arguments\":{\"session_id\":\"x\","
+					    "\"command\":5}}}\n",
 					    101 + 2 * k),
 				 0);
 	}
@@ -425,7 +436,8 @@ static void test_big_line_keeps_call_order(void **state)
 		snprintf(want, sizeof(want), "\"id\":%d,", id);
 		const char *at = strstr(got, want);
 		if (!at || at < prev)
-			fail_msg("the reply to %d is missing or came before the one sent ahead of it:\n%.2000s", id, got);
+			fail_msg("the reply to %d is missing or came before the one sent ahead of it:\n%.2000s", id,
+				 got);
 		prev = at;
 	}
 }

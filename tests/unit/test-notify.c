@@ -45,7 +45,8 @@ static void test_burst_is_rate_limited(void **state)
 	int64_t t0 = now_ms(); /* the first goes out after this, the second an interval after the first */
 	notify_poke(n);
 	assert_true(read_line(fds[0], line, sizeof(line), 10000) > 0);
-	assert_string_equal(line, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\",\"params\":{}}\n");
+	assert_string_equal(line,
+			    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\",\"params\":{}}\n");
 
 	/* a burst right after: one more, not before the interval is over */
 	for (int i = 0; i < 50; i++)

@@ -84,9 +84,8 @@ static void test_relative(void **state)
 	static const struct {
 		const char *name, *want;
 	} ok[] = {
-		{ "a", "a" },	      { "./a", "a" },	  { "a/./b//c/", "a/b/c" },
-		{ "./", "" },	      { ".", "" },	  { "..a/b..", "..a/b.." },
-		{ "a/.../b", "a/.../b" },
+		{ "a", "a" }, { "./a", "a" },		{ "a/./b//c/", "a/b/c" }, { "./", "" },
+		{ ".", "" },  { "..a/b..", "..a/b.." }, { "a/.../b", "a/.../b" },
 	};
 	char out[PATHSAFE_MAX + 1];
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {

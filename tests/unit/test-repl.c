@@ -133,7 +133,8 @@ static void test_boundary_per_byte(void **state)
 
 static void test_piece_flags(void **state)
 {
-	static const char big[] = "o\0\0\0\x06" "abcdef";
+	static const char big[] = "o\0\0\0\x06"
+				  "abcdef";
 	struct repl_frame f;
 	struct repl_piece p;
 	size_t used;

@@ -135,7 +135,8 @@ static void test_envelope(void **state)
 	assert_int_equal(json_integer_value(m.id), 7);
 	json_decref(j);
 
-	assert_int_equal(envelope("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"params\":{}}", &m, &id, &j), 0);
+	assert_int_equal(envelope("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"params\":{}}", &m, &id, &j),
+			 0);
 	assert_int_equal(m.kind, RPC_KIND_NOTIFICATION);
 	json_decref(j);
 
@@ -174,7 +175,8 @@ static void test_builders(void **state)
 	json_decref(e);
 	e = rpc_error(NULL, RPC_PARSE_ERROR, "bad", json_pack("{s:i}", "x", 1));
 	s = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS);
-	assert_string_equal(s, "{\"error\":{\"code\":-32700,\"data\":{\"x\":1},\"message\":\"bad\"},\"id\":null,\"jsonrpc\":\"2.0\"}");
+	assert_string_equal(s,
+			    "{\"error\":{\"code\":-32700,\"data\":{\"x\":1},\"message\":\"bad\"},\"id\":null,\"jsonrpc\":\"2.0\"}");
 	free(s);
 	json_decref(e);
 	json_t *r = rpc_result(id, json_object());
@@ -189,10 +191,8 @@ int main(void)
 {
 	util_json_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lines),
-		cmocka_unit_test(test_oversized_line_is_skipped),
-		cmocka_unit_test(test_line_at_cap),
-		cmocka_unit_test(test_envelope),
+		cmocka_unit_test(test_lines),	    cmocka_unit_test(test_oversized_line_is_skipped),
+		cmocka_unit_test(test_line_at_cap), cmocka_unit_test(test_envelope),
 		cmocka_unit_test(test_builders),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

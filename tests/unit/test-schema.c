@@ -227,15 +227,20 @@ static void test_instructions(void **state)
 	assert_true(said >= 7);
 	free(all);
 	char *none = tools_instructions(0);
-	assert_string_equal(none, "sandbox-mcp runs code in Docker containers (sessions) on this machine: no network, a "
-				  "non-root user, memory/CPU/process limits. Files live in /workspace.");
+	assert_string_equal(none,
+			    "sandbox-mcp runs code in Docker containers (sessions) on this machine: no network, a "
+			    "non-root user, memory/CPU/process limits. Files live in /workspace.");
 	free(none);
 }
 
 static void test_lossy(void **state)
 {
-	json_t *s = json_string_lossy("ok\xff\xfe" "a\xc3\xa9" "\xe2\x82", 9);
-	assert_string_equal(json_string_value(s), "ok\xEF\xBF\xBD\xEF\xBF\xBD" "a\xc3\xa9\xEF\xBF\xBD\xEF\xBF\xBD");
+	json_t *s = json_string_lossy("ok\xff\xfe"
+				      "a\xc3\xa9"
+				      "\xe2\x82",
+				      9);
+	assert_string_equal(json_string_value(s), "ok\xEF\xBF\xBD\xEF\xBF\xBD"
+						  "a\xc3\xa9\xEF\xBF\xBD\xEF\xBF\xBD");
 	json_decref(s);
 	s = json_string_lossy("a\0b", 3);
 	assert_int_equal(json_string_length(s), 3);
@@ -246,14 +251,10 @@ int main(void)
 {
 	util_json_init();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_valid),
-		cmocka_unit_test(test_invalid),
-		cmocka_unit_test(test_integral_reals),
-		cmocka_unit_test(test_client_additions),
-		cmocka_unit_test(test_lint),
-		cmocka_unit_test(test_tool_table),
-		cmocka_unit_test(test_instructions),
-		cmocka_unit_test(test_lossy),
+		cmocka_unit_test(test_valid),	       cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_integral_reals), cmocka_unit_test(test_client_additions),
+		cmocka_unit_test(test_lint),	       cmocka_unit_test(test_tool_table),
+		cmocka_unit_test(test_instructions),   cmocka_unit_test(test_lossy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -238,13 +238,10 @@ static void test_size_cap(void **state)
 static void test_malformed(void **state)
 {
 	static const char *bad[] = {
-		"\x04\0\0\0\0\0\0\x01x",
-		"\xff\0\0\0\0\0\0\x01x",
+		"\x04\0\0\0\0\0\0\x01x",   "\xff\0\0\0\0\0\0\x01x",
 		"HTTP/1.1 200 OK\r\n", /* not multiplexed at all */
-		"\x01\x01\0\0\0\0\0\x01x",
-		"\x01\0\x01\0\0\0\0\x01x",
-		"\x01\0\0\x80\0\0\0\x01x",
-		"\x01\0\0\0\0\0\0\x01x\x01\0\x07", /* a good frame, then bad padding */
+		"\x01\x01\0\0\0\0\0\x01x", "\x01\0\x01\0\0\0\0\x01x",
+		"\x01\0\0\x80\0\0\0\x01x", "\x01\0\0\0\0\0\0\x01x\x01\0\x07", /* a good frame, then bad padding */
 	};
 	static const size_t lens[] = { 9, 9, 17, 9, 9, 9, 12 };
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {

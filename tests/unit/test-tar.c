@@ -296,7 +296,8 @@ static void test_malformed(void **state)
 	assert_int_equal(read_both(junk, sizeof(junk), &roomy, &log, &err), -EPROTO);
 	free(log);
 	/* gzip magic: compressed streams are refused */
-	static const char gz[] = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" "abcdefghijklmnopqrstuvwxyz";
+	static const char gz[] = "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
+				 "abcdefghijklmnopqrstuvwxyz";
 	assert_int_equal(read_both(gz, sizeof(gz) - 1, &roomy, &log, &err), -EPROTO);
 	free(log);
 
@@ -418,9 +419,9 @@ static void test_writer_checks(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip),  cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_hostile),	   cmocka_unit_test(test_caps),
-		cmocka_unit_test(test_malformed),  cmocka_unit_test(test_stop_and_fd),
+		cmocka_unit_test(test_roundtrip),     cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_hostile),	      cmocka_unit_test(test_caps),
+		cmocka_unit_test(test_malformed),     cmocka_unit_test(test_stop_and_fd),
 		cmocka_unit_test(test_writer_checks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

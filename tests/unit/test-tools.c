@@ -13,8 +13,8 @@
 #include "tools.h"
 
 /* Keywords whose value is a limit the model must know; minLength/minItems of 1 read as "non-empty". */
-static const char *const bound_keys[] = { "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-					  "maxLength", "minLength", "maxItems", "minItems" };
+static const char *const bound_keys[] = { "minimum",   "maximum",   "exclusiveMinimum", "exclusiveMaximum",
+					  "maxLength", "minLength", "maxItems",		"minItems" };
 
 static int check_props(const char *tool, const char *path, json_t *schema);
 

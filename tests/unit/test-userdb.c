@@ -53,8 +53,8 @@ static void test_root_aliases(void **state)
 	expect("+0", 0, 0);
 	expect("-0", 0, 0);
 	expect("0:0", 0, 0);
-	expect("toor", 0, 0);	  /* a second name for uid 0 */
-	expect("odd", 0, 7);	  /* an unparsable uid reads as 0, as in runc */
+	expect("toor", 0, 0);	   /* a second name for uid 0 */
+	expect("odd", 0, 7);	   /* an unparsable uid reads as 0, as in runc */
 	expect("1000:0", 1000, 0); /* root group */
 	expect("sandbox:root", 1000, 0);
 	expect("sandbox:+0", 1000, 0);
