@@ -118,30 +118,39 @@ static int head_check(const char *method, const char *target, const char *extra_
 	return 0;
 }
 
-int http_request_send(struct http_conn *c, const char *method, const char *target, const char *extra_headers,
-		      const void *body, size_t body_len, struct err *err)
+/*
+ * The request head, checked (head_check) and written into head: the request
+ * line, our two headers, extra_headers, then framing (the body's length or
+ * chunked, or "" for none). Its length, or -errno with err.
+ */
+static int head_build(char head[HTTP_REQUEST_HEAD_MAX], const char *method, const char *target,
+		      const char *extra_headers, const char *framing, struct err *err)
 {
-	char head[HTTP_REQUEST_HEAD_MAX];
-
 	int r = head_check(method, target, extra_headers, err);
 	if (r < 0)
 		return r;
-	int n = snprintf(head, sizeof(head),
-			 "%s %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: sandbox-mcp\r\n%s"
-			 "Content-Length: %zu\r\n\r\n",
-			 method, target, extra_headers ? extra_headers : "", body_len);
-	if (n < 0 || (size_t)n >= sizeof(head))
+	int n = snprintf(head, HTTP_REQUEST_HEAD_MAX,
+			 "%s %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: sandbox-mcp\r\n%s%s\r\n", method, target,
+			 extra_headers ? extra_headers : "", framing);
+	if (n < 0 || n >= HTTP_REQUEST_HEAD_MAX)
 		return err_set(err, ERRCODE_INTERNAL, -E2BIG, "request head too long");
-	if (!body_len && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)) {
-		/* no Content-Length: 0 on bodiless methods; some proxies dislike it */
-		n = snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: sandbox-mcp\r\n%s\r\n",
-			     method, target, extra_headers ? extra_headers : "");
-		if (n < 0 || (size_t)n >= sizeof(head))
-			return err_set(err, ERRCODE_INTERNAL, -E2BIG, "request head too long");
-	}
+	return n;
+}
+
+int http_request_send(struct http_conn *c, const char *method, const char *target, const char *extra_headers,
+		      const void *body, size_t body_len, struct err *err)
+{
+	char head[HTTP_REQUEST_HEAD_MAX], framing[48] = "";
+
+	/* no Content-Length: 0 on bodiless methods; some proxies dislike it */
+	if (body_len || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0))
+		snprintf(framing, sizeof(framing), "Content-Length: %zu\r\n", body_len);
+	int n = head_build(head, method, target, extra_headers, framing, err);
+	if (n < 0)
+		return n;
 	c->deadline = now_ms() + c->timeout_ms;
 	c->answering = false;
-	r = send_all(c, head, (size_t)n, err);
+	int r = send_all(c, head, (size_t)n, err);
 	if (r == 0 && body_len)
 		r = send_all(c, body, body_len, err);
 	if (r == 0) /* the answer's deadline counts from the end of the request */
@@ -153,16 +162,9 @@ int http_request_send_chunked(struct http_conn *c, const char *method, const cha
 			      struct err *err)
 {
 	char head[HTTP_REQUEST_HEAD_MAX];
-
-	int r = head_check(method, target, extra_headers, err);
-	if (r < 0)
-		return r;
-	int n = snprintf(head, sizeof(head),
-			 "%s %s HTTP/1.1\r\nHost: docker\r\nUser-Agent: sandbox-mcp\r\n%s"
-			 "Transfer-Encoding: chunked\r\n\r\n",
-			 method, target, extra_headers ? extra_headers : "");
-	if (n < 0 || (size_t)n >= sizeof(head))
-		return err_set(err, ERRCODE_INTERNAL, -E2BIG, "request head too long");
+	int n = head_build(head, method, target, extra_headers, "Transfer-Encoding: chunked\r\n", err);
+	if (n < 0)
+		return n;
 	c->deadline = now_ms() + c->timeout_ms;
 	c->answering = false;
 	return send_all(c, head, (size_t)n, err);
