@@ -1202,9 +1202,18 @@ static int container_new(struct session_mgr *m, struct call *call, const struct 
 	/* session_create checked the name: the image, its pull and the container are all on this engine */
 	if ((r = engines_find(m->engines, o->engine, &eng, &eng_name, err)) < 0)
 		return r;
-	/* the image policy, and a pull when the image is missing (pull.h) */
+	/*
+	 * The image policy, and a pull when the image is missing (pull.h). The
+	 * warm pool never pulls: nobody would see its progress, and a server
+	 * would fetch a gigabyte at start for sessions no one asked for. A
+	 * missing default image is pulled by the first session that needs it,
+	 * and the pool fills after that.
+	 */
 	struct pull_result pulled = { 0 };
-	r = pull_image(eng, call, cfg, image, o->transient, o->pull_report, o->pull_arg, &img, &pulled, err);
+	if (pooled)
+		r = engine_image_inspect(eng, call, image, &img, err);
+	else
+		r = pull_image(eng, call, cfg, image, o->transient, o->pull_report, o->pull_arg, &img, &pulled, err);
 	if (r < 0)
 		return r;
 
