@@ -33,7 +33,7 @@
 #define FUZZ_RPC_DRAIN_MS 5000
 
 static struct config cfg;
-static struct engine *engine;
+static struct engines *engines;
 static struct out *out;
 static struct session_mgr *sessions;
 static struct tool_services svc;
@@ -51,16 +51,22 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	log_init(LOG_LEVEL_EMERGENCY);
 	config_init(&cfg);
 	cfg.max_line_bytes = FUZZ_RPC_LINE_MAX;
+	cfg.pool_size = 0; /* no warm pool: nothing runs beside the input */
 	err_clear(&e);
 	FUZZ_CHECK(tools_init(&e) == 0);
-	FUZZ_CHECK(engine_create("unix:///nonexistent/sandbox-mcp-fuzz.sock", NULL, 1000, &engine, &e) == 0);
-	FUZZ_CHECK(session_mgr_create(&cfg, engine, &sessions, &e) == 0);
+	/* an engine that is never there: every call fails fast, as with the engine down */
+	cfg.docker_host = xstrdup("unix:///nonexistent/sandbox-mcp-fuzz.sock");
+	char *envp[] = { NULL };
+	FUZZ_CHECK(engines_open(&cfg, envp, 1000, &engines, &e) == 0);
+	FUZZ_CHECK(session_mgr_create(&cfg, engines, &sessions, &e) == 0);
 	session_mgr_start(sessions);
 	atexit(finish);
 	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	FUZZ_CHECK(fd >= 0);
 	out = out_create(fd); /* fd and the rest live for the whole run */
-	svc = (struct tool_services){ .cfg = &cfg, .engine = engine, .out = out, .sessions = sessions };
+	svc = (struct tool_services){
+		.cfg = &cfg, .engine = engines_at(engines, 0), .engines = engines, .out = out, .sessions = sessions
+	};
 	return 0;
 }
 
