@@ -214,6 +214,24 @@ static int set_nonblock(int fd)
 	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
 }
 
+/*
+ * A connection that fails before the engine sent any answer. Its alert
+ * says why; but an engine that refuses our certificate after a TLS 1.3
+ * handshake closes with our request unread, so the kernel may send a reset
+ * that overtakes the alert, and only the reset is seen. With a client
+ * certificate offered, that reset is noted as the likely refusal.
+ */
+static void early_failure(struct relay *rl, int n)
+{
+	if (rl->got_data)
+		return;
+	if (n == GNUTLS_E_FATAL_ALERT_RECEIVED)
+		refusal_note(gnutls_alert_get_name(gnutls_alert_get(rl->s)));
+	else if (rl->t->have_cert && (n == GNUTLS_E_PULL_ERROR || n == GNUTLS_E_PUSH_ERROR))
+		refusal_note("the connection was reset before any answer, as a TLS 1.3 engine does when it "
+			     "refuses the client certificate");
+}
+
 /* One pass engine -> app. false when the relay must end. */
 static bool pump_down(struct relay *rl)
 {
@@ -229,10 +247,8 @@ static bool pump_down(struct relay *rl)
 			rl->net_eof = true;
 			(void)shutdown(rl->app, SHUT_WR);
 		} else if (n != GNUTLS_E_AGAIN && n != GNUTLS_E_INTERRUPTED) {
-			if (n == GNUTLS_E_FATAL_ALERT_RECEIVED && !rl->got_data)
-				refusal_note(gnutls_alert_get_name(gnutls_alert_get(rl->s)));
-			else
-				log_debugf("TLS: read: %s", gnutls_strerror((int)n));
+			early_failure(rl, (int)n);
+			log_debugf("TLS: read: %s", gnutls_strerror((int)n));
 			return false;
 		}
 	}
@@ -267,8 +283,10 @@ static bool pump_up(struct relay *rl)
 		ssize_t w = gnutls_record_send(rl->s, u->buf + u->off, u->len - u->off);
 		if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED)
 			return true;
-		if (w < 0)
+		if (w < 0) {
+			early_failure(rl, (int)w);
 			return false;
+		}
 		u->off += (size_t)w;
 	}
 	u->len = u->off = 0;
