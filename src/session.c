@@ -71,6 +71,12 @@ struct session_mgr {
 	struct pending *pending;
 	size_t npending;
 	struct pool *pool; /* the warm pool (pool.h), filled after the start-up scan */
+	/*
+	 * Bit i: on engine i a create or a removal failed (the engine went away
+	 * mid-way), so a container of this instance may be there that no session
+	 * holds: swept at exit (sweep_own).
+	 */
+	atomic_uint orphans;
 };
 
 struct pending {
@@ -490,12 +496,60 @@ static void session_free(struct session *s)
 	free(s);
 }
 
+/* Notes that engine e may hold a container of this instance that no session holds (see orphans). */
+static void mark_orphans(struct session_mgr *m, const struct engine *e)
+{
+	for (size_t i = 0; i < engines_count(m->engines) && i < ENGINES_MAX; i++)
+		if (engines_at(m->engines, i) == e)
+			atomic_fetch_or(&m->orphans, 1u << i);
+}
+
 static void remove_container(struct session_mgr *m, struct session *s)
 {
 	struct err err;
-	(void)m;
-	if (engine_container_remove(s->engine, NULL, s->container, &err) < 0)
+	if (engine_container_remove(s->engine, NULL, s->container, &err) < 0) {
 		log_warnf("removing the container of session %s: %s", s->id, err.msg);
+		mark_orphans(m, s->engine);
+	}
+}
+
+/*
+ * The exit's second look, on an engine where a create or a removal failed:
+ * the containers labelled with this instance that are not persistent
+ * sessions are removed (a create whose answer was lost, a removal the
+ * engine missed while it restarted). Only such engines are asked, so an
+ * exit costs no extra round trip when nothing failed; an engine still away
+ * keeps them for the next server's start-up scan.
+ */
+static void sweep_own(struct session_mgr *m, size_t ei)
+{
+	struct engine *e = engines_at(m->engines, ei);
+	char label[sizeof(SESSION_LABEL) + 32];
+	json_t *list = NULL, *c;
+	struct err err;
+	size_t i;
+
+	snprintf(label, sizeof(label), SESSION_LABEL ".instance=%s", m->instance);
+	if (engine_container_list(e, NULL, label, &list, &err) < 0) {
+		log_warnf("engine %s: cannot look for containers left behind: %s", engines_name(m->engines, ei),
+			  err.msg);
+		return;
+	}
+	json_array_foreach (list, i, c) {
+		json_t *labels = json_object_get(c, "Labels");
+		const char *id = json_string_value(json_object_get(c, "Id"));
+		const char *inst = json_string_value(json_object_get(labels, SESSION_LABEL ".instance"));
+		const char *persist = json_string_value(json_object_get(labels, SESSION_LABEL ".persistent"));
+		bool pooled = json_object_get(labels, SESSION_LABEL ".pool") != NULL;
+		/* the filter asked for this instance only; an engine that ignores it is not trusted */
+		if (!engine_id_valid(id) || !inst || strcmp(inst, m->instance) != 0 ||
+		    (persist && strcmp(persist, "true") == 0 && !pooled))
+			continue;
+		log_infof("removing container %.12s left behind on engine %s", id, engines_name(m->engines, ei));
+		if (engine_container_remove(e, NULL, id, &err) < 0)
+			log_warnf("removing %.12s: %s", id, err.msg);
+	}
+	json_decref(list);
 }
 
 /* Containers removed at once by remove_containers, at most. */
@@ -568,6 +622,10 @@ void session_mgr_cleanup(struct session_mgr *m)
 	remove_containers(m, all, gone);
 	free(all);
 	pool_stop(m->pool);
+	unsigned orphans = atomic_load(&m->orphans);
+	for (size_t i = 0; i < engines_count(m->engines) && i < ENGINES_MAX; i++)
+		if (orphans & (1u << i))
+			sweep_own(m, i);
 	if (m->lock_fd >= 0)
 		unlink(m->lock_path);
 }
@@ -1252,6 +1310,8 @@ static int container_new(struct session_mgr *m, struct call *call, const struct 
 	r = ceiling_container_create(eng, call, cfg, body, s->container, &warnings, err);
 	json_decref(body);
 	if (r < 0) {
+		/* the engine may have made it and lost the answer */
+		mark_orphans(m, eng);
 		session_free(s);
 		return r;
 	}

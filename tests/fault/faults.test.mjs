@@ -165,6 +165,32 @@ describe('session_close when the engine fails to remove the container', { timeou
   });
 });
 
+describe('a container the engine made but would not start or remove', { timeout: 60000 }, () => {
+  test('start and DELETE fail: session_create fails; at exit the server finds and removes it', async () => {
+    // "POST /containers/<64 hex>/start" and "DELETE /containers/<64 hex>" (not the create, the
+    // archive PUTs or the inspects): the container exists, and the removal after the failed start fails
+    const pattern = `[PD][OE]* /containers/${'?'.repeat(64)}*`;
+    const fake = await FakeEngine.start('none');
+    let srv;
+    try {
+      srv = await startServer('orphan', fake);
+      await fake.setFault('http-500-json', pattern);
+      await srv.fails('session_create', { name: 'orphan' }, 'engine_error');
+      await fake.sync();
+      assert.equal(fake.containers().leaked.length, 1, `one container made and not removed: ${fake.requests().slice(-6).join(' | ')}`);
+      assert.ok(fake.faults().some((l) => l.includes('DELETE')), 'its removal met the fault');
+      await fake.heal();
+      await withTimeout(srv.endStdin(), 20000, 'server exit');
+      assert.equal(srv.exit.code, 0, `clean exit: ${JSON.stringify(srv.exit)}; stderr: ${srv.stderrTail.slice(-1000)}`);
+      await fake.sync();
+      assert.deepEqual(fake.containers().leaked, [], 'removed at exit by its instance label');
+    } finally {
+      await srv?.close();
+      await fake.stop();
+    }
+  });
+});
+
 /** env_info's pool_ready once it equals n (polled for up to timeoutMs); throws past it. */
 async function poolReady(srv, n, timeoutMs = 30000) {
   const until = Date.now() + timeoutMs;
