@@ -215,11 +215,12 @@ static int set_nonblock(int fd)
 }
 
 /*
- * A connection that fails before the engine sent any answer. Its alert
- * says why; but an engine that refuses our certificate after a TLS 1.3
- * handshake closes with our request unread, so the kernel may send a reset
- * that overtakes the alert, and only the reset is seen. With a client
- * certificate offered, that reset is noted as the likely refusal.
+ * A connection that fails or ends before the engine sent any answer. Its
+ * alert says why; but an engine that refuses our certificate after a TLS
+ * 1.3 handshake closes with our request unread, so the kernel may send a
+ * reset that overtakes the alert, or the alert is lost and only the close
+ * is seen (CI saw both). With a client certificate offered, such a reset
+ * or close is noted as the likely refusal.
  */
 static void early_failure(struct relay *rl, int n)
 {
@@ -229,6 +230,9 @@ static void early_failure(struct relay *rl, int n)
 		refusal_note(gnutls_alert_get_name(gnutls_alert_get(rl->s)));
 	else if (rl->t->have_cert && (n == GNUTLS_E_PULL_ERROR || n == GNUTLS_E_PUSH_ERROR))
 		refusal_note("the connection was reset before any answer, as a TLS 1.3 engine does when it "
+			     "refuses the client certificate");
+	else if (rl->t->have_cert && (n == 0 || n == GNUTLS_E_PREMATURE_TERMINATION))
+		refusal_note("the connection was closed before any answer, as a TLS 1.3 engine does when it "
 			     "refuses the client certificate");
 }
 
@@ -244,6 +248,7 @@ static bool pump_down(struct relay *rl)
 			d->off = 0;
 			rl->got_data = true;
 		} else if (n == 0 || n == GNUTLS_E_PREMATURE_TERMINATION) {
+			early_failure(rl, (int)n);
 			rl->net_eof = true;
 			(void)shutdown(rl->app, SHUT_WR);
 		} else if (n != GNUTLS_E_AGAIN && n != GNUTLS_E_INTERRUPTED) {

@@ -152,6 +152,25 @@ describe('a remote engine over TLS', suite({ timeout: 300000 }), () => {
     assert.match(m, /refused the client certificate/, m);
   });
 
+  test('an engine that closes without a word after the handshake: the likely refusal is named', async () => {
+    // what a TLS 1.3 engine refusing the client certificate looks like when its alert is lost: the
+    // handshake succeeds, the request is read, the connection ends with no alert and no answer
+    const { createServer } = await import('node:tls');
+    const { readFileSync } = await import('node:fs');
+    const tlsSrv = createServer({
+      key: readFileSync(`${DIR}/pki/server-key.pem`), cert: readFileSync(`${DIR}/pki/server-cert.pem`),
+      requestCert: true, rejectUnauthorized: false,
+    }, (sock) => sock.once('data', () => sock.destroy()));
+    await new Promise((resolve) => tlsSrv.listen(0, '127.0.0.1', resolve));
+    try {
+      const m = await refused('tls-silent-close', tlsEnv({ DOCKER_HOST: `tcp://127.0.0.1:${tlsSrv.address().port}` }));
+      assert.match(m, /refused the client certificate/, m);
+      assert.match(m, /closed before any answer/, m);
+    } finally {
+      tlsSrv.close();
+    }
+  });
+
   /** A docker config dir holding context `name` (the CLI's layout, made by hand) pointing at the TLS engine. */
   function contextStore(dir, name, certs, { current = false } = {}) {
     const h = createHash('sha256').update(name).digest('hex');
