@@ -593,8 +593,11 @@ static int stage_child(int fd, const char *name, struct shown *sh, void *arg)
 		return copy_link(fd, name, lv->to, sh);
 	if (S_ISREG(st.st_mode))
 		return stage_file(fd, name, O_NOFOLLOW, lv->to, name, lv->sg, sh);
+	/* a fifo made again (the user may), so the server reports it skipped as the exec path's tar did */
+	if (S_ISFIFO(st.st_mode))
+		return mkfifoat(lv->to, name, st.st_mode & 0777) < 0 ? fail(sh, errno) : 0;
 	if (!S_ISDIR(st.st_mode))
-		return 0; /* fifos, sockets, devices: the server would skip them */
+		return 0; /* sockets, devices: the server would skip them */
 	if (lv->depth >= DROP_DEPTH_MAX)
 		return fail(sh, ELOOP);
 	if (mkdirat(lv->to, name, 0700) < 0)
