@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { randomBytes, createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import {
-  mkdtempSync, mkdirSync, writeFileSync, readFileSync, statSync, utimesSync, chmodSync, rmSync,
+  mkdtempSync, mkdirSync, writeFileSync, readFileSync, statSync, utimesSync, chmodSync, rmSync, truncateSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,7 +96,9 @@ describe('transfers through the drop', suite({ timeout: 300000, skip: noAgent })
     base = mkdtempSync(join(tmpdir(), 'sandbox-drop-'));
     allowed = join(base, 'allowed');
     mkdirSync(allowed);
-    srv = await Server.start('drop', { SANDBOX_TIMEOUT_S: 60, SANDBOX_HOST_DIRS: allowed, SANDBOX_LOG_LEVEL: 'info' });
+    srv = await Server.start('drop', {
+      SANDBOX_TIMEOUT_S: 60, SANDBOX_HOST_DIRS: allowed, SANDBOX_LOG_LEVEL: 'info', SANDBOX_MAX_UPLOAD_MB: 1024,
+    });
     const st = await srv.createSession({ name: 'drop' });
     sid = st.session_id;
     cid = st.container_id;
@@ -242,6 +244,50 @@ describe('transfers through the drop', suite({ timeout: 300000, skip: noAgent })
     viaDrop(events, 'extract-to-dir', 'file_upload in a pool member');
     assert.equal((await P.sh('cat pooled.txt', { session_id: s.session_id })).stdout, 'pooled\n');
     await P.close();
+  });
+
+  test('a drop that fails the agent\'s check: the exec path, for the whole session', async () => {
+    const ex = await srv.createSession({ name: 'drop-unusable' });
+    await srv.sh('true', { session_id: ex.session_id });
+    // group- and other-writable: a user could swap what is in it, so dropcheck refuses it
+    const chm = await docker(['exec', '-u', '0', ex.container_id, 'chmod', '777', '/.sandbox-mcp/drop']);
+    assert.equal(chm.code, 0, chm.stderr);
+    writeFileSync(join(allowed, 'ex.txt'), 'exec path\n');
+    for (let i = 0; i < 2; i++) {
+      const { events } = await during(ex.container_id, () => rec('file_upload',
+        { host_path: join(allowed, 'ex.txt'), session_id: ex.session_id }));
+      assert.ok(!events.includes('extract-to-dir'), `no archive PUT: ${events.join(', ')}`);
+      // the script's lines are lines of the events' output
+      assert.ok(foreignExecs(events).length > 0 && events.join('\n').includes('exec tar -x'), `the exec'd tar: ${events.join(', ')}`);
+    }
+    assert.equal((await srv.sh('cat ex.txt', { session_id: ex.session_id })).stdout, 'exec path\n');
+    assert.match(srv.stderrTail, /the drop is not usable/, 'the log says why');
+  });
+
+  test('a cancelled upload leaves nothing in the drop; the next one works', async (t) => {
+    const big = join(allowed, 'big.bin');
+    writeFileSync(big, '');
+    truncateSync(big, 480 * 2 ** 20); // 480 MiB of zeros (under this server's 1 GiB limit): a second or more
+    const ac = new AbortController();
+    const call = srv.call('file_upload', { host_path: big, path: '/workspace/big.bin', session_id: sid },
+      { signal: ac.signal, timeoutMs: 120000 });
+    setTimeout(() => ac.abort(), 200);
+    const outcome = await call.then((r) => `finished: ${show(r)}`, (e) => `aborted: ${e.message}`);
+    assert.match(outcome, /^(aborted|finished)/);
+    t.diagnostic(outcome.slice(0, 120));
+    // the server empties the slot after the cancelled PUT; wait for it, without racing a timer
+    let left = 'unchecked';
+    for (let i = 0; i < 100 && left !== ''; i++) {
+      const f = await docker(['exec', '-u', '0', cid, 'find', '/.sandbox-mcp/drop', '-mindepth', '2']);
+      left = f.stdout;
+      if (left) await new Promise((r) => { setTimeout(r, 200); });
+    }
+    assert.equal(left, '', `the slot was emptied (${outcome.slice(0, 200)})`);
+    rmSync(big);
+    writeFileSync(join(allowed, 'after-cancel.txt'), 'after\n');
+    const { events } = await during(cid, () => rec('file_upload', { host_path: join(allowed, 'after-cancel.txt'), session_id: sid }));
+    viaDrop(events, 'extract-to-dir', 'file_upload after a cancelled one');
+    assert.equal((await srv.sh('cat after-cancel.txt; rm -f big.bin', { session_id: sid })).stdout, 'after\n');
   });
 
   test('no result, error or info log line names a slot', async () => {
