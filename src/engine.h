@@ -197,7 +197,7 @@ typedef ssize_t (*engine_source_fn)(void *arg, void *p, size_t n, struct err *er
 typedef void (*engine_message_fn)(void *arg, json_t *msg);
 
 /* Bytes engine_archive_put_stream asks its source for at a time. */
-#define ENGINE_PUT_CHUNK (256 * 1024)
+#define ENGINE_PUT_CHUNK (1024 * 1024)
 /*
  * engine_archive_put with a body src yields piece by piece (chunked, on a
  * kept-alive connection), so a tar of any size costs one piece of memory.
