@@ -66,7 +66,7 @@ static bool clear(struct engine *e, struct session *s, int slot);
 static int put_begin(struct put_state *ps, struct err *err);
 static ssize_t put_source(void *arg, void *p, size_t n, struct err *err);
 static int make_slot(struct engine *e, struct call *call, struct session *s, int slot, struct err *err);
-static int engine_failed(const struct session *s, int r, struct err *err);
+static int engine_failed(struct engine *e, const struct session *s, int r, struct err *err);
 static int map_entry(void *arg, const struct tar_entry *e, struct err *err);
 static int map_data(void *arg, const char *p, size_t n, struct err *err);
 static int map_end(void *arg, struct err *err);
@@ -313,14 +313,23 @@ static ssize_t put_source(void *arg, void *p, size_t n, struct err *err)
 }
 
 /*
- * An engine error of a PUT or GET inside the drop: the container gone is
- * the session gone (the drop itself cannot vanish: only root can remove
- * it); any text is scrubbed.
+ * An engine error of a PUT or GET inside the drop, its text scrubbed. A 404
+ * is the session gone when its container is (the drop cannot vanish: only
+ * root can remove it); else a staged entry went missing, which only a fault
+ * of the agent explains: ERRCODE_ENGINE_ERROR, and the session stays.
  */
-static int engine_failed(const struct session *s, int r, struct err *err)
+static int engine_failed(struct engine *e, const struct session *s, int r, struct err *err)
 {
-	if (r == -ENOENT)
-		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT, "the session's container is gone");
+	if (r == -ENOENT) {
+		json_t *ins = NULL;
+		struct err ierr;
+		int ir = engine_container_inspect(e, NULL, s->container, &ins, &ierr);
+		json_decref(ins);
+		if (ir < 0 && ierr.code == ERRCODE_SESSION_NOT_FOUND)
+			return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT, "the session's container is gone");
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
+			       "the staged copy of the transfer went missing in the sandbox; run the call again");
+	}
 	scrub(s, err->msg, sizeof(err->msg));
 	return r;
 }
@@ -341,7 +350,7 @@ int drop_push(struct engine *e, struct call *call, struct session *s, int slot, 
 		if (r == 0)
 			atomic_fetch_or(&s->drop_made, 1u << slot);
 		else if (r != -ECANCELED && !ps.produce_failed)
-			r = engine_failed(s, r, err);
+			r = engine_failed(e, s, r, err);
 	}
 	tar_writer_destroy(ps.w);
 	buf_finish(&ps.out);
@@ -432,7 +441,7 @@ static int make_slot(struct engine *e, struct call *call, struct session *s, int
 	buf_finish(&tar);
 	if (r == 0)
 		atomic_fetch_or(&s->drop_made, 1u << slot);
-	return r < 0 && r != -ECANCELED ? engine_failed(s, r, err) : r;
+	return r < 0 && r != -ECANCELED ? engine_failed(e, s, r, err) : r;
 }
 
 /*
@@ -465,7 +474,7 @@ static int fetch(struct engine *e, struct call *call, struct session *s, int slo
 	if (snprintf(where, sizeof(where), "%s/%s/%s", AGENTCTL_DROP, s->drop_slot[slot], what) >= (int)sizeof(where))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "the file's name is too long");
 	if ((r = engine_archive_get(e, call, s->container, where, &bs.b, err)) < 0)
-		return r == -ECANCELED ? r : engine_failed(s, r, err);
+		return r == -ECANCELED ? r : engine_failed(e, s, r, err);
 	r = tar_read(body_source, &bs, lim, sink, NULL, err);
 	engine_body_destroy(bs.b);
 	if (r < 0 && call && call_cancelled(call))

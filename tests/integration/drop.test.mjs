@@ -44,9 +44,10 @@ async function during(cid, fn) {
   return { value, events: await eventsSince(cid, since) };
 }
 
-/** exec_create events of anything but the agent itself (a restarted agent is one) or a test's own kill. */
+/** exec_create events of anything but the agent itself (a restarted agent is one) or this test's own docker execs. */
 function foreignExecs(events) {
-  return events.filter((a) => a.startsWith('exec_create') && !/\/\.sandbox-mcp\/agent/.test(a) && !/: kill -KILL \d+$/.test(a));
+  return events.filter((a) => a.startsWith('exec_create') && !/\/\.sandbox-mcp\/agent/.test(a) &&
+    !/^exec_create: (kill|find|ls|stat|chmod|ps) /.test(a));
 }
 
 /** Asserts the transfer went through the archive API: action seen, no exec of a tar, no pause. */
@@ -288,6 +289,20 @@ describe('transfers through the drop', suite({ timeout: 300000, skip: noAgent })
     const { events } = await during(cid, () => rec('file_upload', { host_path: join(allowed, 'after-cancel.txt'), session_id: sid }));
     viaDrop(events, 'extract-to-dir', 'file_upload after a cancelled one');
     assert.equal((await srv.sh('cat after-cancel.txt; rm -f big.bin', { session_id: sid })).stdout, 'after\n');
+  });
+
+  test('a container removed behind the server\'s back: session_not_found, as on the exec path', async () => {
+    const g = await srv.createSession({ name: 'drop-gone' });
+    writeFileSync(join(allowed, 'gone.txt'), 'gone\n');
+    await rec('file_upload', { host_path: join(allowed, 'gone.txt'), session_id: g.session_id });
+    const rm = await docker(['rm', '-f', g.container_id]);
+    assert.equal(rm.code, 0, rm.stderr);
+    const f = await rec('file_upload', { host_path: join(allowed, 'gone.txt'), session_id: g.session_id },
+      'fails', 'session_not_found');
+    assert.match(f.error.message, /is gone .*the session was dropped/);
+    mkdirSync(join(allowed, 'gone-back'));
+    await rec('file_download', { path: 'gone.txt', host_dir: join(allowed, 'gone-back'), session_id: g.session_id },
+      'fails', 'session_not_found');
   });
 
   test('no result, error or info log line names a slot', async () => {
