@@ -473,7 +473,7 @@ int dropop_check(int argc, char **argv)
 		path[--n] = '\0';
 	if (check_dir("/") < 0)
 		return EXIT_DENIED;
-	for (size_t i = 1; i <= n; i++) {
+	for (size_t i = 1; n > 1 && i <= n; i++) {
 		if (path[i] != '/' && path[i] != '\0')
 			continue;
 		path[i] = '\0';
@@ -612,9 +612,15 @@ static int stage_child(int fd, const char *name, struct shown *sh, void *arg)
 	int to = openat(lv->to, name, DIR_FLAGS);
 	if (to < 0)
 		return fail(sh, errno);
-	int from = openat(fd, name, DIR_FLAGS | O_NONBLOCK);
-	int r = from < 0 ? (fileop_say("%s: Cannot open: %s", sh->p, strerror(errno)), -1)
-			 : stage_dir(to, from, &st, lv->sg, lv->depth + 1, sh);
+	int r, from = openat(fd, name, DIR_FLAGS | O_NONBLOCK);
+	if (from >= 0) {
+		r = stage_dir(to, from, &st, lv->sg, lv->depth + 1, sh);
+	} else {
+		/* staged empty, with its mode, as tar archives a directory it cannot read */
+		fileop_say("%s: Cannot open: %s", sh->p, strerror(errno));
+		r = -1;
+		set_meta(to, &st);
+	}
 	close(to);
 	return r;
 }

@@ -547,6 +547,8 @@ static void test_dropcheck(void **state)
 		assert_non_null(strstr(err, "/a/b: not owned by root"));
 	}
 	assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", "relative/drop", NULL }, out, err), 2);
+	if (good)
+		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", "/", NULL }, out, err), 0);
 	assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", pathf(p, "%s/a/../a/b", base), NULL }, out, err), 2);
 	assert_int_equal(finish(&a), 0);
 	rm_rf(base);
@@ -907,10 +909,15 @@ static void test_drop_unprivileged(void **state)
 	assert_int_equal(chown(p, NOBODY, NOBODY), 0);
 	mkfile(pathf(p, "%s/secret", src), "s", 0600, 0);
 	mkfile(pathf(p, "%s/rootread", src), "r", 0644, 1000000020);
+	mkdir_mode(pathf(p, "%s/priv", src), 0750);
+	mkfile(pathf(p, "%s/priv/x", src), "x", 0644, 0);
 	assert_int_equal(dropop(&a, (const char *[]){ "stage", d.drop, SLOT, src, "100", NULL }, out, err), 2);
 	assert_string_equal(out, "d\n");
 	assert_non_null(strstr(err, "/secret: Cannot open: Permission denied"));
 	assert_int_equal(lstat(pathf(p, "%s/t/secret", d.slot), (struct stat[1]){ 0 }), -1);
+	assert_non_null(strstr(err, "/priv: Cannot open: Permission denied"));
+	assert_meta(pathf(p, "%s/t/priv", d.slot), S_IFDIR, 0750, 0);
+	assert_int_equal(count_entries(p), 0);
 	assert_staged(pathf(p, "%s/ok", src), pathf(q, "%s/t/ok", d.slot), true);
 	/* protected_hardlinks refuses a link to root's file: copied from the opened fd */
 	assert_staged(pathf(p, "%s/rootread", src), pathf(q, "%s/t/rootread", d.slot), !protected_hardlinks());
