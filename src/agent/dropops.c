@@ -33,6 +33,8 @@
 
 /* Deepest directory level a walk enters (the design's bound). */
 #define DROP_DEPTH_MAX 256
+/* rm's bound: the walks' levels, below the slot's t/ or f/ and BASE. */
+#define DROP_RM_DEPTH_MAX (DROP_DEPTH_MAX + 2)
 /* Bytes per read/write when copy_file_range cannot be used. */
 #define DROP_CHUNK (64 * 1024)
 /* Bytes per copy_file_range call. */
@@ -66,6 +68,7 @@ static bool one_name(const char *s);
 static void shown_init(struct shown *sh, const char *s);
 static bool shown_push(struct shown *sh, const char *name);
 static int fail(const struct shown *sh, int e);
+static int too_deep(const struct shown *sh);
 static int each_entry(int fd, struct shown *sh, entry_fn fn, void *arg);
 static int open_slot(const char *drop, const char *slot);
 static int set_meta(int fd, const struct stat *st);
@@ -120,6 +123,13 @@ static bool shown_push(struct shown *sh, const char *name)
 static int fail(const struct shown *sh, int e)
 {
 	fileop_say("%s: %s", sh->n ? sh->p : ".", strerror(e));
+	return -1;
+}
+
+/* Says a walk went past its bound; returns -1. */
+static int too_deep(const struct shown *sh)
+{
+	fileop_say("%s: more than %d directory levels", sh->p, DROP_DEPTH_MAX);
 	return -1;
 }
 
@@ -287,7 +297,7 @@ static int copy_entry(int sfd, const char *name, int dfd, int depth, struct show
 	if (!S_ISDIR(st.st_mode))
 		return 0;
 	if (depth >= DROP_DEPTH_MAX)
-		return fail(sh, ELOOP);
+		return too_deep(sh);
 	/* 0700 while it is filled: the mode it should have may forbid writing */
 	if (mkdirat(dfd, name, 0700) < 0)
 		return fail(sh, errno);
@@ -322,7 +332,7 @@ static int copy_child(int fd, const char *name, struct shown *sh, void *arg)
 static int merge_dir(int sfd, const char *name, int dfd, const struct stat *s, int depth, struct shown *sh)
 {
 	if (depth >= DROP_DEPTH_MAX)
-		return fail(sh, ELOOP);
+		return too_deep(sh);
 	int to = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int from = to < 0 ? -1 : openat(sfd, name, DIR_FLAGS);
 	if (from < 0) {
@@ -392,8 +402,8 @@ static int rm_child(int fd, const char *name, struct shown *sh, void *arg)
 	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : fail(sh, errno);
 	if (S_ISDIR(st.st_mode)) {
-		if (depth >= DROP_DEPTH_MAX)
-			return fail(sh, ELOOP);
+		if (depth >= DROP_RM_DEPTH_MAX)
+			return too_deep(sh);
 		if ((st.st_mode & 0700) != 0700)
 			fchmodat(fd, name, 0700, 0); /* a failure shows in openat */
 		int sub = openat(fd, name, DIR_FLAGS);
@@ -463,7 +473,7 @@ int dropop_check(int argc, char **argv)
 		path[--n] = '\0';
 	if (check_dir("/") < 0)
 		return EXIT_DENIED;
-	for (size_t i = 1; i <= n; i++) {
+	for (size_t i = 1; n > 1 && i <= n; i++) {
 		if (path[i] != '/' && path[i] != '\0')
 			continue;
 		path[i] = '\0';
@@ -599,15 +609,21 @@ static int stage_child(int fd, const char *name, struct shown *sh, void *arg)
 	if (!S_ISDIR(st.st_mode))
 		return 0; /* sockets, devices: the server would skip them */
 	if (lv->depth >= DROP_DEPTH_MAX)
-		return fail(sh, ELOOP);
+		return too_deep(sh);
 	if (mkdirat(lv->to, name, 0700) < 0)
 		return fail(sh, errno);
 	int to = openat(lv->to, name, DIR_FLAGS);
 	if (to < 0)
 		return fail(sh, errno);
-	int from = openat(fd, name, DIR_FLAGS | O_NONBLOCK);
-	int r = from < 0 ? (fileop_say("%s: Cannot open: %s", sh->p, strerror(errno)), -1)
-			 : stage_dir(to, from, &st, lv->sg, lv->depth + 1, sh);
+	int r, from = openat(fd, name, DIR_FLAGS | O_NONBLOCK);
+	if (from >= 0) {
+		r = stage_dir(to, from, &st, lv->sg, lv->depth + 1, sh);
+	} else {
+		/* staged empty, with its mode, as tar archives a directory it cannot read */
+		fileop_say("%s: Cannot open: %s", sh->p, strerror(errno));
+		r = -1;
+		set_meta(to, &st);
+	}
 	close(to);
 	return r;
 }
