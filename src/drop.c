@@ -55,6 +55,7 @@ struct body_src {
 
 static void replace_all(char *text, size_t cap, const char *needle, const char *with);
 static void scrub(const struct session *s, char *text, size_t cap);
+static int scrubbed(const struct session *s, int r, struct xfer_result *ret, struct err *err);
 static int collect(void *arg, int stream, const char *p, size_t n);
 static bool agent_op(struct engine *e, struct call *call, struct session *s, const char *op, const char *const *args,
 		     int timeout_ms, struct buf *out, struct xfer_result *ret, struct err *err, int *ret_r);
@@ -108,6 +109,15 @@ static void scrub(const struct session *s, char *text, size_t cap)
 	replace_all(text, cap, AGENTCTL_DROP, DROP_SCRUBBED);
 }
 
+/* What a transfer hands back, scrubbed: r, with ret's stderr and err's message. */
+static int scrubbed(const struct session *s, int r, struct xfer_result *ret, struct err *err)
+{
+	scrub(s, ret->stderr_text, sizeof(ret->stderr_text));
+	if (r < 0)
+		scrub(s, err->msg, sizeof(err->msg));
+	return r;
+}
+
 static int collect(void *arg, int stream, const char *p, size_t n)
 {
 	struct buf *out = arg;
@@ -150,7 +160,6 @@ static bool agent_op(struct engine *e, struct call *call, struct session *s, con
 			    "the session's agent (sandbox-mcp-agent) stopped during the transfer (killed from outside?); "
 			    "the session is usable: run the call again (the next one starts a new agent)");
 	exec_result_finish(&xr);
-	scrub(s, ret->stderr_text, sizeof(ret->stderr_text));
 	*ret_r = r;
 	return true;
 }
@@ -356,7 +365,7 @@ int drop_push(struct engine *e, struct call *call, struct session *s, int slot, 
 	buf_finish(&ps.out);
 	if (r < 0) {
 		(void)clear(e, s, slot);
-		return r;
+		return scrubbed(s, r, ret, err);
 	}
 	const char *args[] = { AGENTCTL_DROP, s->drop_slot[slot], dir, base, overwrite ? "1" : "0", NULL };
 	struct buf out;
@@ -372,9 +381,7 @@ int drop_push(struct engine *e, struct call *call, struct session *s, int slot, 
 	/* place empties the slot itself, unless it never ran or was stopped */
 	if (!ran || r < 0 || ret->exit_code < 0)
 		(void)clear(e, s, slot);
-	if (r < 0)
-		scrub(s, err->msg, sizeof(err->msg));
-	return r;
+	return scrubbed(s, r, ret, err);
 }
 
 static int map_entry(void *arg, const struct tar_entry *e, struct err *err)
@@ -479,7 +486,6 @@ static int fetch(struct engine *e, struct call *call, struct session *s, int slo
 	engine_body_destroy(bs.b);
 	if (r < 0 && call && call_cancelled(call))
 		r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
-	scrub(s, err->msg, sizeof(err->msg));
 	return r;
 }
 
@@ -494,7 +500,7 @@ int drop_pull(struct engine *e, struct call *call, struct session *s, int slot, 
 	memset(ret, 0, sizeof(*ret));
 	ret->exit_code = -1;
 	if ((r = make_slot(e, call, s, slot, err)) < 0)
-		return r;
+		return scrubbed(s, r, ret, err);
 	buf_init(&out, DROP_OUT_MAX);
 	r = stage(e, call, s, slot, path, lim->total_size, &out, ret, err);
 	bool staged = r == 0 && (ret->exit_code == 0 || ret->exit_code == 2);
@@ -524,5 +530,5 @@ int drop_pull(struct engine *e, struct call *call, struct session *s, int slot, 
 	buf_finish(&out);
 	if (r != DROP_FALLBACK)
 		(void)clear(e, s, slot);
-	return r;
+	return scrubbed(s, r, ret, err);
 }
