@@ -2,10 +2,12 @@
  * tool-host.c - file_upload and file_download: files and folders between an
  * allowed host directory and a sandbox.
  *
- * Both stream: an upload is walked and packed a chunk at a time into the
- * stdin of a `tar -x` run by the sandbox user; a download is read from the
- * stdout of a `tar -c` run by that user and written beneath a fresh host
- * directory as it arrives (hostfs.h).  So a transfer costs a few chunks of
+ * Both stream, through the drop when the session can (drop.h: the engine's
+ * archive API into a secret slot, the agent moving the bytes as the user),
+ * else through an exec'd tar: an upload is walked and packed a chunk at a
+ * time into the stdin of a `tar -x` run by the sandbox user; a download is
+ * read from the stdout of a `tar -c` run by that user. Either way it is
+ * written beneath a fresh host directory as it arrives (hostfs.h).  So a transfer costs a few chunks of
  * memory whatever its size, within SANDBOX_MAX_UPLOAD_MB.
  */
 #include <errno.h>
