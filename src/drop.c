@@ -4,7 +4,7 @@
  * src/agent), the streamed PUT of an upload and the GET of a download.
  *
  * Nothing here lets a slot name out: the agent's stderr and every error
- * message pass through scrub() before the caller sees them, and slot
+ * message pass through drop_scrub() before the caller sees them, and slot
  * names are logged at debug level only.
  */
 #include <errno.h>
@@ -28,8 +28,6 @@
 #define DROP_BUSY_WAIT_MS 5000
 /* Bytes of an agent operation's stdout kept ("<uid> <gid>", "f <base>"). */
 #define DROP_OUT_MAX (NAME_MAX + 64)
-/* What the slot and the drop are called in a message, if ever an agent's or engine's text named them. */
-#define DROP_SCRUBBED "the staged copy"
 
 struct put_state {
 	struct tar_writer *w;
@@ -53,8 +51,9 @@ struct body_src {
 	struct engine_body *b;
 };
 
+static char *splice(char *text, size_t cap, char *at, size_t n, const char *with);
 static void replace_all(char *text, size_t cap, const char *needle, const char *with);
-static void scrub(const struct session *s, char *text, size_t cap);
+static bool in_a_slot(const struct session *s, const char *run, size_t n);
 static int scrubbed(const struct session *s, int r, struct xfer_result *ret, struct err *err);
 static int collect(void *arg, int stream, const char *p, size_t n);
 static bool agent_op(struct engine *e, struct call *call, struct session *s, const char *op, const char *const *args,
@@ -78,43 +77,65 @@ static int stage(struct engine *e, struct call *call, struct session *s, int slo
 static int fetch(struct engine *e, struct call *call, struct session *s, int slot, const char *what,
 		 const struct tar_limits *lim, const struct tar_sink *sink, struct err *err);
 
-/* Replaces every needle in text (NUL-terminated, within cap) by with, cutting what no longer fits. */
-static void replace_all(char *text, size_t cap, const char *needle, const char *with)
+/* Puts with in place of at[0..n) in text (NUL-terminated, within cap), cutting what no longer fits; returns the end of with. */
+static char *splice(char *text, size_t cap, char *at, size_t n, const char *with)
 {
-	size_t nl = strlen(needle), wl = strlen(with);
-	char *at = text;
+	size_t wl = strlen(with), tail = strlen(at + n);
+	size_t room = cap - (size_t)(at - text) - 1;
+	size_t w = wl < room ? wl : room;
+	size_t t = tail < room - w ? tail : room - w;
 
-	while (nl && (at = strstr(at, needle)) != NULL) {
-		size_t tail = strlen(at + nl);
-		size_t room = cap - (size_t)(at - text) - 1;
-		size_t w = wl < room ? wl : room;
-		size_t t = tail < room - w ? tail : room - w;
-		memmove(at + w, at + nl, t);
-		memcpy(at, with, w);
-		at[w + t] = '\0';
-		at += w;
-	}
+	memmove(at + w, at + n, t);
+	memcpy(at, with, w);
+	at[w + t] = '\0';
+	return at + w;
 }
 
-/* Removes the drop's path and the slot names from text: the model never learns them. */
-static void scrub(const struct session *s, char *text, size_t cap)
+/* Replaces every needle in text by with. */
+static void replace_all(char *text, size_t cap, const char *needle, const char *with)
+{
+	size_t nl = strlen(needle);
+	for (char *at = text; nl && (at = strstr(at, needle)) != NULL;)
+		at = splice(text, cap, at, nl, with);
+}
+
+/* True when run[0..n) is part of one of s's slot names, or holds one. */
+static bool in_a_slot(const struct session *s, const char *run, size_t n)
+{
+	for (int i = 0; i < SESSION_DROP_SLOTS; i++) {
+		const char *name = s->drop_slot[i];
+		if (name[0] && (n <= SESSION_DROP_SLOT_LEN ? memmem(name, SESSION_DROP_SLOT_LEN, run, n) != NULL
+							   : memmem(run, n, name, SESSION_DROP_SLOT_LEN) != NULL))
+			return true;
+	}
+	return false;
+}
+
+void drop_scrub(const struct session *s, char *text, size_t cap)
 {
 	char full[sizeof(AGENTCTL_DROP) + SESSION_DROP_SLOT_LEN + 1];
 
 	for (int i = 0; i < SESSION_DROP_SLOTS && s->drop_slot[i][0]; i++) {
 		snprintf(full, sizeof(full), "%s/%s", AGENTCTL_DROP, s->drop_slot[i]);
 		replace_all(text, cap, full, DROP_SCRUBBED);
-		replace_all(text, cap, s->drop_slot[i], DROP_SCRUBBED);
 	}
 	replace_all(text, cap, AGENTCTL_DROP, DROP_SCRUBBED);
+	/* a name, or the part of one a cap left, standing alone as a run of hex digits */
+	for (char *p = text; *p;) {
+		size_t n = strspn(p, "0123456789abcdef");
+		if (n >= DROP_SCRUB_RUN && in_a_slot(s, p, n))
+			p = splice(text, cap, p, n, DROP_SCRUBBED);
+		else
+			p += n ? n : 1;
+	}
 }
 
 /* What a transfer hands back, scrubbed: r, with ret's stderr and err's message. */
 static int scrubbed(const struct session *s, int r, struct xfer_result *ret, struct err *err)
 {
-	scrub(s, ret->stderr_text, sizeof(ret->stderr_text));
+	drop_scrub(s, ret->stderr_text, sizeof(ret->stderr_text));
 	if (r < 0)
-		scrub(s, err->msg, sizeof(err->msg));
+		drop_scrub(s, err->msg, sizeof(err->msg));
 	return r;
 }
 
@@ -339,7 +360,7 @@ static int engine_failed(struct engine *e, const struct session *s, int r, struc
 		return err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
 			       "the staged copy of the transfer went missing in the sandbox; run the call again");
 	}
-	scrub(s, err->msg, sizeof(err->msg));
+	drop_scrub(s, err->msg, sizeof(err->msg));
 	return r;
 }
 

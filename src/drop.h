@@ -62,4 +62,14 @@ int drop_push(struct engine *e, struct call *call, struct session *s, int slot, 
 int drop_pull(struct engine *e, struct call *call, struct session *s, int slot, const char *path,
 	      const struct tar_limits *lim, const struct tar_sink *sink, struct xfer_result *ret, struct err *err);
 
+/*
+ * Takes the drop's path and the slot names of s out of text (NUL-terminated,
+ * in a buffer of cap bytes): each becomes DROP_SCRUBBED, and so does any run
+ * of DROP_SCRUB_RUN or more hex digits that is part of a slot name (a name
+ * a cap cut short). Never longer than before when cap is the buffer's size.
+ */
+#define DROP_SCRUBBED "the staged copy"
+#define DROP_SCRUB_RUN 6
+void drop_scrub(const struct session *s, char *text, size_t cap);
+
 #endif
