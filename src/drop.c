@@ -61,6 +61,9 @@ static bool agent_op(struct engine *e, struct call *call, struct session *s, con
 static bool agent_op_wait(struct engine *e, struct call *call, struct session *s, const char *op,
 			  const char *const *args, int timeout_ms, struct buf *out, struct xfer_result *ret,
 			  struct err *err, int *ret_r);
+static void unusable(struct session *s, const char *why);
+static bool name_slots(struct session *s);
+static int probe_owner(struct engine *e, struct call *call, struct session *s);
 static void check(struct engine *e, struct call *call, struct session *s);
 static bool clear(struct engine *e, struct session *s, int slot);
 static int put_begin(struct put_state *ps, struct err *err);
@@ -77,7 +80,10 @@ static int stage(struct engine *e, struct call *call, struct session *s, int slo
 static int fetch(struct engine *e, struct call *call, struct session *s, int slot, const char *what,
 		 const struct tar_limits *lim, const struct tar_sink *sink, struct err *err);
 
-/* Puts with in place of at[0..n) in text (NUL-terminated, within cap), cutting what no longer fits; returns the end of with. */
+/*
+ * Puts with in place of at[0..n) in text (NUL-terminated, within cap),
+ * cutting what no longer fits; returns the end of with.
+ */
 static char *splice(char *text, size_t cap, char *at, size_t n, const char *with)
 {
 	size_t wl = strlen(with), tail = strlen(at + n);
@@ -199,6 +205,50 @@ static bool agent_op_wait(struct engine *e, struct call *call, struct session *s
 	}
 }
 
+/* The session takes the exec path for its whole life; the log says why (never a slot name). */
+static void unusable(struct session *s, const char *why)
+{
+	log_infof("session %s: transfers use exec'd tar, the drop is not usable (%s)", s->id, why);
+	atomic_store(&s->drop_state, SESSION_DROP_UNUSABLE);
+}
+
+/* Gives the session's slots their random names. False when there was no randomness. */
+static bool name_slots(struct session *s)
+{
+	for (int i = 0; i < SESSION_DROP_SLOTS; i++) {
+		unsigned char raw[SESSION_DROP_SLOT_LEN / 2];
+		if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+			return false;
+		for (size_t k = 0; k < sizeof(raw); k++)
+			snprintf(&s->drop_slot[i][2 * k], 3, "%02x", raw[k]);
+	}
+	return true;
+}
+
+/*
+ * The engine must keep a tar header's owner: Docker's archive PUT does, but
+ * one that gave the slot to root would lock the agent out of it. So the
+ * first slot is made and emptied by the agent once. 1 when that worked, 0
+ * when it did not (the drop is unusable), -1 when the call ended first.
+ */
+static int probe_owner(struct engine *e, struct call *call, struct session *s)
+{
+	struct err err;
+	int r = make_slot(e, call, s, 0, &err);
+
+	if (r == -ECANCELED)
+		return -1;
+	if (r < 0) {
+		unusable(s, err.msg);
+		return 0;
+	}
+	if (!clear(e, s, 0)) {
+		unusable(s, "the agent cannot use a slot the engine made for it");
+		return 0;
+	}
+	return 1;
+}
+
 /* The session's first transfer: dropcheck decides whether the drop is used, and the slots get their names. */
 static void check(struct engine *e, struct call *call, struct session *s)
 {
@@ -220,33 +270,25 @@ static void check(struct engine *e, struct call *call, struct session *s)
 	bool ran = agent_op(e, call, s, "dropcheck", args, DROP_OP_TIMEOUT_MS, &out, &res, &err, &r);
 	if (buf_append(&out, "", 1) < 0)
 		abort(); /* collect leaves room for it */
-	bool good = ran && r == 0 && res.exit_code == 0 && out.data &&
-		    sscanf(out.data, "%lu %lu%c", &uid, &gid, &extra) == 3 && extra == '\n' && uid > 0 &&
-		    uid <= UINT32_MAX && gid <= UINT32_MAX;
-	if (ran && (r < 0 || res.cancelled || res.timed_out)) {
-		buf_finish(&out);
-		return; /* the agent was lost or the call ended: decide another time */
-	}
+	bool good = ran && r == 0 && res.exit_code == 0 && sscanf(out.data, "%lu %lu%c", &uid, &gid, &extra) == 3 &&
+		    extra == '\n' && uid > 0 && uid <= UINT32_MAX && gid <= UINT32_MAX;
 	buf_finish(&out);
+	if (ran && (r < 0 || res.cancelled || res.timed_out))
+		return; /* the agent was lost or the call ended: decide another time */
 	if (!good) {
-		log_infof("session %s: transfers use exec'd tar, the drop is not usable (%s)", s->id,
-			  !ran		       ? "the agent cannot check it"
-			  : res.stderr_text[0] ? res.stderr_text
-					       : "dropcheck failed");
-		atomic_store(&s->drop_state, SESSION_DROP_UNUSABLE);
+		unusable(s, !ran		 ? "the agent cannot check it"
+			    : res.stderr_text[0] ? res.stderr_text
+						 : "dropcheck failed");
 		return;
 	}
-	for (int i = 0; i < SESSION_DROP_SLOTS; i++) {
-		unsigned char raw[SESSION_DROP_SLOT_LEN / 2];
-		if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
-			atomic_store(&s->drop_state, SESSION_DROP_UNUSABLE);
-			return;
-		}
-		for (size_t k = 0; k < sizeof(raw); k++)
-			snprintf(&s->drop_slot[i][2 * k], 3, "%02x", raw[k]);
+	if (!name_slots(s)) {
+		unusable(s, "no random slot names");
+		return;
 	}
 	s->drop_uid = (unsigned)uid;
 	s->drop_gid = (unsigned)gid;
+	if (probe_owner(e, call, s) <= 0)
+		return;
 	atomic_store(&s->drop_state, SESSION_DROP_USABLE);
 	log_debugf("session %s: transfers go through the drop as %lu:%lu", s->id, uid, gid);
 }
