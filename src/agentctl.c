@@ -98,8 +98,13 @@ int agentctl_install(struct engine *e, struct call *call, const char *container_
 				  .type = TAR_TYPE_FILE,
 				  .size = AGENT_BIN_LEN,
 				  .mode = 0555 };
+	/* the drop (docs/agent.md): root's, 0711, so the user may enter a slot it knows but never list one */
+	struct tar_entry drop = { .path = into_volume ? "drop" : &AGENTCTL_DROP[1],
+				  .type = TAR_TYPE_DIR,
+				  .mode = 0711 };
 	if ((r = tar_writer_create(&tar, &w, err)) == 0 && (into_volume || (r = tar_writer_add(w, &dir, err)) == 0) &&
-	    (r = tar_writer_add(w, &file, err)) == 0 && (r = tar_writer_data(w, agent_bin, AGENT_BIN_LEN, err)) == 0)
+	    (r = tar_writer_add(w, &drop, err)) == 0 && (r = tar_writer_add(w, &file, err)) == 0 &&
+	    (r = tar_writer_data(w, agent_bin, AGENT_BIN_LEN, err)) == 0)
 		r = tar_writer_close(w, err);
 	tar_writer_destroy(w);
 	if (r == 0)

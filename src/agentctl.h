@@ -28,6 +28,11 @@
 /* Where the agent is put in every container. */
 #define AGENTCTL_DIR "/.sandbox-mcp"
 #define AGENTCTL_PATH AGENTCTL_DIR "/agent"
+/*
+ * The drop: root's, mode 0711, beside the agent. The engine's archive
+ * endpoints read and write only inside its secret slots (drop.h).
+ */
+#define AGENTCTL_DROP AGENTCTL_DIR "/drop"
 /* From exec start to the agent's hello. */
 #define AGENTCTL_START_TIMEOUT_MS 10000
 
@@ -36,9 +41,9 @@ struct agentctl;
 /* True when this build carries the agent (musl-gcc was found). */
 bool agentctl_built(void);
 /*
- * Copies the agent into a created, not yet started container: with its
- * directory into the root, or (into_volume) into the volume mounted at
- * AGENTCTL_DIR. 0, or -errno with err (-EROFS when the engine refused to
+ * Copies the agent and the empty drop into a created, not yet started
+ * container: with their directory into the root, or (into_volume) into
+ * the volume mounted at AGENTCTL_DIR. 0, or -errno with err (-EROFS when the engine refused to
  * write a read-only root filesystem).
  */
 int agentctl_install(struct engine *e, struct call *call, const char *container_id, bool into_volume, struct err *err);

@@ -10,6 +10,7 @@
  * connection of their own, which is never returned to the pool.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -577,6 +578,84 @@ int engine_archive_put(struct engine *e, struct call *call, const char *id, cons
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "path too long");
 	snprintf(target, sizeof(target), "/containers/%s/archive?path=%s&noOverwriteDirNonDir=1", id, esc);
 	return engine_request_raw(e, call, "PUT", target, "application/x-tar", tar, len, NULL, NULL, err);
+}
+
+/*
+ * A pooled connection that still looks alive: an idle HTTP connection has
+ * nothing to read, so one that polls readable was closed (or sent junk) by
+ * the other end. A streamed body cannot be sent twice, so it is checked
+ * before, not retried after.
+ */
+static int conn_get_live(struct engine *e, struct http_conn **ret, struct err *err)
+{
+	for (;;) {
+		bool reused;
+		int r = conn_get(e, ret, &reused, err);
+		if (r < 0 || !reused)
+			return r;
+		struct pollfd p = { .fd = http_conn_fd(*ret), .events = POLLIN };
+		if (poll(&p, 1, 0) == 0)
+			return 0;
+		http_conn_destroy(*ret);
+		pool_drop(e);
+	}
+}
+
+/* Sends a chunked body from src on conn: 0 once the last chunk went, or src's -errno (the engine may refuse early). */
+static int put_chunks(struct http_conn *conn, engine_source_fn src, void *arg, struct err *err)
+{
+	_cleanup_free_ char *piece = xmalloc(ENGINE_PUT_CHUNK);
+	struct err werr;
+	for (;;) {
+		ssize_t n = src(arg, piece, ENGINE_PUT_CHUNK, err);
+		if (n < 0)
+			return (int)n;
+		/* an engine that refuses stops reading: its answer says why */
+		if (http_chunk_write(conn, piece, (size_t)n, &werr) < 0 || n == 0)
+			return 0;
+	}
+}
+
+int engine_archive_put_stream(struct engine *e, struct call *call, const char *id, const char *path,
+			      engine_source_fn src, void *arg, struct err *err)
+{
+	char esc[1024], target[1200], full[1400];
+	struct http_conn *conn;
+	struct http_response resp;
+	CHECK_ID(id);
+	if (engine_url_escape(path, esc, sizeof(esc)) < 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "path too long");
+	snprintf(target, sizeof(target), "/containers/%s/archive?path=%s&noOverwriteDirNonDir=1", id, esc);
+	int r = versioned(e, call, target, full, sizeof(full), err);
+	if (r < 0 || (r = conn_get_live(e, &conn, err)) < 0)
+		return engine_hint(err, r);
+	if (call && call_arm(call, abort_conn, conn) < 0) {
+		http_conn_destroy(conn);
+		return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+	}
+	r = http_request_send_chunked(conn, "PUT", full, "Content-Type: application/x-tar\r\n", err);
+	if (r == 0)
+		r = put_chunks(conn, src, arg, err);
+	if (r == 0)
+		r = http_response_recv(conn, false, &resp, err);
+	if (r == 0 && resp.status >= 400)
+		return response_failed(e, call, conn, resp.status, path, err);
+	struct buf out;
+	buf_init(&out, 64 * 1024);
+	if (r == 0)
+		r = http_body_read_all(conn, &out, err);
+	buf_finish(&out);
+	if (call) {
+		call_disarm(call);
+		if (r < 0 && call_cancelled(call))
+			r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+	}
+	if (r < 0) {
+		http_conn_destroy(conn);
+		return r == -ECANCELED ? r : engine_hint(err, r);
+	}
+	conn_put(e, conn);
+	return 0;
 }
 
 int engine_exec_create(struct engine *e, struct call *call, const char *container_id, json_t *body,

@@ -196,4 +196,15 @@ typedef ssize_t (*engine_source_fn)(void *arg, void *p, size_t n, struct err *er
 /* Hears each message of a build's or import's progress stream (a JSON object, borrowed). */
 typedef void (*engine_message_fn)(void *arg, json_t *msg);
 
+/* Bytes engine_archive_put_stream asks its source for at a time. */
+#define ENGINE_PUT_CHUNK (1024 * 1024)
+/*
+ * engine_archive_put with a body src yields piece by piece (chunked, on a
+ * kept-alive connection), so a tar of any size costs one piece of memory.
+ * 0, or -errno with err: src's own error as it gave it, -ECANCELED when
+ * call was cancelled, or the engine's refusal.
+ */
+int engine_archive_put_stream(struct engine *e, struct call *call, const char *id, const char *path,
+			      engine_source_fn src, void *arg, struct err *err);
+
 #endif

@@ -31,6 +31,16 @@
 /* Transient containers (session_opts.transient) allowed past SANDBOX_MAX_SESSIONS. */
 #define SESSION_TRANSIENT_EXTRA 2
 
+/* Transfers a session may run through its drop at once, and the length of a slot's (hex) name. */
+#define SESSION_DROP_SLOTS 4
+#define SESSION_DROP_SLOT_LEN 32
+
+enum session_drop {
+	SESSION_DROP_UNKNOWN, /* not checked yet */
+	SESSION_DROP_USABLE,
+	SESSION_DROP_UNUSABLE, /* the exec path, for the session's life */
+};
+
 struct agentctl;
 struct exec_result;
 struct exec_spec;
@@ -80,6 +90,21 @@ struct session {
 	 * are not: one that finds the agent in use takes the exec path.
 	 */
 	atomic_bool agent_busy;
+	/*
+	 * Transfers through the drop (drop.h): whether this session can use
+	 * it (enum session_drop, decided by the agent's dropcheck at the first
+	 * transfer), the uid and gid the agent runs as, the slot names
+	 * (secret: never logged at info, never in a result), the slots in use
+	 * (bits, taken and given back atomically) and those whose directory
+	 * exists in the container. Set up by the session's own tool calls,
+	 * which are serialized.
+	 */
+	atomic_int drop_state;
+	unsigned drop_uid, drop_gid;
+	char drop_slot[SESSION_DROP_SLOTS][SESSION_DROP_SLOT_LEN + 1];
+	atomic_uint drop_busy;
+	atomic_uint drop_made;
+	atomic_uint drop_dirty; /* slots a failed transfer may have left something in: cleared before reuse */
 	/*
 	 * What the session did that session_export replays, oldest first: an
 	 * array of objects {"kind": "pip_install" | "git_clone" | ..., ...}.

@@ -99,6 +99,8 @@ struct tar_writer {
 	struct archive *a;
 	struct archive_entry *ent;
 	uint64_t left; /* bytes the current file still needs */
+	unsigned uid, gid;
+	char prefix[PATHSAFE_MAX + 1]; /* "" or a relative name ending in '/' */
 };
 
 static void la_load(void);
@@ -505,8 +507,15 @@ int tar_writer_add(struct tar_writer *w, const struct tar_entry *e, struct err *
 			       (unsigned long long)w->left);
 	if (path_relative(e->path, norm, sizeof(norm)) < 0 || !norm[0] || strcmp(norm, e->path) != 0)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "tar: bad entry name '%.200s'", e->path);
+	char full[2 * (PATHSAFE_MAX + 1)];
+	int n = snprintf(full, sizeof(full), "%s%s", w->prefix, e->path);
+	if (n < 0 || (size_t)n > PATHSAFE_MAX)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENAMETOOLONG, "tar: entry name '%.200s' too long",
+			       e->path);
 	la.archive_entry_clear(w->ent);
-	la.archive_entry_set_pathname(w->ent, e->path);
+	la.archive_entry_set_pathname(w->ent, full);
+	la.archive_entry_set_uid(w->ent, w->uid);
+	la.archive_entry_set_gid(w->ent, w->gid);
 	la.archive_entry_set_filetype(w->ent, e->type == TAR_TYPE_DIR ? AE_IFDIR : AE_IFREG);
 	la.archive_entry_set_perm(w->ent, e->mode & 07777);
 	la.archive_entry_set_size(w->ent, e->type == TAR_TYPE_DIR ? 0 : (la_int64_t)e->size);
@@ -514,6 +523,28 @@ int tar_writer_add(struct tar_writer *w, const struct tar_entry *e, struct err *
 	if (la.archive_write_header(w->a, w->ent) != ARCHIVE_OK)
 		return err_set(err, ERRCODE_INTERNAL, -EMSGSIZE, "tar: %s", la.archive_error_string(w->a));
 	w->left = e->type == TAR_TYPE_DIR ? 0 : e->size;
+	return 0;
+}
+
+void tar_writer_set_owner(struct tar_writer *w, unsigned uid, unsigned gid)
+{
+	w->uid = uid;
+	w->gid = gid;
+}
+
+int tar_writer_set_prefix(struct tar_writer *w, const char *prefix, struct err *err)
+{
+	char norm[PATHSAFE_MAX + 1];
+
+	if (!prefix || !*prefix) {
+		w->prefix[0] = '\0';
+		return 0;
+	}
+	/* one normalised relative name, so every entry stays a path_relative one */
+	if (path_relative(prefix, norm, sizeof(norm)) < 0 || !norm[0] || strcmp(norm, prefix) != 0 ||
+	    strlen(norm) + 1 >= sizeof(w->prefix))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "tar: bad name prefix '%.200s'", prefix);
+	snprintf(w->prefix, sizeof(w->prefix), "%s/", norm);
 	return 0;
 }
 

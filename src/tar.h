@@ -108,6 +108,16 @@ void tar_writer_destroy(struct tar_writer *w);
  * file is short), -EMSGSIZE (out is full), with err.
  */
 int tar_writer_add(struct tar_writer *w, const struct tar_entry *e, struct err *err);
+/*
+ * Every entry added from now on is owned by uid:gid (numeric only; the
+ * default is 0:0). The engine's archive PUT keeps a header's owner.
+ */
+void tar_writer_set_owner(struct tar_writer *w, unsigned uid, unsigned gid);
+/*
+ * Every entry added from now on is named prefix/path (prefix relative and
+ * normalised, no trailing '/'; NULL or "" for none). 0 or -EINVAL with err.
+ */
+int tar_writer_set_prefix(struct tar_writer *w, const char *prefix, struct err *err);
 /* Appends bytes of the current file (never past its size). 0 or -errno with err. */
 int tar_writer_data(struct tar_writer *w, const void *p, size_t n, struct err *err);
 /* Writes the end-of-archive blocks. 0 or -errno with err. */

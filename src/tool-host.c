@@ -2,10 +2,12 @@
  * tool-host.c - file_upload and file_download: files and folders between an
  * allowed host directory and a sandbox.
  *
- * Both stream: an upload is walked and packed a chunk at a time into the
- * stdin of a `tar -x` run by the sandbox user; a download is read from the
- * stdout of a `tar -c` run by that user and written beneath a fresh host
- * directory as it arrives (hostfs.h).  So a transfer costs a few chunks of
+ * Both stream, through the drop when the session can (drop.h: the engine's
+ * archive API into a secret slot, the agent moving the bytes as the user),
+ * else through an exec'd tar: an upload is walked and packed a chunk at a
+ * time into the stdin of a `tar -x` run by the sandbox user; a download is
+ * read from the stdout of a `tar -c` run by that user. Either way it is
+ * written beneath a fresh host directory as it arrives (hostfs.h).  So a transfer costs a few chunks of
  * memory whatever its size, within SANDBOX_MAX_UPLOAD_MB.
  */
 #include <errno.h>
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "drop.h"
 #include "files.h"
 #include "hostfs.h"
 #include "log.h"
@@ -45,6 +48,10 @@ struct body_src {
 };
 
 static int file_upload(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
+static int upload_run(struct tool_ctx *ctx, struct session *s, struct hostfs_walk *wk, const char *dir, const char *top,
+		      bool overwrite, struct xfer_result *xr, bool *ret_drop, struct err *err);
+static int download_run(struct tool_ctx *ctx, struct session *s, const char *path, const struct tar_limits *lim,
+			struct hostfs_extract *x, struct xfer_result *xr, bool *ret_direct, struct err *err);
 static ssize_t body_source(void *arg, void *p, size_t n);
 static int download_direct(struct tool_ctx *ctx, const struct session *s, const char *path,
 			   const struct tar_limits *lim, struct hostfs_extract *x, bool *ret_handled, struct err *err);
@@ -136,6 +143,56 @@ static int download_direct(struct tool_ctx *ctx, const struct session *s, const 
 	return r;
 }
 
+/*
+ * Moves the walk's tree into the sandbox: through the drop when the session
+ * can (drop.h: the engine's archive PUT, placed by the agent as the user),
+ * else through an exec'd tar. Answers as xfer_push; *ret_drop says which ran.
+ */
+static int upload_run(struct tool_ctx *ctx, struct session *s, struct hostfs_walk *wk, const char *dir, const char *top,
+		      bool overwrite, struct xfer_result *xr, bool *ret_drop, struct err *err)
+{
+	struct engine *e = session_engine(s);
+	int slot = drop_take(e, ctx->call, s);
+
+	*ret_drop = slot >= 0;
+	if (slot >= 0) {
+		int r = drop_push(e, ctx->call, s, slot, hostfs_walk_produce, wk, dir, top, overwrite, xr, err);
+		drop_release(s, slot);
+		return r;
+	}
+	const char *argv[] = { dir, top, overwrite ? "1" : "0", NULL };
+	return xfer_push(e, ctx->call, s, upload_script, argv, hostfs_walk_produce, wk, xr, err);
+}
+
+/*
+ * Reads path out of the sandbox into x: through the drop when the session
+ * can (drop.h), else the archive GET of a plain workspace file
+ * (download_direct, *ret_direct), else an exec'd tar. Answers as xfer_pull.
+ */
+static int download_run(struct tool_ctx *ctx, struct session *s, const char *path, const struct tar_limits *lim,
+			struct hostfs_extract *x, struct xfer_result *xr, bool *ret_direct, struct err *err)
+{
+	struct engine *e = session_engine(s);
+	const char *argv[] = { path, NULL };
+	struct tar_stats st;
+	int slot = drop_take(e, ctx->call, s);
+	int r;
+
+	*ret_direct = false;
+	memset(xr, 0, sizeof(*xr));
+	if (slot >= 0) {
+		r = drop_pull(e, ctx->call, s, slot, path, lim, hostfs_extract_sink(x), xr, err);
+		drop_release(s, slot);
+		if (r != DROP_FALLBACK)
+			return r;
+		memset(xr, 0, sizeof(*xr));
+	}
+	r = download_direct(ctx, s, path, lim, x, ret_direct, err);
+	if (!*ret_direct)
+		r = xfer_pull(e, ctx->call, s, download_script, argv, lim, hostfs_extract_sink(x), &st, xr, err);
+	return r;
+}
+
 static int file_upload(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 {
 	const struct config *cfg = ctx->svc->cfg;
@@ -175,10 +232,13 @@ static int file_upload(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 		hostfs_walk_destroy(wk);
 		return 0;
 	}
-	const char *argv[] = { dir[0] ? dir : "/", top, overwrite ? "1" : "0", NULL };
 	struct xfer_result xr;
-	r = xfer_push(session_engine(s), ctx->call, s, upload_script, argv, hostfs_walk_produce, wk, &xr, &e);
-	if (r < 0 && e.code != ERRCODE_SESSION_NOT_FOUND)
+	bool drop;
+	r = upload_run(ctx, s, wk, dir[0] ? dir : "/", top, overwrite, &xr, &drop, &e);
+	/* through the drop, a stopped upload leaves nothing behind (its slot is emptied) */
+	if (r < 0 && drop && e.code != ERRCODE_SESSION_NOT_FOUND && e.code != ERRCODE_CANCELLED)
+		err_append(&e, r, "; the upload stopped");
+	else if (r < 0 && !drop && e.code != ERRCODE_SESSION_NOT_FOUND)
 		err_append(&e, r, "; the upload stopped, and what was copied before stays in the sandbox");
 	else if (r < 0)
 		r = files_exec_failed(ctx, s, r, &e);
@@ -216,7 +276,6 @@ static int file_download(struct tool_ctx *ctx, json_t *args, struct tool_result 
 	struct session *s;
 	struct hostfs_extract *x = NULL;
 	struct tar_limits lim;
-	struct tar_stats st;
 	struct xfer_result xr;
 	int dfd = -1, r;
 
@@ -236,13 +295,8 @@ static int file_download(struct tool_ctx *ctx, json_t *args, struct tool_result 
 		return 0;
 	}
 	transfer_limits(cfg, &lim);
-	const char *argv[] = { path, NULL };
 	bool direct = false;
-	memset(&xr, 0, sizeof(xr));
-	r = download_direct(ctx, s, path, &lim, x, &direct, &e);
-	if (!direct)
-		r = xfer_pull(session_engine(s), ctx->call, s, download_script, argv, &lim, hostfs_extract_sink(x), &st,
-			      &xr, &e);
+	r = download_run(ctx, s, path, &lim, x, &xr, &direct, &e);
 	/* the script's own refusals first: they send an empty stream */
 	if (direct)
 		r = r < 0 ? files_exec_failed(ctx, s, r, &e) : 0;

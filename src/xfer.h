@@ -3,10 +3,11 @@
  * stdin and stdout of a shell script around `tar` exec'd inside it as the
  * session's user.
  *
- * Never the engine's archive endpoints: they act as the daemon's root, follow
- * symlinks the sandbox planted and ignore the read-only root, while a tar
- * running as the sandbox user gets exactly that user's rights from the
- * kernel.  Both directions stream: a push produces the tar piece by piece
+ * Never the engine's archive endpoints on a user's path: they act as the
+ * daemon's root, follow symlinks the sandbox planted and ignore the
+ * read-only root, while a tar running as the sandbox user gets exactly that
+ * user's rights from the kernel (drop.h uses them only inside a secret slot
+ * of a root-owned drop; this is the path when it cannot).  Both directions stream: a push produces the tar piece by piece
  * as the exec's stdin takes it, a pull hands the exec's stdout to tar_read
  * as it asks for it, so memory stays at a few chunks whatever the size.
  * Whatever the container sends back is treated as hostile (tar.h).

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -399,6 +400,16 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--idle") == 0)
 		for (;;)
 			pause();
+	/*
+	 * Non-dumpable: the built-ins it forks are told the names of the drop's
+	 * slots (dropops.h), which must stay secret from the user's other
+	 * processes of the same uid: they may not ptrace it or its forked
+	 * children nor read their /proc/<pid>/{fd,cwd,mem,environ} (names come
+	 * in frames, never in a cmdline). A command it execs is dumpable again
+	 * (execve resets it) and never saw a slot name, nor does --idle above.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return 1;
 	if (pipe2(sigpipe_fd, O_CLOEXEC | O_NONBLOCK) < 0)
 		return 1;
 	signal(SIGPIPE, SIG_IGN);

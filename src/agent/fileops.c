@@ -22,28 +22,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dropops.h"
 #include "fileops.h"
-
-/* The exit codes of enum xfer_exit (xfer.h), which the server maps to errors. */
-enum {
-	EXIT_NOT_REGULAR = 65,
-	EXIT_NOT_FOUND = 66,
-	EXIT_IS_DIR = 67,
-	EXIT_EXISTS = 68,
-	EXIT_NO_DIR = 69,
-	EXIT_DENIED = 77,
-	EXIT_NOT_EMPTY = 39, /* the delete script's own */
-	EXIT_FAILED = 2,     /* what tar exits with when it fails */
-};
 
 /* Bytes read or written at a time. */
 #define FILEOP_CHUNK (64 * 1024)
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int write_all(int fd, const char *p, size_t n);
-static bool parse_num(const char *s, uint64_t *ret);
 static int op_read(int argc, char **argv);
-static int mkdir_p(const char *dir);
 static int op_write(int argc, char **argv);
 static void list_record(const struct stat *st, int dirfd, const char *name, const char *shown);
 static int list_walk(const char *rel, int level, int depth, bool hidden);
@@ -51,8 +37,7 @@ static int op_list(int argc, char **argv);
 static int rm_tree(int parent, const char *name, char *shown, size_t shown_len);
 static int op_delete(int argc, char **argv);
 
-/* A message on stderr, as the script's tools would print it. */
-static void say(const char *fmt, ...)
+void fileop_say(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -75,7 +60,7 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-static bool parse_num(const char *s, uint64_t *ret)
+bool fileop_parse_num(const char *s, uint64_t *ret)
 {
 	char *end;
 	if (!*s || *s < '0' || *s > '9')
@@ -95,7 +80,8 @@ static int op_read(int argc, char **argv)
 	struct stat st;
 	char head[64];
 
-	if (argc != 5 || !parse_num(argv[2], &off) || !parse_num(argv[3], &len) || !parse_num(argv[4], &cap))
+	if (argc != 5 || !fileop_parse_num(argv[2], &off) || !fileop_parse_num(argv[3], &len) ||
+	    !fileop_parse_num(argv[4], &cap))
 		return EXIT_FAILED;
 	const char *p = argv[1];
 	if (stat(p, &st) < 0)
@@ -108,7 +94,7 @@ static int op_read(int argc, char **argv)
 		return EXIT_DENIED;
 	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		say("read: %s: %s", p, strerror(errno));
+		fileop_say("read: %s: %s", p, strerror(errno));
 		return errno == EACCES ? EXIT_DENIED : EXIT_FAILED;
 	}
 	uint64_t size = (uint64_t)st.st_size;
@@ -126,7 +112,7 @@ static int op_read(int argc, char **argv)
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
-			say("read: %s: %s", p, strerror(errno));
+			fileop_say("read: %s: %s", p, strerror(errno));
 			return EXIT_FAILED;
 		}
 		if (k == 0)
@@ -139,15 +125,14 @@ static int op_read(int argc, char **argv)
 	return 0;
 }
 
-/* `mkdir -p dir` (absolute). 0, or -1 with the message said. */
-static int mkdir_p(const char *dir)
+int fileop_mkdir_p(const char *dir)
 {
 	char path[PATH_MAX];
 	struct stat st;
 	size_t n = strlen(dir);
 
 	if (n == 0 || n >= sizeof(path)) {
-		say("mkdir: %s: %s", dir, strerror(ENAMETOOLONG));
+		fileop_say("mkdir: %s: %s", dir, strerror(ENAMETOOLONG));
 		return -1;
 	}
 	memcpy(path, dir, n + 1);
@@ -157,7 +142,7 @@ static int mkdir_p(const char *dir)
 		char c = path[i];
 		path[i] = '\0';
 		if ((stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) && mkdir(path, 0777) < 0 && errno != EEXIST) {
-			say("mkdir: cannot create directory '%s': %s", path, strerror(errno));
+			fileop_say("mkdir: cannot create directory '%s': %s", path, strerror(errno));
 			return -1;
 		}
 		path[i] = c;
@@ -176,14 +161,14 @@ static int op_write(int argc, char **argv)
 	char tmp[64];
 	uint64_t mode;
 
-	if (argc != 6 || !parse_num(argv[5], &mode))
+	if (argc != 6 || !fileop_parse_num(argv[5], &mode))
 		return EXIT_FAILED;
 	const char *d = argv[1], *b = argv[2];
 	mode = strtoull(argv[5], NULL, 8) & 07777;
-	if ((stat(d, &st) < 0 || !S_ISDIR(st.st_mode)) && mkdir_p(d) < 0)
+	if ((stat(d, &st) < 0 || !S_ISDIR(st.st_mode)) && fileop_mkdir_p(d) < 0)
 		return EXIT_NO_DIR;
 	if (chdir(d) < 0) {
-		say("cd: %s: %s", d, strerror(errno));
+		fileop_say("cd: %s: %s", d, strerror(errno));
 		return EXIT_NO_DIR;
 	}
 	if (access(".", W_OK) < 0)
@@ -200,7 +185,7 @@ static int op_write(int argc, char **argv)
 	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* left by a write killed with this pid */
 		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
-		say("write: %s: %s", b, strerror(errno));
+		fileop_say("write: %s: %s", b, strerror(errno));
 		return errno == EACCES ? EXIT_DENIED : EXIT_FAILED;
 	}
 	static char buf[FILEOP_CHUNK];
@@ -226,7 +211,7 @@ static int op_write(int argc, char **argv)
 		err = errno;
 	if (err) {
 		unlink(tmp);
-		say("write: %s: %s", b, strerror(err));
+		fileop_say("write: %s: %s", b, strerror(err));
 		return EXIT_FAILED;
 	}
 	return 0;
@@ -291,7 +276,7 @@ static int op_list(int argc, char **argv)
 	struct stat st, lst;
 	uint64_t depth;
 
-	if (argc != 4 || !parse_num(argv[2], &depth) || depth < 1 || depth > 64)
+	if (argc != 4 || !fileop_parse_num(argv[2], &depth) || depth < 1 || depth > 64)
 		return EXIT_FAILED;
 	const char *p = argv[1];
 	bool is_link = lstat(p, &lst) == 0, exists = stat(p, &st) == 0;
@@ -303,7 +288,7 @@ static int op_list(int argc, char **argv)
 		return fflush(stdout) == 0 ? 0 : EXIT_FAILED;
 	}
 	if (chdir(p) < 0) {
-		say("cd: %s: %s", p, strerror(errno));
+		fileop_say("cd: %s: %s", p, strerror(errno));
 		return EXIT_DENIED;
 	}
 	int status = list_walk("", 1, (int)depth, strcmp(argv[3], "1") == 0);
@@ -321,12 +306,12 @@ static int rm_tree(int parent, const char *name, char *shown, size_t shown_len)
 	int status = 0;
 
 	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : (say("rm: cannot remove '%s': %s", shown, strerror(errno)), 1);
+		return errno == ENOENT ? 0 : (fileop_say("rm: cannot remove '%s': %s", shown, strerror(errno)), 1);
 	if (S_ISDIR(st.st_mode)) {
 		int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		DIR *dir = fd < 0 ? NULL : fdopendir(fd);
 		if (!dir) {
-			say("rm: cannot remove '%s': %s", shown, strerror(errno));
+			fileop_say("rm: cannot remove '%s': %s", shown, strerror(errno));
 			if (fd >= 0)
 				close(fd);
 			return 1;
@@ -342,7 +327,7 @@ static int rm_tree(int parent, const char *name, char *shown, size_t shown_len)
 		closedir(dir);
 	}
 	if (unlinkat(parent, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT) {
-		say("rm: cannot remove '%s': %s", shown, strerror(errno));
+		fileop_say("rm: cannot remove '%s': %s", shown, strerror(errno));
 		return 1;
 	}
 	return status;
@@ -373,7 +358,7 @@ static int op_delete(int argc, char **argv)
 	printf("file\n");
 	fflush(stdout);
 	if (unlink(p) < 0 && errno != ENOENT) {
-		say("rm: cannot remove '%s': %s", p, strerror(errno));
+		fileop_say("rm: cannot remove '%s': %s", p, strerror(errno));
 		return 1;
 	}
 	return 0;
@@ -383,10 +368,8 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } ops[] = {
-	{ "read", op_read },
-	{ "write", op_write },
-	{ "list", op_list },
-	{ "delete", op_delete },
+	{ "read", op_read },	       { "write", op_write },	  { "list", op_list },	     { "delete", op_delete },
+	{ "dropcheck", dropop_check }, { "place", dropop_place }, { "stage", dropop_stage }, { "clear", dropop_clear },
 };
 
 bool fileop_known(const char *name)

@@ -19,16 +19,38 @@
  *   list   PATH DEPTH HIDDEN        find's -printf records (tool-find.c)
  *   delete PATH RECURSIVE           "file"/"directory", then rm / rmdir
  *
+ * and the transfers' dropcheck, place, stage and clear (dropops.h).
+ *
  * The kernel decides what the user may do, as it does for the scripts.
  */
 #ifndef AGENT_FILEOPS_H
 #define AGENT_FILEOPS_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+/* The exit codes of enum xfer_exit (xfer.h), which the server maps to errors. */
+enum {
+	EXIT_TOO_LARGE = 27, /* stage: more than the cap; the server's own */
+	EXIT_NOT_REGULAR = 65,
+	EXIT_NOT_FOUND = 66,
+	EXIT_IS_DIR = 67,
+	EXIT_EXISTS = 68,
+	EXIT_NO_DIR = 69,
+	EXIT_DENIED = 77,
+	EXIT_NOT_EMPTY = 39, /* the delete script's own */
+	EXIT_FAILED = 2,     /* what tar exits with when it fails */
+};
 
 /* True when name is one of the operations. */
 bool fileop_known(const char *name);
 /* Runs operation argv[0] with argv[1..argc); returns the exit code. -1: no such operation. */
 int fileop_run(int argc, char **argv);
+/* A message on stderr (a newline added), as the scripts' tools print them. */
+void fileop_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Parses a decimal number, digits only. */
+bool fileop_parse_num(const char *s, uint64_t *ret);
+/* `mkdir -p dir` (absolute). 0, or -1 with the message said. */
+int fileop_mkdir_p(const char *dir);
 
 #endif

@@ -560,6 +560,12 @@ describe('host transfers: file_upload and file_download', suite({ timeout: 30000
   });
 
   test('a lying tar in the sandbox: escapes, absolute names and writes through links go nowhere', async () => {
+    // the sandbox's own tar runs only on the exec path: a session whose drop fails the agent's
+    // dropcheck (made group-writable before its first transfer) takes it (docs/agent.md)
+    const ex = await srv.createSession({ name: 'host-files-exec' });
+    const sid = ex.session_id;
+    const chm = await docker(['exec', '-u', '0', ex.container_id, 'chmod', '777', '/.sandbox-mcp/drop']);
+    assert.equal(chm.code, 0, chm.stderr);
     await srv.ok('file_write', { path: '/opt/venv/bin/tar', content: LYING_TAR, mode: '755', session_id: sid });
     try {
       await srv.ok('file_write', { path: '.lying-mode', content: 'lies', session_id: sid });

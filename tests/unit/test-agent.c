@@ -5,13 +5,20 @@
  * not exist, a second request while one runs, a kill of a whole process
  * group, a malformed frame and EOF on stdin (both kill the running group);
  * the built-in file operations ('B') on a scratch directory, with the exit
- * codes of the scripts they stand for.
+ * codes of the scripts they stand for; the transfers' dropcheck, place,
+ * stage and clear on a scratch drop in the build directory (and /dev/shm,
+ * a tmpfs, for the copy across filesystems), some of them as an
+ * unprivileged uid when the test runs as root.
  * AGENT_BIN names the binary (meson sets it).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -38,7 +45,8 @@ struct frame {
 	size_t n;
 };
 
-static void start(struct agent *a)
+/* Starts the agent, as uid (and gid) when uid is not -1 (the test is root then). */
+static void start_as(struct agent *a, int uid)
 {
 	int in[2], out[2];
 	const char *bin = getenv("AGENT_BIN");
@@ -52,6 +60,9 @@ static void start(struct agent *a)
 		dup2(out[1], 1);
 		close(in[1]);
 		close(out[0]);
+		if (uid != -1 && (setgroups(0, NULL) < 0 || setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) < 0 ||
+				  setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) < 0))
+			_exit(126);
 		execl(bin, bin, (char *)NULL);
 		_exit(127);
 	}
@@ -61,6 +72,11 @@ static void start(struct agent *a)
 	a->from = out[0];
 	a->len = a->off = 0;
 	agentproto_init(&a->f, AGENTPROTO_TO_SERVER);
+}
+
+static void start(struct agent *a)
+{
+	start_as(a, -1);
 }
 
 static void send_frame(struct agent *a, int type, const char *p, size_t n)
@@ -371,14 +387,579 @@ static void test_builtins(void **state)
 	assert_int_equal(finish(&a), 0);
 }
 
+/*
+ * The drop (docs/agent.md "Transfers through the drop"): a scratch
+ * directory in the build directory holds drop/ (0711) and one slot.
+ */
+#define SLOT "0123456789abcdef0123456789abcdef"
+#define NOBODY 65534
+
+struct drop {
+	char base[PATH_MAX / 4], drop[PATH_MAX / 4], slot[PATH_MAX / 4];
+};
+
+static char *pathf(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static char *pathf(char *out, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(out, PATH_MAX, fmt, ap);
+	va_end(ap);
+	assert_true(n > 0 && n < PATH_MAX);
+	return out;
+}
+
+static void set_times(const char *path, time_t mtime)
+{
+	struct timespec ts[2] = { { mtime, 0 }, { mtime, 0 } };
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+static void mkfile(const char *path, const char *content, mode_t mode, time_t mtime)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+	assert_int_equal(fchmod(fd, mode), 0);
+	assert_int_equal(close(fd), 0);
+	if (mtime)
+		set_times(path, mtime);
+}
+
+static void mkdir_mode(const char *path, mode_t mode)
+{
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+static void slurp(const char *path, char *out, size_t cap)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	ssize_t n = read(fd, out, cap - 1);
+	assert_true(n >= 0);
+	out[n] = '\0';
+	close(fd);
+}
+
+static size_t count_entries(const char *dir)
+{
+	size_t n = 0;
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	for (struct dirent *de; (de = readdir(d));)
+		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
+/* A fresh directory (0755) in dir (the build directory when NULL); its absolute path. */
+static void scratch(char *out, size_t cap, const char *dir)
+{
+	char cwd[PATH_MAX];
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_true((size_t)snprintf(out, cap, "%s/drop-test-XXXXXX", dir ? dir : cwd) < cap);
+	assert_non_null(mkdtemp(out));
+	assert_int_equal(chmod(out, 0755), 0);
+}
+
+/* base/drop (root's, 0711) and base/drop/SLOT (the agent's uid, 0700). */
+static void drop_init(struct drop *d, int uid)
+{
+	scratch(d->base, sizeof(d->base), NULL);
+	snprintf(d->drop, sizeof(d->drop), "%s/drop", d->base);
+	snprintf(d->slot, sizeof(d->slot), "%s/%s", d->drop, SLOT);
+	mkdir_mode(d->drop, 0711);
+	mkdir_mode(d->slot, 0700);
+	if (uid != -1)
+		assert_int_equal(chown(d->slot, (uid_t)uid, (gid_t)uid), 0);
+}
+
+static void rm_rf(const char *path)
+{
+	char cmd[PATH_MAX + 16];
+	assert_true((size_t)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path) < sizeof(cmd));
+	assert_int_equal(system(cmd), 0);
+}
+
+/* A drop operation: its exit code; stderr never names the slot. */
+static int dropop(struct agent *a, const char *const *args, char *out, char *err)
+{
+	int code = builtin(a, args, NULL, out, err);
+	assert_null(strstr(err, SLOT));
+	return code;
+}
+
+/* True when path and each of its ancestors pass dropcheck's rules (the build directory may not). */
+static bool chain_ok(const char *path)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + strlen(p); s > p; s = strrchr(p, '/')) {
+		*s = '\0';
+		if (lstat(*p ? p : "/", &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+			return false;
+	}
+	return true;
+}
+
+static void test_dropcheck(void **state)
+{
+	struct agent a;
+	struct frame fr;
+	char out[2048], err[2048], base[PATH_MAX], p[PATH_MAX], q[PATH_MAX], want[64];
+
+	scratch(base, sizeof(base), NULL);
+	mkdir_mode(pathf(p, "%s/a", base), 0755);
+	mkdir_mode(pathf(p, "%s/a/b", base), 0711);
+	/* when the build directory's own chain fails, only the exit codes can be checked */
+	bool good = getuid() == 0 && chain_ok(base);
+	start(&a);
+	next(&a, &fr);
+	if (good) {
+		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", pathf(p, "%s/a/b", base), NULL }, out, err),
+				 0);
+		snprintf(want, sizeof(want), "%u %u\n", (unsigned)getuid(), (unsigned)getgid());
+		assert_string_equal(out, want);
+		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", pathf(p, "%s/a/b/", base), NULL }, out, err),
+				 0);
+	} else {
+		print_message("# dropcheck: the good chain needs root and a build directory only root can write\n");
+	}
+	/* group-writable, a symlink, a file, missing: each named with its reason */
+	assert_int_equal(chmod(pathf(p, "%s/a", base), 0775), 0);
+	assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", pathf(q, "%s/a/b", base), NULL }, out, err), 77);
+	assert_true(!good || strstr(err, "/a: writable by group or others"));
+	assert_string_equal(out, "");
+	assert_int_equal(chmod(p, 0755), 0);
+	assert_int_equal(symlink("a", pathf(p, "%s/l", base)), 0);
+	assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", pathf(q, "%s/l/b", base), NULL }, out, err), 77);
+	assert_true(!good || strstr(err, "/l: a symbolic link"));
+	mkfile(pathf(p, "%s/a/f", base), "", 0644, 0);
+	assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", p, NULL }, out, err), 77);
+	assert_true(!good || strstr(err, "not a directory"));
+	assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", pathf(p, "%s/none", base), NULL }, out, err), 77);
+	if (good) {
+		assert_int_equal(chown(pathf(p, "%s/a/b", base), NOBODY, NOBODY), 0);
+		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", p, NULL }, out, err), 77);
+		assert_non_null(strstr(err, "/a/b: not owned by root"));
+	}
+	assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", "relative/drop", NULL }, out, err), 2);
+	if (good)
+		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", "/", NULL }, out, err), 0);
+	assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", pathf(p, "%s/a/../a/b", base), NULL }, out, err), 2);
+	assert_int_equal(finish(&a), 0);
+	rm_rf(base);
+}
+
+static void assert_meta(const char *path, mode_t type, mode_t mode, time_t mtime)
+{
+	struct stat st;
+	assert_int_equal(lstat(path, &st), 0);
+	assert_int_equal(st.st_mode & S_IFMT, type);
+	assert_int_equal(st.st_mode & 07777, mode);
+	if (mtime)
+		assert_int_equal(st.st_mtim.tv_sec, mtime);
+}
+
+static void assert_link(const char *path, const char *target)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, target);
+}
+
+/* In the slot, as the engine's PUT leaves it: BASE "d" with modes, times, a file and a symlink to outside. */
+static void put_tree(const struct drop *d, const char *outside)
+{
+	char p[PATH_MAX];
+	mkdir_mode(pathf(p, "%s/d", d->slot), 0750);
+	mkdir_mode(pathf(p, "%s/d/sub", d->slot), 0705);
+	mkfile(pathf(p, "%s/d/sub/x", d->slot), "x1", 0604, 1000000001);
+	set_times(pathf(p, "%s/d/sub", d->slot), 1000000002);
+	assert_int_equal(symlink(outside, pathf(p, "%s/d/out", d->slot)), 0);
+	set_times(pathf(p, "%s/d", d->slot), 1000000003);
+}
+
+/* The tree put_tree made, now in dir/d; outside (a directory) left as it was. */
+static void assert_tree(const char *dir, const char *outside)
+{
+	char p[PATH_MAX];
+	assert_meta(pathf(p, "%s/d", dir), S_IFDIR, 0750, 1000000003);
+	assert_meta(pathf(p, "%s/d/sub", dir), S_IFDIR, 0705, 1000000002);
+	assert_meta(pathf(p, "%s/d/sub/x", dir), S_IFREG, 0604, 1000000001);
+	slurp(p, p, sizeof(p));
+	assert_string_equal(p, "x1");
+	assert_meta(pathf(p, "%s/d/out", dir), S_IFLNK, 0777, 0);
+	assert_link(p, outside);
+	assert_int_equal(count_entries(outside), 1);
+}
+
+static void place_ok(struct agent *a, const struct drop *d, const char *dest, const char *base, const char *ow)
+{
+	char out[2048], err[2048];
+	assert_int_equal(dropop(a, (const char *[]){ "place", d->drop, SLOT, dest, base, ow, NULL }, out, err), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(count_entries(d->slot), 0);
+}
+
+/* New, refused, replaced, merged, made, a file onto a non-empty directory; the slot emptied every time. */
+static void place_cases(struct agent *a, const struct drop *d, const char *dest, const char *outside)
+{
+	char out[2048], err[2048], p[PATH_MAX];
+
+	mkfile(pathf(p, "%s/f1", d->slot), "hello", 0640, 1000000000);
+	place_ok(a, d, dest, "f1", "0");
+	assert_meta(pathf(p, "%s/f1", dest), S_IFREG, 0640, 1000000000);
+	mkfile(pathf(p, "%s/f1", d->slot), "new", 0600, 0);
+	assert_int_equal(dropop(a, (const char *[]){ "place", d->drop, SLOT, dest, "f1", "0", NULL }, out, err), 68);
+	assert_int_equal(count_entries(d->slot), 0);
+	slurp(pathf(p, "%s/f1", dest), p, sizeof(p));
+	assert_string_equal(p, "hello");
+	mkfile(pathf(p, "%s/f1", d->slot), "new", 0600, 0);
+	place_ok(a, d, dest, "f1", "1");
+	slurp(pathf(p, "%s/f1", dest), p, sizeof(p));
+	assert_string_equal(p, "new");
+
+	/* a tree; its symlink to a directory outside is moved as a symlink, never followed */
+	put_tree(d, outside);
+	place_ok(a, d, dest, "d", "0");
+	assert_tree(dest, outside);
+	/* merged into the tree: x replaced, new names added, old ones kept */
+	mkdir_mode(pathf(p, "%s/d", d->slot), 0755);
+	mkdir_mode(pathf(p, "%s/d/sub", d->slot), 0705);
+	mkfile(pathf(p, "%s/d/sub/x", d->slot), "x2", 0600, 0);
+	mkfile(pathf(p, "%s/d/y", d->slot), "y", 0600, 0);
+	assert_int_equal(symlink(outside, pathf(p, "%s/d/out2", d->slot)), 0);
+	place_ok(a, d, dest, "d", "1");
+	slurp(pathf(p, "%s/d/sub/x", dest), p, sizeof(p));
+	assert_string_equal(p, "x2");
+	assert_meta(pathf(p, "%s/d/y", dest), S_IFREG, 0600, 0);
+	assert_meta(pathf(p, "%s/d/out", dest), S_IFLNK, 0777, 0);
+	assert_link(pathf(p, "%s/d/out2", dest), outside);
+	assert_meta(pathf(p, "%s/d", dest), S_IFDIR, 0755, 0);
+	assert_int_equal(count_entries(outside), 1);
+
+	/* BASE itself a symlink to a directory outside: moved as a symlink onto the file there */
+	assert_int_equal(symlink(outside, pathf(p, "%s/f1", d->slot)), 0);
+	place_ok(a, d, dest, "f1", "1");
+	assert_link(pathf(p, "%s/f1", dest), outside);
+	assert_int_equal(count_entries(outside), 1);
+
+	/* a file onto a non-empty directory: refused, said, the slot emptied; onto an empty one: replaced */
+	mkfile(pathf(p, "%s/d", d->slot), "f", 0644, 0);
+	assert_int_equal(dropop(a, (const char *[]){ "place", d->drop, SLOT, dest, "d", "1", NULL }, out, err), 2);
+	assert_non_null(strstr(err, "/d: cannot replace a non-empty directory with a file"));
+	assert_int_equal(count_entries(d->slot), 0);
+	mkdir_mode(pathf(p, "%s/e", dest), 0755);
+	mkfile(pathf(p, "%s/e", d->slot), "e", 0644, 0);
+	place_ok(a, d, dest, "e", "1");
+	assert_meta(pathf(p, "%s/e", dest), S_IFREG, 0644, 0);
+
+	/* DESTDIR missing: made, as mkdir -p */
+	mkfile(pathf(p, "%s/g", d->slot), "g", 0644, 0);
+	place_ok(a, d, pathf(p, "%s/new/deeper", dest), "g", "0");
+	assert_meta(pathf(p, "%s/new/deeper/g", dest), S_IFREG, 0644, 0);
+}
+
+static void test_place(void **state)
+{
+	struct agent a;
+	struct frame fr;
+	struct drop d;
+	struct stat st, shm;
+	char out[2048], err[2048], dest[PATH_MAX], outside[PATH_MAX], p[PATH_MAX];
+
+	drop_init(&d, -1);
+	mkdir_mode(pathf(dest, "%s/dest", d.base), 0755);
+	mkdir_mode(pathf(outside, "%s/outside", d.base), 0755);
+	mkfile(pathf(p, "%s/keep", outside), "keep", 0644, 0);
+	start(&a);
+	next(&a, &fr);
+	place_cases(&a, &d, dest, outside);
+
+	/* bad names and a missing staged copy: 2, nothing named but BASE */
+	assert_int_equal(dropop(&a, (const char *[]){ "place", d.drop, "../x", dest, "f", "0", NULL }, out, err), 2);
+	assert_int_equal(dropop(&a, (const char *[]){ "place", d.drop, SLOT, dest, "a/b", "0", NULL }, out, err), 2);
+	assert_int_equal(dropop(&a, (const char *[]){ "place", d.drop, SLOT, dest, "none", "0", NULL }, out, err), 2);
+	assert_non_null(strstr(err, "staged copy of none is missing"));
+	assert_null(strstr(err, d.drop));
+
+	/* across filesystems (/dev/shm, a tmpfs): copied, the same cases give the same results */
+	if (stat("/dev/shm", &shm) == 0 && stat(d.base, &st) == 0 && shm.st_dev != st.st_dev) {
+		char shmdir[PATH_MAX];
+		scratch(shmdir, sizeof(shmdir), "/dev/shm");
+		place_cases(&a, &d, shmdir, outside);
+		rm_rf(shmdir);
+	} else {
+		print_message("# place: no second filesystem at /dev/shm, the copy path is not tested\n");
+	}
+	assert_int_equal(finish(&a), 0);
+	rm_rf(d.base);
+}
+
+/* A directory to stage: a file, a subdirectory with one, a symlink out, a fifo. */
+static void put_src(const char *src)
+{
+	char p[PATH_MAX];
+	mkdir_mode(src, 0755);
+	mkfile(pathf(p, "%s/a", src), "hello", 0640, 1000000010);
+	mkdir_mode(pathf(p, "%s/sub", src), 0750);
+	mkfile(pathf(p, "%s/sub/b", src), "bb", 0600, 1000000011);
+	set_times(pathf(p, "%s/sub", src), 1000000012);
+	assert_int_equal(symlink("/etc/passwd", pathf(p, "%s/ln", src)), 0);
+	assert_int_equal(mkfifo(pathf(p, "%s/p", src), 0644), 0);
+}
+
+/* src's file name staged as staged: linked (the same inode) when same_inode, else a copy with its mode and times. */
+static void assert_staged(const char *src, const char *staged, bool same_inode)
+{
+	struct stat a, b;
+	char x[64], y[64];
+	assert_int_equal(stat(src, &a), 0);
+	assert_int_equal(lstat(staged, &b), 0);
+	assert_true(S_ISREG(b.st_mode));
+	assert_int_equal(a.st_ino == b.st_ino && a.st_dev == b.st_dev, same_inode);
+	assert_int_equal(b.st_mode & 07777, a.st_mode & 07777);
+	assert_int_equal(b.st_mtim.tv_sec, a.st_mtim.tv_sec);
+	slurp(src, x, sizeof(x));
+	slurp(staged, y, sizeof(y));
+	assert_string_equal(x, y);
+}
+
+/* Stages src (made by put_src) and checks the slot; linked: hard links expected. */
+static void stage_dir_case(struct agent *a, const struct drop *d, const char *src, bool linked)
+{
+	char out[2048], err[2048], p[PATH_MAX], q[PATH_MAX];
+
+	assert_int_equal(dropop(a, (const char *[]){ "stage", d->drop, SLOT, src, "1000", NULL }, out, err), 0);
+	assert_string_equal(out, "d\n");
+	assert_staged(pathf(p, "%s/a", src), pathf(q, "%s/t/a", d->slot), linked);
+	assert_staged(pathf(p, "%s/sub/b", src), pathf(q, "%s/t/sub/b", d->slot), linked);
+	assert_meta(pathf(p, "%s/t/sub", d->slot), S_IFDIR, 0750, 1000000012);
+	assert_link(pathf(p, "%s/t/ln", d->slot), "/etc/passwd");
+	/* a, sub, ln and the fifo made again (the server reports it skipped, as tar's stream did) */
+	assert_int_equal(count_entries(pathf(p, "%s/t", d->slot)), 4);
+	assert_meta(pathf(p, "%s/t/p", d->slot), S_IFIFO, 0644, 0);
+	assert_int_equal(dropop(a, (const char *[]){ "clear", d->drop, SLOT, NULL }, out, err), 0);
+	assert_int_equal(count_entries(d->slot), 0);
+	assert_int_equal(count_entries(src), 4);
+}
+
+static void test_stage_clear(void **state)
+{
+	struct agent a;
+	struct frame fr;
+	struct drop d;
+	struct stat st, shm;
+	char out[2048], err[2048], src[PATH_MAX], p[PATH_MAX], q[PATH_MAX];
+
+	drop_init(&d, -1);
+	put_src(pathf(src, "%s/src", d.base));
+	start(&a);
+	next(&a, &fr);
+	stage_dir_case(&a, &d, src, true);
+
+	/* a file, and a symlink to one (followed, as tar -h does) */
+	assert_int_equal(dropop(&a, (const char *[]){ "stage", d.drop, SLOT, pathf(p, "%s/a", src), "5", NULL }, out,
+				err),
+			 0);
+	assert_string_equal(out, "f a\n");
+	assert_staged(p, pathf(q, "%s/f/a", d.slot), true);
+	assert_int_equal(symlink(pathf(q, "%s/a", src), pathf(p, "%s/la", d.base)), 0);
+	assert_int_equal(dropop(&a, (const char *[]){ "stage", d.drop, SLOT, p, "5", NULL }, out, err), 0);
+	assert_string_equal(out, "f la\n");
+	assert_staged(pathf(p, "%s/a", src), pathf(q, "%s/f/la", d.slot), true);
+	assert_int_equal(count_entries(d.slot), 1); /* stage empties what was left first */
+
+	/* missing, a fifo, a device: the script's codes */
+	assert_int_equal(dropop(&a, (const char *[]){ "stage", d.drop, SLOT, pathf(p, "%s/none", src), "5", NULL }, out,
+				err),
+			 66);
+	assert_int_equal(dropop(&a, (const char *[]){ "stage", d.drop, SLOT, pathf(p, "%s/p", src), "5", NULL }, out,
+				err),
+			 65);
+	assert_int_equal(dropop(&a, (const char *[]){ "stage", d.drop, SLOT, "/dev/null", "5", NULL }, out, err), 65);
+
+	/* over the cap: 27, nothing on stdout */
+	assert_int_equal(dropop(&a, (const char *[]){ "stage", d.drop, SLOT, pathf(p, "%s/a", src), "4", NULL }, out,
+				err),
+			 27);
+	assert_string_equal(out, "");
+	assert_non_null(strstr(err, "larger than 4 bytes"));
+	assert_int_equal(dropop(&a, (const char *[]){ "stage", d.drop, SLOT, src, "6", NULL }, out, err), 27);
+	assert_string_equal(out, "");
+	assert_int_equal(dropop(&a, (const char *[]){ "stage", d.drop, SLOT, src, "7", NULL }, out, err), 0);
+
+	/* clear: modes that forbid removing are no obstacle; the slot stays */
+	mkdir_mode(pathf(p, "%s/t/sub/locked", d.slot), 0755);
+	mkfile(pathf(p, "%s/t/sub/locked/z", d.slot), "z", 0000, 0);
+	assert_int_equal(chmod(pathf(p, "%s/t/sub/locked", d.slot), 0000), 0);
+	assert_int_equal(dropop(&a, (const char *[]){ "clear", d.drop, SLOT, NULL }, out, err), 0);
+	assert_int_equal(count_entries(d.slot), 0);
+	assert_int_equal(stat(d.slot, &st), 0);
+
+	/* from another filesystem: copies with modes and times */
+	if (stat("/dev/shm", &shm) == 0 && shm.st_dev != st.st_dev) {
+		char shmdir[PATH_MAX];
+		scratch(shmdir, sizeof(shmdir), "/dev/shm");
+		put_src(pathf(p, "%s/src", shmdir));
+		stage_dir_case(&a, &d, p, false);
+		rm_rf(shmdir);
+	} else {
+		print_message("# stage: no second filesystem at /dev/shm, the copy path is not tested\n");
+	}
+	assert_int_equal(finish(&a), 0);
+	rm_rf(d.base);
+}
+
+/* Past DROP_DEPTH_MAX (256) levels: exit 2, what fits is staged, clear still empties the slot. */
+static void test_stage_depth(void **state)
+{
+	struct agent a;
+	struct frame fr;
+	struct drop d;
+	char out[2048], err[2048], p[PATH_MAX];
+
+	drop_init(&d, -1);
+	mkdir_mode(pathf(p, "%s/deep", d.base), 0755);
+	int fd = open(p, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	for (int i = 0; i < 300; i++) {
+		assert_int_equal(mkdirat(fd, "d", 0755), 0);
+		int sub = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+		assert_true(sub >= 0);
+		close(fd);
+		fd = sub;
+	}
+	close(fd);
+	start(&a);
+	next(&a, &fr);
+	assert_int_equal(dropop(&a, (const char *[]){ "stage", d.drop, SLOT, p, "0", NULL }, out, err), 2);
+	assert_string_equal(out, "d\n");
+	assert_non_null(strstr(err, "more than 256 directory levels"));
+	assert_int_equal(dropop(&a, (const char *[]){ "clear", d.drop, SLOT, NULL }, out, err), 0);
+	assert_int_equal(count_entries(d.slot), 0);
+	assert_int_equal(finish(&a), 0);
+	rm_rf(d.base);
+}
+
+static bool protected_hardlinks(void)
+{
+	char v[8] = "";
+	int fd = open("/proc/sys/fs/protected_hardlinks", O_RDONLY);
+	if (fd >= 0) {
+		ssize_t n = read(fd, v, sizeof(v) - 1);
+		v[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	return v[0] == '1';
+}
+
+/* True when others may search every directory down to path's parent (uid 65534 must reach the build directory). */
+static bool others_reach(const char *path)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = strrchr(p, '/'); s && s > p; s = strrchr(p, '/')) {
+		*s = '\0';
+		if (stat(p, &st) < 0 || !(st.st_mode & S_IXOTH))
+			return false;
+	}
+	return true;
+}
+
+/* The owner of /proc/pid/fd: root's when pid is not dumpable. */
+static uid_t proc_owner(pid_t pid)
+{
+	char p[64];
+	struct stat st;
+	snprintf(p, sizeof(p), "/proc/%d/fd", (int)pid);
+	assert_int_equal(stat(p, &st), 0);
+	return st.st_uid;
+}
+
+/* As an unprivileged uid: not dumpable, the uid reported, 77 where it may not write, unreadable files skipped. */
+static void test_drop_unprivileged(void **state)
+{
+	struct agent a;
+	struct frame fr;
+	struct drop d;
+	char out[2048], err[2048], p[PATH_MAX], q[PATH_MAX], src[PATH_MAX];
+
+	if (getuid() != 0) {
+		print_message("# drop as another uid: needs root to switch; not tested\n");
+		return;
+	}
+	drop_init(&d, NOBODY);
+	if (!others_reach(d.slot) || !others_reach(getenv("AGENT_BIN"))) {
+		print_message("# drop as another uid: needs a build directory others can reach; not tested\n");
+		rm_rf(d.base);
+		return;
+	}
+	start_as(&a, NOBODY);
+	next(&a, &fr);
+	pid_t pid = (pid_t)atoi(strrchr(fr.data, ' ') + 1);
+	assert_int_equal(proc_owner(pid), 0);
+	/* a command it runs is dumpable again (execve) */
+	static const char sleep_req[] = "asleep\0a30\0";
+	send_frame(&a, 'R', sleep_req, sizeof(sleep_req) - 1);
+	next(&a, &fr);
+	assert_int_equal(fr.type, 'P');
+	assert_int_equal(proc_owner((pid_t)atoi(fr.data)), NOBODY);
+	send_frame(&a, 'K', NULL, 0);
+	assert_int_equal(until_end(&a, out, err, &fr), 'X');
+
+	if (chain_ok(d.drop)) {
+		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", d.drop, NULL }, out, err), 0);
+		assert_string_equal(out, "65534 65534\n");
+	}
+	mkfile(pathf(p, "%s/f", d.slot), "f", 0644, 0);
+	assert_int_equal(chown(p, NOBODY, NOBODY), 0);
+	assert_int_equal(dropop(&a, (const char *[]){ "place", d.drop, SLOT, d.base, "f", "0", NULL }, out, err), 77);
+	assert_int_equal(count_entries(d.slot), 0);
+
+	mkdir_mode(pathf(src, "%s/src", d.base), 0755);
+	assert_int_equal(chown(src, NOBODY, NOBODY), 0);
+	mkfile(pathf(p, "%s/ok", src), "ok", 0644, 0);
+	assert_int_equal(chown(p, NOBODY, NOBODY), 0);
+	mkfile(pathf(p, "%s/secret", src), "s", 0600, 0);
+	mkfile(pathf(p, "%s/rootread", src), "r", 0644, 1000000020);
+	mkdir_mode(pathf(p, "%s/priv", src), 0750);
+	mkfile(pathf(p, "%s/priv/x", src), "x", 0644, 0);
+	assert_int_equal(dropop(&a, (const char *[]){ "stage", d.drop, SLOT, src, "100", NULL }, out, err), 2);
+	assert_string_equal(out, "d\n");
+	assert_non_null(strstr(err, "/secret: Cannot open: Permission denied"));
+	assert_int_equal(lstat(pathf(p, "%s/t/secret", d.slot), (struct stat[1]){ 0 }), -1);
+	assert_non_null(strstr(err, "/priv: Cannot open: Permission denied"));
+	assert_meta(pathf(p, "%s/t/priv", d.slot), S_IFDIR, 0750, 0);
+	assert_int_equal(count_entries(p), 0);
+	assert_staged(pathf(p, "%s/ok", src), pathf(q, "%s/t/ok", d.slot), true);
+	/* protected_hardlinks refuses a link to root's file: copied from the opened fd */
+	assert_staged(pathf(p, "%s/rootread", src), pathf(q, "%s/t/rootread", d.slot), !protected_hardlinks());
+	assert_int_equal(dropop(&a, (const char *[]){ "stage", d.drop, SLOT, pathf(p, "%s/secret", src), "100", NULL },
+				out, err),
+			 77);
+	assert_int_equal(dropop(&a, (const char *[]){ "clear", d.drop, SLOT, NULL }, out, err), 0);
+	assert_int_equal(count_entries(d.slot), 0);
+	assert_int_equal(finish(&a), 0);
+	rm_rf(d.base);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_commands),
-		cmocka_unit_test(test_kill_busy_and_eof),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_builtins),
+		cmocka_unit_test(test_commands),	  cmocka_unit_test(test_kill_busy_and_eof),
+		cmocka_unit_test(test_malformed),	  cmocka_unit_test(test_builtins),
+		cmocka_unit_test(test_dropcheck),	  cmocka_unit_test(test_place),
+		cmocka_unit_test(test_stage_clear),	  cmocka_unit_test(test_stage_depth),
+		cmocka_unit_test(test_drop_unprivileged),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include "pathsafe.h"
 #include "tar.h"
 
 #define BIG (1u << 30)
@@ -416,13 +417,92 @@ static void test_writer_checks(void **state)
 	buf_finish(&out);
 }
 
+/* The octal number in a ustar header field (uid at 108, gid at 116, 8 bytes each). */
+static unsigned long header_octal(const char *hdr, size_t off)
+{
+	char f[9];
+	memcpy(f, hdr + off, 8);
+	f[8] = '\0';
+	return strtoul(f, NULL, 8);
+}
+
+/* An owner and a prefix reach every header, long names too; bad prefixes are refused. */
+static void test_writer_owner_prefix(void **state)
+{
+	struct buf out;
+	struct tar_writer *w;
+	struct err err;
+	char longname[300], want[1024];
+	char *log;
+
+	long_name(longname, sizeof(longname));
+	buf_init(&out, 1u << 20);
+	assert_int_equal(tar_writer_create(&out, &w, &err), 0);
+	const char *bad[] = { "/abs", "../up", "a/", "a//b", "a/../b", "." };
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		assert_int_equal(tar_writer_set_prefix(w, bad[i], &err), -EINVAL);
+	tar_writer_set_owner(w, 1000, 1001);
+	struct tar_entry slot = { .path = "0123abcd", .type = TAR_TYPE_DIR, .mode = 0700 };
+	assert_int_equal(tar_writer_add(w, &slot, &err), 0);
+	size_t first = out.len;
+	assert_int_equal(tar_writer_set_prefix(w, "0123abcd", &err), 0);
+	struct tar_entry d = { .path = "top", .type = TAR_TYPE_DIR, .mode = 0755 };
+	struct tar_entry f = { .path = "top/f", .size = 2, .mode = 0640, .mtime = 1234567890 };
+	struct tar_entry l = { .path = longname, .size = 1, .mode = 0600 };
+	assert_int_equal(tar_writer_add(w, &d, &err), 0);
+	assert_int_equal(tar_writer_add(w, &f, &err), 0);
+	assert_int_equal(tar_writer_data(w, "hi", 2, &err), 0);
+	assert_int_equal(tar_writer_add(w, &l, &err), 0);
+	assert_int_equal(tar_writer_data(w, "z", 1, &err), 0);
+	/* a bad name stays bad under a prefix */
+	struct tar_entry up = { .path = "../x", .size = 0 };
+	assert_int_equal(tar_writer_add(w, &up, &err), -EINVAL);
+	/* no prefix again: names as given */
+	assert_int_equal(tar_writer_set_prefix(w, NULL, &err), 0);
+	struct tar_entry plain = { .path = "plain", .type = TAR_TYPE_DIR, .mode = 0711 };
+	assert_int_equal(tar_writer_add(w, &plain, &err), 0);
+	assert_int_equal(tar_writer_close(w, &err), 0);
+	tar_writer_destroy(w);
+
+	/* the headers themselves: owner of the first and of the prefixed directory */
+	assert_true(first >= 512 && out.len > first + 512);
+	assert_int_equal(header_octal(out.data, 108), 1000);
+	assert_int_equal(header_octal(out.data, 116), 1001);
+	assert_string_equal(out.data + first, "0123abcd/top/");
+	assert_int_equal(header_octal(out.data + first, 108), 1000);
+	assert_int_equal(header_octal(out.data + first, 116), 1001);
+
+	assert_int_equal(read_both(out.data, out.len, &roomy, &log, &err), 0);
+	snprintf(want, sizeof(want),
+		 "D 0123abcd 700|D 0123abcd/top 755|F 0123abcd/top/f 2 640 hi|F 0123abcd/%s 1 600 z|D plain 711|",
+		 longname);
+	assert_string_equal(log, want);
+	free(log);
+
+	/* a prefix that pushes a name past PATHSAFE_MAX is refused, not cut */
+	buf_reset(&out);
+	assert_int_equal(tar_writer_create(&out, &w, &err), 0);
+	char *huge = xmalloc(PATHSAFE_MAX + 1);
+	memset(huge, 'a', PATHSAFE_MAX);
+	huge[PATHSAFE_MAX] = '\0';
+	huge[PATHSAFE_MAX - 10] = '\0';
+	assert_int_equal(tar_writer_set_prefix(w, huge, &err), 0);
+	memset(huge, 'b', 20);
+	huge[20] = '\0';
+	struct tar_entry h = { .path = huge, .type = TAR_TYPE_DIR, .mode = 0755 };
+	assert_int_equal(tar_writer_add(w, &h, &err), -ENAMETOOLONG);
+	free(huge);
+	tar_writer_destroy(w);
+	buf_finish(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),     cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_hostile),	      cmocka_unit_test(test_caps),
 		cmocka_unit_test(test_malformed),     cmocka_unit_test(test_stop_and_fd),
-		cmocka_unit_test(test_writer_checks),
+		cmocka_unit_test(test_writer_checks), cmocka_unit_test(test_writer_owner_prefix),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
