@@ -219,6 +219,19 @@ static char *call_ok(struct server *s, int id, const char *args)
  * ways, on a fresh server so its peak RSS is the transfers'; then 32 MiB of
  * base64 through file_write (a 50 MiB one passes the default line cap).
  */
+/*
+ * A pause before each timed transfer: work either side leaves behind (the
+ * agent freeing a replaced file's pages after its answer, the engine
+ * winding a CLI call down after it returns) must not land in the next
+ * row's time, whichever side that is.
+ */
+static void settle(void)
+{
+	struct timespec ts = { 0, 300 * 1000 * 1000 };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 static void bench_files(int n)
 {
 	char dir[] = "/tmp/sandbox-mcp-bench-XXXXXX";
@@ -269,19 +282,23 @@ static void bench_files(int n)
 	/* interleaved, so both sides see the same machine state */
 	double cpu_up = 0, cpu_down = 0;
 	for (int i = 0; i < n; i++) {
+		settle();
 		int64_t t0 = now_us();
 		double c0 = cpu_ms(s.pid);
 		free(call_ok(&s, 100 + i, upargs));
 		up[i] = (double)(now_us() - t0) / 1000.0;
 		cpu_up += cpu_ms(s.pid) - c0;
 		char *cv[] = { "docker", "cp", src, target, NULL };
+		settle();
 		cpin[i] = run_cli(cv);
+		settle();
 		t0 = now_us();
 		c0 = cpu_ms(s.pid);
 		free(call_ok(&s, 200 + i, downargs));
 		down[i] = (double)(now_us() - t0) / 1000.0;
 		cpu_down += cpu_ms(s.pid) - c0;
 		char *dv[] = { "docker", "cp", from, cliback, NULL };
+		settle();
 		cpout[i] = run_cli(dv);
 	}
 	row("file_upload 50 MiB (median)", median(up, n), "ms", "docker cp host -> container", median(cpin, n));
