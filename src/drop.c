@@ -191,17 +191,31 @@ static bool agent_op(struct engine *e, struct call *call, struct session *s, con
 	return true;
 }
 
-/* agent_op, waiting up to DROP_BUSY_WAIT_MS while another call holds the agent (after a PUT there is no way back). */
+/*
+ * agent_op, waiting up to DROP_BUSY_WAIT_MS while another call holds the
+ * agent (after a PUT there is no way back), and trying once more when the
+ * agent turned out dead on the way (dropped by session_agent_run: the next
+ * try starts a new one). Podman keeps a killed agent's exec stream open for
+ * a while, so its death shows only when the op is sent.
+ */
 static bool agent_op_wait(struct engine *e, struct call *call, struct session *s, const char *op,
 			  const char *const *args, int timeout_ms, struct buf *out, struct xfer_result *ret,
 			  struct err *err, int *ret_r)
 {
-	for (int waited = 0;; waited += 50) {
+	bool retried = false;
+	for (int waited = 0;;) {
 		if (agent_op(e, call, s, op, args, timeout_ms, out, ret, err, ret_r))
 			return true;
-		if (!atomic_load(&s->agent_busy) || waited >= DROP_BUSY_WAIT_MS)
+		if (!atomic_load(&s->agent_busy)) {
+			if (retried || !s->agent_installed)
+				return false;
+			retried = true;
+			continue;
+		}
+		if (waited >= DROP_BUSY_WAIT_MS)
 			return false;
 		usleep(50 * 1000);
+		waited += 50;
 	}
 }
 
@@ -436,8 +450,10 @@ int drop_push(struct engine *e, struct call *call, struct session *s, int slot, 
 	int64_t t1 = now_ms();
 	bool ran = agent_op_wait(e, call, s, "place", args, XFER_TIMEOUT_MS, &out, ret, err, &r);
 	buf_finish(&out);
-	log_debugf("session %s: upload through the drop: PUT %lld ms, place %lld ms", s->id, (long long)(t1 - t0),
-		   (long long)(now_ms() - t1));
+	/* one line per transfer: which path it took is what an operator asks first when it is slow */
+	if (ran && r == 0 && ret->exit_code == 0)
+		log_infof("session %s: upload through the drop (PUT %lld ms, place %lld ms)", s->id,
+			  (long long)(t1 - t0), (long long)(now_ms() - t1));
 	if (!ran)
 		r = err_set(err, ERRCODE_ENGINE_ERROR, -EAGAIN,
 			    "the session's agent (sandbox-mcp-agent) could not finish the upload; run the call again");
@@ -565,7 +581,9 @@ int drop_pull(struct engine *e, struct call *call, struct session *s, int slot, 
 	if ((r = make_slot(e, call, s, slot, err)) < 0)
 		return scrubbed(s, r, ret, err);
 	buf_init(&out, DROP_OUT_MAX);
+	int64_t t0 = now_ms();
 	r = stage(e, call, s, slot, path, lim->total_size, &out, ret, err);
+	int64_t t1 = now_ms();
 	bool staged = r == 0 && (ret->exit_code == 0 || ret->exit_code == 2);
 	size_t bl = strlen(base);
 	if (staged && !out.data[0] && ret->exit_code == 2) {
@@ -591,6 +609,9 @@ int drop_pull(struct engine *e, struct call *call, struct session *s, int slot, 
 		ret->exit_code = -1;
 	}
 	buf_finish(&out);
+	if (staged && r == 0)
+		log_infof("session %s: download through the drop (stage %lld ms, GET %lld ms)", s->id,
+			  (long long)(t1 - t0), (long long)(now_ms() - t1));
 	if (r != DROP_FALLBACK)
 		(void)clear(e, s, slot);
 	return scrubbed(s, r, ret, err);
