@@ -130,6 +130,17 @@ static void abort_conn(void *arg)
 	http_conn_abort(arg);
 }
 
+/* Ends call's watch over a request: disarmed, and a failure (r < 0) it caused reads as cancelled. Returns r. */
+static int call_done(struct call *call, int r, struct err *err)
+{
+	if (!call)
+		return r;
+	call_disarm(call);
+	if (r < 0 && call_cancelled(call))
+		r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+	return r;
+}
+
 /*
  * Appends what to do to an engine failure whose message does not say it yet
  * (a reset, a malformed or oversized answer, a stall, an error status).
@@ -257,11 +268,7 @@ static int roundtrip(struct engine *e, struct call *call, const char *method, co
 		bool stale = reused && (!sent || r == -EPIPE || r == -ECONNRESET);
 		if (r == 0)
 			r = http_body_read_all(conn, &out, err);
-		if (call) {
-			call_disarm(call);
-			if (r < 0 && call_cancelled(call))
-				r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
-		}
+		r = call_done(call, r, err);
 		if (r < 0) {
 			http_conn_destroy(conn);
 			if (stale && r != -ECANCELED) {
@@ -645,11 +652,7 @@ int engine_archive_put_stream(struct engine *e, struct call *call, const char *i
 	if (r == 0)
 		r = http_body_read_all(conn, &out, err);
 	buf_finish(&out);
-	if (call) {
-		call_disarm(call);
-		if (r < 0 && call_cancelled(call))
-			r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
-	}
+	r = call_done(call, r, err);
 	if (r < 0) {
 		http_conn_destroy(conn);
 		return r == -ECANCELED ? r : engine_hint(err, r);
@@ -839,11 +842,7 @@ static int open_response(struct engine *e, struct call *call, const char *method
 			*ret_conn = conn;
 			return 0;
 		}
-		if (call) {
-			call_disarm(call);
-			if (call_cancelled(call))
-				r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
-		}
+		r = call_done(call, r, err);
 		http_conn_destroy(conn);
 		if (!(reused && (!sent || r == -EPIPE || r == -ECONNRESET)) || r == -ECANCELED)
 			break;
@@ -998,28 +997,12 @@ int engine_long_open_headers(struct engine *e, struct call *call, const char *me
 	if (!src) {
 		r = http_request_send(conn, method, target, headers, body, len, err);
 	} else if ((r = http_request_send_chunked(conn, method, target, headers, err)) == 0) {
-		const size_t chunk = 256 * 1024;
-		_cleanup_free_ char *piece = xmalloc(chunk);
-		struct err werr;
-		for (;;) {
-			ssize_t n = src(src_arg, piece, chunk, err);
-			if (n < 0) {
-				r = (int)n;
-				break;
-			}
-			/* an engine that refuses stops reading: its answer says why */
-			if (http_chunk_write(conn, piece, (size_t)n, &werr) < 0 || n == 0)
-				break;
-		}
+		r = put_chunks(conn, src, src_arg, err);
 	}
 	if (r == 0)
 		r = http_response_recv(conn, false, resp, err);
 	if (r < 0) {
-		if (call) {
-			call_disarm(call);
-			if (call_cancelled(call))
-				r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
-		}
+		r = call_done(call, r, err);
 		http_conn_destroy(conn);
 		return engine_hint(err, r);
 	}
@@ -1030,11 +1013,7 @@ int engine_long_open_headers(struct engine *e, struct call *call, const char *me
 /* Ends a long call: disarms call, closes conn, maps a cancelled read. Returns r. */
 int engine_long_close(struct call *call, struct http_conn *conn, int r, struct err *err)
 {
-	if (call) {
-		call_disarm(call);
-		if (r < 0 && call_cancelled(call))
-			r = err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
-	}
+	r = call_done(call, r, err);
 	http_conn_destroy(conn);
 	return r < 0 && r != -ENOEXEC ? engine_hint(err, r) : r;
 }

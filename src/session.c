@@ -422,6 +422,23 @@ static void adopt(struct session_mgr *m, size_t ei, const char *id, json_t *labe
 		log_infof("adopted persistent session %s (%s) on engine %s", s->id, s->name, s->engine_name);
 }
 
+/* What a container listing (GET /containers/json) says of one container: the labels the sweeps read. */
+struct listed {
+	json_t *labels; /* borrowed from the listing */
+	const char *id, *inst;
+	bool persistent, pooled;
+};
+
+static void listed_read(json_t *c, struct listed *l)
+{
+	l->labels = json_object_get(c, "Labels");
+	l->id = json_string_value(json_object_get(c, "Id"));
+	l->inst = json_string_value(json_object_get(l->labels, SESSION_LABEL ".instance"));
+	const char *persist = json_string_value(json_object_get(l->labels, SESSION_LABEL ".persistent"));
+	l->persistent = persist && strcmp(persist, "true") == 0;
+	l->pooled = json_object_get(l->labels, SESSION_LABEL ".pool") != NULL;
+}
+
 /*
  * One engine's part of the start-up scan. An engine that does not answer
  * now is skipped: its leftovers wait for a later server's scan.
@@ -440,23 +457,20 @@ static void sweep(struct session_mgr *m, size_t ei)
 		return;
 	}
 	json_array_foreach (list, i, c) {
-		json_t *labels = json_object_get(c, "Labels");
-		const char *id = json_string_value(json_object_get(c, "Id"));
-		const char *inst = json_string_value(json_object_get(labels, SESSION_LABEL ".instance"));
-		const char *persist = json_string_value(json_object_get(labels, SESSION_LABEL ".persistent"));
-		if (!engine_id_valid(id) || !inst || strcmp(inst, m->instance) == 0 ||
-		    owner_state(m, labels) != OWNER_DEAD)
+		struct listed l;
+		listed_read(c, &l);
+		if (!engine_id_valid(l.id) || !l.inst || strcmp(l.inst, m->instance) == 0 ||
+		    owner_state(m, l.labels) != OWNER_DEAD)
 			continue;
 		/* a warm-pool member is never adopted, whatever else its labels say */
-		bool pooled = json_object_get(labels, SESSION_LABEL ".pool") != NULL;
-		if (persist && strcmp(persist, "true") == 0 && !pooled) {
-			adopt(m, ei, id, labels, json_string_value(json_object_get(c, "State")));
+		if (l.persistent && !l.pooled) {
+			adopt(m, ei, l.id, l.labels, json_string_value(json_object_get(c, "State")));
 			continue;
 		}
-		log_infof("removing container %.12s left by dead instance %s on engine %s", id, inst,
+		log_infof("removing container %.12s left by dead instance %s on engine %s", l.id, l.inst,
 			  engines_name(m->engines, ei));
-		if (engine_container_remove(e, NULL, id, &err) < 0)
-			log_warnf("removing %.12s: %s", id, err.msg);
+		if (engine_container_remove(e, NULL, l.id, &err) < 0)
+			log_warnf("removing %.12s: %s", l.id, err.msg);
 	}
 	json_decref(list);
 	ceiling_sweep_probes(e, NULL);
@@ -536,18 +550,15 @@ static void sweep_own(struct session_mgr *m, size_t ei)
 		return;
 	}
 	json_array_foreach (list, i, c) {
-		json_t *labels = json_object_get(c, "Labels");
-		const char *id = json_string_value(json_object_get(c, "Id"));
-		const char *inst = json_string_value(json_object_get(labels, SESSION_LABEL ".instance"));
-		const char *persist = json_string_value(json_object_get(labels, SESSION_LABEL ".persistent"));
-		bool pooled = json_object_get(labels, SESSION_LABEL ".pool") != NULL;
+		struct listed l;
+		listed_read(c, &l);
 		/* the filter asked for this instance only; an engine that ignores it is not trusted */
-		if (!engine_id_valid(id) || !inst || strcmp(inst, m->instance) != 0 ||
-		    (persist && strcmp(persist, "true") == 0 && !pooled))
+		if (!engine_id_valid(l.id) || !l.inst || strcmp(l.inst, m->instance) != 0 ||
+		    (l.persistent && !l.pooled))
 			continue;
-		log_infof("removing container %.12s left behind on engine %s", id, engines_name(m->engines, ei));
-		if (engine_container_remove(e, NULL, id, &err) < 0)
-			log_warnf("removing %.12s: %s", id, err.msg);
+		log_infof("removing container %.12s left behind on engine %s", l.id, engines_name(m->engines, ei));
+		if (engine_container_remove(e, NULL, l.id, &err) < 0)
+			log_warnf("removing %.12s: %s", l.id, err.msg);
 	}
 	json_decref(list);
 }

@@ -85,6 +85,7 @@ static int pwrite_all(int fd, const char *p, size_t n, off_t off);
 static int copy_bytes(int in, int out, uint64_t len);
 static int copy_file(int in, const struct stat *st, int dfd, const char *name, const struct shown *sh);
 static int copy_link(int sfd, const char *name, int dfd, const struct shown *sh);
+static int open_both(int sfd, int dfd, const char *name, int to_flags, int *to, int *from, const struct shown *sh);
 static int copy_entry(int sfd, const char *name, int dfd, int depth, struct shown *sh);
 static int copy_child(int fd, const char *name, struct shown *sh, void *arg);
 static int merge_dir(int sfd, const char *name, int dfd, const struct stat *s, int depth, struct shown *sh);
@@ -288,6 +289,19 @@ static int copy_link(int sfd, const char *name, int dfd, const struct shown *sh)
 	return 0;
 }
 
+/* The directory name opened in dfd (with to_flags) and in sfd (to read): 0, or -1 said, neither left open. */
+static int open_both(int sfd, int dfd, const char *name, int to_flags, int *to, int *from, const struct shown *sh)
+{
+	*to = openat(dfd, name, to_flags);
+	*from = *to < 0 ? -1 : openat(sfd, name, DIR_FLAGS);
+	if (*from >= 0)
+		return 0;
+	int e = errno;
+	if (*to >= 0)
+		close(*to);
+	return fail(sh, e);
+}
+
 /* name copied from sfd into dfd, where it does not exist: dirs, files, symlinks; nothing else. */
 static int copy_entry(int sfd, const char *name, int dfd, int depth, struct shown *sh)
 {
@@ -312,14 +326,9 @@ static int copy_entry(int sfd, const char *name, int dfd, int depth, struct show
 	/* 0700 while it is filled: the mode it should have may forbid writing */
 	if (mkdirat(dfd, name, 0700) < 0)
 		return fail(sh, errno);
-	int to = openat(dfd, name, DIR_FLAGS);
-	int from = to < 0 ? -1 : openat(sfd, name, DIR_FLAGS);
-	if (from < 0) {
-		int e = errno;
-		if (to >= 0)
-			close(to);
-		return fail(sh, e);
-	}
+	int to, from;
+	if (open_both(sfd, dfd, name, DIR_FLAGS, &to, &from, sh) < 0)
+		return -1;
 	struct level lv = { .to = to, .depth = depth + 1 };
 	int r = each_entry(from, sh, copy_child, &lv);
 	if (set_meta(to, &st) < 0)
@@ -344,14 +353,9 @@ static int merge_dir(int sfd, const char *name, int dfd, const struct stat *s, i
 {
 	if (depth >= DROP_DEPTH_MAX)
 		return too_deep(sh);
-	int to = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int from = to < 0 ? -1 : openat(sfd, name, DIR_FLAGS);
-	if (from < 0) {
-		int e = errno;
-		if (to >= 0)
-			close(to);
-		return fail(sh, e);
-	}
+	int to, from;
+	if (open_both(sfd, dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &to, &from, sh) < 0)
+		return -1;
 	struct level lv = { .to = to, .depth = depth + 1 };
 	int r = each_entry(from, sh, move_child, &lv);
 	struct timespec ts[2] = { s->st_atim, s->st_mtim };
