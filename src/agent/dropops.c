@@ -64,6 +64,7 @@ typedef int (*entry_fn)(int dirfd, const char *name, struct shown *sh, void *arg
 struct stage {
 	uint64_t cap, total;
 	const char *path; /* the user's PATH, for the too-large message */
+	const char *slot; /* the slot's name: no staged symlink may carry it (copy_link) */
 };
 
 /* One level of a walk: where entries go and how deep it is. */
@@ -84,7 +85,7 @@ static int set_meta(int fd, const struct stat *st);
 static int pwrite_all(int fd, const char *p, size_t n, off_t off);
 static int copy_bytes(int in, int out, uint64_t len);
 static int copy_file(int in, const struct stat *st, int dfd, const char *name, const struct shown *sh);
-static int copy_link(int sfd, const char *name, int dfd, const struct shown *sh);
+static int copy_link(int sfd, const char *name, int dfd, const char *secret, const struct shown *sh);
 static int copy_entry(int sfd, const char *name, int dfd, int depth, struct shown *sh);
 static int copy_child(int fd, const char *name, struct shown *sh, void *arg);
 static int merge_dir(int sfd, const char *name, int dfd, const struct stat *s, int depth, struct shown *sh);
@@ -275,14 +276,23 @@ static int copy_file(int in, const struct stat *st, int dfd, const char *name, c
 	return 0;
 }
 
-/* The symlink name in sfd made again in dfd (its target as it is, never followed). */
-static int copy_link(int sfd, const char *name, int dfd, const struct shown *sh)
+/*
+ * The symlink name in sfd made again in dfd (its target as it is, never
+ * followed). A target holding secret (the slot's name) is left out: only
+ * the kernel can make one, as the links of stage's own /proc/self/fd, and
+ * the server would show it to the caller among the skipped entries.
+ */
+static int copy_link(int sfd, const char *name, int dfd, const char *secret, const struct shown *sh)
 {
 	char target[PATH_MAX];
 	ssize_t k = readlinkat(sfd, name, target, sizeof(target));
 	if (k < 0 || (size_t)k >= sizeof(target))
 		return fail(sh, k < 0 ? errno : ENAMETOOLONG);
 	target[k] = '\0';
+	if (secret && strstr(target, secret)) {
+		fileop_say("%s: a link into the staged copy, left out", sh->p);
+		return -1;
+	}
 	if (symlinkat(target, dfd, name) < 0)
 		return fail(sh, errno);
 	return 0;
@@ -296,7 +306,7 @@ static int copy_entry(int sfd, const char *name, int dfd, int depth, struct show
 	if (fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return fail(sh, errno);
 	if (S_ISLNK(st.st_mode))
-		return copy_link(sfd, name, dfd, sh);
+		return copy_link(sfd, name, dfd, NULL, sh);
 	if (S_ISREG(st.st_mode)) {
 		int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (in < 0)
@@ -663,7 +673,7 @@ static int stage_child(int fd, const char *name, struct shown *sh, void *arg)
 	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return fail(sh, errno);
 	if (S_ISLNK(st.st_mode))
-		return copy_link(fd, name, lv->to, sh);
+		return copy_link(fd, name, lv->to, lv->sg->slot, sh);
 	if (S_ISREG(st.st_mode))
 		return stage_file(fd, name, O_NOFOLLOW, lv->to, name, lv->sg, sh);
 	/* a fifo made again (the user may), so the server reports it skipped as the exec path's tar did */
@@ -768,6 +778,7 @@ int dropop_stage(int argc, char **argv)
 	if (argc != 5 || !one_name(argv[2]) || argv[3][0] != '/' || !fileop_parse_num(argv[4], &sg.cap))
 		return EXIT_FAILED;
 	const char *p = sg.path = argv[3];
+	sg.slot = argv[2];
 	if (stat(p, &st) < 0)
 		return EXIT_NOT_FOUND;
 	if (S_ISDIR(st.st_mode)) {
