@@ -95,7 +95,7 @@ static void release_held(void);
 static int move_child(int fd, const char *name, struct shown *sh, void *arg);
 static int rm_child(int fd, const char *name, struct shown *sh, void *arg);
 static int empty_slot(int slot);
-static int check_dir(const char *path);
+static int check_dir(const char *path, bool last);
 static int place_dest(const char *d, const char *b, bool overwrite, int *ret_fd);
 static int link_or_copy(int fd, const struct stat *st, int tfd, const char *name, const struct shown *sh);
 static int stage_file(int ufd, const char *name, int nofollow, int tfd, const char *tname, struct stage *sg,
@@ -502,8 +502,12 @@ static int empty_slot(int slot)
 	return each_entry(fd, &sh, rm_child, &depth) < 0 ? -1 : 0;
 }
 
-/* lstat's verdict on one directory of the drop's chain: 0, or -1 with the reason said. */
-static int check_dir(const char *path)
+/*
+ * lstat's verdict on one directory of the drop's chain: 0, or -1 with the
+ * reason said. The drop itself (last) must not be listable either: a user
+ * who could read it would read the slots' names.
+ */
+static int check_dir(const char *path, bool last)
 {
 	struct stat st;
 	const char *why = NULL;
@@ -518,6 +522,8 @@ static int check_dir(const char *path)
 		why = "not owned by root";
 	else if (st.st_mode & 022)
 		why = "writable by group or others";
+	else if (last && (st.st_mode & 044))
+		why = "readable by group or others (its slots could be listed)";
 	if (!why)
 		return 0;
 	fileop_say("dropcheck: %s: %s", path, why);
@@ -527,7 +533,8 @@ static int check_dir(const char *path)
 /*
  * dropcheck DROP: /, every ancestor of DROP and DROP itself are
  * directories (not symlinks) owned by root and not writable by group or
- * others, so the user can neither swap nor list the way to a slot. Then
+ * others, and DROP not readable by them, so the user can neither swap the
+ * way to a slot nor list the slots. Then
  * "<uid> <gid>\n", the owner the server gives the slots.
  */
 int dropop_check(int argc, char **argv)
@@ -543,13 +550,13 @@ int dropop_check(int argc, char **argv)
 	size_t n = strlen(path);
 	while (n > 1 && path[n - 1] == '/')
 		path[--n] = '\0';
-	if (check_dir("/") < 0)
+	if (check_dir("/", n == 1) < 0)
 		return EXIT_DENIED;
 	for (size_t i = 1; n > 1 && i <= n; i++) {
 		if (path[i] != '/' && path[i] != '\0')
 			continue;
 		path[i] = '\0';
-		int r = check_dir(path);
+		int r = check_dir(path, i >= n);
 		path[i] = i < n ? '/' : '\0';
 		if (r < 0)
 			return EXIT_DENIED;

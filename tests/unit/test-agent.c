@@ -546,9 +546,18 @@ static void test_dropcheck(void **state)
 		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", p, NULL }, out, err), 77);
 		assert_non_null(strstr(err, "/a/b: not owned by root"));
 	}
+	/* the drop listable by others (its slots' names readable): refused; its ancestors may be */
+	if (good) {
+		assert_int_equal(chown(pathf(p, "%s/a/b", base), 0, 0), 0);
+		assert_int_equal(chmod(p, 0751), 0);
+		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", p, NULL }, out, err), 77);
+		assert_non_null(strstr(err, "/a/b: readable by group or others"));
+		assert_int_equal(chmod(p, 0711), 0);
+		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", p, NULL }, out, err), 0);
+	}
 	assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", "relative/drop", NULL }, out, err), 2);
 	if (good)
-		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", "/", NULL }, out, err), 0);
+		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", "/", NULL }, out, err), 77);
 	assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", pathf(p, "%s/a/../a/b", base), NULL }, out, err), 2);
 	assert_int_equal(finish(&a), 0);
 	rm_rf(base);
