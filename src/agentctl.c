@@ -94,10 +94,17 @@ int agentctl_install(struct engine *e, struct call *call, const char *container_
 	buf_init(&tar, AGENT_BIN_LEN + 64 * 1024);
 	/* into the volume: the engine checks the destination, so the tar holds the file alone */
 	struct tar_entry dir = { .path = &AGENTCTL_DIR[1], .type = TAR_TYPE_DIR, .mode = 0555 };
+	/*
+	 * Execute-only for the user: the kernel makes a process non-dumpable at
+	 * the exec of a file it may not read, so no process of the user can
+	 * attach to an agent in the moment between its exec and its own
+	 * prctl(PR_SET_DUMPABLE, 0) (a PTRACE_SEIZE spinning on the next pid
+	 * won that race, and a tracer stays attached past the prctl).
+	 */
 	struct tar_entry file = { .path = into_volume ? "agent" : &AGENTCTL_PATH[1],
 				  .type = TAR_TYPE_FILE,
 				  .size = AGENT_BIN_LEN,
-				  .mode = 0555 };
+				  .mode = 0511 };
 	/* the drop (docs/agent.md): root's, 0711, so the user may enter a slot it knows but never list one */
 	struct tar_entry drop = { .path = into_volume ? "drop" : &AGENTCTL_DROP[1],
 				  .type = TAR_TYPE_DIR,

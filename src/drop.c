@@ -44,7 +44,10 @@ struct put_state {
 /* A folder's staged copy arrives as t/...: the sink beyond hears the names download_script's tar gives. */
 struct map_sink {
 	const struct tar_sink *to;
+	const struct session *s;
+	bool file; /* a file's GET: its names are passed on as they are */
 	char raw[PATHSAFE_MAX + 8];
+	char why[512];
 };
 
 struct body_src {
@@ -468,6 +471,8 @@ static int map_entry(void *arg, const struct tar_entry *e, struct err *err)
 	struct map_sink *m = arg;
 	struct tar_entry t = *e;
 
+	if (m->file)
+		return m->to->entry(m->to->arg, e, err);
 	if (strcmp(e->path, "t") == 0)
 		t.path = "";
 	else if (strncmp(e->path, "t/", 2) == 0)
@@ -490,11 +495,14 @@ static int map_end(void *arg, struct err *err)
 	return m->to->entry_end ? m->to->entry_end(m->to->arg, err) : 0;
 }
 
-/* Skipped names as `tar -c .` gives them: "./x". */
+/*
+ * Skipped names as `tar -c .` gives them: "./x". Name and reason (a
+ * link's target) are scrubbed: they reach the caller's result.
+ */
 static void map_skipped(void *arg, const char *name, const char *why)
 {
 	struct map_sink *m = arg;
-	const char *rest = strncmp(name, "t/", 2) == 0 ? name + 2 : strcmp(name, "t") == 0 ? "" : NULL;
+	const char *rest = m->file ? NULL : strncmp(name, "t/", 2) == 0 ? name + 2 : strcmp(name, "t") == 0 ? "" : NULL;
 
 	if (!m->to->skipped)
 		return;
@@ -502,7 +510,10 @@ static void map_skipped(void *arg, const char *name, const char *why)
 		snprintf(m->raw, sizeof(m->raw), "./%s", rest);
 	else
 		snprintf(m->raw, sizeof(m->raw), "%s", name);
-	m->to->skipped(m->to->arg, m->raw, why);
+	snprintf(m->why, sizeof(m->why), "%s", why);
+	drop_scrub(m->s, m->raw, sizeof(m->raw));
+	drop_scrub(m->s, m->why, sizeof(m->why));
+	m->to->skipped(m->to->arg, m->raw, m->why);
 }
 
 static ssize_t body_source(void *arg, void *p, size_t n)
@@ -574,6 +585,9 @@ int drop_pull(struct engine *e, struct call *call, struct session *s, int slot, 
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	char what[NAME_MAX + 8];
 	struct buf out;
+	/* what the GET's reader hears goes through m: names mapped, skipped entries scrubbed */
+	struct map_sink m = { .to = sink, .s = s };
+	struct tar_sink ms = { map_entry, map_data, map_end, map_skipped, &m };
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
@@ -591,13 +605,12 @@ int drop_pull(struct engine *e, struct call *call, struct session *s, int slot, 
 		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "could not read %s (exit code 2): %.300s", path,
 			    ret->stderr_text[0] ? ret->stderr_text : "no message");
 	} else if (staged && strcmp(out.data, "d\n") == 0) {
-		struct map_sink m = { .to = sink };
-		struct tar_sink ms = { map_entry, map_data, map_end, map_skipped, &m };
 		r = fetch(e, call, s, slot, "t", lim, &ms, err);
 	} else if (staged && strncmp(out.data, "f ", 2) == 0 && strncmp(out.data + 2, base, bl) == 0 &&
 		   strcmp(out.data + 2 + bl, "\n") == 0 && bl <= NAME_MAX) {
 		snprintf(what, sizeof(what), "f/%s", base);
-		r = fetch(e, call, s, slot, what, lim, sink, err);
+		m.file = true;
+		r = fetch(e, call, s, slot, what, lim, &ms, err);
 	} else if (staged) {
 		r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO,
 			    "the session's agent gave an unexpected answer for the download; try again");

@@ -64,6 +64,7 @@ typedef int (*entry_fn)(int dirfd, const char *name, struct shown *sh, void *arg
 struct stage {
 	uint64_t cap, total;
 	const char *path; /* the user's PATH, for the too-large message */
+	const char *slot; /* the slot's name: no staged symlink may carry it (copy_link) */
 };
 
 /* One level of a walk: where entries go and how deep it is. */
@@ -84,7 +85,7 @@ static int set_meta(int fd, const struct stat *st);
 static int pwrite_all(int fd, const char *p, size_t n, off_t off);
 static int copy_bytes(int in, int out, uint64_t len);
 static int copy_file(int in, const struct stat *st, int dfd, const char *name, const struct shown *sh);
-static int copy_link(int sfd, const char *name, int dfd, const struct shown *sh);
+static int copy_link(int sfd, const char *name, int dfd, const char *secret, const struct shown *sh);
 static int open_both(int sfd, int dfd, const char *name, int to_flags, int *to, int *from, const struct shown *sh);
 static int copy_entry(int sfd, const char *name, int dfd, int depth, struct shown *sh);
 static int copy_child(int fd, const char *name, struct shown *sh, void *arg);
@@ -95,7 +96,7 @@ static void release_held(void);
 static int move_child(int fd, const char *name, struct shown *sh, void *arg);
 static int rm_child(int fd, const char *name, struct shown *sh, void *arg);
 static int empty_slot(int slot);
-static int check_dir(const char *path);
+static int check_dir(const char *path, bool last);
 static int place_dest(const char *d, const char *b, bool overwrite, int *ret_fd);
 static int link_or_copy(int fd, const struct stat *st, int tfd, const char *name, const struct shown *sh);
 static int stage_file(int ufd, const char *name, int nofollow, int tfd, const char *tname, struct stage *sg,
@@ -276,14 +277,23 @@ static int copy_file(int in, const struct stat *st, int dfd, const char *name, c
 	return 0;
 }
 
-/* The symlink name in sfd made again in dfd (its target as it is, never followed). */
-static int copy_link(int sfd, const char *name, int dfd, const struct shown *sh)
+/*
+ * The symlink name in sfd made again in dfd (its target as it is, never
+ * followed). A target holding secret (the slot's name) is left out: only
+ * the kernel can make one, as the links of stage's own /proc/self/fd, and
+ * the server would show it to the caller among the skipped entries.
+ */
+static int copy_link(int sfd, const char *name, int dfd, const char *secret, const struct shown *sh)
 {
 	char target[PATH_MAX];
 	ssize_t k = readlinkat(sfd, name, target, sizeof(target));
 	if (k < 0 || (size_t)k >= sizeof(target))
 		return fail(sh, k < 0 ? errno : ENAMETOOLONG);
 	target[k] = '\0';
+	if (secret && strstr(target, secret)) {
+		fileop_say("%s: a link into the staged copy, left out", sh->p);
+		return -1;
+	}
 	if (symlinkat(target, dfd, name) < 0)
 		return fail(sh, errno);
 	return 0;
@@ -310,7 +320,7 @@ static int copy_entry(int sfd, const char *name, int dfd, int depth, struct show
 	if (fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return fail(sh, errno);
 	if (S_ISLNK(st.st_mode))
-		return copy_link(sfd, name, dfd, sh);
+		return copy_link(sfd, name, dfd, NULL, sh);
 	if (S_ISREG(st.st_mode)) {
 		int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (in < 0)
@@ -496,8 +506,12 @@ static int empty_slot(int slot)
 	return each_entry(fd, &sh, rm_child, &depth) < 0 ? -1 : 0;
 }
 
-/* lstat's verdict on one directory of the drop's chain: 0, or -1 with the reason said. */
-static int check_dir(const char *path)
+/*
+ * lstat's verdict on one directory of the drop's chain: 0, or -1 with the
+ * reason said. The drop itself (last) must not be listable either: a user
+ * who could read it would read the slots' names.
+ */
+static int check_dir(const char *path, bool last)
 {
 	struct stat st;
 	const char *why = NULL;
@@ -512,6 +526,8 @@ static int check_dir(const char *path)
 		why = "not owned by root";
 	else if (st.st_mode & 022)
 		why = "writable by group or others";
+	else if (last && (st.st_mode & 044))
+		why = "readable by group or others (its slots could be listed)";
 	if (!why)
 		return 0;
 	fileop_say("dropcheck: %s: %s", path, why);
@@ -521,7 +537,8 @@ static int check_dir(const char *path)
 /*
  * dropcheck DROP: /, every ancestor of DROP and DROP itself are
  * directories (not symlinks) owned by root and not writable by group or
- * others, so the user can neither swap nor list the way to a slot. Then
+ * others, and DROP not readable by them, so the user can neither swap the
+ * way to a slot nor list the slots. Then
  * "<uid> <gid>\n", the owner the server gives the slots.
  */
 int dropop_check(int argc, char **argv)
@@ -537,13 +554,13 @@ int dropop_check(int argc, char **argv)
 	size_t n = strlen(path);
 	while (n > 1 && path[n - 1] == '/')
 		path[--n] = '\0';
-	if (check_dir("/") < 0)
+	if (check_dir("/", n == 1) < 0)
 		return EXIT_DENIED;
 	for (size_t i = 1; n > 1 && i <= n; i++) {
 		if (path[i] != '/' && path[i] != '\0')
 			continue;
 		path[i] = '\0';
-		int r = check_dir(path);
+		int r = check_dir(path, i >= n);
 		path[i] = i < n ? '/' : '\0';
 		if (r < 0)
 			return EXIT_DENIED;
@@ -667,7 +684,7 @@ static int stage_child(int fd, const char *name, struct shown *sh, void *arg)
 	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return fail(sh, errno);
 	if (S_ISLNK(st.st_mode))
-		return copy_link(fd, name, lv->to, sh);
+		return copy_link(fd, name, lv->to, lv->sg->slot, sh);
 	if (S_ISREG(st.st_mode))
 		return stage_file(fd, name, O_NOFOLLOW, lv->to, name, lv->sg, sh);
 	/* a fifo made again (the user may), so the server reports it skipped as the exec path's tar did */
@@ -772,6 +789,7 @@ int dropop_stage(int argc, char **argv)
 	if (argc != 5 || !one_name(argv[2]) || argv[3][0] != '/' || !fileop_parse_num(argv[4], &sg.cap))
 		return EXIT_FAILED;
 	const char *p = sg.path = argv[3];
+	sg.slot = argv[2];
 	if (stat(p, &st) < 0)
 		return EXIT_NOT_FOUND;
 	if (S_ISDIR(st.st_mode)) {

@@ -86,7 +86,7 @@ describe('run_command through the agent', suite({ timeout: 110000, skip: noAgent
     await cleanup();
   });
 
-  test('the agent runs as the sandbox user, owned by root, mode 0555, and reports usage', async () => {
+  test('the agent runs as the sandbox user, owned by root, mode 0511, and reports usage', async () => {
     // 0.2 s of CPU, not of wall time: on a loaded machine a wall-time loop gets a fraction of it
     const st = await srv.sh('python3 -c "x = bytearray(40 << 20); import time; t = time.process_time()\n' +
       'while time.process_time() - t < 0.2: pass"',
@@ -101,7 +101,7 @@ describe('run_command through the agent', suite({ timeout: 110000, skip: noAgent
     assert.equal(procs.length, 1, `one agent: ${procs.join('\n')}`);
     assert.doesNotMatch(procs[0], /^\s*\d+\s+root\s/, `the agent is not root: ${procs[0]}`);
     const ls = await srv.sh('stat -c "%U %a" /.sandbox-mcp /.sandbox-mcp/agent', { session_id: sid });
-    assert.equal(ls.stdout, 'root 555\nroot 555\n');
+    assert.equal(ls.stdout, 'root 555\nroot 511\n', 'the agent is execute-only for the user (drop.test.mjs)');
     const w = await srv.ok('run_command', {
       command: 'cp /bin/true /.sandbox-mcp/agent || mv /.sandbox-mcp /tmp/x || rm -f /.sandbox-mcp/agent',
       session_id: sid,
@@ -201,11 +201,11 @@ describe('run_command through the agent', suite({ timeout: 110000, skip: noAgent
       session_id: ro.session_id,
     });
     // Podman 4.3 hands a new volume to the container's user (docs/remote.md), so there the
-    // sandbox user may add files beside the agent; the agent itself stays root's, 0555 (below)
+    // sandbox user may add files beside the agent; the agent itself stays root's, 0511 (below)
     if (!PODMAN) assert.notEqual(w.exit_code, 0, `the sandbox user cannot write the agent's volume: ${JSON.stringify(w)}`);
     else assert.match(w.stderr, /cp: .*Permission denied/, `the agent cannot be overwritten: ${JSON.stringify(w)}`);
     const own = await srv.sh('stat -c "%U %a" /.sandbox-mcp/agent', { session_id: ro.session_id });
-    assert.equal(own.stdout, 'root 555\n');
+    assert.equal(own.stdout, 'root 511\n');
     await fileRoundTrip(srv, ro.session_id);
     const info = await inspectContainer(ro.container_id);
     assert.equal(info.HostConfig.ReadonlyRootfs, true);

@@ -341,6 +341,32 @@ describe('transfers through the drop', suite({ timeout: 300000, skip: noAgent })
       'fails', 'session_not_found');
   });
 
+  test('a download of /proc/self/fd (stage\'s own fds, links into the slot) names no slot', async () => {
+    // stage holds the slot open while it walks: its /proc/self/fd links name the slot, and a skipped
+    // link's target is shown to the caller; knowing the slot, the sandbox could swap <slot>/f for a
+    // symlink to /etc between stage and the GET, and the engine (root) would read /etc/shadow
+    for (const path of ['/proc/self/fd', '/proc/self']) {
+      const to = join(allowed, `proc${path.length}`);
+      mkdirSync(to);
+      const down = await rec('file_download', { path, host_dir: to, session_id: sid });
+      assert.ok(down.skipped.length >= 3, `the fd links are skipped: ${JSON.stringify(down.skipped).slice(0, 300)}`);
+      assert.doesNotMatch(JSON.stringify(down), /sandbox-mcp\/drop/, 'no skipped entry leads into the drop');
+    }
+  });
+
+  test('an agent is non-dumpable from its exec on: its binary is execute-only for the user', async () => {
+    // the agent learns slot names and makes itself non-dumpable (prctl) at start; between its exec and
+    // that call a process of the user spinning PTRACE_SEIZE on the next pid attached to it (and stays
+    // attached past the prctl). The kernel makes a process non-dumpable at the exec of a file its user
+    // cannot read: here an agent that never reaches the prctl (--idle) shows it
+    const st = await srv.ok('run_command', {
+      command: '[ -r /.sandbox-mcp/agent ] && echo readable; /.sandbox-mcp/agent --idle & p=$!; sleep 0.3; ' +
+        'ls /proc/$p/fd >/dev/null 2>&1 && echo dumpable; stat -c %U /proc/$p/environ; kill $p; echo end',
+      session_id: sid,
+    });
+    assert.equal(st.stdout, 'root\nend\n', show(st));
+  });
+
   test('no result, error or info log line names a slot', async () => {
     const ls = await docker(['exec', '-u', '0', cid, 'ls', '/.sandbox-mcp/drop']);
     assert.equal(ls.code, 0, ls.stderr);

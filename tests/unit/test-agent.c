@@ -546,9 +546,18 @@ static void test_dropcheck(void **state)
 		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", p, NULL }, out, err), 77);
 		assert_non_null(strstr(err, "/a/b: not owned by root"));
 	}
+	/* the drop listable by others (its slots' names readable): refused; its ancestors may be */
+	if (good) {
+		assert_int_equal(chown(pathf(p, "%s/a/b", base), 0, 0), 0);
+		assert_int_equal(chmod(p, 0751), 0);
+		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", p, NULL }, out, err), 77);
+		assert_non_null(strstr(err, "/a/b: readable by group or others"));
+		assert_int_equal(chmod(p, 0711), 0);
+		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", p, NULL }, out, err), 0);
+	}
 	assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", "relative/drop", NULL }, out, err), 2);
 	if (good)
-		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", "/", NULL }, out, err), 0);
+		assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", "/", NULL }, out, err), 77);
 	assert_int_equal(dropop(&a, (const char *[]){ "dropcheck", pathf(p, "%s/a/../a/b", base), NULL }, out, err), 2);
 	assert_int_equal(finish(&a), 0);
 	rm_rf(base);
@@ -781,6 +790,25 @@ static void assert_staged(const char *src, const char *staged, bool same_inode)
 	assert_string_equal(x, y);
 }
 
+/* The symlinks in dir, asserting that none has a target holding secret. */
+static int links_without(const char *dir, const char *secret)
+{
+	DIR *dp = opendir(dir);
+	int n = 0;
+	assert_non_null(dp);
+	for (struct dirent *de; (de = readdir(dp));) {
+		char t[PATH_MAX];
+		ssize_t k = readlinkat(dirfd(dp), de->d_name, t, sizeof(t) - 1);
+		if (k < 0)
+			continue;
+		t[k] = '\0';
+		assert_null(strstr(t, secret));
+		n++;
+	}
+	closedir(dp);
+	return n;
+}
+
 /* Stages src (made by put_src) and checks the slot; linked: hard links expected. */
 static void stage_dir_case(struct agent *a, const struct drop *d, const char *src, bool linked)
 {
@@ -852,6 +880,19 @@ static void test_stage_clear(void **state)
 	assert_int_equal(dropop(&a, (const char *[]){ "clear", d.drop, SLOT, NULL }, out, err), 0);
 	assert_int_equal(count_entries(d.slot), 0);
 	assert_int_equal(stat(d.slot, &st), 0);
+
+	/*
+	 * stage's own /proc/self/fd: the links to the slot it holds open are
+	 * left out (said, exit 2), the others made again: the slot's name must
+	 * not reach the caller through a skipped link's target.
+	 */
+	assert_int_equal(dropop(&a, (const char *[]){ "stage", d.drop, SLOT, "/proc/self/fd", "5", NULL }, out, err),
+			 2);
+	assert_string_equal(out, "d\n");
+	assert_non_null(strstr(err, "a link into the staged copy, left out"));
+	assert_null(strstr(err, SLOT));
+	assert_true(links_without(pathf(p, "%s/t", d.slot), SLOT) >= 3); /* 0, 1 and 2 at least */
+	assert_int_equal(dropop(&a, (const char *[]){ "clear", d.drop, SLOT, NULL }, out, err), 0);
 
 	/* from another filesystem: copies with modes and times */
 	if (stat("/dev/shm", &shm) == 0 && shm.st_dev != st.st_dev) {
