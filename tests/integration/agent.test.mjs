@@ -13,7 +13,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
-  chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync,
+  chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -222,6 +222,7 @@ describe('run_command through the agent', suite({ timeout: 110000, skip: noAgent
 describe('an image without a shell', suite({ timeout: 60000, skip: noAgent }), () => {
   const tag = 'sandbox-mcp-agenttest-noshell:latest';
   let srv;
+  let hostDir;
 
   before(async () => {
     requireEngine();
@@ -235,12 +236,14 @@ describe('an image without a shell', suite({ timeout: 60000, skip: noAgent }), (
     await docker(['import', '--change', 'LABEL io.sandbox-mcp.test=agent', tar, tag]);
     rmSync(dir, { recursive: true, force: true });
     rmSync(tar, { force: true });
-    srv = await Server.start('agent-noshell', { SANDBOX_TIMEOUT_S: 30 });
+    hostDir = mkdtempSync(join(tmpdir(), 'agent-noshell-host-'));
+    srv = await Server.start('agent-noshell', { SANDBOX_TIMEOUT_S: 30, SANDBOX_HOST_DIRS: hostDir });
   });
 
   after(async () => {
     await cleanup();
     await docker(['rmi', '-f', tag]).catch(() => {});
+    if (hostDir) rmSync(hostDir, { recursive: true, force: true });
   });
 
   test('argv works, a command string fails with shell_not_found naming the image', async () => {
@@ -254,6 +257,17 @@ describe('an image without a shell', suite({ timeout: 60000, skip: noAgent }), (
     // the session is still usable
     const again = await srv.ok('run_command', { argv: ['/bin/busybox', 'true'], session_id: s.session_id });
     assert.equal(again.exit_code, 0);
+  });
+
+  test('file_upload and file_download work too: the drop needs no sh or tar in the image', async () => {
+    const s = await srv.createSession({ image: tag });
+    writeFileSync(join(hostDir, 'up.txt'), 'no tar here\n');
+    await srv.ok('file_upload', { host_path: join(hostDir, 'up.txt'), session_id: s.session_id });
+    const st = await srv.ok('run_command', { argv: ['/bin/busybox', 'cat', '/workspace/up.txt'], session_id: s.session_id });
+    assert.equal(st.stdout, 'no tar here\n');
+    mkdirSync(join(hostDir, 'back'));
+    await srv.ok('file_download', { path: 'up.txt', host_dir: join(hostDir, 'back'), session_id: s.session_id });
+    assert.equal(readFileSync(join(hostDir, 'back', 'up.txt'), 'utf8'), 'no tar here\n');
   });
 
   test('the file tools work through the agent (no sh, tar or find in the image)', async () => {
