@@ -10,7 +10,6 @@
  * connection of their own, which is never returned to the pool.
  */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -196,13 +195,9 @@ static int conn_get(struct engine *e, struct http_conn **ret, bool *ret_reused, 
 		return 0;
 	}
 	pthread_mutex_unlock(&e->lock);
-	int fd;
-	int r = transport_connect(&e->ep, e->timeout_ms, &fd, err);
-	if (r < 0)
-		return r;
-	*ret = http_conn_create(fd, e->timeout_ms);
+	int r = transport_connect_http(&e->ep, e->timeout_ms, e->timeout_ms, ret, err);
 	*ret_reused = false;
-	return 0;
+	return r;
 }
 
 static void conn_put(struct engine *e, struct http_conn *c)
@@ -600,8 +595,7 @@ static int conn_get_live(struct engine *e, struct http_conn **ret, struct err *e
 		int r = conn_get(e, ret, &reused, err);
 		if (r < 0 || !reused)
 			return r;
-		struct pollfd p = { .fd = http_conn_fd(*ret), .events = POLLIN };
-		if (poll(&p, 1, 0) == 0)
+		if (http_conn_idle_ok(*ret))
 			return 0;
 		http_conn_destroy(*ret);
 		pool_drop(e);
@@ -981,13 +975,13 @@ int engine_long_open_headers(struct engine *e, struct call *call, const char *me
 			     void *src_arg, struct http_conn **ret_conn, struct http_response *resp, struct err *err)
 {
 	char target[6144];
-	int fd, r;
+	int r;
 
 	if ((r = versioned(e, call, path, target, sizeof(target), err)) < 0)
 		return r;
-	if ((r = transport_connect(&e->ep, e->timeout_ms, &fd, err)) < 0)
+	struct http_conn *conn;
+	if ((r = transport_connect_http(&e->ep, e->timeout_ms, ENGINE_LONG_TIMEOUT_MS, &conn, err)) < 0)
 		return engine_hint(err, r);
-	struct http_conn *conn = http_conn_create(fd, ENGINE_LONG_TIMEOUT_MS);
 	if (call && call_arm(call, abort_conn, conn) < 0) {
 		http_conn_destroy(conn);
 		return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");

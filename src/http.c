@@ -1,5 +1,6 @@
 /*
- * http.c - request writing and response reading over a blocking socket.
+ * http.c - request writing and response reading over a blocking socket, or
+ * over an http_io on it (TLS run in the calling thread).
  *
  * The read buffer holds at most one response head plus one read's worth of
  * body; bodies pass through it and are never accumulated here.  A peer that
@@ -24,6 +25,8 @@ enum body_mode {
 
 struct http_conn {
 	int fd;
+	const struct http_io *io; /* NULL: read and write fd itself */
+	void *io_arg;
 	int timeout_ms;
 	int idle_ms;	  /* each wait for a byte at most this (0: timeout_ms) */
 	int64_t deadline; /* now_ms() by which the response must be in; 0: none */
@@ -59,6 +62,14 @@ struct http_conn *http_conn_create(int fd, int timeout_ms)
 	return c;
 }
 
+struct http_conn *http_conn_create_io(int fd, const struct http_io *io, void *arg, int timeout_ms)
+{
+	struct http_conn *c = http_conn_create(fd, timeout_ms);
+	c->io = io;
+	c->io_arg = arg;
+	return c;
+}
+
 void http_conn_set_idle(struct http_conn *c, int idle_ms)
 {
 	c->idle_ms = idle_ms < c->timeout_ms ? idle_ms : 0;
@@ -68,7 +79,9 @@ void http_conn_destroy(struct http_conn *c)
 {
 	if (!c)
 		return;
-	if (c->fd >= 0)
+	if (c->io)
+		c->io->close(c->io_arg);
+	else if (c->fd >= 0)
 		close(c->fd);
 	buf_finish(&c->rbuf);
 	free(c);
@@ -87,6 +100,15 @@ void http_conn_abort(struct http_conn *c)
 bool http_conn_reusable(const struct http_conn *c)
 {
 	return !c->dead && c->keep_alive && c->body_done && c->rbuf.len == 0;
+}
+
+bool http_conn_idle_ok(struct http_conn *c)
+{
+	char scratch[256];
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	if (poll(&p, 1, 0) == 0 && !(c->io && c->io->pending(c->io_arg)))
+		return true;
+	return c->io && c->io->recv(c->io_arg, scratch, sizeof(scratch)) == -EAGAIN;
 }
 
 static bool token_ok(const char *s)
@@ -188,7 +210,7 @@ int http_chunk_write(struct http_conn *c, const void *p, size_t n, struct err *e
 /* Writes all of p; an engine that takes nothing for timeout_ms (SO_SNDTIMEO) ends it with ERRCODE_TIMEOUT. */
 static int send_all(struct http_conn *c, const void *p, size_t n, struct err *err)
 {
-	int r = write_full(c->fd, p, n);
+	int r = c->io ? c->io->send_all(c->io_arg, p, n, c->timeout_ms) : write_full(c->fd, p, n);
 	if (r == 0)
 		return 0;
 	c->dead = true;
@@ -198,6 +220,48 @@ static int send_all(struct http_conn *c, const void *p, size_t n, struct err *er
 			       "(`docker info`), then try again",
 			       c->timeout_ms);
 	return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "writing to the Docker engine failed: %s", strerror(-r));
+}
+
+/* Waits until fd is readable, within the deadline and idle cap. 0, or -ETIMEDOUT or -errno with err. */
+static int wait_readable(struct http_conn *c, struct err *err)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	int64_t left;
+	int r;
+	do {
+		/* a peer that trickles bytes still has to finish by the deadline */
+		left = c->deadline ? c->deadline - now_ms() : c->timeout_ms;
+		if (left > c->timeout_ms)
+			left = c->timeout_ms;
+		if (c->idle_ms > 0 && left > c->idle_ms)
+			left = c->idle_ms;
+		r = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+	} while (r < 0 && errno == EINTR);
+	if (r > 0)
+		return 0;
+	c->dead = true;
+	if (r < 0)
+		return err_set(err, ERRCODE_ENGINE_ERROR, -errno, "poll: %s", strerror(errno));
+	if (c->idle_ms > 0 && (!c->deadline || c->deadline - now_ms() > 0))
+		return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the Docker engine sent nothing for %d ms",
+			       c->idle_ms);
+	if (c->answering) /* bytes came, too slowly */
+		return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT,
+			       "the Docker engine did not finish its answer within %d ms", c->timeout_ms);
+	return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the Docker engine did not answer within %d ms",
+		       c->timeout_ms);
+}
+
+/* One read into p: >0, 0 at the end, -EAGAIN (wait, then again), or -errno. */
+static ssize_t conn_read(struct http_conn *c, void *p, size_t n)
+{
+	if (c->io)
+		return c->io->recv(c->io_arg, p, n);
+	ssize_t got;
+	do
+		got = read(c->fd, p, n);
+	while (got < 0 && errno == EINTR);
+	return got < 0 ? -errno : got;
 }
 
 /* Reads more bytes into rbuf. 0, -EPIPE at EOF, -ETIMEDOUT, or -errno. */
@@ -210,40 +274,17 @@ static int fill(struct http_conn *c, struct err *err)
 		return err_set(err, ERRCODE_ENGINE_ERROR, -EMSGSIZE,
 			       "the Docker engine sent an oversized response head");
 	}
-	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-	int64_t left;
-	do {
-		/* a peer that trickles bytes still has to finish by the deadline */
-		left = c->deadline ? c->deadline - now_ms() : c->timeout_ms;
-		if (left > c->timeout_ms)
-			left = c->timeout_ms;
-		if (c->idle_ms > 0 && left > c->idle_ms)
-			left = c->idle_ms;
-		r = left > 0 ? poll(&pfd, 1, (int)left) : 0;
-	} while (r < 0 && errno == EINTR);
-	if (r < 0) {
-		c->dead = true;
-		return err_set(err, ERRCODE_ENGINE_ERROR, -errno, "poll: %s", strerror(errno));
-	}
-	if (r == 0) {
-		c->dead = true;
-		if (c->idle_ms > 0 && (!c->deadline || c->deadline - now_ms() > 0))
-			return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the Docker engine sent nothing for %d ms",
-				       c->idle_ms);
-		if (c->answering) /* bytes came, too slowly */
-			return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT,
-				       "the Docker engine did not finish its answer within %d ms", c->timeout_ms);
-		return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the Docker engine did not answer within %d ms",
-			       c->timeout_ms);
-	}
 	ssize_t got;
-	do
-		got = read(c->fd, tail, HTTP_READ_CHUNK);
-	while (got < 0 && errno == EINTR);
+	do {
+		/* TLS may hold decrypted bytes that poll does not see; a partial record is read as -EAGAIN */
+		if (!(c->io && c->io->pending(c->io_arg)) && (r = wait_readable(c, err)) < 0)
+			return r;
+		got = conn_read(c, tail, HTTP_READ_CHUNK);
+	} while (got == -EAGAIN);
 	if (got < 0) {
 		c->dead = true;
-		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -errno, "reading from the Docker engine failed: %s",
-			       strerror(errno));
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, (int)got, "reading from the Docker engine failed: %s",
+			       strerror((int)-got));
 	}
 	if (got == 0) {
 		c->dead = true;

@@ -35,8 +35,26 @@ struct http_response {
 	bool upgraded;	      /* 101 Switching Protocols: the socket is now raw */
 };
 
+/*
+ * The byte stream of a connection when it is not the socket itself (TLS
+ * run in the calling thread). The socket stays the connection's fd: poll
+ * and shutdown (http_conn_abort) work on it.
+ */
+struct http_io {
+	/* As read(2) on a non-blocking socket: >0, 0 at the end, -EAGAIN (poll, then again), -errno. */
+	ssize_t (*recv)(void *arg, void *buf, size_t n);
+	/* Bytes already taken off the socket that the next recv returns: poll would not show them. */
+	bool (*pending)(void *arg);
+	/* All of p: 0, -EAGAIN when the peer took nothing for timeout_ms, -errno. */
+	int (*send_all)(void *arg, const void *p, size_t n, int timeout_ms);
+	/* Frees arg and closes the socket. */
+	void (*close)(void *arg);
+};
+
 /* Takes ownership of fd. */
 struct http_conn *http_conn_create(int fd, int timeout_ms);
+/* Takes ownership of arg (and the socket fd under it); io is static. */
+struct http_conn *http_conn_create_io(int fd, const struct http_io *io, void *arg, int timeout_ms);
 void http_conn_destroy(struct http_conn *c);
 /*
  * Caps each wait for a byte at idle_ms (below timeout_ms), for answers that
@@ -48,6 +66,13 @@ int http_conn_fd(const struct http_conn *c);
 void http_conn_abort(struct http_conn *c);
 /* True when the last response was read to its end and the peer allows reuse. */
 bool http_conn_reusable(const struct http_conn *c);
+/*
+ * Whether a kept connection, idle between requests, is still open: one
+ * with bytes to read was closed (or sent junk) by the peer. Over TLS a
+ * record that is not data (a session ticket) is taken and the connection
+ * stays good.
+ */
+bool http_conn_idle_ok(struct http_conn *c);
 
 /*
  * Sends one request. extra_headers is "Name: value\r\n"... or NULL; method,

@@ -46,11 +46,15 @@ struct dir {
 	size_t len, off;
 };
 
-struct relay {
+struct tls_stream {
 	struct tls_ctx *t; /* a reference */
 	gnutls_session_t s;
-	bool got_data;	 /* the engine has sent application data on this connection */
-	int net;	 /* the TCP socket under the session, non-blocking */
+	int fd;	       /* the TCP socket under the session, non-blocking, owned */
+	bool got_data; /* the engine has sent application data on this connection */
+};
+
+struct relay {
+	struct tls_stream *st;
 	int app;	 /* our end of the socketpair, non-blocking */
 	struct dir up;	 /* app -> engine */
 	struct dir down; /* engine -> app */
@@ -228,18 +232,101 @@ static int set_nonblock(int fd)
  * is seen (CI saw both). With a client certificate offered, such a reset
  * or close is noted as the likely refusal.
  */
-static void early_failure(struct relay *rl, int n)
+static void early_failure(struct tls_stream *st, int n)
 {
-	if (rl->got_data)
+	if (st->got_data)
 		return;
 	if (n == GNUTLS_E_FATAL_ALERT_RECEIVED)
-		refusal_note(gnutls_alert_get_name(gnutls_alert_get(rl->s)));
-	else if (rl->t->have_cert && (n == GNUTLS_E_PULL_ERROR || n == GNUTLS_E_PUSH_ERROR))
+		refusal_note(gnutls_alert_get_name(gnutls_alert_get(st->s)));
+	else if (st->t->have_cert && (n == GNUTLS_E_PULL_ERROR || n == GNUTLS_E_PUSH_ERROR))
 		refusal_note("the connection was reset before any answer, as a TLS 1.3 engine does when it "
 			     "refuses the client certificate");
-	else if (rl->t->have_cert && (n == 0 || n == GNUTLS_E_PREMATURE_TERMINATION))
+	else if (st->t->have_cert && (n == 0 || n == GNUTLS_E_PREMATURE_TERMINATION))
 		refusal_note("the connection was closed before any answer, as a TLS 1.3 engine does when it "
 			     "refuses the client certificate");
+}
+
+int tls_stream_fd(const struct tls_stream *st)
+{
+	return st->fd;
+}
+
+bool tls_stream_pending(struct tls_stream *st)
+{
+	return gnutls_record_check_pending(st->s) > 0;
+}
+
+/* One gnutls_record_recv as read(2) on a non-blocking socket would answer. */
+static ssize_t recv_record(struct tls_stream *st, void *buf, size_t n)
+{
+	ssize_t got;
+	do
+		got = gnutls_record_recv(st->s, buf, n);
+	while (got == GNUTLS_E_INTERRUPTED);
+	if (got > 0) {
+		st->got_data = true;
+		return got;
+	}
+	if (got == GNUTLS_E_AGAIN)
+		return -EAGAIN;
+	early_failure(st, (int)got);
+	if (got == 0 || got == GNUTLS_E_PREMATURE_TERMINATION)
+		return 0;
+	log_debugf("TLS: read: %s", gnutls_strerror((int)got));
+	return got == GNUTLS_E_PULL_ERROR ? -ECONNRESET : -EPROTO;
+}
+
+/*
+ * Records come one per gnutls_record_recv (16 KiB at most): as many as
+ * have arrived are taken in one call, so a reader asking for 64 KiB does
+ * not go back to poll for each.
+ */
+ssize_t tls_stream_recv(struct tls_stream *st, void *buf, size_t n)
+{
+	size_t have = 0;
+	while (have < n) {
+		ssize_t got = recv_record(st, (char *)buf + have, n - have);
+		if (got <= 0)
+			return have ? (ssize_t)have : got;
+		have += (size_t)got;
+	}
+	return (ssize_t)have;
+}
+
+int tls_stream_send_all(struct tls_stream *st, const void *p, size_t n, int timeout_ms)
+{
+	size_t off = 0;
+	while (off < n) {
+		/* after GNUTLS_E_AGAIN the same call is repeated with the same arguments, as GnuTLS asks */
+		ssize_t w = gnutls_record_send(st->s, (const char *)p + off, n - off);
+		if (w >= 0) {
+			off += (size_t)w;
+			continue;
+		}
+		if (w == GNUTLS_E_INTERRUPTED)
+			continue;
+		if (w != GNUTLS_E_AGAIN) {
+			early_failure(st, (int)w);
+			return w == GNUTLS_E_PUSH_ERROR ? -EPIPE : -EPROTO;
+		}
+		struct pollfd pfd = { .fd = st->fd, .events = POLLOUT };
+		int r = poll(&pfd, 1, timeout_ms);
+		if (r == 0)
+			return -EAGAIN;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+void tls_stream_close(struct tls_stream *st)
+{
+	if (!st)
+		return;
+	gnutls_deinit(st->s);
+	close(st->fd);
+	ctx_unref(st->t);
+	free(st);
 }
 
 /* One pass engine -> app. false when the relay must end. */
@@ -248,18 +335,14 @@ static bool pump_down(struct relay *rl)
 	struct dir *d = &rl->down;
 
 	if (d->len == 0 && !rl->net_eof) {
-		ssize_t n = gnutls_record_recv(rl->s, d->buf, sizeof(d->buf));
+		ssize_t n = recv_record(rl->st, d->buf, sizeof(d->buf));
 		if (n > 0) {
 			d->len = (size_t)n;
 			d->off = 0;
-			rl->got_data = true;
-		} else if (n == 0 || n == GNUTLS_E_PREMATURE_TERMINATION) {
-			early_failure(rl, (int)n);
+		} else if (n == 0) {
 			rl->net_eof = true;
 			(void)shutdown(rl->app, SHUT_WR);
-		} else if (n != GNUTLS_E_AGAIN && n != GNUTLS_E_INTERRUPTED) {
-			early_failure(rl, (int)n);
-			log_debugf("TLS: read: %s", gnutls_strerror((int)n));
+		} else if (n != -EAGAIN) {
 			return false;
 		}
 	}
@@ -277,6 +360,7 @@ static bool pump_down(struct relay *rl)
 static bool pump_up(struct relay *rl)
 {
 	struct dir *u = &rl->up;
+	gnutls_session_t s = rl->st->s;
 
 	if (u->len == 0 && !rl->app_eof) {
 		ssize_t n = recv(rl->app, u->buf, sizeof(u->buf), MSG_DONTWAIT);
@@ -291,11 +375,11 @@ static bool pump_up(struct relay *rl)
 	}
 	while (u->off < u->len) {
 		/* after GNUTLS_E_AGAIN the same call is repeated with the same arguments, as GnuTLS asks */
-		ssize_t w = gnutls_record_send(rl->s, u->buf + u->off, u->len - u->off);
+		ssize_t w = gnutls_record_send(s, u->buf + u->off, u->len - u->off);
 		if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED)
 			return true;
 		if (w < 0) {
-			early_failure(rl, (int)w);
+			early_failure(rl->st, (int)w);
 			return false;
 		}
 		u->off += (size_t)w;
@@ -303,7 +387,7 @@ static bool pump_up(struct relay *rl)
 	u->len = u->off = 0;
 	if (rl->app_eof && !rl->bye_done) {
 		/* the caller's shutdown(SHUT_WR): a close_notify, which the engine reads as EOF */
-		int r = gnutls_bye(rl->s, GNUTLS_SHUT_WR);
+		int r = gnutls_bye(s, GNUTLS_SHUT_WR);
 		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
 			return true;
 		rl->bye_done = true;
@@ -314,19 +398,20 @@ static bool pump_up(struct relay *rl)
 static void *relay_main(void *arg)
 {
 	struct relay *rl = arg;
+	gnutls_session_t s = rl->st->s;
 
 	for (;;) {
 		if (!pump_down(rl) || !pump_up(rl))
 			break;
 		if (rl->net_eof && rl->down.len == 0 && rl->app_eof && rl->bye_done)
 			break;
-		if (gnutls_record_check_pending(rl->s) > 0 && rl->down.len == 0)
+		if (gnutls_record_check_pending(s) > 0 && rl->down.len == 0)
 			continue;
-		struct pollfd p[2] = { { .fd = rl->net }, { .fd = rl->app } };
+		struct pollfd p[2] = { { .fd = rl->st->fd }, { .fd = rl->app } };
 		if (rl->down.len == 0 && !rl->net_eof)
 			p[0].events |= POLLIN;
 		if (rl->up.len > 0 || (rl->app_eof && !rl->bye_done))
-			p[0].events |= gnutls_record_get_direction(rl->s) ? POLLOUT : POLLIN;
+			p[0].events |= gnutls_record_get_direction(s) ? POLLOUT : POLLIN;
 		if (rl->up.len == 0 && !rl->app_eof)
 			p[1].events |= POLLIN;
 		if (rl->down.len > 0)
@@ -342,95 +427,112 @@ static void *relay_main(void *arg)
 			(void)shutdown(rl->app, SHUT_WR);
 		}
 	}
-	gnutls_deinit(rl->s);
-	close(rl->net);
+	tls_stream_close(rl->st);
 	close(rl->app);
-	ctx_unref(rl->t);
 	free(rl);
 	return NULL;
 }
 
-static int relay_start(struct tls_ctx *t, gnutls_session_t s, int net, int *ret_fd, struct err *err)
+int tls_relay(struct tls_stream *st, int *ret_fd, struct err *err)
 {
 	int sv[2];
 	pthread_attr_t attr;
 	pthread_t th;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		tls_stream_close(st);
 		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -errno, "TLS: socketpair: %s", strerror(errno));
+	}
 	struct relay *rl = xcalloc(1, sizeof(*rl));
-	rl->t = t;
-	rl->s = s;
-	rl->net = net;
+	rl->st = st;
 	rl->app = sv[1];
-	int r = set_nonblock(net);
-	if (r == 0)
-		r = set_nonblock(sv[1]);
+	int r = set_nonblock(sv[1]);
 	if (r == 0 && (r = -pthread_attr_init(&attr)) == 0) {
 		(void)pthread_attr_setstacksize(&attr, TLS_RELAY_STACK);
 		(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		ctx_ref(t);
 		r = -pthread_create(&th, &attr, relay_main, rl);
 		pthread_attr_destroy(&attr);
-		if (r < 0)
-			ctx_unref(t);
 	}
 	if (r < 0) {
 		close(sv[0]);
 		close(sv[1]);
 		free(rl);
+		tls_stream_close(st);
 		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "TLS: cannot start the relay: %s", strerror(-r));
 	}
 	*ret_fd = sv[0];
 	return 0;
 }
 
-int tls_connect(struct tls_ctx *t, int tcp_fd, const char *host, const char *display, int timeout_ms, int *ret_fd,
-		struct err *err)
+/* A session on tcp_fd with our priorities, credentials, and the checks of host. */
+static int session_new(struct tls_ctx *t, int tcp_fd, const char *host, gnutls_session_t *ret)
 {
 	gnutls_session_t s;
 	int r = gnutls_init(&s, GNUTLS_CLIENT);
+	if (r < 0)
+		return r;
+	if ((r = gnutls_set_default_priority(s)) == 0 &&
+	    (r = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, t->cred)) == 0 && !is_ip_literal(host))
+		r = gnutls_server_name_set(s, GNUTLS_NAME_DNS, host, strlen(host));
+	if (r < 0) {
+		gnutls_deinit(s);
+		return r;
+	}
+	/* verifies the chain and that the certificate names host (DNS or IP subjectAltName) */
+	if (t->verify)
+		gnutls_session_set_verify_cert(s, host, 0);
+	gnutls_transport_set_int(s, tcp_fd);
+	*ret = s;
+	return 0;
+}
+
+int tls_open(struct tls_ctx *t, int tcp_fd, const char *host, const char *display, int timeout_ms,
+	     struct tls_stream **ret, struct err *err)
+{
+	gnutls_session_t s;
+	int r = session_new(t, tcp_fd, host, &s);
 
 	if (r < 0) {
 		close(tcp_fd);
 		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -ENOMEM, "TLS: %s", gnutls_strerror(r));
 	}
-	if ((r = gnutls_set_default_priority(s)) == 0 &&
-	    (r = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, t->cred)) == 0 && !is_ip_literal(host))
-		r = gnutls_server_name_set(s, GNUTLS_NAME_DNS, host, strlen(host));
-	if (r == 0) {
-		/* verifies the chain and that the certificate names host (DNS or IP subjectAltName) */
-		if (t->verify)
-			gnutls_session_set_verify_cert(s, host, 0);
-		gnutls_transport_set_int(s, tcp_fd);
-		gnutls_handshake_set_timeout(s, (unsigned)timeout_ms);
-		do {
-			r = gnutls_handshake(s);
-		} while (r < 0 && !gnutls_error_is_fatal(r));
-	}
+	gnutls_handshake_set_timeout(s, (unsigned)timeout_ms);
+	do
+		r = gnutls_handshake(s);
+	while (r < 0 && !gnutls_error_is_fatal(r));
 	if (r < 0) {
 		r = handshake_error(t, s, r, host, display, err);
+	} else if (gnutls_certificate_client_get_request_status(s) && !t->have_cert) {
+		/*
+		 * An engine run with --tlsverify asks for a client certificate.
+		 * Under TLS 1.3 it refuses a missing one only after our side of
+		 * the handshake is done, as a bare disconnect: say it here,
+		 * where it is clear.
+		 */
+		r = err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EACCES,
+			    "TLS: the engine at %s requires a client certificate and none is configured: put "
+			    "cert.pem and key.pem in DOCKER_CERT_PATH (default ~/.docker) or pass --tlscert and --tlskey",
+			    display);
+	} else if ((r = set_nonblock(tcp_fd)) < 0) {
+		err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "TLS: %s", strerror(-r));
+	}
+	if (r < 0) {
 		gnutls_deinit(s);
 		close(tcp_fd);
 		return r;
 	}
-	/*
-	 * An engine run with --tlsverify asks for a client certificate. Under
-	 * TLS 1.3 it refuses a missing one only after our side of the handshake
-	 * is done, as a bare disconnect: say it here, where it is clear.
-	 */
-	if (gnutls_certificate_client_get_request_status(s) && !t->have_cert) {
-		gnutls_deinit(s);
-		close(tcp_fd);
-		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EACCES,
-			       "TLS: the engine at %s requires a client certificate and none is configured: put "
-			       "cert.pem and key.pem in DOCKER_CERT_PATH (default ~/.docker) or pass --tlscert and --tlskey",
-			       display);
-	}
-	if ((r = relay_start(t, s, tcp_fd, ret_fd, err)) < 0) {
-		gnutls_deinit(s);
-		close(tcp_fd);
-		return r;
-	}
+	struct tls_stream *st = xcalloc(1, sizeof(*st));
+	st->t = ctx_ref(t);
+	st->s = s;
+	st->fd = tcp_fd;
+	*ret = st;
 	return 0;
+}
+
+int tls_connect(struct tls_ctx *t, int tcp_fd, const char *host, const char *display, int timeout_ms, int *ret_fd,
+		struct err *err)
+{
+	struct tls_stream *st;
+	int r = tls_open(t, tcp_fd, host, display, timeout_ms, &st, err);
+	return r < 0 ? r : tls_relay(st, ret_fd, err);
 }

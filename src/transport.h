@@ -66,5 +66,13 @@ bool transport_host_is_loopback(const char *host);
  * or -errno with err (ERRCODE_DOCKER_UNAVAILABLE) saying how to fix it.
  */
 int transport_connect(const struct endpoint *ep, int timeout_ms, int *ret_fd, struct err *err);
+/*
+ * transport_connect for a connection that carries HTTP requests and is
+ * never hijacked: over TLS the session runs in the calling thread (no
+ * relay). *ret has http_timeout_ms (http_conn_create).
+ */
+struct http_conn;
+int transport_connect_http(const struct endpoint *ep, int timeout_ms, int http_timeout_ms, struct http_conn **ret,
+			   struct err *err);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * test-http.c - the HTTP client over a socketpair: Content-Length, chunked
- * and to-EOF bodies, streaming reads, caps, timeouts, resets, and abort from
- * another thread.
+ * and to-EOF bodies, streaming reads, caps, timeouts, resets, abort from
+ * another thread, and a connection over an http_io that frames its bytes
+ * in records as TLS does.
  */
 #include "testutil.h"
 
@@ -312,6 +313,151 @@ static void test_streaming_small_reads(void **state)
 	finish(&p, t, c);
 }
 
+/*
+ * An http_io that reads records off the socket as TLS does: a type byte
+ * ('D' data, 'T' anything else, such as a session ticket), a 2-byte length,
+ * the bytes. A data record is handed out 5 bytes per recv, the rest held
+ * (pending); a 'T' record or a partial one is -EAGAIN.
+ */
+struct recio {
+	int fd;
+	unsigned char rec[3 + 65535];
+	size_t rlen;
+	char data[65535];
+	size_t dlen, doff;
+	size_t sent;
+};
+
+static ssize_t recio_recv(void *arg, void *buf, size_t n)
+{
+	struct recio *io = arg;
+	while (io->doff == io->dlen) {
+		size_t need = io->rlen < 3 ? 3 : 3 + (size_t)(io->rec[1] << 8 | io->rec[2]);
+		if (io->rlen == need && need > 3) {
+			io->rlen = 0;
+			if (io->rec[0] == 'T')
+				return -EAGAIN;
+			memcpy(io->data, io->rec + 3, need - 3);
+			io->dlen = need - 3;
+			io->doff = 0;
+			break;
+		}
+		ssize_t got = recv(io->fd, io->rec + io->rlen, need - io->rlen, MSG_DONTWAIT);
+		if (got == 0)
+			return 0;
+		if (got < 0)
+			return -errno;
+		io->rlen += (size_t)got;
+		if (io->rlen < need)
+			return -EAGAIN;
+	}
+	size_t k = io->dlen - io->doff < 5 ? io->dlen - io->doff : 5;
+	k = k < n ? k : n;
+	memcpy(buf, io->data + io->doff, k);
+	io->doff += k;
+	return (ssize_t)k;
+}
+
+static bool recio_pending(void *arg)
+{
+	struct recio *io = arg;
+	return io->doff < io->dlen;
+}
+
+static int recio_send_all(void *arg, const void *p, size_t n, int timeout_ms)
+{
+	struct recio *io = arg;
+	io->sent += n;
+	return write_full(io->fd, p, n);
+}
+
+static void recio_close(void *arg)
+{
+	struct recio *io = arg;
+	close(io->fd);
+	io->fd = -1;
+}
+
+static const struct http_io recio_ops = { recio_recv, recio_pending, recio_send_all, recio_close };
+
+/* Appends one record of type t holding s to out. */
+static size_t record(char *out, char t, const char *s)
+{
+	size_t n = strlen(s);
+	out[0] = t;
+	out[1] = (char)(n >> 8);
+	out[2] = (char)(n & 0xff);
+	memcpy(out + 3, s, n);
+	return 3 + n;
+}
+
+/*
+ * The whole answer arrives before the client reads it, and the peer keeps
+ * the connection open: what the io holds must be read without a wait for
+ * the socket (which would time out), a ticket before it and records split
+ * mid-head are no error, and the kept connection stays good until the
+ * peer sends data it was not asked for.
+ */
+static void test_io_records(void **state)
+{
+	static char wire[512];
+	size_t n = record(wire, 'T', "ticket");
+	n += record(wire + n, 'D', "HTTP/1.1 200 OK\r\nContent-Le");
+	n += record(wire + n, 'D', "ngth: 11\r\n\r\nhello");
+	n += record(wire + n, 'D', " world");
+	struct peer p;
+	pthread_t t;
+	struct recio io = { 0 };
+	struct http_response resp;
+	struct err e;
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	memset(&p, 0, sizeof(p));
+	p.fd = sv[1];
+	p.reply = wire;
+	p.reply_len = n;
+	assert_int_equal(pthread_create(&t, NULL, peer_main, &p), 0);
+	io.fd = sv[0];
+	struct http_conn *c = http_conn_create_io(sv[0], &recio_ops, &io, 300);
+	assert_int_equal(http_request_send(c, "GET", "/version", NULL, NULL, 0, &e), 0);
+	assert_int_equal(http_response_recv(c, false, &resp, &e), 0);
+	assert_int_equal(resp.status, 200);
+	struct buf body;
+	buf_init(&body, 1024);
+	assert_int_equal(http_body_read_all(c, &body, &e), 0);
+	assert_int_equal(body.len, 11);
+	assert_memory_equal(body.data, "hello world", 11);
+	buf_finish(&body);
+	pthread_join(t, NULL);
+	assert_true(io.sent > 0 && io.sent == p.request_len);
+
+	/* idle: nothing, then a ticket, keep it; data nobody asked for ends it */
+	assert_true(http_conn_idle_ok(c));
+	n = record(wire, 'T', "ticket2");
+	assert_int_equal(write_full(sv[1], wire, n), 0);
+	assert_true(http_conn_idle_ok(c));
+	n = record(wire, 'D', "junk");
+	assert_int_equal(write_full(sv[1], wire, n), 0);
+	assert_false(http_conn_idle_ok(c));
+	http_conn_destroy(c);
+	assert_int_equal(io.fd, -1);
+	close(sv[1]);
+}
+
+/* A plain kept connection with a byte to read was closed or is confused: not reused. */
+static void test_idle_plain(void **state)
+{
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	struct http_conn *c = http_conn_create(sv[0], 300);
+	assert_true(http_conn_idle_ok(c));
+	assert_int_equal(write_full(sv[1], "x", 1), 0);
+	assert_false(http_conn_idle_ok(c));
+	http_conn_destroy(c);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +472,8 @@ int main(void)
 		cmocka_unit_test(test_abort),
 		cmocka_unit_test(test_request_injection_refused),
 		cmocka_unit_test(test_streaming_small_reads),
+		cmocka_unit_test(test_io_records),
+		cmocka_unit_test(test_idle_plain),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
