@@ -658,6 +658,20 @@ static void place_cases(struct agent *a, const struct drop *d, const char *dest,
 	place_ok(a, d, dest, "f1", "1");
 	assert_link(pathf(p, "%s/f1", dest), outside);
 	assert_int_equal(count_entries(outside), 1);
+	/* and a file onto that symlink: the link replaced (exchanged out), never followed */
+	mkfile(pathf(p, "%s/f1", d->slot), "back", 0644, 0);
+	place_ok(a, d, dest, "f1", "1");
+	assert_meta(pathf(p, "%s/f1", dest), S_IFREG, 0644, 0);
+	assert_int_equal(count_entries(outside), 1);
+	/* a replaced file's other hard link keeps the old content */
+	assert_int_equal(link(pathf(p, "%s/f1", dest), pathf(out, "%s/f1-other", dest)), 0);
+	mkfile(pathf(p, "%s/f1", d->slot), "newer", 0644, 0);
+	place_ok(a, d, dest, "f1", "1");
+	slurp(pathf(p, "%s/f1", dest), p, sizeof(p));
+	assert_string_equal(p, "newer");
+	slurp(pathf(p, "%s/f1-other", dest), p, sizeof(p));
+	assert_string_equal(p, "back");
+	assert_int_equal(unlink(pathf(p, "%s/f1-other", dest)), 0);
 
 	/* a file onto a non-empty directory: refused, said, the slot emptied; onto an empty one: replaced */
 	mkfile(pathf(p, "%s/d", d->slot), "f", 0644, 0);
