@@ -6,6 +6,7 @@
  * A session leaves the array when it is closed (by a tool, the reaper or
  * shutdown) and is freed when its last reference is put.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -44,6 +45,8 @@ static const char session_idle_cmd[] = "while sleep 3600; do :; done";
 #define SESSION_FALLBACK_USER "1000:1000"
 /* Bytes of an image's /etc/passwd or /etc/group read to resolve its USER. */
 #define SESSION_USERDB_MAX (1u << 20)
+/* A lock file younger than this may be a starting server's, not yet taken (prune_locks). */
+#define SESSION_LOCK_FRESH_S 60
 
 struct session_mgr {
 	const struct config *cfg;
@@ -477,6 +480,41 @@ static void sweep(struct session_mgr *m, size_t ei)
 }
 
 /*
+ * A server that was killed leaves its lock file behind, one per kill: they
+ * piled up by the hundred over a day of test runs. After the scan, a lock
+ * in this server's folder that nobody holds is removed, unless it is new
+ * (a starting server creates its lock before it takes it) or this scan
+ * took it over. A container that still names it, on an engine that did
+ * not answer now, gets it made again by a later scan (open_lock), where
+ * the label names it; only containers of servers from before that label
+ * (0.x) then stay unproven and are left alone.
+ */
+static void prune_locks(struct session_mgr *m)
+{
+	DIR *d = opendir(m->lock_dir);
+	if (!d)
+		return;
+	time_t old = time(NULL) - SESSION_LOCK_FRESH_S;
+	for (struct dirent *de; (de = readdir(d));) {
+		char inst[17];
+		struct stat st;
+		if (strlen(de->d_name) != 21 || strcmp(de->d_name + 16, ".lock") != 0 || !is_hex(de->d_name, 16))
+			continue;
+		snprintf(inst, sizeof(inst), "%.16s", de->d_name);
+		if (strcmp(inst, m->instance) == 0 || json_object_get(m->held, inst))
+			continue;
+		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() && st.st_mtime < old &&
+		    flock(fd, LOCK_EX | LOCK_NB) == 0 && unlinkat(dirfd(d), de->d_name, 0) == 0)
+			log_debugf("removed the lock of ended instance %s", inst);
+		close(fd);
+	}
+	closedir(d);
+}
+
+/*
  * The start-up scan: containers of instances proven dead are this server's
  * now: the persistent ones adopted, the rest removed. Those of live
  * instances, of other hosts, or whose owner cannot be proven dead are left
@@ -488,6 +526,7 @@ static void *starter_main(void *arg)
 
 	for (size_t i = 0; i < engines_count(m->engines); i++)
 		sweep(m, i);
+	prune_locks(m);
 	pthread_mutex_lock(&m->lock);
 	m->ready = true;
 	pthread_cond_broadcast(&m->wake);

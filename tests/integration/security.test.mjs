@@ -5,12 +5,12 @@
 // racing the limit, and servers that must leave each other's containers
 // alone: a live server's persistent sessions are not adopted, and a server
 // whose lock directory differs (another XDG_RUNTIME_DIR) still sees the
-// other one alive.
+// other one alive; a killed server's lock file goes, a held one stays.
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync, utimesSync } from 'node:fs';
 import { tmpdir, hostname } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -226,6 +226,37 @@ describe('servers leave each other alone', suite({ timeout: 240000 }), () => {
     assert.ok(!sessions.some((s) => s.session_id === p.session_id), 'D does not take P from live C');
     await C.ok('session_close', { session_id: 'keep' });
     assert.equal(await containerExists(p.container_id), false, 'closed by its owner');
+  });
+
+  test('a killed server\'s lock file goes at the next start; held, new and other files stay', async () => {
+    const xdg = privateXdg();
+    const lockDir = join(xdg, 'sandbox-mcp');
+    mkdirSync(lockDir, { mode: 0o700 });
+    const hourAgo = new Date(Date.now() - 3600 * 1000);
+    const file = (name, aged) => {
+      const p = join(lockDir, name);
+      writeFileSync(p, '', { mode: 0o600 });
+      if (aged) utimesSync(p, hourAgo, hourAgo);
+      return p;
+    };
+    const killed = file('0123456789abcdef.lock', true);
+    const starting = file('1123456789abcdef.lock', false);
+    const held = file('2123456789abcdef.lock', true);
+    const other = file('notes.lock', true);
+    const holder = spawn('flock', ['-x', held, 'sleep', '120'], { stdio: 'ignore' });
+    try {
+      for (let i = 0; i < 100 && spawnSync('flock', ['-n', held, 'true']).status === 0; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      assert.notEqual(spawnSync('flock', ['-n', held, 'true']).status, 0, 'the holder took its lock');
+      const S = await Server.start('locks', { XDG_RUNTIME_DIR: xdg, SANDBOX_TIMEOUT_S: 30 });
+      await S.ok('session_list'); // answers once the start-up scan is done
+      assert.equal(existsSync(killed), false, `the killed server's lock is removed; stderr: ${S.stderrTail}`);
+      assert.ok(existsSync(starting), 'a lock a starting server may not have taken yet stays');
+      assert.ok(existsSync(held), 'a held lock stays');
+      assert.ok(existsSync(other), 'a name no server makes stays');
+    } finally {
+      holder.kill();
+    }
   });
 
   test('a container that is not hardened is never adopted, nor removed', async () => {
