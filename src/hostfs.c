@@ -43,6 +43,8 @@ static int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char
 
 /* Name of the file inside the temporary directory for a one-file download. */
 #define EXTRACT_FILE "file"
+/* A replaced file this big has its pages freed after the answer (hold_replaced). */
+#define HOSTFS_HOLD_MIN (1 << 20)
 /* Directories removed below an old tree that a download replaces, at most. */
 #define REMOVE_DEPTH_MAX 256
 /* Why a file of a folder upload with more than one name is skipped (like a symlink, it may lead out). */
@@ -725,6 +727,25 @@ void hostfs_extract_stats(const struct hostfs_extract *x, uint64_t *ret_files, u
 	*ret_skipped = json_incref(x->skips.list);
 }
 
+/*
+ * The host file a download replaced, now in the temporary folder, when it
+ * is big and has no other name: an O_PATH fd that keeps its pages until
+ * close_later frees them off the answer's time. -1 otherwise.
+ */
+static int hold_replaced(const struct hostfs_extract *x)
+{
+	struct stat st;
+	int tfd = openat(x->dirfd, x->tmpname, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (tfd < 0)
+		return -1;
+	int fd = -1;
+	if (!x->is_dir && fstatat(tfd, EXTRACT_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_nlink == 1 && st.st_size >= HOSTFS_HOLD_MIN)
+		fd = openat(tfd, EXTRACT_FILE, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	close(tfd);
+	return fd;
+}
+
 void hostfs_extract_destroy(struct hostfs_extract *x)
 {
 	if (!x)
@@ -733,8 +754,11 @@ void hostfs_extract_destroy(struct hostfs_extract *x)
 		close(x->filefd);
 	if (x->tmpfd >= 0)
 		close(x->tmpfd);
+	int held = x->tmpname[0] && !x->committed ? hold_replaced(x) : -1;
 	if (x->tmpname[0] && !x->committed)
 		remove_tree(x->dirfd, x->tmpname, 0);
+	if (held >= 0)
+		close_later(held);
 	json_decref(x->skips.list);
 	free(x);
 }

@@ -7,10 +7,12 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -248,6 +250,28 @@ int thread_create_nosig(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(vo
 	int r = pthread_create(t, attr, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return r;
+}
+
+static void *closer_main(void *arg)
+{
+	close((int)(intptr_t)arg);
+	return NULL;
+}
+
+void close_later(int fd)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+
+	if (pthread_attr_init(&attr) == 0) {
+		(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		(void)pthread_attr_setstacksize(&attr, 64 * 1024);
+		int r = thread_create_nosig(&t, &attr, closer_main, (void *)(intptr_t)fd);
+		pthread_attr_destroy(&attr);
+		if (r == 0)
+			return;
+	}
+	close(fd);
 }
 
 /* Depth past which json_real_digits stops looking (and answers 17, always exact). */

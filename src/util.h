@@ -72,6 +72,12 @@ int parse_double(const char *s, double min, double max, double *ret);
  */
 #include <pthread.h>
 int thread_create_nosig(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+/*
+ * Closes fd on a short thread of its own (inline when none can start).
+ * When fd is the last reference to a big unlinked file, freeing its pages
+ * (10-40 ms for 50 MiB) happens there, off the caller's answer.
+ */
+void close_later(int fd);
 
 /* Monotonic clock in milliseconds / microseconds. */
 int64_t now_ms(void);

@@ -446,6 +446,77 @@ static bool marked(int dfd, const char *name)
 	return n > 0;
 }
 
+/* True while this process has an fd on the inode dev:ino. */
+static bool inode_held(dev_t dev, ino_t ino)
+{
+	DIR *d = opendir("/proc/self/fd");
+	bool found = false;
+	assert_non_null(d);
+	for (struct dirent *e; !found && (e = readdir(d));) {
+		char p[64];
+		struct stat st;
+		snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
+		found = stat(p, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * A big file of the server's replaced: the download is in place at once,
+ * the old file's pages are freed on a thread of their own (close_later),
+ * and soon nothing holds it; no temporary folder stays.
+ */
+static void test_replace_big(void **state)
+{
+	struct buf t;
+	struct err err;
+	struct stat old, st;
+	struct hostfs_extract *x;
+	struct tar_limits lim = { .entries = 10, .entry_size = 4 << 20, .total_size = 4 << 20 };
+	char *data = xmalloc(2 << 20), p[512];
+
+	(void)state;
+	buf_init(&t, 3u << 20);
+	snprintf(p, sizeof(p), "%s/big", allowed);
+	assert_int_equal(mkdir(p, 0755), 0);
+	int dfd = open(p, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	for (int round = 0; round < 2; round++) {
+		memset(data, 'a' + round, 2 << 20);
+		buf_reset(&t);
+		ustar_header(&t, "x", '0', 2 << 20, NULL, 0644, 0);
+		ustar_body(&t, data, 2 << 20);
+		buf_append(&t, (char[1024]){ 0 }, 1024);
+		assert_int_equal(hostfs_extract_begin(dfd, "big.bin", true, &x, &err), 0);
+		assert_int_equal(tar_read_memory(t.data, t.len, &lim, hostfs_extract_sink(x), NULL, &err), 0);
+		assert_int_equal(hostfs_extract_commit(x, &err), 0);
+		hostfs_extract_destroy(x);
+		if (round == 0)
+			assert_int_equal(fstatat(dfd, "big.bin", &old, 0), 0);
+	}
+	int fd = openat(dfd, "big.bin", O_RDONLY);
+	char c = 0;
+	assert_int_equal(read(fd, &c, 1), 1);
+	assert_int_equal(c, 'b');
+	close(fd);
+	int waited = 0;
+	while (inode_held(old.st_dev, old.st_ino) && waited++ < 100)
+		usleep(50 * 1000);
+	assert_false(inode_held(old.st_dev, old.st_ino));
+	DIR *d = opendir(p);
+	int names = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		names += e->d_name[0] != '.' || strncmp(e->d_name, ".sandbox-mcp-download-", 22) == 0;
+	closedir(d);
+	assert_int_equal(names, 1);
+	assert_int_equal(fstatat(dfd, "big.bin", &st, 0), 0);
+	assert_int_not_equal(st.st_ino, old.st_ino);
+	close(dfd);
+	buf_finish(&t);
+	free(data);
+}
+
 /* Destination folders: nothing hidden or version-control below the allowed dir, whatever the spelling. */
 static void test_dest(void **state)
 {
@@ -684,6 +755,7 @@ int main(void)
 		cmocka_unit_test(test_walk),
 		cmocka_unit_test(test_dest),
 		cmocka_unit_test(test_replace_own),
+		cmocka_unit_test(test_replace_big),
 		cmocka_unit_test(test_walk_hardlinks),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
