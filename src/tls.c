@@ -293,14 +293,21 @@ ssize_t tls_stream_recv(struct tls_stream *st, void *buf, size_t n)
 	return (ssize_t)have;
 }
 
+/*
+ * The wait is bounded by a deadline that moves only with progress: a
+ * socket that polls ready while GnuTLS still cannot send (it waits to
+ * read, say) must not spin forever.
+ */
 int tls_stream_send_all(struct tls_stream *st, const void *p, size_t n, int timeout_ms)
 {
 	size_t off = 0;
+	int64_t deadline = now_ms() + timeout_ms;
 	while (off < n) {
 		/* after GNUTLS_E_AGAIN the same call is repeated with the same arguments, as GnuTLS asks */
 		ssize_t w = gnutls_record_send(st->s, (const char *)p + off, n - off);
 		if (w >= 0) {
 			off += (size_t)w;
+			deadline = now_ms() + timeout_ms;
 			continue;
 		}
 		if (w == GNUTLS_E_INTERRUPTED)
@@ -309,8 +316,9 @@ int tls_stream_send_all(struct tls_stream *st, const void *p, size_t n, int time
 			early_failure(st, (int)w);
 			return w == GNUTLS_E_PUSH_ERROR ? -EPIPE : -EPROTO;
 		}
-		struct pollfd pfd = { .fd = st->fd, .events = POLLOUT };
-		int r = poll(&pfd, 1, timeout_ms);
+		int64_t left = deadline - now_ms();
+		struct pollfd pfd = { .fd = st->fd, .events = gnutls_record_get_direction(st->s) ? POLLOUT : POLLIN };
+		int r = left > 0 ? poll(&pfd, 1, (int)left) : 0;
 		if (r == 0)
 			return -EAGAIN;
 		if (r < 0 && errno != EINTR)
