@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "dropops.h"
@@ -126,12 +125,6 @@ static int op_read(int argc, char **argv)
 	return 0;
 }
 
-int fileop_exchange(int sfd, const char *s, int dfd, const char *d)
-{
-	/* the flag's value: musl's headers have no renameat2 of their own */
-	return (int)syscall(SYS_renameat2, sfd, s, dfd, d, 1 << 1);
-}
-
 int fileop_mkdir_p(const char *dir)
 {
 	char path[PATH_MAX];
@@ -159,9 +152,8 @@ int fileop_mkdir_p(const char *dir)
 
 /*
  * write_script (tool-files.c): stdin becomes dir/base. tar -x unlinks what
- * is there and creates the file anew; a temporary file put in its place
- * (exchanged with the old one, or renamed over it) does the same (a symlink
- * is replaced, not followed) and never leaves half a file.
+ * is there and creates the file anew; a temporary file renamed over it does
+ * the same (a symlink is replaced, not followed) and never leaves half a file.
  */
 static int op_write(int argc, char **argv)
 {
@@ -215,13 +207,8 @@ static int op_write(int argc, char **argv)
 		err = errno;
 	if (close(fd) < 0 && !err)
 		err = errno;
-	/* an old file is exchanged out, then unlinked (fileop_exchange says why) */
-	if (!err && exists && !S_ISDIR(lst.st_mode) && fileop_exchange(AT_FDCWD, tmp, AT_FDCWD, b) == 0) {
-		if (unlink(tmp) < 0 && errno != ENOENT)
-			fileop_say("write: the old %s stays as %s: %s", b, tmp, strerror(errno));
-	} else if (!err && rename(tmp, b) < 0) {
+	if (!err && rename(tmp, b) < 0)
 		err = errno;
-	}
 	if (err) {
 		unlink(tmp);
 		fileop_say("write: %s: %s", b, strerror(err));

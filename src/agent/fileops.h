@@ -52,14 +52,5 @@ void fileop_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool fileop_parse_num(const char *s, uint64_t *ret);
 /* `mkdir -p dir` (absolute). 0, or -1 with the message said. */
 int fileop_mkdir_p(const char *dir);
-/*
- * Exchanges the names sfd/s and dfd/d (renameat2 RENAME_EXCHANGE): how a
- * file replaces another here. On ext4 a rename over an existing file is
- * the replace-by-rename idiom, and auto_da_alloc starts writing the new
- * file back inside the rename (30 ms for 50 MiB); an exchange is not that
- * idiom. The caller then unlinks the old file under s. 0 or -1 with errno
- * (EINVAL or ENOSYS: a filesystem or kernel without it).
- */
-int fileop_exchange(int sfd, const char *s, int dfd, const char *d);
 
 #endif
