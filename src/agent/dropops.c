@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -45,8 +44,6 @@
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 /* Replaced files held open by one place, at most (hold_replaced). */
 #define DROP_HELD_MAX 64
-/* renameat2's flag (musl's headers have no renameat2 of their own). */
-#define DROP_RENAME_EXCHANGE (1 << 1)
 /* Smaller replaced files are freed at once: their pages cost nothing to free. */
 #define DROP_HOLD_MIN (1 << 20)
 
@@ -95,7 +92,6 @@ static int copy_child(int fd, const char *name, struct shown *sh, void *arg);
 static int merge_dir(int sfd, const char *name, int dfd, const struct stat *s, int depth, struct shown *sh);
 static int move_entry(int sfd, const char *name, int dfd, int depth, struct shown *sh);
 static void hold_replaced(int dfd, const char *name, const struct stat *t);
-static int swap_out(int sfd, const char *name, int dfd, const struct stat *t, struct shown *sh);
 static void release_held(void);
 static int move_child(int fd, const char *name, struct shown *sh, void *arg);
 static int rm_child(int fd, const char *name, struct shown *sh, void *arg);
@@ -380,34 +376,19 @@ static int merge_dir(int sfd, const char *name, int dfd, const struct stat *s, i
 }
 
 /*
- * Replaces the non-directory name in dfd with sfd's: the two are exchanged,
- * then the old one, now in the slot, is unlinked (held first, so its pages
- * are freed after the answer). A plain rename over an existing file costs
- * far more on ext4: it takes that as the replace-by-rename idiom and starts
- * writing the new file's 50 MiB back inside the rename (auto_da_alloc,
- * 30 ms measured); an exchange is not that idiom, and tar -x or docker cp,
- * which unlink and create, do not pay it either. The name never goes
- * missing in between. 0, -1 (said), or 1: no exchange here (a filesystem
- * without RENAME_EXCHANGE, or EXDEV): the caller renames or copies.
- */
-static int swap_out(int sfd, const char *name, int dfd, const struct stat *t, struct shown *sh)
-{
-	if (syscall(SYS_renameat2, sfd, name, dfd, name, DROP_RENAME_EXCHANGE) < 0)
-		return errno == EINVAL || errno == ENOSYS || errno == EXDEV || errno == EPERM || errno == ENOENT
-			       ? 1
-			       : fail(sh, errno);
-	hold_replaced(sfd, name, t);
-	if (unlinkat(sfd, name, 0) < 0 && errno != ENOENT)
-		return fail(sh, errno);
-	return 0;
-}
-
-/*
  * Moves name from sfd to dfd: rename when the target is absent or not a
  * directory (a file or symlink there is replaced, as tar -x replaces it);
  * a directory onto a directory is merged; anything onto an empty directory
  * replaces it; a file onto a non-empty one fails. EXDEV: copied instead
  * (the source goes with the slot's emptying).
+ *
+ * What is there is unlinked first, as tar -x and docker cp do. A rename
+ * over an existing file costs far more on ext4: it is the replace-by-rename
+ * idiom, and auto_da_alloc starts writing the new file back inside the
+ * rename (30 ms for 50 MiB, strace). An exchange would avoid that too, but
+ * it moves the old file into the slot, where a process that has it open
+ * reads the slot's name in /proc, and on overlayfs it copies an image's
+ * file up only to delete it.
  */
 static int move_entry(int sfd, const char *name, int dfd, int depth, struct shown *sh)
 {
@@ -418,22 +399,16 @@ static int move_entry(int sfd, const char *name, int dfd, int depth, struct show
 	bool there = fstatat(dfd, name, &t, AT_SYMLINK_NOFOLLOW) == 0;
 	if (there && S_ISDIR(t.st_mode) && S_ISDIR(s.st_mode))
 		return merge_dir(sfd, name, dfd, &s, depth, sh);
-	/* rename cannot put a directory over a non-directory, nor the reverse */
-	if (there && (S_ISDIR(s.st_mode) || S_ISDIR(t.st_mode)) &&
-	    unlinkat(dfd, name, S_ISDIR(t.st_mode) ? AT_REMOVEDIR : 0) < 0) {
-		if (errno == ENOTEMPTY || errno == EEXIST) {
-			fileop_say("%s: cannot replace a non-empty directory with a file", sh->p);
-			return -1;
-		}
-		return fail(sh, errno);
-	}
-	if (there && !S_ISDIR(s.st_mode) && !S_ISDIR(t.st_mode)) {
-		int r = swap_out(sfd, name, dfd, &t, sh);
-		if (r != 1)
-			return r;
-	}
-	if (there)
+	if (there) {
 		hold_replaced(dfd, name, &t);
+		if (unlinkat(dfd, name, S_ISDIR(t.st_mode) ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT) {
+			if (errno == ENOTEMPTY || errno == EEXIST) {
+				fileop_say("%s: cannot replace a non-empty directory with a file", sh->p);
+				return -1;
+			}
+			return fail(sh, errno);
+		}
+	}
 	if (renameat(sfd, name, dfd, name) == 0)
 		return 0;
 	if (errno != EXDEV)
@@ -444,9 +419,9 @@ static int move_entry(int sfd, const char *name, int dfd, int depth, struct show
 }
 
 /*
- * A regular file about to lose its last name to a rename: held open (an
+ * A regular file about to lose its last name to place: held open (an
  * O_PATH fd keeps the inode), so that freeing its pages, 10-40 ms for 50
- * MiB, happens after the answer instead of inside the rename.
+ * MiB, happens after the answer instead of inside the unlink.
  */
 static void hold_replaced(int dfd, const char *name, const struct stat *t)
 {

@@ -630,7 +630,16 @@ static void place_cases(struct agent *a, const struct drop *d, const char *dest,
 	slurp(pathf(p, "%s/f1", dest), p, sizeof(p));
 	assert_string_equal(p, "hello");
 	mkfile(pathf(p, "%s/f1", d->slot), "new", 0600, 0);
+	/* whoever has the replaced file open never sees the slot's name in /proc (it is the drop's secret) */
+	int old = open(pathf(p, "%s/f1", dest), O_RDONLY | O_CLOEXEC);
+	assert_true(old >= 0);
 	place_ok(a, d, dest, "f1", "1");
+	char seen[PATH_MAX];
+	ssize_t ln = readlink(pathf(p, "/proc/self/fd/%d", old), seen, sizeof(seen) - 1);
+	assert_true(ln > 0);
+	seen[ln] = '\0';
+	assert_null(strstr(seen, SLOT));
+	close(old);
 	slurp(pathf(p, "%s/f1", dest), p, sizeof(p));
 	assert_string_equal(p, "new");
 
@@ -658,7 +667,7 @@ static void place_cases(struct agent *a, const struct drop *d, const char *dest,
 	place_ok(a, d, dest, "f1", "1");
 	assert_link(pathf(p, "%s/f1", dest), outside);
 	assert_int_equal(count_entries(outside), 1);
-	/* and a file onto that symlink: the link replaced (exchanged out), never followed */
+	/* and a file onto that symlink: the link replaced, never followed */
 	mkfile(pathf(p, "%s/f1", d->slot), "back", 0644, 0);
 	place_ok(a, d, dest, "f1", "1");
 	assert_meta(pathf(p, "%s/f1", dest), S_IFREG, 0644, 0);
