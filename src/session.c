@@ -300,6 +300,11 @@ static enum owner owner_state(struct session_mgr *m, json_t *labels)
 		close(fd);
 		return held ? OWNER_ALIVE : OWNER_UNKNOWN;
 	}
+	/* another server's prune_locks removed it between our open and flock: a later scan decides */
+	if (fstat(fd, &st) < 0 || st.st_nlink == 0) {
+		close(fd);
+		return OWNER_UNKNOWN;
+	}
 	json_object_set_new(m->held, inst, json_integer(fd));
 	return OWNER_DEAD;
 }
