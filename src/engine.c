@@ -151,7 +151,7 @@ static int engine_hint(struct err *err, int r)
 
 	char alert[200];
 
-	/* the relay notes the alert before it closes our end: a write (EPIPE) or a read (EOF) may see that first */
+	/* TLS notes the alert as the connection fails: a write (EPIPE) or a read (EOF) may report that first */
 	if (err && err->code == ERRCODE_DOCKER_UNAVAILABLE && strncmp(err->msg, "TLS: ", 5) != 0 &&
 	    tls_take_refusal(alert, sizeof(alert)))
 		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r,
@@ -374,7 +374,7 @@ int engine_reachable(struct engine *e, int timeout_ms, struct err *err)
 	/*
 	 * On a local socket a fresh connect is microseconds and also sees a
 	 * socket made unusable since the pool's connections were opened. On
-	 * tcp:// with TLS it is a handshake and a relay thread, over ssh a new
+	 * tcp:// with TLS it is a handshake, over ssh a new
 	 * ssh process: there a kept-alive connection is asked instead (a
 	 * dropped engine fails the retried roundtrip all the same).
 	 */

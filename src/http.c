@@ -23,6 +23,9 @@ enum body_mode {
 	BODY_EOF,
 };
 
+/* Records an idle kept connection may have received that are not data (http_conn_idle_ok). */
+#define HTTP_IDLE_RECORDS_MAX 8
+
 struct http_conn {
 	int fd;
 	const struct http_io *io; /* NULL: read and write fd itself */
@@ -94,7 +97,10 @@ int http_conn_fd(const struct http_conn *c)
 
 void http_conn_abort(struct http_conn *c)
 {
-	shutdown(c->fd, SHUT_RDWR);
+	if (c->io)
+		c->io->abort(c->io_arg);
+	else
+		shutdown(c->fd, SHUT_RDWR);
 }
 
 bool http_conn_reusable(const struct http_conn *c)
@@ -105,10 +111,15 @@ bool http_conn_reusable(const struct http_conn *c)
 bool http_conn_idle_ok(struct http_conn *c)
 {
 	char scratch[256];
-	struct pollfd p = { .fd = c->fd, .events = POLLIN };
-	if (poll(&p, 1, 0) == 0 && !(c->io && c->io->pending(c->io_arg)))
-		return true;
-	return c->io && c->io->recv(c->io_arg, scratch, sizeof(scratch)) == -EAGAIN;
+	/* a ticket, then a close_notify: every record that came is looked at, a few at most */
+	for (int i = 0; i < HTTP_IDLE_RECORDS_MAX; i++) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		if (poll(&p, 1, 0) == 0 && !(c->io && c->io->pending(c->io_arg)))
+			return true;
+		if (!c->io || c->io->recv(c->io_arg, scratch, sizeof(scratch)) != -EAGAIN)
+			return false;
+	}
+	return false;
 }
 
 static bool token_ok(const char *s)
@@ -222,8 +233,11 @@ static int send_all(struct http_conn *c, const void *p, size_t n, struct err *er
 	return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "writing to the Docker engine failed: %s", strerror(-r));
 }
 
-/* Waits until fd is readable, within the deadline and idle cap. 0, or -ETIMEDOUT or -errno with err. */
-static int wait_readable(struct http_conn *c, struct err *err)
+/*
+ * Waits until fd is readable, within the deadline and by idle_until (0: no
+ * idle cap). 0, or -ETIMEDOUT or -errno with err.
+ */
+static int wait_readable(struct http_conn *c, int64_t idle_until, struct err *err)
 {
 	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
 	int64_t left;
@@ -233,8 +247,8 @@ static int wait_readable(struct http_conn *c, struct err *err)
 		left = c->deadline ? c->deadline - now_ms() : c->timeout_ms;
 		if (left > c->timeout_ms)
 			left = c->timeout_ms;
-		if (c->idle_ms > 0 && left > c->idle_ms)
-			left = c->idle_ms;
+		if (idle_until && left > idle_until - now_ms())
+			left = idle_until - now_ms();
 		r = left > 0 ? poll(&pfd, 1, (int)left) : 0;
 	} while (r < 0 && errno == EINTR);
 	if (r > 0)
@@ -242,7 +256,7 @@ static int wait_readable(struct http_conn *c, struct err *err)
 	c->dead = true;
 	if (r < 0)
 		return err_set(err, ERRCODE_ENGINE_ERROR, -errno, "poll: %s", strerror(errno));
-	if (c->idle_ms > 0 && (!c->deadline || c->deadline - now_ms() > 0))
+	if (idle_until && (!c->deadline || c->deadline - now_ms() > 0))
 		return err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the Docker engine sent nothing for %d ms",
 			       c->idle_ms);
 	if (c->answering) /* bytes came, too slowly */
@@ -275,9 +289,11 @@ static int fill(struct http_conn *c, struct err *err)
 			       "the Docker engine sent an oversized response head");
 	}
 	ssize_t got;
+	/* set once: records that carry no data (TLS tickets) do not count as bytes that came */
+	int64_t idle_until = c->idle_ms > 0 ? now_ms() + c->idle_ms : 0;
 	do {
 		/* TLS may hold decrypted bytes that poll does not see; a partial record is read as -EAGAIN */
-		if (!(c->io && c->io->pending(c->io_arg)) && (r = wait_readable(c, err)) < 0)
+		if (!(c->io && c->io->pending(c->io_arg)) && (r = wait_readable(c, idle_until, err)) < 0)
 			return r;
 		got = conn_read(c, tail, HTTP_READ_CHUNK);
 	} while (got == -EAGAIN);

@@ -47,6 +47,8 @@ struct http_io {
 	bool (*pending)(void *arg);
 	/* All of p: 0, -EAGAIN when the peer took nothing for timeout_ms, -errno. */
 	int (*send_all)(void *arg, const void *p, size_t n, int timeout_ms);
+	/* Shuts the socket down, from any thread (http_conn_abort). */
+	void (*abort)(void *arg);
 	/* Frees arg and closes the socket. */
 	void (*close)(void *arg);
 };

@@ -1,12 +1,14 @@
 /*
- * tls.c - GnuTLS client sessions to a Docker engine, relayed to a socketpair
- * so the HTTP client and the exec streams keep working on a plain fd (tls.h).
+ * tls.c - GnuTLS client sessions to a Docker engine: run in the calling
+ * thread for HTTP, or relayed to a socketpair so that the exec streams
+ * keep working on a plain fd (tls.h).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,7 @@
 #define TLS_REFUSAL_FRESH_MS 60000
 
 struct tls_ctx {
-	int refs; /* the owner's and one per live relay: a session must not outlive its credentials */
+	int refs; /* the owner's and one per live stream: a session must not outlive its credentials */
 	gnutls_certificate_credentials_t cred;
 	bool have_cert; /* a client certificate is configured */
 	bool verify;	/* check the engine's certificate (false only for a context's SkipTLSVerify) */
@@ -49,8 +51,9 @@ struct dir {
 struct tls_stream {
 	struct tls_ctx *t; /* a reference */
 	gnutls_session_t s;
-	int fd;	       /* the TCP socket under the session, non-blocking, owned */
-	bool got_data; /* the engine has sent application data on this connection */
+	int fd;		     /* the TCP socket under the session, non-blocking, owned */
+	bool got_data;	     /* the engine has sent application data on this connection */
+	atomic_bool aborted; /* tls_stream_abort: the close that follows is ours, not the engine's */
 };
 
 struct relay {
@@ -64,7 +67,7 @@ struct relay {
 /*
  * Under TLS 1.3 an engine refuses a client certificate after our handshake
  * has succeeded, as an alert in place of the first answer; the HTTP layer
- * then sees only a closed connection. The relay notes the alert here before
+ * then sees only a closed connection. The stream notes the alert here before
  * it closes, and tls_take_refusal lets that error say what happened.
  */
 static pthread_mutex_t refusal_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -234,7 +237,7 @@ static int set_nonblock(int fd)
  */
 static void early_failure(struct tls_stream *st, int n)
 {
-	if (st->got_data)
+	if (st->got_data || atomic_load(&st->aborted))
 		return;
 	if (n == GNUTLS_E_FATAL_ALERT_RECEIVED)
 		refusal_note(gnutls_alert_get_name(gnutls_alert_get(st->s)));
@@ -249,6 +252,12 @@ static void early_failure(struct tls_stream *st, int n)
 int tls_stream_fd(const struct tls_stream *st)
 {
 	return st->fd;
+}
+
+void tls_stream_abort(struct tls_stream *st)
+{
+	atomic_store(&st->aborted, true);
+	shutdown(st->fd, SHUT_RDWR);
 }
 
 bool tls_stream_pending(struct tls_stream *st)
@@ -502,7 +511,8 @@ int tls_open(struct tls_ctx *t, int tcp_fd, const char *host, const char *displa
 
 	if (r < 0) {
 		close(tcp_fd);
-		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -ENOMEM, "TLS: %s", gnutls_strerror(r));
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r == GNUTLS_E_MEMORY_ERROR ? -ENOMEM : -EPROTO,
+			       "TLS: cannot set up a session with %s: %s", display, gnutls_strerror(r));
 	}
 	gnutls_handshake_set_timeout(s, (unsigned)timeout_ms);
 	do

@@ -53,6 +53,12 @@ int tls_stream_fd(const struct tls_stream *st);
  * (poll the fd for POLLIN, then call again), -ECONNRESET or -EPROTO.
  */
 ssize_t tls_stream_recv(struct tls_stream *st, void *buf, size_t n);
+/*
+ * Shuts the socket down (safe from another thread, to cancel a call): the
+ * owner's next read or write fails, and that failure is not taken for the
+ * engine refusing the client certificate (tls_take_refusal).
+ */
+void tls_stream_abort(struct tls_stream *st);
 /* Decrypted bytes are waiting: poll on the fd would not show them. */
 bool tls_stream_pending(struct tls_stream *st);
 /*

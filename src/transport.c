@@ -347,12 +347,17 @@ static int io_send_all(void *arg, const void *p, size_t n, int timeout_ms)
 	return tls_stream_send_all(arg, p, n, timeout_ms);
 }
 
+static void io_abort(void *arg)
+{
+	tls_stream_abort(arg);
+}
+
 static void io_close(void *arg)
 {
 	tls_stream_close(arg);
 }
 
-static const struct http_io tls_io = { io_recv, io_pending, io_send_all, io_close };
+static const struct http_io tls_io = { io_recv, io_pending, io_send_all, io_abort, io_close };
 
 int transport_connect_http(const struct endpoint *ep, int timeout_ms, int http_timeout_ms, struct http_conn **ret,
 			   struct err *err)

@@ -371,6 +371,12 @@ static int recio_send_all(void *arg, const void *p, size_t n, int timeout_ms)
 	return write_full(io->fd, p, n);
 }
 
+static void recio_abort(void *arg)
+{
+	struct recio *io = arg;
+	shutdown(io->fd, SHUT_RDWR);
+}
+
 static void recio_close(void *arg)
 {
 	struct recio *io = arg;
@@ -378,7 +384,7 @@ static void recio_close(void *arg)
 	io->fd = -1;
 }
 
-static const struct http_io recio_ops = { recio_recv, recio_pending, recio_send_all, recio_close };
+static const struct http_io recio_ops = { recio_recv, recio_pending, recio_send_all, recio_abort, recio_close };
 
 /* Appends one record of type t holding s to out. */
 static size_t record(char *out, char t, const char *s)
@@ -442,6 +448,18 @@ static void test_io_records(void **state)
 	assert_false(http_conn_idle_ok(c));
 	http_conn_destroy(c);
 	assert_int_equal(io.fd, -1);
+	close(sv[1]);
+
+	/* a ticket, then the peer's close: not good, though the first record alone would pass */
+	struct recio io2 = { 0 };
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	io2.fd = sv[0];
+	c = http_conn_create_io(sv[0], &recio_ops, &io2, 300);
+	n = record(wire, 'T', "ticket3");
+	assert_int_equal(write_full(sv[1], wire, n), 0);
+	assert_int_equal(shutdown(sv[1], SHUT_WR), 0);
+	assert_false(http_conn_idle_ok(c));
+	http_conn_destroy(c);
 	close(sv[1]);
 }
 
