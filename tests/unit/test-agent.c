@@ -698,31 +698,6 @@ static void place_cases(struct agent *a, const struct drop *d, const char *dest,
 	assert_meta(pathf(p, "%s/new/deeper/g", dest), S_IFREG, 0644, 0);
 }
 
-/* True while some process has the inode dev:ino open (a scan of /proc/<pid>/fd). */
-static bool inode_open(dev_t dev, ino_t ino)
-{
-	DIR *procs = opendir("/proc");
-	bool found = false;
-	assert_non_null(procs);
-	for (struct dirent *pe; !found && (pe = readdir(procs));) {
-		char fds[64];
-		if (pe->d_name[0] < '0' || pe->d_name[0] > '9')
-			continue;
-		snprintf(fds, sizeof(fds), "/proc/%s/fd", pe->d_name);
-		DIR *d = opendir(fds);
-		for (struct dirent *fe; d && !found && (fe = readdir(d));) {
-			char fp[128];
-			struct stat st;
-			snprintf(fp, sizeof(fp), "%s/%s", fds, fe->d_name);
-			found = stat(fp, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
-		}
-		if (d)
-			closedir(d);
-	}
-	closedir(procs);
-	return found;
-}
-
 /*
  * A big file replaced: place answers before the old file's pages are freed
  * (held open by a child of its own, dropops.c's hold_replaced), and that
@@ -741,10 +716,7 @@ static void replace_big(struct agent *a, const struct drop *d, const char *dest)
 	place_ok(a, d, dest, "big", "1");
 	slurp(pathf(p, "%s/big", dest), p, 2);
 	assert_string_equal(p, "b");
-	int waited = 0;
-	while (inode_open(old.st_dev, old.st_ino) && waited++ < 100)
-		usleep(50 * 1000);
-	assert_false(inode_open(old.st_dev, old.st_ino));
+	assert_true(inode_let_go(old.st_dev, old.st_ino));
 }
 
 static void test_place(void **state)

@@ -446,22 +446,6 @@ static bool marked(int dfd, const char *name)
 	return n > 0;
 }
 
-/* True while this process has an fd on the inode dev:ino. */
-static bool inode_held(dev_t dev, ino_t ino)
-{
-	DIR *d = opendir("/proc/self/fd");
-	bool found = false;
-	assert_non_null(d);
-	for (struct dirent *e; !found && (e = readdir(d));) {
-		char p[64];
-		struct stat st;
-		snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
-		found = stat(p, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
-	}
-	closedir(d);
-	return found;
-}
-
 /*
  * A big file of the server's replaced: the download is in place at once,
  * the old file's pages are freed on a thread of their own (close_later),
@@ -500,10 +484,7 @@ static void test_replace_big(void **state)
 	assert_int_equal(read(fd, &c, 1), 1);
 	assert_int_equal(c, 'b');
 	close(fd);
-	int waited = 0;
-	while (inode_held(old.st_dev, old.st_ino) && waited++ < 100)
-		usleep(50 * 1000);
-	assert_false(inode_held(old.st_dev, old.st_ino));
+	assert_true(inode_let_go(old.st_dev, old.st_ino));
 	DIR *d = opendir(p);
 	int names = 0;
 	for (struct dirent *e; (e = readdir(d));)

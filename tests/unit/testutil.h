@@ -2,13 +2,16 @@
  * testutil.h - helpers shared by the unit tests: cmocka includes, a copy of
  * an input that ends exactly at a guard page, so a parser that reads one
  * byte past its input faults instead of passing by luck, and a ustar writer
- * for hand-made (hostile) archives that tar.c's own writer would never make.
+ * for hand-made (hostile) archives that tar.c's own writer would never make,
+ * and a wait for every process to let go of a file (a deferred free).
  */
 #ifndef TESTUTIL_H
 #define TESTUTIL_H
 
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include <cmocka.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -80,6 +84,42 @@ static inline void ustar_body(struct buf *b, const void *data, size_t n)
 	buf_append(b, data, n);
 	if (n % 512)
 		buf_append(b, zeros, 512 - n % 512);
+}
+
+/* True while some process has the inode dev:ino open (a scan of /proc/<pid>/fd). */
+static inline bool inode_open(dev_t dev, ino_t ino)
+{
+	DIR *procs = opendir("/proc");
+	bool found = false;
+	assert_non_null(procs);
+	for (struct dirent *pe; !found && (pe = readdir(procs));) {
+		char fds[64];
+		if (pe->d_name[0] < '0' || pe->d_name[0] > '9')
+			continue;
+		snprintf(fds, sizeof(fds), "/proc/%s/fd", pe->d_name);
+		DIR *d = opendir(fds);
+		for (struct dirent *fe; d && !found && (fe = readdir(d));) {
+			char fp[128];
+			struct stat st;
+			snprintf(fp, sizeof(fp), "%s/%s", fds, fe->d_name);
+			found = stat(fp, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+		}
+		if (d)
+			closedir(d);
+	}
+	closedir(procs);
+	return found;
+}
+
+/* Waits up to 5 s for every process to close the inode dev:ino; false if one still has it. */
+static inline bool inode_let_go(dev_t dev, ino_t ino)
+{
+	for (int waited = 0; inode_open(dev, ino); waited++) {
+		if (waited == 100)
+			return false;
+		usleep(50 * 1000);
+	}
+	return true;
 }
 
 #endif
