@@ -218,7 +218,10 @@ int http_chunk_write(struct http_conn *c, const void *p, size_t n, struct err *e
 	return r;
 }
 
-/* Writes all of p; an engine that takes nothing for timeout_ms (SO_SNDTIMEO) ends it with ERRCODE_TIMEOUT. */
+/*
+ * Writes all of p; an engine that takes nothing for timeout_ms (SO_SNDTIMEO
+ * on a plain socket, a deadline over TLS) ends it with ERRCODE_TIMEOUT.
+ */
 static int send_all(struct http_conn *c, const void *p, size_t n, struct err *err)
 {
 	int r = c->io ? c->io->send_all(c->io_arg, p, n, c->timeout_ms) : write_full(c->fd, p, n);

@@ -54,6 +54,16 @@ struct tls_stream {
 	int fd;		     /* the TCP socket under the session, non-blocking, owned */
 	bool got_data;	     /* the engine has sent application data on this connection */
 	atomic_bool aborted; /* tls_stream_abort: the close that follows is ours, not the engine's */
+	/*
+	 * A failure before any answer that may be the engine refusing our
+	 * certificate (early_failure): published (refusal_note) only once a
+	 * read fails too, or at close, still with no answer. An engine that
+	 * answers an upload early and stops reading fails our send the same
+	 * way, and then its answer is read.
+	 */
+	const char *suspect;
+	bool ended;  /* the end came behind data: the next recv returns it */
+	ssize_t end; /* that end: 0 or -errno */
 };
 
 struct relay {
@@ -240,13 +250,21 @@ static void early_failure(struct tls_stream *st, int n)
 	if (st->got_data || atomic_load(&st->aborted))
 		return;
 	if (n == GNUTLS_E_FATAL_ALERT_RECEIVED)
-		refusal_note(gnutls_alert_get_name(gnutls_alert_get(st->s)));
+		st->suspect = gnutls_alert_get_name(gnutls_alert_get(st->s));
 	else if (st->t->have_cert && (n == GNUTLS_E_PULL_ERROR || n == GNUTLS_E_PUSH_ERROR))
-		refusal_note("the connection was reset before any answer, as a TLS 1.3 engine does when it "
-			     "refuses the client certificate");
+		st->suspect = "the connection was reset before any answer, as a TLS 1.3 engine does when it "
+			      "refuses the client certificate";
 	else if (st->t->have_cert && (n == 0 || n == GNUTLS_E_PREMATURE_TERMINATION))
-		refusal_note("the connection was closed before any answer, as a TLS 1.3 engine does when it "
-			     "refuses the client certificate");
+		st->suspect = "the connection was closed before any answer, as a TLS 1.3 engine does when it "
+			      "refuses the client certificate";
+}
+
+/* The suspected refusal becomes the note tls_take_refusal reads, if no answer came after all. */
+static void publish_refusal(struct tls_stream *st)
+{
+	if (st->suspect && !st->got_data && !atomic_load(&st->aborted))
+		refusal_note(st->suspect);
+	st->suspect = NULL;
 }
 
 int tls_stream_fd(const struct tls_stream *st)
@@ -279,6 +297,7 @@ static ssize_t recv_record(struct tls_stream *st, void *buf, size_t n)
 	if (got == GNUTLS_E_AGAIN)
 		return -EAGAIN;
 	early_failure(st, (int)got);
+	publish_refusal(st);
 	if (got == 0 || got == GNUTLS_E_PREMATURE_TERMINATION)
 		return 0;
 	log_debugf("TLS: read: %s", gnutls_strerror((int)got));
@@ -288,15 +307,25 @@ static ssize_t recv_record(struct tls_stream *st, void *buf, size_t n)
 /*
  * Records come one per gnutls_record_recv (16 KiB at most): as many as
  * have arrived are taken in one call, so a reader asking for 64 KiB does
- * not go back to poll for each.
+ * not go back to poll for each. An end (EOF or an error) found behind
+ * data is kept for the next call: GnuTLS will not report it twice.
  */
 ssize_t tls_stream_recv(struct tls_stream *st, void *buf, size_t n)
 {
 	size_t have = 0;
+	if (st->ended)
+		return st->end;
 	while (have < n) {
 		ssize_t got = recv_record(st, (char *)buf + have, n - have);
-		if (got <= 0)
-			return have ? (ssize_t)have : got;
+		if (got <= 0) {
+			if (!have)
+				return got;
+			if (got != -EAGAIN) {
+				st->ended = true;
+				st->end = got;
+			}
+			break;
+		}
 		have += (size_t)got;
 	}
 	return (ssize_t)have;
@@ -323,7 +352,8 @@ int tls_stream_send_all(struct tls_stream *st, const void *p, size_t n, int time
 			continue;
 		if (w != GNUTLS_E_AGAIN) {
 			early_failure(st, (int)w);
-			return w == GNUTLS_E_PUSH_ERROR ? -EPIPE : -EPROTO;
+			/* GnuTLS reports a peer's close under our send as a premature termination */
+			return w == GNUTLS_E_PUSH_ERROR || w == GNUTLS_E_PREMATURE_TERMINATION ? -EPIPE : -EPROTO;
 		}
 		int64_t left = deadline - now_ms();
 		struct pollfd pfd = { .fd = st->fd, .events = gnutls_record_get_direction(st->s) ? POLLOUT : POLLIN };
@@ -340,6 +370,7 @@ void tls_stream_close(struct tls_stream *st)
 {
 	if (!st)
 		return;
+	publish_refusal(st);
 	gnutls_deinit(st->s);
 	close(st->fd);
 	ctx_unref(st->t);
@@ -485,7 +516,8 @@ int tls_relay(struct tls_stream *st, int *ret_fd, struct err *err)
 static int session_new(struct tls_ctx *t, int tcp_fd, const char *host, gnutls_session_t *ret)
 {
 	gnutls_session_t s;
-	int r = gnutls_init(&s, GNUTLS_CLIENT);
+	/* MSG_NOSIGNAL on every send: an engine gone away is an error, never SIGPIPE */
+	int r = gnutls_init(&s, GNUTLS_CLIENT | GNUTLS_NO_SIGNAL);
 	if (r < 0)
 		return r;
 	if ((r = gnutls_set_default_priority(s)) == 0 &&
@@ -545,12 +577,4 @@ int tls_open(struct tls_ctx *t, int tcp_fd, const char *host, const char *displa
 	st->fd = tcp_fd;
 	*ret = st;
 	return 0;
-}
-
-int tls_connect(struct tls_ctx *t, int tcp_fd, const char *host, const char *display, int timeout_ms, int *ret_fd,
-		struct err *err)
-{
-	struct tls_stream *st;
-	int r = tls_open(t, tcp_fd, host, display, timeout_ms, &st, err);
-	return r < 0 ? r : tls_relay(st, ret_fd, err);
 }

@@ -73,9 +73,6 @@ void tls_stream_close(struct tls_stream *st);
  * *ret_fd (CLOEXEC, blocking), or -errno with err.
  */
 int tls_relay(struct tls_stream *st, int *ret_fd, struct err *err);
-/* tls_open, then tls_relay. */
-int tls_connect(struct tls_ctx *t, int tcp_fd, const char *host, const char *display, int timeout_ms, int *ret_fd,
-		struct err *err);
 
 /*
  * True, with the alert's name in buf, when a relay saw the engine end a

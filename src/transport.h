@@ -15,6 +15,7 @@
 
 #include "errcode.h"
 
+struct http_conn;
 struct tls_ctx;
 
 enum transport_kind {
@@ -71,7 +72,6 @@ int transport_connect(const struct endpoint *ep, int timeout_ms, int *ret_fd, st
  * never hijacked: over TLS the session runs in the calling thread (no
  * relay). *ret has http_timeout_ms (http_conn_create).
  */
-struct http_conn;
 int transport_connect_http(const struct endpoint *ep, int timeout_ms, int http_timeout_ms, struct http_conn **ret,
 			   struct err *err);
 
