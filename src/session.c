@@ -47,11 +47,13 @@ static const char session_idle_cmd[] = "while sleep 3600; do :; done";
 #define SESSION_USERDB_MAX (1u << 20)
 /* A lock file younger than this may be a starting server's, not yet taken (prune_locks). */
 #define SESSION_LOCK_FRESH_S 60
+/* Hex digits of an instance id, the name of its lock file before ".lock". */
+#define SESSION_INSTANCE_LEN 16
 
 struct session_mgr {
 	const struct config *cfg;
 	struct engines *engines; /* borrowed: each session names its own (session_engine) */
-	char instance[17];
+	char instance[SESSION_INSTANCE_LEN + 1];
 	char host[65];
 	char lock_dir[PATH_MAX];
 	char lock_path[PATH_MAX + 32]; /* this instance's lock, named in the .lock label */
@@ -153,7 +155,7 @@ int session_mgr_create(const struct config *cfg, struct engines *es, struct sess
 	m->lock_fd = -1;
 	m->users = json_object();
 	m->held = json_object();
-	random_hex(m->instance, 16);
+	random_hex(m->instance, SESSION_INSTANCE_LEN);
 	if (gethostname(m->host, sizeof(m->host) - 1) < 0)
 		snprintf(m->host, sizeof(m->host), "unknown");
 	pthread_mutex_init(&m->lock, NULL);
@@ -501,18 +503,27 @@ static void prune_locks(struct session_mgr *m)
 		return;
 	time_t old = time(NULL) - SESSION_LOCK_FRESH_S;
 	for (struct dirent *de; (de = readdir(d));) {
-		char inst[17];
-		struct stat st;
-		if (strlen(de->d_name) != 21 || strcmp(de->d_name + 16, ".lock") != 0 || !is_hex(de->d_name, 16))
+		char inst[SESSION_INSTANCE_LEN + 1];
+		struct stat st, now;
+		if (strlen(de->d_name) != SESSION_INSTANCE_LEN + strlen(".lock") ||
+		    strcmp(de->d_name + SESSION_INSTANCE_LEN, ".lock") != 0 ||
+		    !is_hex(de->d_name, SESSION_INSTANCE_LEN))
 			continue;
-		snprintf(inst, sizeof(inst), "%.16s", de->d_name);
+		snprintf(inst, sizeof(inst), "%.*s", SESSION_INSTANCE_LEN, de->d_name);
 		if (strcmp(inst, m->instance) == 0 || json_object_get(m->held, inst))
 			continue;
 		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
 			continue;
+		/*
+		 * Only the file we locked goes: between our open and flock its
+		 * owner may have removed it on exit and another server made and
+		 * taken a new one under the same name (owner_state).
+		 */
 		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() && st.st_mtime < old &&
-		    flock(fd, LOCK_EX | LOCK_NB) == 0 && unlinkat(dirfd(d), de->d_name, 0) == 0)
+		    flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+		    fstatat(dirfd(d), de->d_name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == st.st_dev &&
+		    now.st_ino == st.st_ino && unlinkat(dirfd(d), de->d_name, 0) == 0)
 			log_debugf("removed the lock of ended instance %s", inst);
 		close(fd);
 	}
