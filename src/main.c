@@ -24,6 +24,7 @@
 #include "engine.h"
 #include "engines.h"
 #include "httpd.h"
+#include "janitor.h"
 #include "linksign.h"
 #include "log.h"
 #include "mcp.h"
@@ -67,6 +68,7 @@ static void on_signal(int sig);
 static int engine_create_cfg(const struct config *cfg, int timeout_ms, struct engine **ret, struct err *err);
 static void usage(FILE *f);
 static int serve(const struct config *cfg, char **args);
+static int serve_services(const struct config *cfg, struct janitor *janitor, bool http, const sigset_t *stop);
 static bool serve_stdio(const struct config *cfg, struct mcp *m, struct out *out);
 static int serve_http(struct mcp *m, const struct tool_services *svc, const sigset_t *stop);
 static int discard(void *data, const char *line, size_t len, bool response);
@@ -193,10 +195,13 @@ static void engine_probe(const struct config *cfg, struct mcp *m)
 static int serve(const struct config *cfg, char **args)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
-	struct err err;
-	struct engines *engines = NULL;
+	struct janitor *janitor = NULL;
 	int r;
 
+	/* first: a fork must come before any thread (janitor.h) */
+	if ((r = janitor_start(cfg, &janitor)) < 0)
+		log_warnf("no janitor (%s): if this server is killed, its containers stay until the next one starts",
+			  strerror(-r));
 	signal(SIGPIPE, SIG_IGN);
 #ifdef M_ARENA_MAX
 	/* before any thread starts; a sanitizer's allocator declines (returns 0), which is fine */
@@ -216,6 +221,17 @@ static int serve(const struct config *cfg, char **args)
 	/* HTTP: before any thread starts, so that only sigwait in serve_http takes them */
 	if (http)
 		pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	int rc = serve_services(cfg, janitor, http, &stop);
+	janitor_release(janitor);
+	return rc;
+}
+
+/* serve's services: made, served through, ended. The exit status. */
+static int serve_services(const struct config *cfg, struct janitor *janitor, bool http, const sigset_t *stop)
+{
+	struct err err;
+	struct engines *engines = NULL;
+	int r;
 
 	err_clear(&err);
 	if ((r = tools_init(&err)) < 0) {
@@ -246,12 +262,14 @@ static int serve(const struct config *cfg, char **args)
 		tools_finish();
 		return 1;
 	}
+	/* before the pool or a session makes a container */
+	janitor_arm(janitor, session_mgr_instance(sessions));
 	session_mgr_start(sessions);
 	/* HTTP answers each request on its own response: what has no request to go with is dropped */
 	struct out_sink none = { .write = discard };
 	struct out *out = http ? out_create_sink(&none) : out_create(STDOUT_FILENO);
 	/* HTTP mode only: tool results then carry signed download links */
-	struct linksign *links = cfg->http && cfg->http[0] ? linksign_create(cfg->http_link_ttl_s) : NULL;
+	struct linksign *links = http ? linksign_create(cfg->http_link_ttl_s) : NULL;
 	struct tool_services svc = { .cfg = cfg,
 				     .engine = engines_default(engines),
 				     .engines = engines,
@@ -263,46 +281,35 @@ static int serve(const struct config *cfg, char **args)
 	struct mcp *m = mcp_create(&svc);
 	engine_probe(cfg, m);
 	bool idle;
+	int rc = 0;
 	if (http) {
-		int rc = serve_http(m, &svc, &stop);
+		rc = serve_http(m, &svc, stop);
 		idle = mcp_destroy(m);
-		if (rc != 0 && idle) {
-			session_mgr_destroy(sessions);
-			env_cache_destroy(svc.env_cache);
-			out_destroy(out);
-			engines_destroy(engines);
-			hostfs_destroy(hostfs);
-			linksign_destroy(links);
-			tools_finish();
-			return rc;
-		}
 	} else {
 		idle = serve_stdio(cfg, m, out);
 	}
+	/* after the workers: removes this instance's non-persistent containers */
 	if (!idle) {
 		/* calls that ignored cancellation still use the services: keep them */
 		log_warnf("exiting with calls still running");
-	}
-	/* after the workers: removes this instance's non-persistent containers */
-	if (idle) {
-		session_mgr_destroy(sessions);
-	} else {
 		session_mgr_cleanup(sessions);
+		janitor_release(janitor);
 		/*
 		 * The running calls hold the services, and svc lives in this frame:
 		 * end the process here instead of returning (which would leave them a
 		 * dead stack frame) and without exit handlers (LeakSanitizer's would
 		 * report what they hold). stdout and stderr are unbuffered writes.
 		 */
-		_exit(0);
+		_exit(rc);
 	}
+	session_mgr_destroy(sessions);
 	env_cache_destroy(svc.env_cache);
 	out_destroy(out);
 	engines_destroy(engines);
 	hostfs_destroy(hostfs);
 	linksign_destroy(links);
 	tools_finish();
-	return 0;
+	return rc;
 }
 
 static int discard(void *data, const char *line, size_t len, bool response)

@@ -583,39 +583,67 @@ static void remove_container(struct session_mgr *m, struct session *s)
 }
 
 /*
- * The exit's second look, on an engine where a create or a removal failed:
- * the containers labelled with this instance that are not persistent
- * sessions are removed (a create whose answer was lost, a removal the
- * engine missed while it restarted). Only such engines are asked, so an
- * exit costs no extra round trip when nothing failed; an engine still away
- * keeps them for the next server's start-up scan.
+ * Removes instance's containers on engine ei that are not persistent
+ * sessions (pool members, persistent or not, included): what an exit of
+ * that instance removes.
  */
-static void sweep_own(struct session_mgr *m, size_t ei)
+static void sweep_instance(struct engines *es, size_t ei, const char *instance)
 {
-	struct engine *e = engines_at(m->engines, ei);
+	struct engine *e = engines_at(es, ei);
 	char label[sizeof(SESSION_LABEL) + 32];
 	json_t *list = NULL, *c;
 	struct err err;
 	size_t i;
 
-	snprintf(label, sizeof(label), SESSION_LABEL ".instance=%s", m->instance);
+	snprintf(label, sizeof(label), SESSION_LABEL ".instance=%s", instance);
 	if (engine_container_list(e, NULL, label, &list, &err) < 0) {
-		log_warnf("engine %s: cannot look for containers left behind: %s", engines_name(m->engines, ei),
-			  err.msg);
+		log_warnf("engine %s: cannot look for containers left behind: %s", engines_name(es, ei), err.msg);
 		return;
 	}
 	json_array_foreach (list, i, c) {
 		struct listed l;
 		listed_read(c, &l);
 		/* the filter asked for this instance only; an engine that ignores it is not trusted */
-		if (!engine_id_valid(l.id) || !l.inst || strcmp(l.inst, m->instance) != 0 ||
-		    (l.persistent && !l.pooled))
+		if (!engine_id_valid(l.id) || !l.inst || strcmp(l.inst, instance) != 0 || (l.persistent && !l.pooled))
 			continue;
-		log_infof("removing container %.12s left behind on engine %s", l.id, engines_name(m->engines, ei));
+		log_infof("removing container %.12s left behind on engine %s", l.id, engines_name(es, ei));
 		if (engine_container_remove(e, NULL, l.id, &err) < 0)
 			log_warnf("removing %.12s: %s", l.id, err.msg);
 	}
 	json_decref(list);
+}
+
+/*
+ * The exit's second look, on an engine where a create or a removal failed
+ * (a create whose answer was lost, a removal the engine missed while it
+ * restarted). Only such engines are asked, so an exit costs no extra round
+ * trip when nothing failed; an engine still away keeps them for the next
+ * server's start-up scan.
+ */
+static void sweep_own(struct session_mgr *m, size_t ei)
+{
+	sweep_instance(m->engines, ei, m->instance);
+}
+
+void session_reap_instance(struct engines *es, const char *instance)
+{
+	char path[PATH_MAX];
+	char dir[PATH_MAX - 32];
+
+	if (strlen(instance) != SESSION_INSTANCE_LEN || !is_hex(instance, SESSION_INSTANCE_LEN) ||
+	    lock_dir_path(dir, sizeof(dir)) < 0)
+		return;
+	snprintf(path, sizeof(path), "%s/%s.lock", dir, instance);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return; /* removed by its exit, which then ran to its end */
+	/* held: its server lives after all, or another server took it over and its scan does this */
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		for (size_t i = 0; i < engines_count(es); i++)
+			sweep_instance(es, i, instance);
+		(void)unlink(path);
+	}
+	close(fd);
 }
 
 /* Containers removed at once by remove_containers, at most. */

@@ -151,6 +151,13 @@ void session_mgr_cleanup(struct session_mgr *m);
 /* session_mgr_cleanup, then frees everything. */
 void session_mgr_destroy(struct session_mgr *m);
 const char *session_mgr_instance(const struct session_mgr *m);
+/*
+ * The exit of an instance whose server died without one (janitor.h): when
+ * its lock can be taken (else it lives, or a starting server took it over
+ * and removes them itself), removes its containers that are not persistent
+ * sessions on every engine of es, then its lock file.
+ */
+void session_reap_instance(struct engines *es, const char *instance);
 
 /*
  * Runs spec through the session's agent (agentctl_run), starting it if it is

@@ -13,7 +13,11 @@
 //    notification came with the result (env_info's "done");
 //  - Codex shows the model only structuredContent, so a failed run_python
 //    lost its output;
-//  - Claude Code shows a 2 KB preview of results over ~50 KB.
+//  - Claude Code shows a 2 KB preview of results over ~50 KB;
+//  - each client ends its server in its own way (stdin closed, SIGTERM, or
+//    the process left behind): the server must end with it and remove its
+//    containers, warm pool members included, not leave them to the next
+//    server's start-up scan.
 
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,7 +26,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeModel } from './lib/fake-model.mjs';
-import { runClaude, runGemini, runCodex } from './lib/clients.mjs';
+import { runClaude, runGemini, runCodex, runDir } from './lib/clients.mjs';
 import { lastMain, toolResults } from './lib/transcript.mjs';
 
 const RUN_MS = 240000;
@@ -80,6 +84,18 @@ function removeSessions(log) {
   }
 }
 
+/**
+ * The containers, any state, whose lock label lies in the run's runtime
+ * dir: made by that run's server (pool members, sessions), and nobody
+ * else's. One "id lock state" line each.
+ */
+function runContainers(home) {
+  const ps = spawnSync('docker', ['ps', '-a', '--filter', 'label=io.sandbox-mcp.lock',
+    '--format', '{{.ID}} {{.Label "io.sandbox-mcp.lock"}} {{.State}}'], { encoding: 'utf8' });
+  if (ps.status !== 0) throw new Error(`docker ps: ${ps.stderr}`);
+  return ps.stdout.split('\n').filter((l) => l.split(' ')[1]?.startsWith(`${runDir(home)}/`));
+}
+
 const CLIENTS = [
   { name: 'claude', label: 'Claude Code', api: 'anthropic', run: runClaude },
   { name: 'gemini', label: 'Gemini CLI', api: 'gemini', run: runGemini },
@@ -117,6 +133,8 @@ for (const c of CLIENTS) {
         writeFileSync(dumpFile, JSON.stringify({ log: model.log, stdout: r?.stdout, stderr: r?.stderr, logs: r?.logs }, null, 1));
       }
       if (model) removeSessions(model.log);
+      const left = r?.home ? runContainers(r.home).map((l) => l.split(' ')[0]) : [];
+      if (left.length) spawnSync('docker', ['rm', '-f', '-v', ...left], { encoding: 'utf8', timeout: 60000 });
       await model?.close();
       if (r?.home) rmSync(r.home, { recursive: true, force: true });
     });
@@ -177,6 +195,18 @@ for (const c of CLIENTS) {
       assert.match(t, /stderr-last-line/, why(`the end of stderr reached the model: ${t.slice(0, 2500)}`));
       assert.match(t, /exit code 3|"exit_code":\s*3/, why(`the exit code reached the model: ${t.slice(0, 2500)}`));
       assert.match(t, /truncated|"truncated":\s*true/, why(`truncation is said: ${t.slice(0, 2500)}`));
+    });
+
+    check('the server ends with the client and leaves no container', { timeout: 60000 }, async () => {
+      assert.ok(r, why('the conversation did not run'));
+      assert.equal(r.lingered, '', why(`still running 10 s after the client exited: ${r.lingered}`));
+      // a server the client killed leaves the removals to its janitor, which needs a moment
+      let left = runContainers(r.home);
+      for (let i = 0; i < 60 && left.length; i++) {
+        await new Promise((res) => setTimeout(res, 500));
+        left = runContainers(r.home);
+      }
+      assert.deepEqual(left, [], why(`containers its server left, 30 s on: ${left.join('; ')}`));
     });
 
     check('the client logged no protocol error', {}, () => {

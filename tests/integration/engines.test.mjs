@@ -208,7 +208,7 @@ describe('several engines in one server', suite({ timeout: 900000 }), () => {
     assert.ok(over.isError, 'a ceiling holds on b as on the default engine');
     const keep = await s1.createSession({ engine: 'b', persistent: true, name: 'keep-b' });
     await s1.sh('echo kept > k.txt', { session_id: keep.session_id });
-    await s1.kill('SIGKILL');
+    await s1.kill('SIGKILL', { withJanitor: true });
     assert.ok(existsOn(BSOCK, 'container', lim.container_id), 'the dead server left its container on b');
 
     // a new server sweeps b: the dead server's temporary session goes, its persistent one is adopted on b

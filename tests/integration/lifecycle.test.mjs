@@ -1,7 +1,8 @@
 // Several servers against one engine: a server that starts removes what a
 // dead instance left behind, never what a live instance or a persistent
 // session owns; a persistent session is adopted by the next server; a server
-// whose stdin ends removes its own non-persistent containers before it exits.
+// whose stdin ends removes its own non-persistent containers before it exits;
+// a server killed alone has its janitor do that exit for it.
 //
 // The servers use the machine's normal lock directory (XDG_RUNTIME_DIR or
 // /tmp/sandbox-mcp-<uid>): with a private one, server C would take every
@@ -10,7 +11,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  Server, suite, requireEngine, cleanup, inspectContainer, containerExists, containersOfInstance, poolFilled,
+  sleep, Server, suite, requireEngine, cleanup, inspectContainer, containerExists, containersOfInstance, poolFilled,
 } from '../lib/harness.mjs';
 
 const ENV = { SANDBOX_TIMEOUT_S: 30, SANDBOX_IDLE_TTL_S: 0 };
@@ -54,8 +55,8 @@ describe('instances, dead-instance cleanup and persistent sessions', suite({ tim
     assert.deepEqual((await containersOfInstance(B.instance)).sort(), [b.container_id, ...poolB].sort());
   });
 
-  test('SIGKILL A, start C: A\'s non-persistent container goes, B\'s stays, P is adopted', async () => {
-    await A.kill('SIGKILL');
+  test('SIGKILL A and its janitor, start C: A\'s non-persistent container goes, B\'s stays, P is adopted', async () => {
+    await A.kill('SIGKILL', { withJanitor: true });
     assert.equal(A.exit.signal, 'SIGKILL');
     assert.ok(await containerExists(a.container_id), 'a killed server cannot clean up: its container is still there');
 
@@ -101,5 +102,39 @@ describe('instances, dead-instance cleanup and persistent sessions', suite({ tim
     const { sessions } = await C.ok('session_list');
     assert.ok(!sessions.some((s) => s.session_id === p.session_id), 'C no longer lists P');
     assert.deepEqual(await containersOfInstance(A.instance), [], 'nothing labelled with A\'s instance is left');
+  });
+});
+
+describe('a killed server\'s janitor', suite({ timeout: 180000 }), () => {
+  after(async () => {
+    await cleanup();
+  });
+
+  test('SIGKILL J alone: its janitor removes its session and pool, leaves Q for the next server', async () => {
+    const J = await Server.start('J', ENV);
+    const j = await J.createSession({ name: 'j' });
+    const q = await J.createSession({ persistent: true });
+    await J.sh('echo from-J > /workspace/mark', { session_id: q.session_id });
+    const pool = await poolFilled(J, 2);
+    await J.kill('SIGKILL');
+
+    // no other server runs for J's instance: only its janitor can remove them
+    let left = [j.container_id, ...pool];
+    for (let i = 0; i < 150 && left.length; i++) {
+      await sleep(200);
+      left = (await Promise.all(left.map(async (id) => ((await containerExists(id)) ? id : null)))).filter(Boolean);
+    }
+    assert.deepEqual(left, [], `J's janitor removed its session and pool members within 30 s`);
+    assert.deepEqual(await containersOfInstance(J.instance), [q.container_id], 'only the persistent session is left');
+    assert.equal((await inspectContainer(q.container_id)).State.Running, true, 'Q still runs');
+
+    // the janitor removed J's lock file; the next server proves J dead all the same and adopts Q
+    const L = await Server.start('L', ENV);
+    const { sessions } = await L.ok('session_list');
+    assert.ok(sessions.some((x) => x.session_id === q.session_id), `L adopted Q: ${JSON.stringify(sessions)}`);
+    const st = await L.sh('cat /workspace/mark', { session_id: q.session_id });
+    assert.equal(st.stdout, 'from-J\n');
+    await L.ok('session_close', { session_id: q.session_id });
+    assert.equal(await containerExists(q.container_id), false);
   });
 });

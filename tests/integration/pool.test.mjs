@@ -139,10 +139,17 @@ describe('warm pool', suite({ timeout: 600000 }), () => {
     await X.close();
   });
 
+  test('a killed server\'s members are removed by its janitor', async () => {
+    const K = await Server.start('pool-janitor', ENV);
+    const ids = await poolFilled(K, 2);
+    await K.kill('SIGKILL');
+    assert.deepEqual(await gone(ids), [], 'its janitor removed them, with no other server started');
+  });
+
   test('a killed server\'s members are removed by the next server\'s sweep, never adopted', async () => {
     const K = await Server.start('pool-killed', ENV);
     const ids = await poolFilled(K, 2);
-    await K.kill('SIGKILL');
+    await K.kill('SIGKILL', { withJanitor: true });
     assert.equal((await Promise.all(ids.map(containerExists))).every(Boolean), true, 'a killed server leaves them');
     const N = await Server.start('pool-next', { ...ENV, SANDBOX_POOL_SIZE: 0 });
     const list = await N.ok('session_list'); // answers after the start-up sweep
@@ -163,7 +170,7 @@ describe('warm pool', suite({ timeout: 600000 }), () => {
     assert.equal(made.code, 0, made.stderr);
     const id = made.stdout.trim();
     trackContainer(id);
-    await K.kill('SIGKILL');
+    await K.kill('SIGKILL', { withJanitor: true });
     const N = await Server.start('pool-forged-next', { ...ENV, SANDBOX_POOL_SIZE: 0 });
     const list = await N.ok('session_list');
     assert.equal(list.sessions.filter((s) => s.container_id === id).length, 0, 'not adopted');

@@ -288,9 +288,36 @@ export class Server {
     }
   }
 
-  /** SIGKILL (or another signal) and wait for the exit. */
-  async kill(signal = 'SIGKILL') {
+  /**
+   * The server's janitor (src/janitor.c): its child named sandbox-janitor,
+   * which removes the server's containers if the server dies without its
+   * exit. Its pid, or null.
+   */
+  janitorPid() {
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      let stat;
+      try { stat = readFileSync(`/proc/${name}/stat`, 'utf8'); } catch { continue; }
+      // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis
+      const m = /^\d+ \((.*)\) \S+ (\d+)/s.exec(stat);
+      if (m && m[1] === 'sandbox-janitor' && Number(m[2]) === this.pid) return Number(name);
+    }
+    return null;
+  }
+
+  /**
+   * SIGKILL (or another signal) and wait for the exit. withJanitor: its
+   * janitor is killed first, as when both die at once (the OOM killer, a
+   * kill of every sandbox-mcp), so that what the server left stays for the
+   * next server's start-up scan.
+   */
+  async kill(signal = 'SIGKILL', { withJanitor = false } = {}) {
     const deliberate = this.alive;
+    if (withJanitor && this.alive) {
+      const jpid = this.janitorPid();
+      assert.ok(jpid, `${this.label}: its janitor runs beside it`);
+      process.kill(jpid, 'SIGKILL');
+    }
     if (this.alive) this.transport.child.kill(signal);
     await withTimeout(this.transport.exited, 10000, `${this.label} exit after ${signal}`);
     await this.client.close().catch(() => {});

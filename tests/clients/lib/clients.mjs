@@ -2,7 +2,7 @@
 // temp HOME per run (no real config read or written), telemetry and update
 // checks off, every model URL on 127.0.0.1, and a hard timeout.
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -11,16 +11,26 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const bin = (name) => join(here, '..', 'node_modules', '.bin', name);
 
-/** The server binary and the environment it needs (DOCKER_HOST, SANDBOX_*). */
-export function serverSpec() {
+/**
+ * The server binary and the environment it needs (DOCKER_HOST, SANDBOX_*).
+ * Its XDG_RUNTIME_DIR is the run's own (runDir), so the lock it names in its
+ * containers' labels tells that run's containers from any other's.
+ */
+export function serverSpec(home) {
   const command = process.env.SANDBOX_MCP_BIN;
   if (!command) throw new Error('SANDBOX_MCP_BIN is not set: point it at the built server');
-  const env = { SANDBOX_LOG_LEVEL: 'debug' };
+  const env = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('SANDBOX_') || ['DOCKER_HOST', 'XDG_RUNTIME_DIR', 'ASAN_OPTIONS', 'UBSAN_OPTIONS'].includes(k)) env[k] = v;
+    if (k.startsWith('SANDBOX_') || ['DOCKER_HOST', 'ASAN_OPTIONS', 'UBSAN_OPTIONS'].includes(k)) env[k] = v;
   }
   env.SANDBOX_LOG_LEVEL = 'debug';
+  env.XDG_RUNTIME_DIR = runDir(home);
   return { command, env };
+}
+
+/** The server's XDG_RUNTIME_DIR in a run's temp HOME: its lock file is under sandbox-mcp/ there. */
+export function runDir(home) {
+  return join(home, 'run');
 }
 
 /** Environment shared by all clients: a private HOME, nothing phoning home. */
@@ -43,11 +53,16 @@ function baseEnv(home, extra) {
     no_proxy: '*',
     ...extra,
   };
-  for (const [k, v] of Object.entries(serverSpec().env)) env[k] = v;
+  for (const [k, v] of Object.entries(serverSpec(home).env)) env[k] = v;
   return env;
 }
 
-/** Runs argv with env in cwd, killed after timeoutMs; resolves { code, signal, stdout, stderr, timedOut }. */
+/**
+ * Runs argv with env in cwd, killed after timeoutMs; resolves { code, signal,
+ * stdout, stderr, timedOut, lingered }. lingered lists what of the client's
+ * process group (its MCP server among it) still ran 10 s after the client
+ * exited, before it was killed: '' when everything ended on its own.
+ */
 export function run(argv, { env, cwd, timeoutMs, input = '' }) {
   return new Promise((resolve) => {
     const child = spawn(argv[0], argv.slice(1), { env, cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
@@ -62,8 +77,9 @@ export function run(argv, { env, cwd, timeoutMs, input = '' }) {
       clearTimeout(timer);
       // give the client's MCP server a few seconds to remove its containers, then end what is left
       for (let i = 0; i < 50 && groupAlive(child.pid); i++) await new Promise((res) => setTimeout(res, 200));
+      const lingered = groupAlive(child.pid) ? groupList(child.pid) : '';
       killAll();
-      resolve({ code, signal, stdout, stderr, timedOut });
+      resolve({ code, signal, stdout, stderr, timedOut, lingered });
     });
     child.stdin.end(input);
   });
@@ -73,10 +89,17 @@ function groupAlive(pgid) {
   try { process.kill(-pgid, 0); return true; } catch { return false; }
 }
 
+/** The processes of group pgid, one "pid command" a line (procps' ps). */
+function groupList(pgid) {
+  const ps = spawnSync('ps', ['-o', 'pid=,args=', '-g', String(pgid)], { encoding: 'utf8' });
+  return (ps.stdout ?? '').trim() || '(some process, which ps did not list)';
+}
+
 function tempHome(client) {
   const home = mkdtempSync(join(tmpdir(), `sandbox-mcp-clients-${client}-`));
   const work = join(home, 'project');
   mkdirSync(work, { recursive: true });
+  mkdirSync(runDir(home), { mode: 0o700 });
   return { home, work };
 }
 
@@ -100,7 +123,7 @@ export function readLogs(dir, re, limit = 200) {
 
 export async function runClaude(modelUrl, prompt, { timeoutMs }) {
   const { home, work } = tempHome('claude');
-  const server = serverSpec();
+  const server = serverSpec(home);
   const mcpConfig = join(home, 'mcp.json');
   writeFileSync(mcpConfig, JSON.stringify({
     mcpServers: { sandbox: { type: 'stdio', command: server.command, args: [], env: server.env } },
@@ -137,7 +160,7 @@ export async function runClaude(modelUrl, prompt, { timeoutMs }) {
 
 export async function runGemini(modelUrl, prompt, { timeoutMs }) {
   const { home, work } = tempHome('gemini');
-  const server = serverSpec();
+  const server = serverSpec(home);
   const settingsDir = join(home, '.gemini');
   mkdirSync(settingsDir, { recursive: true });
   writeFileSync(join(settingsDir, 'settings.json'), JSON.stringify({
@@ -166,7 +189,7 @@ export async function runGemini(modelUrl, prompt, { timeoutMs }) {
 
 export async function runCodex(modelUrl, prompt, { timeoutMs }) {
   const { home, work } = tempHome('codex');
-  const server = serverSpec();
+  const server = serverSpec(home);
   const codexHome = join(home, '.codex');
   mkdirSync(codexHome, { recursive: true });
   const toml = (s) => JSON.stringify(s); // a TOML basic string is a JSON string for what we write

@@ -1,0 +1,159 @@
+/*
+ * janitor.c - a child process that does a server's exit when the server
+ * could not: killed (SIGKILL), crashed or OOM-killed, its containers would
+ * run on until the next server's start-up scan, which may never come.
+ *
+ * The clients do kill: Claude Code sends SIGINT, SIGTERM 100 ms later and
+ * SIGKILL 450 ms after that, less than the removal of a session and two
+ * pool members takes. So the server forks this process first, before any
+ * thread (a fork of a threaded process may only exec): it leaves the
+ * client's process group and its pipes, and waits on a pipe from the
+ * server. The server writes its instance once it has one, and a byte
+ * before it exits cleanly. EOF with no such byte means the server died:
+ * the janitor then does the exit's removals (session_reap_instance) and
+ * ends. Idle, it is one read(2) on a pipe.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engines.h"
+#include "janitor.h"
+#include "log.h"
+#include "session.h"
+#include "util.h"
+
+extern char **environ;
+
+/* The byte a clean exit sends: nothing to do. */
+#define JANITOR_RELEASE 'x'
+/* An instance id and its newline. */
+#define JANITOR_ARM_LEN 17
+
+struct janitor {
+	int fd; /* the pipe's write end, CLOEXEC: an ssh the server runs must not hold it */
+};
+
+/* Reads up to n bytes, until a newline or EOF: the count, or -1. */
+static ssize_t read_line(int fd, char *p, size_t n)
+{
+	size_t have = 0;
+	while (have < n) {
+		ssize_t got = read(fd, p + have, 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -1;
+		if (got == 0 || p[have++] == '\n')
+			break;
+	}
+	return (ssize_t)have;
+}
+
+/*
+ * Standard streams: none the client reads (it may wait for their EOF, and
+ * stdout carries only the server's protocol lines); stderr kept when it is
+ * a terminal or a file, where a log line is read later.
+ */
+static void detach_stdio(void)
+{
+	struct stat st;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0)
+		_exit(1);
+	bool keep_err = isatty(STDERR_FILENO) || (fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode));
+	if (dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
+	    (!keep_err && dup2(null, STDERR_FILENO) < 0))
+		_exit(1);
+	close(null);
+}
+
+/* The child: waits for the server's end, and does its exit's removals if it had none. Never returns. */
+static void janitor_main(const struct config *cfg, int rfd)
+{
+	char inst[JANITOR_ARM_LEN + 1] = "";
+	char b;
+
+	(void)setsid(); /* out of the client's process group: a kill of the group spares it */
+	(void)prctl(PR_SET_NAME, "sandbox-janitor");
+	/* it ends with its server, at once or after the removals: a signal meant for "sandbox-mcp" is not for it */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	detach_stdio();
+	ssize_t n = read_line(rfd, inst, JANITOR_ARM_LEN);
+	if (n != JANITOR_ARM_LEN || inst[16] != '\n')
+		_exit(0); /* a server that ended before it made anything, or sent nothing we know */
+	inst[16] = '\0';
+	ssize_t got;
+	do
+		got = read(rfd, &b, 1);
+	while (got < 0 && errno == EINTR);
+	if (got != 0)
+		_exit(0); /* the clean exit's byte */
+	struct engines *es = NULL;
+	struct err err;
+	err_clear(&err);
+	if (engines_open(cfg, environ, (int)cfg->engine_timeout_s * 1000, &es, &err) < 0) {
+		log_warnf("janitor: the server of instance %s died; its containers stay for the next server: %s", inst,
+			  err.msg);
+		_exit(1);
+	}
+	log_infof("janitor: the server of instance %s died without its exit; removing its containers", inst);
+	session_reap_instance(es, inst);
+	_exit(0);
+}
+
+int janitor_start(const struct config *cfg, struct janitor **ret)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		close(p[1]);
+		janitor_main(cfg, p[0]);
+	}
+	close(p[0]);
+	struct janitor *j = xcalloc(1, sizeof(*j));
+	j->fd = p[1];
+	*ret = j;
+	return 0;
+}
+
+void janitor_arm(struct janitor *j, const char *instance)
+{
+	char line[JANITOR_ARM_LEN + 1];
+	if (!j || strlen(instance) != JANITOR_ARM_LEN - 1)
+		return;
+	snprintf(line, sizeof(line), "%s\n", instance);
+	/* a pipe takes 17 bytes whole; the janitor only exits before reading them if it failed */
+	int r = write_full(j->fd, line, JANITOR_ARM_LEN);
+	if (r < 0)
+		log_warnf("janitor: %s; a killed server's containers stay for the next server", strerror(-r));
+}
+
+void janitor_release(struct janitor *j)
+{
+	char b = JANITOR_RELEASE;
+	if (!j)
+		return;
+	if (write_full(j->fd, &b, 1) < 0)
+		log_debugf("janitor: gone before the exit");
+	close(j->fd);
+	free(j);
+}
