@@ -11,7 +11,9 @@
  * server. The server writes its instance once it has one, and a byte
  * before it exits cleanly. EOF with no such byte means the server died:
  * the janitor then does the exit's removals (session_reap_instance) and
- * ends. Idle, it is one read(2) on a pipe.
+ * ends. Idle, it is one read(2) on a pipe. It never takes the server's
+ * lock: a server starting meanwhile would take a held lock for a live
+ * owner and leave the persistent sessions unadopted.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -627,23 +627,10 @@ static void sweep_own(struct session_mgr *m, size_t ei)
 
 void session_reap_instance(struct engines *es, const char *instance)
 {
-	char path[PATH_MAX];
-	char dir[PATH_MAX - 32];
-
-	if (strlen(instance) != SESSION_INSTANCE_LEN || !is_hex(instance, SESSION_INSTANCE_LEN) ||
-	    lock_dir_path(dir, sizeof(dir)) < 0)
+	if (strlen(instance) != SESSION_INSTANCE_LEN || !is_hex(instance, SESSION_INSTANCE_LEN))
 		return;
-	snprintf(path, sizeof(path), "%s/%s.lock", dir, instance);
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return; /* removed by its exit, which then ran to its end */
-	/* held: its server lives after all, or another server took it over and its scan does this */
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-		for (size_t i = 0; i < engines_count(es); i++)
-			sweep_instance(es, i, instance);
-		(void)unlink(path);
-	}
-	close(fd);
+	for (size_t k = 0; k < engines_count(es); k++)
+		sweep_instance(es, k, instance);
 }
 
 /* Containers removed at once by remove_containers, at most. */

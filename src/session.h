@@ -152,10 +152,11 @@ void session_mgr_cleanup(struct session_mgr *m);
 void session_mgr_destroy(struct session_mgr *m);
 const char *session_mgr_instance(const struct session_mgr *m);
 /*
- * The exit of an instance whose server died without one (janitor.h): when
- * its lock can be taken (else it lives, or a starting server took it over
- * and removes them itself), removes its containers that are not persistent
- * sessions on every engine of es, then its lock file.
+ * The exit of an instance whose server died without one (janitor.h):
+ * removes its containers that are not persistent sessions on every engine
+ * of es. Its lock is not touched: a server starting now must find it free
+ * to adopt the persistent ones (the same containers are never removed and
+ * adopted), and the file goes at a later start (prune_locks).
  */
 void session_reap_instance(struct engines *es, const char *instance);
 

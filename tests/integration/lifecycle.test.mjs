@@ -128,7 +128,7 @@ describe('a killed server\'s janitor', suite({ timeout: 180000 }), () => {
     assert.deepEqual(await containersOfInstance(J.instance), [q.container_id], 'only the persistent session is left');
     assert.equal((await inspectContainer(q.container_id)).State.Running, true, 'Q still runs');
 
-    // the janitor removed J's lock file; the next server proves J dead all the same and adopts Q
+    // the janitor left J's lock alone: the next server proves J dead through it and adopts Q
     const L = await Server.start('L', ENV);
     const { sessions } = await L.ok('session_list');
     assert.ok(sessions.some((x) => x.session_id === q.session_id), `L adopted Q: ${JSON.stringify(sessions)}`);
