@@ -99,6 +99,10 @@ int files_code_failed(int code, const char *stderr_text, const char *path, const
 {
 	const char *detail = stderr_text && *stderr_text ? stderr_text : "no message";
 
+	/* the engine could not start the script's /bin/sh (Docker says 126, and nothing on stderr) */
+	if (code == 126 && !(stderr_text && *stderr_text))
+		code = XFER_EXIT_NO_TAR;
+
 	switch (code) {
 	case 0:
 		return 0;
@@ -126,8 +130,10 @@ int files_code_failed(int code, const char *stderr_text, const char *path, const
 			       "permission denied: the sandbox user cannot %s %s", verb, path);
 	case XFER_EXIT_NO_TAR:
 		return err_set(err, ERRCODE_ENGINE_ERROR, -ENOENT,
-			       "the session's image has no tar (or no /bin/sh), which the file tools need: %.200s",
-			       detail);
+			       "the session's image has no tar (or no /bin/sh), which the file tools need in a "
+			       "session without the in-sandbox agent (one adopted from an earlier server, or on a "
+			       "server built without it): create a new session, or use an image that has both%s%.200s",
+			       stderr_text && *stderr_text ? ": " : "", stderr_text && *stderr_text ? stderr_text : "");
 	default:
 		return err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "could not %s %s (exit code %d): %.300s", verb, path,
 			       code, detail);

@@ -276,4 +276,22 @@ describe('an image without a shell', suite({ timeout: 60000, skip: noAgent }), (
     const st = await srv.ok('run_command', { argv: ['/bin/busybox', 'ls', '-ln', '/workspace'], session_id: s.session_id });
     assert.equal(st.stdout, 'total 0\n', 'file_delete removed it all');
   });
+
+  // last: it replaces srv. Adopted sessions keep the engine's exec path, whose scripts need /bin/sh.
+  test('an adopted session without the agent says its image lacks /bin/sh, and what to do', async () => {
+    const s = await srv.createSession({ image: tag, persistent: true });
+    await srv.kill('SIGKILL'); // its janitor leaves a persistent session for the next server
+    srv = await Server.start('agent-noshell-heir', { SANDBOX_TIMEOUT_S: 30, SANDBOX_HOST_DIRS: hostDir });
+    const { sessions } = await srv.ok('session_list');
+    assert.ok(sessions.some((x) => x.session_id === s.session_id), `adopted: ${JSON.stringify(sessions)}`);
+    writeFileSync(join(hostDir, 'adopted.txt'), 'x\n');
+    for (const [tool, args] of [['file_write', { path: 'a.txt', content: 'x' }],
+      ['file_upload', { host_path: join(hostDir, 'adopted.txt') }]]) {
+      const f = await srv.fails(tool, { ...args, session_id: s.session_id }, 'engine_error');
+      assert.match(f.error.message, /no tar \(or no \/bin\/sh\)/, `${tool}: ${f.error.message}`);
+      assert.match(f.error.message, /create a new session/, `${tool} says what to do: ${f.error.message}`);
+      assert.doesNotMatch(f.error.message, /exit code 126|no message/, f.error.message);
+    }
+    await srv.ok('session_close', { session_id: s.session_id });
+  });
 });
