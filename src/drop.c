@@ -510,7 +510,11 @@ static void map_skipped(void *arg, const char *name, const char *why)
 		snprintf(m->raw, sizeof(m->raw), "./%s", rest);
 	else
 		snprintf(m->raw, sizeof(m->raw), "%s", name);
-	snprintf(m->why, sizeof(m->why), "%s", why);
+	/* a hard link names its target as the stream does: "t/a" is "./a" to the caller */
+	if (!m->file && strncmp(why, TAR_SKIP_HARDLINK "t/", strlen(TAR_SKIP_HARDLINK "t/")) == 0)
+		snprintf(m->why, sizeof(m->why), TAR_SKIP_HARDLINK "./%s", why + strlen(TAR_SKIP_HARDLINK "t/"));
+	else
+		snprintf(m->why, sizeof(m->why), "%s", why);
 	drop_scrub(m->s, m->raw, sizeof(m->raw));
 	drop_scrub(m->s, m->why, sizeof(m->why));
 	m->to->skipped(m->to->arg, m->raw, m->why);

@@ -537,7 +537,8 @@ describe('host transfers: file_upload and file_download', suite({ timeout: 30000
     assert.match(skipped['./root'], /symbolic link/);
     assert.match(skipped['./sub/up'], /symbolic link/);
     assert.match(skipped['./fifo'], /fifo/);
-    assert.match(skipped[h === 'h1' ? './h2' : './h1'], /hard link/);
+    // the target as the caller names files, not as the engine's stream did (t/h1 through the drop)
+    assert.equal(skipped[h === 'h1' ? './h2' : './h1'], `hard link to ./${h}`);
     assert.match(down.warnings ?? '', /secret.*Permission denied/, 'the unreadable file is reported');
     assert.deepEqual(readdirSync(base).sort(), before, 'nothing new next to the allowed folder');
     assert.equal(statSync('/etc/passwd').mtimeMs, passwd);
