@@ -164,8 +164,10 @@ describe('a flood of 10,000 requests', { timeout: 180000 }, () => {
 
 describe('big requests written faster than one slow session takes them', { timeout: 120000 }, () => {
   test('past the queue\'s limit they are refused at once (busy), memory stays bounded, nothing is lost', async (t) => {
-    // the first exec hangs, so every call queued behind it on the default session waits
-    const fake = await FakeEngine.start('exec-hang', 'POST /exec/*/start', { count: 1 });
+    // the first two execs hang, so every call queued behind the first on the default session waits:
+    // the agent's start (which gives up after the engine timeout, sooner than 40 MiB of lines are
+    // read on a loaded machine) and the engine's exec path that the call falls back to
+    const fake = await FakeEngine.start('exec-hang', 'POST /exec/*/start', { count: 2 });
     t.after(() => fake.stop());
     const LINE = 2 << 20; // queued calls may hold 4 such lines: 8 MiB
     const p = pipe(t, fake, 'queue-limit', { SANDBOX_MAX_LINE_BYTES: LINE });
