@@ -91,9 +91,9 @@ static void janitor_main(const struct config *cfg, int rfd)
 	signal(SIGPIPE, SIG_IGN);
 	detach_stdio();
 	ssize_t n = read_line(rfd, inst, JANITOR_ARM_LEN);
-	if (n != JANITOR_ARM_LEN || inst[16] != '\n')
+	if (n != JANITOR_ARM_LEN || inst[JANITOR_ARM_LEN - 1] != '\n')
 		_exit(0); /* a server that ended before it made anything, or sent nothing we know */
-	inst[16] = '\0';
+	inst[JANITOR_ARM_LEN - 1] = '\0';
 	ssize_t got;
 	do
 		got = read(rfd, &b, 1);
