@@ -21,11 +21,13 @@
  * the check at hand-out (its container stopped or removed from outside, or
  * the default image now names another image) is removed, not handed out.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 
+#include "call.h"
 #include "log.h"
 #include "pool.h"
 #include "session.h"
@@ -52,6 +54,12 @@ struct pool {
 	bool running;  /* the refill thread is at work */
 	bool joinable; /* thread names a thread not joined yet (running, or ended) */
 	pthread_t thread;
+	/*
+	 * The build under way, or NULL: stopping cancels it, so that an exit
+	 * does not wait out a create, start and agent start (under a second on
+	 * a loaded machine) for a member it would remove at once.
+	 */
+	struct call *building;
 };
 
 struct pool *pool_create(const struct config *cfg, struct session_mgr *m, const struct pool_ops *ops, size_t size)
@@ -80,21 +88,33 @@ static void wait_ms(struct pool *p, int64_t ms)
 	pthread_cond_timedwait(&p->wake, &p->lock, &ts);
 }
 
-/* One build; a member is added, or removed again when the pool stopped meanwhile. 0 or -errno with err. */
+/*
+ * One build; a member is added, or removed again when the pool stopped
+ * meanwhile. 0 or -errno with err (-ECANCELED: the pool stopped).
+ */
 static int refill_one(struct pool *p, struct err *err)
 {
 	struct session *s = NULL;
-	int r = p->ops.build(p->m, &s, err);
-	if (r < 0)
-		return r;
+	struct call *c = call_create(NULL, "", NULL, NULL, NULL);
+	int r = -ECANCELED;
+
+	err_clear(err);
 	pthread_mutex_lock(&p->lock);
-	bool keep = !p->stopping && p->len < p->size;
+	bool go = !p->stopping;
+	p->building = go ? c : NULL;
+	pthread_mutex_unlock(&p->lock);
+	if (go)
+		r = p->ops.build(p->m, c, &s, err);
+	pthread_mutex_lock(&p->lock);
+	p->building = NULL; /* before c goes: cancel_locked reads it under the lock */
+	bool keep = r == 0 && !p->stopping && p->len < p->size;
 	if (keep)
 		p->members[p->len++] = s;
 	pthread_mutex_unlock(&p->lock);
-	if (!keep)
+	call_destroy(c);
+	if (r == 0 && !keep)
 		p->ops.discard(p->m, &s, 1);
-	return 0;
+	return r;
 }
 
 static void *refill_main(void *arg)
@@ -113,6 +133,8 @@ static void *refill_main(void *arg)
 		struct err err;
 		int r = room ? refill_one(p, &err) : 0;
 		pthread_mutex_lock(&p->lock);
+		if (p->stopping)
+			break; /* a cancelled build is no failure to report */
 		if (r < 0) {
 			backoff = backoff ? backoff * 2 : POOL_BACKOFF_MIN_MS;
 			if (backoff > POOL_BACKOFF_MAX_MS)
@@ -127,7 +149,7 @@ static void *refill_main(void *arg)
 			backoff = 0;
 			warned = false;
 		}
-		if (!p->stopping && (r < 0 || !room))
+		if (r < 0 || !room)
 			wait_ms(p, r < 0 ? backoff : POOL_ROOM_POLL_MS);
 	}
 	p->running = false;
@@ -169,13 +191,21 @@ static size_t take_all(struct pool *p, struct session **out, size_t keep)
 	return n;
 }
 
+/* Stops refills and cancels the build under way (lock held; the hook only ends its engine call). */
+static void stop_locked(struct pool *p)
+{
+	p->stopping = true;
+	if (p->building)
+		call_cancel(p->building);
+	pthread_cond_broadcast(&p->wake);
+}
+
 void pool_quiesce(struct pool *p)
 {
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
-	p->stopping = true;
-	pthread_cond_broadcast(&p->wake);
+	stop_locked(p);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -184,10 +214,9 @@ void pool_stop(struct pool *p)
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
-	p->stopping = true;
+	stop_locked(p);
 	bool join = p->joinable;
 	p->joinable = false;
-	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 	if (join)
 		pthread_join(p->thread, NULL);

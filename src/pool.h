@@ -19,6 +19,7 @@
 #include "config.h"
 #include "errcode.h"
 
+struct call;
 struct pool;
 struct session;
 /* What pool_ops.current says of a member. */
@@ -34,8 +35,12 @@ struct session_opts;
  * holds no copy of how a container is made.
  */
 struct pool_ops {
-	/* Builds an unlisted pool member: created, started, agent up. 0 or -errno with err. */
-	int (*build)(struct session_mgr *m, struct session **ret, struct err *err);
+	/*
+	 * Builds an unlisted pool member: created, started, agent up. 0 or
+	 * -errno with err. call is the build's own: the pool cancels it when
+	 * it stops, and whatever the build made by then it removes itself.
+	 */
+	int (*build)(struct session_mgr *m, struct call *call, struct session **ret, struct err *err);
 	/* Removes the containers of n unlisted sessions (at once) and frees them. */
 	void (*discard)(struct session_mgr *m, struct session **list, size_t n);
 	/* Containers the server may still make under SANDBOX_MAX_SESSIONS_TOTAL (SIZE_MAX: no limit). */
@@ -48,11 +53,15 @@ struct pool_ops {
 struct pool *pool_create(const struct config *cfg, struct session_mgr *m, const struct pool_ops *ops, size_t size);
 /* Starts the refill thread (after the start-up scan). Failing to start it only leaves the pool empty. */
 void pool_start(struct pool *p);
-/* Stops refills without waiting: the first half of pool_stop, so that its wait overlaps other work. */
+/*
+ * Stops refills without waiting and cancels a build under way (its engine
+ * call ends at once): the first half of pool_stop, so that its wait
+ * overlaps other work.
+ */
 void pool_quiesce(struct pool *p);
 /*
- * Stops the refill thread (waiting for a build under way, whose member is
- * then removed) and removes every member. Idempotent.
+ * Stops the refill thread (cancelling a build under way and waiting for it
+ * to remove what it made) and removes every member. Idempotent.
  */
 void pool_stop(struct pool *p);
 /* pool_stop, then frees p. NULL is a no-op. */

@@ -1000,16 +1000,17 @@ bool session_agent_run(struct engine *e, struct call *call, struct session *s, c
  * The warm pool's side in the registry (pool.h): members are made by the
  * same container_new as fresh sessions, with the default options.
  */
-static int pool_build(struct session_mgr *m, struct session **ret, struct err *err)
+static int pool_build(struct session_mgr *m, struct call *call, struct session **ret, struct err *err)
 {
 	const struct session_opts o = { 0 };
 	struct session *s;
-	int r = container_new(m, NULL, &o, m->cfg->image, "none", true, &s, err);
+	int r = container_new(m, call, &o, m->cfg->image, "none", true, &s, err);
 	if (r < 0)
 		return r;
 	/* the agent up ahead too: the first run_command of the session pays no start */
 	struct err aerr;
-	if (s->agent_installed && agentctl_start(s->engine, NULL, s->container, s->user, &s->agent, &aerr) < 0)
+	if (s->agent_installed && agentctl_start(s->engine, call, s->container, s->user, &s->agent, &aerr) < 0 &&
+	    !call_cancelled(call))
 		log_infof("warm pool: the agent of %.12s did not start (%s); its first command starts it", s->container,
 			  aerr.msg);
 	*ret = s;

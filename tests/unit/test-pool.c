@@ -3,8 +3,9 @@
  * option that changes a container (and the ones that do not), and the
  * refill thread driven through fake pool_ops: fills to its size, refills
  * after a take, stays under the room the registry leaves, survives failed
- * builds without leaking, drops members that are no longer current, and
- * removes every member when it stops.
+ * builds without leaking, drops members that are no longer current,
+ * removes every member when it stops, and cancels a build under way
+ * rather than waiting it out.
  */
 #include "testutil.h"
 
@@ -12,6 +13,7 @@
 #include <poll.h>
 #include <pthread.h>
 
+#include "call.h"
 #include "config.h"
 #include "pool.h"
 #include "session.h"
@@ -23,13 +25,47 @@ struct fake {
 	size_t room;
 	bool stale;   /* current() says no */
 	bool unknown; /* current() cannot tell (the engine is away) */
+	bool hang;    /* build() blocks until its call is cancelled (at most 10 s) */
+	bool hanging; /* a hanging build has armed its hook */
+	int cancelled;
+	pthread_cond_t changed;
 };
 
 static struct fake fk;
 
-static int fake_build(struct session_mgr *m, struct session **ret, struct err *err)
+/* The hook an engine call arms: here it only wakes the hanging build. */
+static void fake_cancel(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&fk.lock);
+	fk.cancelled++;
+	pthread_cond_broadcast(&fk.changed);
+	pthread_mutex_unlock(&fk.lock);
+}
+
+/* A build stuck in an engine call (a start on a loaded engine): it ends when its call is cancelled. */
+static int hang_build(struct call *call, struct err *err)
+{
+	if (call_arm(call, fake_cancel, NULL) < 0)
+		return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled before it began");
+	pthread_mutex_lock(&fk.lock);
+	fk.hanging = true;
+	pthread_cond_broadcast(&fk.changed);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	while (!call_cancelled(call) && pthread_cond_timedwait(&fk.changed, &fk.lock, &until) == 0)
+		;
+	pthread_mutex_unlock(&fk.lock);
+	call_disarm(call);
+	return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "cancelled");
+}
+
+static int fake_build(struct session_mgr *m, struct call *call, struct session **ret, struct err *err)
 {
 	(void)m;
+	if (fk.hang)
+		return hang_build(call, err);
 	pthread_mutex_lock(&fk.lock);
 	bool fail = fk.failing > 0;
 	if (fail)
@@ -76,7 +112,8 @@ static void fake_reset(void)
 	pthread_mutex_lock(&fk.lock);
 	fk.built = fk.discarded = fk.failing = 0;
 	fk.room = SIZE_MAX;
-	fk.stale = fk.unknown = false;
+	fk.stale = fk.unknown = fk.hang = fk.hanging = false;
+	fk.cancelled = 0;
 	pthread_mutex_unlock(&fk.lock);
 }
 
@@ -207,14 +244,53 @@ static void test_room_and_failures(void **state)
 	config_finish(&c);
 }
 
+/* A stop does not wait out a build under way: it cancels the build's engine call. */
+static void test_stop_cancels_build(void **state)
+{
+	(void)state;
+	struct config c;
+	config_init(&c);
+	fake_reset();
+	fk.hang = true;
+	struct pool *p = pool_create(&c, NULL, &fake_ops, 1);
+	pool_start(p);
+	pthread_mutex_lock(&fk.lock);
+	for (int i = 0; i < 1000 && !fk.hanging; i++) {
+		pthread_mutex_unlock(&fk.lock);
+		poll(NULL, 0, 10);
+		pthread_mutex_lock(&fk.lock);
+	}
+	assert_true(fk.hanging);
+	pthread_mutex_unlock(&fk.lock);
+	int64_t t0 = now_ms();
+	pool_quiesce(p);
+	assert_int_equal(fk.cancelled, 1); /* at once, from the stopping thread */
+	pool_destroy(p);
+	/* without the cancel, the build would hold the stop for its 10 s */
+	assert_true(now_ms() - t0 < 2000);
+	assert_int_equal(fk.built, 0);
+	assert_int_equal(fk.discarded, 0);
+	/* a pool stopped before its first build never builds */
+	fake_reset();
+	p = pool_create(&c, NULL, &fake_ops, 1);
+	pool_quiesce(p);
+	pool_start(p);
+	poll(NULL, 0, 100);
+	pool_destroy(p);
+	assert_int_equal(fk.built, 0);
+	config_finish(&c);
+}
+
 int main(void)
 {
 	util_json_init();
 	pthread_mutex_init(&fk.lock, NULL);
+	pthread_cond_init(&fk.changed, NULL);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_match),
 		cmocka_unit_test(test_refill),
 		cmocka_unit_test(test_room_and_failures),
+		cmocka_unit_test(test_stop_cancels_build),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
