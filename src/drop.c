@@ -511,8 +511,8 @@ static void map_skipped(void *arg, const char *name, const char *why)
 	else
 		snprintf(m->raw, sizeof(m->raw), "%s", name);
 	/* a hard link names its target as the stream does: "t/a" is "./a" to the caller */
-	if (!m->file && strncmp(why, TAR_SKIP_HARDLINK "t/", strlen(TAR_SKIP_HARDLINK "t/")) == 0)
-		snprintf(m->why, sizeof(m->why), TAR_SKIP_HARDLINK "./%s", why + strlen(TAR_SKIP_HARDLINK "t/"));
+	if (!m->file && strncmp(why, TAR_HARDLINK_REASON "t/", strlen(TAR_HARDLINK_REASON "t/")) == 0)
+		snprintf(m->why, sizeof(m->why), TAR_HARDLINK_REASON "./%s", why + strlen(TAR_HARDLINK_REASON "t/"));
 	else
 		snprintf(m->why, sizeof(m->why), "%s", why);
 	drop_scrub(m->s, m->raw, sizeof(m->raw));

@@ -251,7 +251,7 @@ static const char *skip_reason(struct archive_entry *ent, char *tmp, size_t tmps
 {
 	const char *hl = la.archive_entry_hardlink(ent);
 	if (hl) {
-		snprintf(tmp, tmpsz, TAR_SKIP_HARDLINK "%.200s", hl);
+		snprintf(tmp, tmpsz, TAR_HARDLINK_REASON "%.200s", hl);
 		return tmp;
 	}
 	switch (la.archive_entry_filetype(ent)) {

@@ -35,7 +35,7 @@
 /* Bytes read after the end-of-archive blocks (record padding). */
 #define TAR_TRAILER_MAX (1u << 20)
 /* A skipped hard link's reason, before the target's name as the stream gives it. */
-#define TAR_SKIP_HARDLINK "hard link to "
+#define TAR_HARDLINK_REASON "hard link to "
 
 /* What sink->entry and sink->data return to go on, skip an entry, or stop reading early (success). */
 #define TAR_OK 0
