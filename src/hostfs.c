@@ -735,15 +735,11 @@ void hostfs_extract_stats(const struct hostfs_extract *x, uint64_t *ret_files, u
 static int hold_replaced(const struct hostfs_extract *x)
 {
 	struct stat st;
-	int tfd = openat(x->dirfd, x->tmpname, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (tfd < 0)
+	/* through the folder's own fd, never its name again: the name is in a folder others may write */
+	if (x->is_dir || x->tmpfd < 0 || fstatat(x->tmpfd, EXTRACT_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_size < HOSTFS_HOLD_MIN)
 		return -1;
-	int fd = -1;
-	if (!x->is_dir && fstatat(tfd, EXTRACT_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_nlink == 1 && st.st_size >= HOSTFS_HOLD_MIN)
-		fd = openat(tfd, EXTRACT_FILE, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	close(tfd);
-	return fd;
+	return openat(x->tmpfd, EXTRACT_FILE, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 }
 
 void hostfs_extract_destroy(struct hostfs_extract *x)
@@ -752,9 +748,9 @@ void hostfs_extract_destroy(struct hostfs_extract *x)
 		return;
 	if (x->filefd >= 0)
 		close(x->filefd);
+	int held = x->tmpname[0] && !x->committed ? hold_replaced(x) : -1;
 	if (x->tmpfd >= 0)
 		close(x->tmpfd);
-	int held = x->tmpname[0] && !x->committed ? hold_replaced(x) : -1;
 	if (x->tmpname[0] && !x->committed)
 		remove_tree(x->dirfd, x->tmpname, 0);
 	if (held >= 0)
