@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,9 @@ extern char **environ;
 /* The byte a clean exit sends: nothing to do. */
 #define JANITOR_RELEASE 'x'
 /* An instance id and its newline. */
-#define JANITOR_ARM_LEN 17
+#define JANITOR_ARM_LEN (SESSION_INSTANCE_LEN + 1)
+/* How often the janitor looks whether its server is gone, after EOF came too soon, ms. */
+#define JANITOR_PARENT_POLL_MS 100
 
 struct janitor {
 	int fd; /* the pipe's write end, CLOEXEC: an ssh the server runs must not hold it */
@@ -76,8 +79,21 @@ static void detach_stdio(void)
 	close(null);
 }
 
+/*
+ * Waits until server is no longer this process's parent: dead, not only
+ * without the pipe (a stray close of its fd number in the server would
+ * otherwise have its live sessions removed). The kernel closes a dying
+ * process's files before it reparents its children, so EOF may come a
+ * moment before; a live server is waited for until it ends.
+ */
+static void wait_server_gone(pid_t server)
+{
+	while (getppid() == server)
+		(void)poll(NULL, 0, JANITOR_PARENT_POLL_MS);
+}
+
 /* The child: waits for the server's end, and does its exit's removals if it had none. Never returns. */
-static void janitor_main(const struct config *cfg, int rfd)
+static void janitor_main(const struct config *cfg, pid_t server, int rfd)
 {
 	char inst[JANITOR_ARM_LEN + 1] = "";
 	char b;
@@ -90,6 +106,10 @@ static void janitor_main(const struct config *cfg, int rfd)
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	detach_stdio();
+	/* nothing else of the client's: a pipe it passed on must see EOF when the server ends */
+	if (rfd > 3)
+		(void)close_range(3, (unsigned)rfd - 1, 0);
+	(void)close_range((unsigned)rfd + 1, ~0u, 0);
 	ssize_t n = read_line(rfd, inst, JANITOR_ARM_LEN);
 	if (n != JANITOR_ARM_LEN || inst[JANITOR_ARM_LEN - 1] != '\n')
 		_exit(0); /* a server that ended before it made anything, or sent nothing we know */
@@ -100,6 +120,7 @@ static void janitor_main(const struct config *cfg, int rfd)
 	while (got < 0 && errno == EINTR);
 	if (got != 0)
 		_exit(0); /* the clean exit's byte */
+	wait_server_gone(server);
 	struct engines *es = NULL;
 	struct err err;
 	err_clear(&err);
@@ -116,6 +137,7 @@ static void janitor_main(const struct config *cfg, int rfd)
 int janitor_start(const struct config *cfg, struct janitor **ret)
 {
 	int p[2];
+	pid_t server = getpid();
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
@@ -128,7 +150,7 @@ int janitor_start(const struct config *cfg, struct janitor **ret)
 	}
 	if (pid == 0) {
 		close(p[1]);
-		janitor_main(cfg, p[0]);
+		janitor_main(cfg, server, p[0]);
 	}
 	close(p[0]);
 	struct janitor *j = xcalloc(1, sizeof(*j));
@@ -143,7 +165,7 @@ void janitor_arm(struct janitor *j, const char *instance)
 	if (!j || strlen(instance) != JANITOR_ARM_LEN - 1)
 		return;
 	snprintf(line, sizeof(line), "%s\n", instance);
-	/* a pipe takes 17 bytes whole; the janitor only exits before reading them if it failed */
+	/* a pipe takes the line whole; the janitor only exits before reading them if it failed */
 	int r = write_full(j->fd, line, JANITOR_ARM_LEN);
 	if (r < 0)
 		log_warnf("janitor: %s; a killed server's containers stay for the next server", strerror(-r));

@@ -293,7 +293,11 @@ static int serve_services(const struct config *cfg, struct janitor *janitor, boo
 		/* calls that ignored cancellation still use the services: keep them */
 		log_warnf("exiting with calls still running");
 		session_mgr_cleanup(sessions);
-		janitor_release(janitor);
+		/*
+		 * No janitor_release: a running call may still make a container
+		 * (or lose a create's answer) after the cleanup's sweep. The
+		 * janitor sees the exit as a death and sweeps once more.
+		 */
 		/*
 		 * The running calls hold the services, and svc lives in this frame:
 		 * end the process here instead of returning (which would leave them a

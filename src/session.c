@@ -47,8 +47,6 @@ static const char session_idle_cmd[] = "while sleep 3600; do :; done";
 #define SESSION_USERDB_MAX (1u << 20)
 /* A lock file younger than this may be a starting server's, not yet taken (prune_locks). */
 #define SESSION_LOCK_FRESH_S 60
-/* Hex digits of an instance id, the name of its lock file before ".lock". */
-#define SESSION_INSTANCE_LEN 16
 
 struct session_mgr {
 	const struct config *cfg;

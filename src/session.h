@@ -26,6 +26,8 @@
 
 #define SESSION_ID_LEN 12
 #define SESSION_NAME_MAX 63
+/* Hex digits of an instance id (the server's, in its containers' labels and its lock file's name). */
+#define SESSION_INSTANCE_LEN 16
 /* Label prefix on everything the server creates. */
 #define SESSION_LABEL "io.sandbox-mcp"
 /* Transient containers (session_opts.transient) allowed past SANDBOX_MAX_SESSIONS. */

@@ -10,6 +10,8 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import {
   sleep, Server, suite, requireEngine, cleanup, inspectContainer, containerExists, containersOfInstance, poolFilled,
 } from '../lib/harness.mjs';
@@ -136,5 +138,34 @@ describe('a killed server\'s janitor', suite({ timeout: 180000 }), () => {
     assert.equal(st.stdout, 'from-J\n');
     await L.ok('session_close', { session_id: q.session_id });
     assert.equal(await containerExists(q.container_id), false);
+  });
+
+  test('the janitor holds no file of the client\'s but its stdio and its pipe', async () => {
+    // a client that hands the server one more pipe (fd 3) must see its EOF when the server ends
+    const child = spawn(process.env.SANDBOX_MCP_BIN, [], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr += d; });
+    try {
+      let jpid = null;
+      for (let i = 0; i < 100 && !jpid; i++) {
+        for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+          let stat;
+          try { stat = readFileSync(`/proc/${name}/stat`, 'utf8'); } catch { continue; }
+          const m = /^\d+ \((.*)\) \S+ (\d+)/s.exec(stat);
+          if (m && m[1] === 'sandbox-janitor' && Number(m[2]) === child.pid) jpid = Number(name);
+        }
+        if (!jpid) await sleep(50);
+      }
+      assert.ok(jpid, `the server forked its janitor; stderr: ${stderr}`);
+      const extra = readlinkSync(`/proc/${child.pid}/fd/3`);
+      const fds = readdirSync(`/proc/${jpid}/fd`).map(Number).sort((x, y) => x - y);
+      const links = fds.map((fd) => { try { return readlinkSync(`/proc/${jpid}/fd/${fd}`); } catch { return ''; } });
+      assert.ok(!links.includes(extra), `the janitor let go of the client's ${extra}: ${JSON.stringify(links)}`);
+      assert.equal(fds.length, 4, `stdin, stdout, stderr and the server's pipe: ${JSON.stringify(links)}`);
+    } finally {
+      child.stdin.end();
+      await exited;
+    }
   });
 });
