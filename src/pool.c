@@ -106,7 +106,7 @@ static int refill_one(struct pool *p, struct err *err)
 	if (go)
 		r = p->ops.build(p->m, c, &s, err);
 	pthread_mutex_lock(&p->lock);
-	p->building = NULL; /* before c goes: cancel_locked reads it under the lock */
+	p->building = NULL; /* before c goes: stop_locked reads it under the lock */
 	bool keep = r == 0 && !p->stopping && p->len < p->size;
 	if (keep)
 		p->members[p->len++] = s;

@@ -444,7 +444,9 @@ static void listed_read(json_t *c, struct listed *l)
 	l->inst = json_string_value(json_object_get(l->labels, SESSION_LABEL ".instance"));
 	const char *persist = json_string_value(json_object_get(l->labels, SESSION_LABEL ".persistent"));
 	l->persistent = persist && strcmp(persist, "true") == 0;
-	l->pooled = json_object_get(l->labels, SESSION_LABEL ".pool") != NULL;
+	/* by value: an image may carry any label, and a container inherits what its create does not set */
+	const char *pool = json_string_value(json_object_get(l->labels, SESSION_LABEL ".pool"));
+	l->pooled = pool && strcmp(pool, "1") == 0;
 }
 
 /*
@@ -855,8 +857,11 @@ static int read_user_files(struct session_mgr *m, struct engine *e, struct call 
 	int r = engine_container_create(e, call, body, probe, &warnings, err);
 	json_decref(body);
 	json_decref(warnings);
-	if (r < 0)
+	if (r < 0) {
+		/* the engine may have made it and lost the answer (a cancel, a timeout): as container_new does */
+		mark_orphans(m, e);
 		return r;
+	}
 	r = read_image_file(e, call, probe, "/etc/passwd", passwd, err);
 	if (r == 0)
 		r = read_image_file(e, call, probe, "/etc/group", group, err);
@@ -1228,8 +1233,8 @@ static json_t *container_body(const struct session_mgr *m, const struct session 
 				   SESSION_LABEL ".persistent", s->persistent ? "true" : "false",
 				   SESSION_LABEL ".created", created, SESSION_LABEL ".user", s->user,
 				   SESSION_LABEL ".network", s->network);
-	if (pooled)
-		json_object_set_new(labels, SESSION_LABEL ".pool", json_string("1"));
+	/* always set: a label the image carries would otherwise make a session look pooled */
+	json_object_set_new(labels, SESSION_LABEL ".pool", json_string(pooled ? "1" : "0"));
 	json_t *env = json_array();
 	const char *key;
 	json_t *val;

@@ -6,6 +6,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import {
   Server, suite, requireEngine, cleanup, inspectContainer, containerExists, containersOfInstance, docker,
   poolMembersOf, poolFilled, sleep, trackContainer,
@@ -176,6 +177,35 @@ describe('warm pool', suite({ timeout: 600000 }), () => {
     assert.equal(list.sessions.filter((s) => s.container_id === id).length, 0, 'not adopted');
     assert.deepEqual(await gone([id]), [], 'removed by the sweep');
     await N.close();
+  });
+
+  test('an image that carries the pool label makes no session a member', async () => {
+    // a session made from it: the container inherits the image's labels unless its create sets them
+    const tag = 'sandbox-mcp-test/pool-label:latest';
+    const base = await docker(['create', 'sandbox-mcp-python:latest']);
+    assert.equal(base.code, 0, base.stderr);
+    const made = await docker(['commit', '--change', 'LABEL io.sandbox-mcp.pool=1', base.stdout.trim(), tag]);
+    await docker(['rm', base.stdout.trim()]);
+    assert.equal(made.code, 0, made.stderr);
+    try {
+      const K = await Server.start('pool-label', { ...ENV, SANDBOX_POOL_SIZE: 0 });
+      const p = await K.createSession({ image: tag, persistent: true });
+      assert.equal((await inspectContainer(p.container_id)).Config.Labels['io.sandbox-mcp.pool'], '0');
+      // K's janitor removes what K made but did not keep: a pool member would go, the persistent session stays
+      const jpid = K.janitorPid();
+      assert.ok(jpid, 'K runs a janitor');
+      await K.kill('SIGKILL');
+      for (let i = 0; i < 150 && existsSync(`/proc/${jpid}`); i++) await sleep(200);
+      assert.ok(!existsSync(`/proc/${jpid}`), 'the janitor ended');
+      assert.equal(await containerExists(p.container_id), true, 'the persistent session was not swept as a member');
+      const N = await Server.start('pool-label-next', { ...ENV, SANDBOX_POOL_SIZE: 0 });
+      const list = await N.ok('session_list');
+      assert.ok(list.sessions.some((s) => s.session_id === p.session_id), 'the next server adopted it');
+      await N.ok('session_close', { session_id: p.session_id });
+      await N.close();
+    } finally {
+      await docker(['rmi', '-f', tag]);
+    }
   });
 
   test('SANDBOX_POOL_SIZE=0 disables the pool', async () => {
