@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -31,12 +32,13 @@ struct http_conn {
 	const struct http_io *io; /* NULL: read and write fd itself */
 	void *io_arg;
 	int timeout_ms;
-	int idle_ms;	  /* each wait for a byte at most this (0: timeout_ms) */
-	int64_t deadline; /* now_ms() by which the response must be in; 0: none */
-	bool answering;	  /* some of the response came */
-	struct buf rbuf;  /* unread bytes from the socket */
-	bool dead;	  /* framing error, reset or close: do not reuse */
-	bool keep_alive;  /* the response allowed reuse */
+	int idle_ms;	     /* each wait for a byte at most this (0: timeout_ms) */
+	int64_t deadline;    /* now_ms() by which the response must be in; 0: none */
+	bool answering;	     /* some of the response came */
+	struct buf rbuf;     /* unread bytes from the socket */
+	bool dead;	     /* framing error, reset or close: do not reuse */
+	atomic_bool aborted; /* http_conn_abort ran (from a cancelling thread): do not reuse */
+	bool keep_alive;     /* the response allowed reuse */
 	enum body_mode mode;
 	uint64_t remaining; /* BODY_LENGTH */
 	struct http_chunked chunked;
@@ -54,6 +56,7 @@ struct http_conn *http_conn_create(int fd, int timeout_ms)
 	c->timeout_ms = timeout_ms;
 	buf_init(&c->rbuf, HTTP_HEAD_MAX + HTTP_READ_CHUNK);
 	c->body_done = true;
+	atomic_init(&c->aborted, false);
 	/*
 	 * Writes are bounded like reads: an engine that stops reading a request
 	 * body (an upload, a build context) must not hold the call forever. The
@@ -97,6 +100,8 @@ int http_conn_fd(const struct http_conn *c)
 
 void http_conn_abort(struct http_conn *c)
 {
+	/* a cancel may land after the whole answer came: the connection is shut all the same */
+	atomic_store(&c->aborted, true);
 	if (c->io)
 		c->io->abort(c->io_arg);
 	else
@@ -105,7 +110,7 @@ void http_conn_abort(struct http_conn *c)
 
 bool http_conn_reusable(const struct http_conn *c)
 {
-	return !c->dead && c->keep_alive && c->body_done && c->rbuf.len == 0;
+	return !c->dead && !atomic_load(&c->aborted) && c->keep_alive && c->body_done && c->rbuf.len == 0;
 }
 
 bool http_conn_idle_ok(struct http_conn *c)

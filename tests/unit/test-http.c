@@ -310,6 +310,9 @@ static void test_streaming_small_reads(void **state)
 	assert_int_equal(n, 13);
 	assert_memory_equal(out, "0123456789abc", 13);
 	assert_true(http_conn_reusable(c));
+	/* a cancel that lands after the whole answer came still shuts the connection: never kept */
+	http_conn_abort(c);
+	assert_false(http_conn_reusable(c));
 	finish(&p, t, c);
 }
 
