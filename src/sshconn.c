@@ -218,14 +218,21 @@ static int spawn_ssh(const char *user, const char *host, const char *port, int t
 		posix_spawn_file_actions_destroy(&fa);
 		return -r;
 	}
-	sigset_t none;
+	sigset_t none, deflt;
 	sigemptyset(&none);
+	/* the janitor ignores these (janitor.c); an ssh it runs must still end on them */
+	sigemptyset(&deflt);
+	sigaddset(&deflt, SIGINT);
+	sigaddset(&deflt, SIGTERM);
+	sigaddset(&deflt, SIGHUP);
+	sigaddset(&deflt, SIGPIPE);
 	/* its own process group: a ^C meant for a terminal client does not cut the engine connection */
 	if (!(r = posix_spawn_file_actions_adddup2(&fa, in_out, 0)) &&
 	    !(r = posix_spawn_file_actions_adddup2(&fa, in_out, 1)) &&
 	    !(r = posix_spawn_file_actions_adddup2(&fa, err_w, 2)) && !(r = posix_spawnattr_setpgroup(&at, 0)) &&
-	    !(r = posix_spawnattr_setsigmask(&at, &none)) &&
-	    !(r = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK)))
+	    !(r = posix_spawnattr_setsigmask(&at, &none)) && !(r = posix_spawnattr_setsigdefault(&at, &deflt)) &&
+	    !(r = posix_spawnattr_setflags(&at,
+					   POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)))
 		r = posix_spawnp(ret_pid, "ssh", &fa, &at, (char *const *)argv, environ);
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
