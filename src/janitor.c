@@ -69,14 +69,16 @@ static ssize_t read_line(int fd, char *p, size_t n)
 static void detach_stdio(void)
 {
 	struct stat st;
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	/* no O_CLOEXEC: with stdin closed this is fd 0 itself, which dup2 onto itself would leave marked */
+	int null = open("/dev/null", O_RDWR);
 	if (null < 0)
 		_exit(1);
 	bool keep_err = isatty(STDERR_FILENO) || (fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode));
 	if (dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
 	    (!keep_err && dup2(null, STDERR_FILENO) < 0))
 		_exit(1);
-	close(null);
+	if (null > STDERR_FILENO)
+		close(null);
 }
 
 /*
@@ -141,6 +143,23 @@ int janitor_start(const struct config *cfg, struct janitor **ret)
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
+	/*
+	 * A server started with a standard stream closed (a daemon's stdin)
+	 * would get the pipe there: the janitor's /dev/null would replace it,
+	 * and the server's protocol lines would go into it. Above stderr, always.
+	 */
+	for (int i = 0; i < 2; i++) {
+		if (p[i] > STDERR_FILENO)
+			continue;
+		int fd = fcntl(p[i], F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+		int e = errno;
+		close(p[i]);
+		p[i] = fd;
+		if (fd < 0) {
+			close(p[1 - i]);
+			return -e;
+		}
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;

@@ -12,6 +12,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
 import {
   sleep, Server, suite, requireEngine, cleanup, inspectContainer, containerExists, containersOfInstance, poolFilled,
 } from '../lib/harness.mjs';
@@ -144,28 +145,74 @@ describe('a killed server\'s janitor', suite({ timeout: 180000 }), () => {
     // a client that hands the server one more pipe (fd 3) must see its EOF when the server ends
     const child = spawn(process.env.SANDBOX_MCP_BIN, [], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    let stderr = '';
-    child.stderr.on('data', (d) => { stderr += d; });
     try {
-      let jpid = null;
-      for (let i = 0; i < 100 && !jpid; i++) {
-        for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-          let stat;
-          try { stat = readFileSync(`/proc/${name}/stat`, 'utf8'); } catch { continue; }
-          const m = /^\d+ \((.*)\) \S+ (\d+)/s.exec(stat);
-          if (m && m[1] === 'sandbox-janitor' && Number(m[2]) === child.pid) jpid = Number(name);
-        }
-        if (!jpid) await sleep(50);
-      }
-      assert.ok(jpid, `the server forked its janitor; stderr: ${stderr}`);
+      const jpid = await janitorOf(child);
       const extra = readlinkSync(`/proc/${child.pid}/fd/3`);
-      const fds = readdirSync(`/proc/${jpid}/fd`).map(Number).sort((x, y) => x - y);
-      const links = fds.map((fd) => { try { return readlinkSync(`/proc/${jpid}/fd/${fd}`); } catch { return ''; } });
-      assert.ok(!links.includes(extra), `the janitor let go of the client's ${extra}: ${JSON.stringify(links)}`);
-      assert.equal(fds.length, 4, `stdin, stdout, stderr and the server's pipe: ${JSON.stringify(links)}`);
+      const links = fdLinks(jpid);
+      assert.ok(!Object.values(links).includes(extra), `the janitor let go of the client's ${extra}: ${JSON.stringify(links)}`);
+      assert.equal(Object.keys(links).length, 4, `stdin, stdout, stderr and the server's pipe: ${JSON.stringify(links)}`);
     } finally {
       child.stdin.end();
       await exited;
     }
   });
+
+  test('a server started with stdin and stdout closed still has its janitor', async () => {
+    // a daemon's way (HTTP mode): the pipe must not land on fd 0 or 1, where the janitor's /dev/null goes
+    const port = await freePort();
+    const child = spawn('sh', ['-c', 'exec "$0" serve --http "$1" <&- >&-', process.env.SANDBOX_MCP_BIN,
+      `127.0.0.1:${port}`], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const exited = new Promise((resolve) => child.once('exit', (code, sig) => resolve({ code, sig })));
+    try {
+      const jpid = await janitorOf(child);
+      await sleep(300); // a janitor whose pipe was replaced by /dev/null reads EOF at once and ends
+      const links = fdLinks(jpid);
+      assert.ok(Object.keys(links).length > 0, 'the janitor still runs');
+      assert.deepEqual([links[0], links[1]], ['/dev/null', '/dev/null'], JSON.stringify(links));
+      assert.ok(Object.entries(links).some(([fd, l]) => Number(fd) > 2 && l.startsWith('pipe:')),
+        `its pipe is above stderr: ${JSON.stringify(links)}`);
+    } finally {
+      child.kill('SIGTERM');
+      const { code } = await exited;
+      assert.equal(code, 0, 'the server ended cleanly on SIGTERM');
+    }
+  });
 });
+
+/** The pid of child's janitor (a sandbox-janitor whose parent is child); waits up to 5 s. */
+async function janitorOf(child) {
+  for (let i = 0; i < 100; i++) {
+    for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+      let stat;
+      try { stat = readFileSync(`/proc/${name}/stat`, 'utf8'); } catch { continue; }
+      // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis
+      const m = /^\d+ \((.*)\) \S+ (\d+)/s.exec(stat);
+      if (m && m[1] === 'sandbox-janitor' && Number(m[2]) === child.pid) return Number(name);
+    }
+    await sleep(50);
+  }
+  assert.fail(`server ${child.pid} forked no janitor`);
+}
+
+/** What each open fd of pid names ({} when pid is gone). */
+function fdLinks(pid) {
+  const links = {};
+  let fds = [];
+  try { fds = readdirSync(`/proc/${pid}/fd`); } catch { return links; }
+  for (const fd of fds) {
+    try { links[fd] = readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { /* closed meanwhile */ }
+  }
+  return links;
+}
+
+/** A free port on 127.0.0.1 (the kernel's pick, released for the server). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
