@@ -7,6 +7,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { request } from 'node:http';
 import {
   Server, suite, requireEngine, cleanup, inspectContainer, containerExists, containersOfInstance, docker,
   poolMembersOf, poolFilled, sleep, trackContainer,
@@ -182,12 +183,14 @@ describe('warm pool', suite({ timeout: 600000 }), () => {
   test('an image that carries the pool label makes no session a member', async () => {
     // a session made from it: the container inherits the image's labels unless its create sets them
     const tag = 'sandbox-mcp-test/pool-label:latest';
-    const base = await docker(['create', 'sandbox-mcp-python:latest']);
+    const base = await docker(['create', '--label', 'io.sandbox-mcp.pool=1', 'sandbox-mcp-python:latest']);
     assert.equal(base.code, 0, base.stderr);
-    const made = await docker(['commit', '--change', 'LABEL io.sandbox-mcp.pool=1', base.stdout.trim(), tag]);
+    const made = await commitWithLabel(base.stdout.trim(), tag, 'io.sandbox-mcp.pool', '1');
     await docker(['rm', base.stdout.trim()]);
-    assert.equal(made.code, 0, made.stderr);
+    assert.equal(made.status, 201, `commit: ${made.status} ${made.body}`);
     try {
+      const labels = (await docker(['image', 'inspect', '-f', '{{json .Config.Labels}}', tag])).stdout;
+      assert.equal(JSON.parse(labels)['io.sandbox-mcp.pool'], '1', `the image carries the label: ${labels}`);
       const K = await Server.start('pool-label', { ...ENV, SANDBOX_POOL_SIZE: 0 });
       const p = await K.createSession({ image: tag, persistent: true });
       assert.equal((await inspectContainer(p.container_id)).Config.Labels['io.sandbox-mcp.pool'], '0');
@@ -232,3 +235,24 @@ describe('warm pool', suite({ timeout: 600000 }), () => {
     assert.match(r.stderr, /pool.size/);
   });
 });
+
+/**
+ * Commits container as tag with label=value, through the engine's API: the
+ * docker CLI's commit sends no body, which Podman's API refuses (Decode(): EOF).
+ */
+function commitWithLabel(container, tag, label, value) {
+  const host = process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
+  assert.ok(host.startsWith('unix://'), `a unix socket engine: ${host}`);
+  const [repo, version] = tag.split(':');
+  const path = `/v1.41/commit?container=${container}&repo=${encodeURIComponent(repo)}&tag=${version}`;
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath: host.slice('unix://'.length), method: 'POST', path,
+      headers: { 'Content-Type': 'application/json' } }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify({ Labels: { [label]: value } }));
+  });
+}
