@@ -239,6 +239,8 @@ describe('warm pool', suite({ timeout: 600000 }), () => {
 /**
  * Commits container as tag with label=value, through the engine's API: the
  * docker CLI's commit sends no body, which Podman's API refuses (Decode(): EOF).
+ * Podman ignores the body's config (docs/remote.md): the container carries
+ * the label too, and the caller checks that the image does.
  */
 function commitWithLabel(container, tag, label, value) {
   const host = process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
