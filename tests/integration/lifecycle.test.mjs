@@ -11,10 +11,11 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readdirSync, readlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import {
   sleep, Server, suite, requireEngine, cleanup, inspectContainer, containerExists, containersOfInstance, poolFilled,
+  janitorPidOf,
 } from '../lib/harness.mjs';
 
 const ENV = { SANDBOX_TIMEOUT_S: 30, SANDBOX_IDLE_TTL_S: 0 };
@@ -179,16 +180,11 @@ describe('a killed server\'s janitor', suite({ timeout: 180000 }), () => {
   });
 });
 
-/** The pid of child's janitor (a sandbox-janitor whose parent is child); waits up to 5 s. */
+/** The pid of child's janitor; waits up to 5 s. */
 async function janitorOf(child) {
   for (let i = 0; i < 100; i++) {
-    for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-      let stat;
-      try { stat = readFileSync(`/proc/${name}/stat`, 'utf8'); } catch { continue; }
-      // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis
-      const m = /^\d+ \((.*)\) \S+ (\d+)/s.exec(stat);
-      if (m && m[1] === 'sandbox-janitor' && Number(m[2]) === child.pid) return Number(name);
-    }
+    const pid = janitorPidOf(child.pid);
+    if (pid) return pid;
     await sleep(50);
   }
   assert.fail(`server ${child.pid} forked no janitor`);

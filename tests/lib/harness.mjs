@@ -179,6 +179,19 @@ function instanceOf(pid) {
   return null;
 }
 
+/** The pid of the janitor (a process named sandbox-janitor) whose parent is serverPid, or null. */
+export function janitorPidOf(serverPid) {
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let stat;
+    try { stat = readFileSync(`/proc/${name}/stat`, 'utf8'); } catch { continue; }
+    // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis
+    const m = /^\d+ \((.*)\) \S+ (\d+)/s.exec(stat);
+    if (m && m[1] === 'sandbox-janitor' && Number(m[2]) === serverPid) return Number(name);
+  }
+  return null;
+}
+
 export class Server {
   /** Use Server.start(). */
   constructor(label, env, { wrap = [] } = {}) {
@@ -294,15 +307,7 @@ export class Server {
    * exit. Its pid, or null.
    */
   janitorPid() {
-    for (const name of readdirSync('/proc')) {
-      if (!/^\d+$/.test(name)) continue;
-      let stat;
-      try { stat = readFileSync(`/proc/${name}/stat`, 'utf8'); } catch { continue; }
-      // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis
-      const m = /^\d+ \((.*)\) \S+ (\d+)/s.exec(stat);
-      if (m && m[1] === 'sandbox-janitor' && Number(m[2]) === this.pid) return Number(name);
-    }
-    return null;
+    return janitorPidOf(this.pid);
   }
 
   /**
