@@ -273,12 +273,11 @@ static int serve_services(const struct config *cfg, struct janitor *janitor, boo
 	struct tool_services svc = { .cfg = cfg,
 				     .engine = engines_default(engines),
 				     .engines = engines,
-				     .out = out,
 				     .sessions = sessions,
 				     .hostfs = hostfs,
 				     .links = links,
 				     .env_cache = env_cache_create() };
-	struct mcp *m = mcp_create(&svc);
+	struct mcp *m = mcp_create(&svc, out);
 	engine_probe(cfg, m);
 	bool idle;
 	int rc = 0;

@@ -61,6 +61,7 @@ struct mcp_peer {
 
 struct mcp {
 	const struct tool_services *svc;
+	struct out *out; /* stdio's writer, and where log lines outside a call go */
 	struct dispatch *dispatch;
 	struct mcp_peer *stdio;		  /* the peer of mcp_handle_line */
 	atomic_ullong seq;		  /* for keys of calls that run alone */
@@ -262,10 +263,11 @@ const char *mcp_instructions(const struct mcp *m)
 	return m->instructions;
 }
 
-struct mcp *mcp_create(const struct tool_services *svc)
+struct mcp *mcp_create(const struct tool_services *svc, struct out *out)
 {
 	struct mcp *m = xcalloc(1, sizeof(*m));
 	m->svc = svc;
+	m->out = out;
 	m->dispatch = dispatch_create(MCP_WORKERS_MAX);
 	dispatch_set_limits(m->dispatch, DISPATCH_PENDING_MAX,
 			    (size_t)(MCP_PENDING_LINES * m->svc->cfg->max_line_bytes));
@@ -279,8 +281,7 @@ struct mcp *mcp_create(const struct tool_services *svc)
 	/* over HTTP there is no stream for notifications outside a request (GET /mcp is 405) */
 	bool http = svc->cfg->http && svc->cfg->http[0];
 	m->resources_changed = http ? NULL
-				    : notify_create(svc->out, "notifications/resources/list_changed",
-						    MCP_LIST_CHANGED_MS);
+				    : notify_create(out, "notifications/resources/list_changed", MCP_LIST_CHANGED_MS);
 	if (!m->resources_changed && !http)
 		log_warnf("no thread for resources/list_changed: clients see new files when they list again");
 	log_set_hook(log_bridge, m);
@@ -660,6 +661,12 @@ static void call_data_free(void *data)
 	free(cd);
 }
 
+/* tool_ctx.notify: a notification on the stream of the call's request. */
+static void call_notify(void *arg, const char *method, json_t *params)
+{
+	(void)out_send_new(arg, rpc_notification(method, params));
+}
+
 /* Runs on a worker thread. */
 static void call_run(struct call *c, void *data)
 {
@@ -667,7 +674,8 @@ static void call_run(struct call *c, void *data)
 	struct mcp *m = cd->m;
 	struct tool_ctx ctx = {
 		.svc = m->svc,
-		.out = cd->out,
+		.notify = call_notify,
+		.notify_arg = cd->out,
 		.call = c,
 		.protocol_version = cd->version,
 		.progress_token = cd->progress_token,
@@ -742,7 +750,7 @@ static void log_bridge(enum log_level level, const char *msg, void *data)
 {
 	struct mcp *m = data;
 	struct call_data *cd = current_call;
-	struct out *out = cd ? cd->out : m->svc->out;
+	struct out *out = cd ? cd->out : m->out;
 	int threshold = cd && cd->modern ? cd->log_level
 					 : atomic_load(cd ? &cd->peer->legacy_log_level : &m->stdio->legacy_log_level);
 
@@ -958,7 +966,7 @@ static struct mcp_peer *stdio_route(void *arg, const struct mcp_msg_info *info)
 
 void mcp_handle_line(struct mcp *m, char *line, size_t len)
 {
-	mcp_handle_message(m, m->svc->out, stdio_route, m, line, len, 0);
+	mcp_handle_message(m, m->out, stdio_route, m, line, len, 0);
 }
 
 void mcp_handle_message(struct mcp *m, struct out *out, mcp_route_fn route, void *arg, char *line, size_t len,
@@ -1114,7 +1122,7 @@ static void trim_heap(size_t n)
 
 void mcp_handle_oversized(struct mcp *m)
 {
-	struct out *out = m->svc->out;
+	struct out *out = m->out;
 	char text[200];
 	snprintf(text, sizeof(text),
 		 "Invalid Request: line longer than %llu bytes (SANDBOX_MAX_LINE_BYTES); it was skipped",

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "out.h"
 #include "rpc.h"
 #include "tools.h"
 
@@ -48,8 +49,11 @@ struct mcp_msg_info {
  */
 typedef struct mcp_peer *(*mcp_route_fn)(void *arg, const struct mcp_msg_info *info);
 
-/* svc is borrowed and must outlive the mcp. */
-struct mcp *mcp_create(const struct tool_services *svc);
+/*
+ * svc and out are borrowed and must outlive the mcp. out is where answers to
+ * mcp_handle_line and notifications outside any call are written.
+ */
+struct mcp *mcp_create(const struct tool_services *svc, struct out *out);
 /* Lets calls in flight finish, up to wait_ms (stdin reached EOF). */
 void mcp_drain(struct mcp *m, int wait_ms);
 /*

@@ -14,7 +14,6 @@
 
 #include "buf.h"
 #include "log.h"
-#include "rpc.h"
 #include "schema.h"
 #include "tools.h"
 
@@ -268,7 +267,10 @@ void tool_progress(struct tool_ctx *ctx, double progress, double total, const ch
 		json_object_set_new(p, "total", json_real(total));
 	if (message)
 		json_object_set_new(p, "message", json_string_lossy(message, strlen(message)));
-	(void)out_send_new(ctx->out ? ctx->out : ctx->svc->out, rpc_notification("notifications/progress", p));
+	if (ctx->notify)
+		ctx->notify(ctx->notify_arg, "notifications/progress", p);
+	else
+		json_decref(p);
 	ctx->progress_sent_ms = now_ms();
 }
 

@@ -25,7 +25,6 @@
 #include "exec.h"
 #include "hostfs.h"
 #include "linksign.h"
-#include "out.h"
 #include "session.h"
 
 /* What every handler can reach; owned by main, shared by all calls. */
@@ -33,7 +32,6 @@ struct tool_services {
 	const struct config *cfg;
 	struct engine *engine;	 /* the default engine; a session's calls go to session_engine(s) */
 	struct engines *engines; /* every configured engine (engines.h), the default first */
-	struct out *out;
 	struct session_mgr *sessions;
 	struct hostfs *hostfs;	     /* the allowed host directories (SANDBOX_HOST_DIRS) */
 	struct linksign *links;	     /* HTTP mode: signs download links (linksign.h); NULL on stdio */
@@ -43,7 +41,13 @@ struct tool_services {
 /* One running tools/call. */
 struct tool_ctx {
 	const struct tool_services *svc;
-	struct out *out; /* where this call's progress goes (borrowed); NULL: svc->out */
+	/*
+	 * Where this call's notifications go: the protocol layer sends params
+	 * under method to the client that made the call. NULL: nowhere (a
+	 * resource read, a file served over HTTP). Takes params.
+	 */
+	void (*notify)(void *arg, const char *method, json_t *params);
+	void *notify_arg;
 	struct call *call;
 	const char *protocol_version; /* negotiated for this call */
 	json_t *progress_token;	      /* borrowed; NULL when the client did not ask */

@@ -65,7 +65,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	FUZZ_CHECK(fd >= 0);
 	out = out_create(fd); /* fd and the rest live for the whole run */
 	svc = (struct tool_services){
-		.cfg = &cfg, .engine = engines_at(engines, 0), .engines = engines, .out = out, .sessions = sessions
+		.cfg = &cfg, .engine = engines_at(engines, 0), .engines = engines, .sessions = sessions
 	};
 	return 0;
 }
@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(write_full(fd, data, size) == 0);
 	FUZZ_CHECK(lseek(fd, 0, SEEK_SET) == 0);
 
-	struct mcp *m = mcp_create(&svc);
+	struct mcp *m = mcp_create(&svc, out);
 	struct rpc_reader reader;
 	rpc_reader_init(&reader, fd, cfg.max_line_bytes);
 	for (size_t lines = 0;; lines++) {

@@ -56,8 +56,8 @@ static char *run_lines(const char *input, size_t len)
 	assert_int_equal(pthread_create(&t, NULL, drain_main, &d), 0);
 
 	struct out *out = out_create(p[1]);
-	struct tool_services svc = { .cfg = &cfg, .engine = engine, .out = out };
-	struct mcp *m = mcp_create(&svc);
+	struct tool_services svc = { .cfg = &cfg, .engine = engine };
+	struct mcp *m = mcp_create(&svc, out);
 	/* mcp consumes big lines in place, as it does the reader's buffer */
 	char *mine = xmalloc(len + 1);
 	memcpy(mine, input, len);
