@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-#include "errcode.h"
+#include "base/errcode.h"
 
 /* The clients, for messages: "claude-desktop, claude-code, gemini, codex". */
 extern const char clientcfg_names[];

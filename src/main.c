@@ -15,23 +15,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agentctl.h"
+#include "base/log.h"
 #include "buildconf.h"
-#include "ceiling.h"
 #include "clientcfg.h"
-#include "config.h"
-#include "engine-image.h"
-#include "engine.h"
-#include "engines.h"
-#include "httpd.h"
-#include "janitor.h"
-#include "linksign.h"
-#include "log.h"
-#include "mcp.h"
-#include "out.h"
-#include "rpc.h"
-#include "session.h"
-#include "tools.h"
+#include "config/config.h"
+#include "engine/engine-image.h"
+#include "engine/engine.h"
+#include "engine/engines.h"
+#include "mcp/mcp.h"
+#include "mcp/out.h"
+#include "mcp/rpc.h"
+#include "sandbox/agentctl.h"
+#include "sandbox/ceiling.h"
+#include "sandbox/janitor.h"
+#include "sandbox/session.h"
+#include "tools/linksign.h"
+#include "tools/tools.h"
+#include "transport/http/httpd.h"
 
 extern char **environ;
 

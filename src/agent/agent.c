@@ -32,8 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agentproto.h"
-#include "fileops.h"
+#include "agent/agentproto.h"
+#include "agent/fileops.h"
 
 #define AGENT_VERSION "1"
 /* Bytes read from a pipe or stdin at a time. */

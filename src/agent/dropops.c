@@ -29,8 +29,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "dropops.h"
-#include "fileops.h"
+#include "agent/dropops.h"
+#include "agent/fileops.h"
 
 /* Deepest directory level a walk enters (the design's bound). */
 #define DROP_DEPTH_MAX 256

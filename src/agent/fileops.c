@@ -22,8 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dropops.h"
-#include "fileops.h"
+#include "agent/dropops.h"
+#include "agent/fileops.h"
 
 /* Bytes read or written at a time. */
 #define FILEOP_CHUNK (64 * 1024)

@@ -50,12 +50,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "base64.h"
+#include "base/base64.h"
 #include "buildconf.h"
-#include "buf.h"
-#include "engine.h"
-#include "exec.h"
-#include "util.h"
+#include "base/buf.h"
+#include "engine/engine.h"
+#include "sandbox/exec.h"
+#include "base/util.h"
 
 struct server {
 	pid_t pid;

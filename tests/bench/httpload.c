@@ -35,9 +35,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "http_parse.h"
-#include "util.h"
+#include "base/buf.h"
+#include "engine/http_parse.h"
+#include "base/util.h"
 
 /* Largest response accepted (env_info's is a few KiB). */
 #define LOAD_RESPONSE_MAX (1u << 20)

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "agentproto.h"
+#include "agent/agentproto.h"
 #include "fuzz.h"
 
 struct outcome {

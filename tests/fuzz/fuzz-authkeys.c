@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "authkeys.h"
+#include "transport/http/authkeys.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

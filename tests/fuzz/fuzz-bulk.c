@@ -9,9 +9,9 @@
 
 #include <jansson.h>
 
-#include "bulk.h"
+#include "mcp/bulk.h"
 #include "fuzz.h"
-#include "util.h"
+#include "base/util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

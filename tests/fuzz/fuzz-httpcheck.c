@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "httpcheck.h"
+#include "transport/http/httpcheck.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "fuzz.h"
-#include "image.h"
-#include "imageref.h"
+#include "sandbox/image.h"
+#include "config/imageref.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

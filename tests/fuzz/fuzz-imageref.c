@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "imageref.h"
+#include "config/imageref.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -11,7 +11,7 @@
 #include <jansson.h>
 
 #include "fuzz.h"
-#include "jsonscan.h"
+#include "base/jsonscan.h"
 
 /* jansson's allocations, with their sizes in a header: live and peak bytes. */
 static size_t live, peak;

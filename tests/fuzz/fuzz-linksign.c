@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "linksign.h"
+#include "tools/linksign.h"
 
 static struct linksign *signer;
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "pathsafe.h"
+#include "base/pathsafe.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "repl.h"
+#include "sandbox/repl.h"
 
 struct outcome {
 	int r;

@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "schema.h"
-#include "tools.h"
-#include "util.h"
+#include "tools/schema.h"
+#include "tools/tools.h"
+#include "base/util.h"
 
 static const char every_keyword[] =
 	"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"s\"],\"properties\":{"

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "stream.h"
+#include "engine/stream.h"
 
 struct outcome {
 	int r;

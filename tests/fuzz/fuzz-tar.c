@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "tar.h"
+#include "base/tar.h"
 
 struct check {
 	const struct tar_limits *lim;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "userdb.h"
+#include "sandbox/userdb.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -26,7 +26,7 @@
 
 #include "testutil.h"
 
-#include "agentproto.h"
+#include "agent/agentproto.h"
 
 /* No frame takes longer than this on a loaded machine. */
 #define WAIT_MS 20000

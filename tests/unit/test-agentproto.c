@@ -8,7 +8,7 @@
  */
 #include "testutil.h"
 
-#include "agentproto.h"
+#include "agent/agentproto.h"
 
 /* 'H' hello, 'P' pid, 'O' "hi\n", an empty 'E', 'O' holding framing bytes and NUL, 'X' exit */
 static const char frames[] = "H\0\0\0\x05hello"

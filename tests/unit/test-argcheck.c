@@ -11,7 +11,7 @@
 
 #include "testutil.h"
 
-#include "argcheck.h"
+#include "tools/argcheck.h"
 
 static void test_requirements(void **state)
 {

@@ -8,7 +8,7 @@
 
 #include "testutil.h"
 
-#include "authkeys.h"
+#include "transport/http/authkeys.h"
 
 #define TOK_A "aaaaaaaaaaaaaaaa1"
 #define TOK_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"

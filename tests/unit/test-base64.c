@@ -7,7 +7,7 @@
 
 #include "testutil.h"
 
-#include "base64.h"
+#include "base/base64.h"
 
 static const struct {
 	const char *plain, *enc;

@@ -6,8 +6,8 @@
 
 #include <errno.h>
 
-#include "buf.h"
-#include "util.h"
+#include "base/buf.h"
+#include "base/util.h"
 
 static void test_buf_cap(void **state)
 {

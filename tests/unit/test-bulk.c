@@ -11,7 +11,7 @@
 
 #include "testutil.h"
 
-#include "bulk.h"
+#include "mcp/bulk.h"
 
 static int find_guarded(const char *text, size_t min, struct bulk_span *spans, int max)
 {

@@ -12,7 +12,7 @@
 
 #include "testutil.h"
 
-#include "capture.h"
+#include "base/capture.h"
 
 /* A stream whose every byte depends on its position. */
 static char byte_at(size_t i)

@@ -7,8 +7,8 @@
 
 #include <errno.h>
 
-#include "ceiling.h"
-#include "config.h"
+#include "config/config.h"
+#include "sandbox/ceiling.h"
 
 static int ask(const struct config *c, const char *args, uint64_t *mb, double *cpus, struct err *e)
 {

@@ -7,7 +7,7 @@
 
 #include <errno.h>
 
-#include "compat.h"
+#include "engine/compat.h"
 
 /* What Podman 4.3 reports for --cap-drop ALL (inspect, HostConfig). */
 #define PODMAN_DROP                                                                                                  \

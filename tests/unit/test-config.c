@@ -9,10 +9,10 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "base/log.h"
 #include "clientcfg.h"
-#include "config.h"
-#include "log.h"
-#include "transport.h"
+#include "config/config.h"
+#include "engine/endpoint.h"
 
 static void test_defaults(void **state)
 {

@@ -11,8 +11,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "dispatch.h"
-#include "util.h"
+#include "base/util.h"
+#include "mcp/dispatch.h"
 
 struct rec {
 	pthread_mutex_t lock;

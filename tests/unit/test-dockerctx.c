@@ -9,8 +9,8 @@
 #include <errno.h>
 #include <sys/stat.h>
 
-#include "config.h"
-#include "dockerctx.h"
+#include "config/config.h"
+#include "config/dockerctx.h"
 
 static const char META[] =
 	"{\"Name\":\"remote\",\"Metadata\":{},\"Endpoints\":{\"docker\":{\"Host\":\"tcp://127.0.0.1:2376\","

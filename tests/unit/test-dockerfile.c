@@ -11,7 +11,7 @@
 
 #include "testutil.h"
 
-#include "dockerfile.h"
+#include "sandbox/dockerfile.h"
 
 static void test_freeze_parse(void **state)
 {

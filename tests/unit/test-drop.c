@@ -8,8 +8,8 @@
 
 #include <string.h>
 
-#include "agentctl.h"
-#include "drop.h"
+#include "sandbox/agentctl.h"
+#include "sandbox/drop.h"
 
 static const char *const names[SESSION_DROP_SLOTS] = {
 	"0123456789abcdef0123456789abcdef",

@@ -8,10 +8,10 @@
 
 #include <errno.h>
 
-#include "config.h"
-#include "engine.h"
-#include "engines.h"
-#include "util.h"
+#include "base/util.h"
+#include "config/config.h"
+#include "engine/engine.h"
+#include "engine/engines.h"
 
 static const char LIST[] = " a=unix:///run/a.sock; b-2=tcp://127.0.0.1:2376 ;;c_3=ssh://me@box:22;"
 			   "gpu=context:remote ";

@@ -9,7 +9,7 @@
 
 #include "testutil.h"
 
-#include "exec.h"
+#include "sandbox/exec.h"
 
 static void test_layout(void **state)
 {

@@ -13,9 +13,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "hostfs.h"
-#include "hostmark.h"
-#include "tar.h"
+#include "base/tar.h"
+#include "host/hostfs.h"
+#include "host/hostmark.h"
 
 static char base[64], allowed[128], outside[128];
 

@@ -10,8 +10,8 @@
 #include <pthread.h>
 #include <sys/socket.h>
 
-#include "http.h"
-#include "util.h"
+#include "base/util.h"
+#include "engine/http.h"
 
 struct peer {
 	int fd;

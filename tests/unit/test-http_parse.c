@@ -4,8 +4,8 @@
  */
 #include "testutil.h"
 
-#include "http_parse.h"
-#include "util.h"
+#include "base/util.h"
+#include "engine/http_parse.h"
 
 static const char resp_ok[] = "HTTP/1.1 200 OK\r\n"
 			      "Api-Version: 1.41\r\n"

@@ -6,7 +6,7 @@
  */
 #include "testutil.h"
 
-#include "httpcheck.h"
+#include "transport/http/httpcheck.h"
 
 /* httpcheck_host on a guarded copy of v; every shorter prefix must not crash either. */
 static bool host_ok(const char *v, const char *host, unsigned port)

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "httpwatch.h"
+#include "transport/http/httpwatch.h"
 
 static int64_t now_ms_(void)
 {

@@ -11,8 +11,8 @@
 
 #include "testutil.h"
 
-#include "image.h"
-#include "imageref.h"
+#include "config/imageref.h"
+#include "sandbox/image.h"
 
 static void test_repository(void **state)
 {

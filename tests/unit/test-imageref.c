@@ -8,7 +8,7 @@
 
 #include "testutil.h"
 
-#include "imageref.h"
+#include "config/imageref.h"
 
 /* Parses s (guarded); returns r and the formatted reference in out. */
 static int parse(const char *s, char *out, size_t outsz)

@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "jsonscan.h"
+#include "base/jsonscan.h"
 
 static struct jsonscan scan(const char *text)
 {

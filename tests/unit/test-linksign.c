@@ -8,7 +8,7 @@
 
 #include <errno.h>
 
-#include "linksign.h"
+#include "tools/linksign.h"
 
 static int exp_parse(const char *v, int64_t *ret)
 {

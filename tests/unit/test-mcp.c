@@ -13,12 +13,12 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "buf.h"
+#include "base/buf.h"
 #include "buildconf.h"
-#include "config.h"
-#include "engine.h"
-#include "mcp.h"
-#include "out.h"
+#include "config/config.h"
+#include "engine/engine.h"
+#include "mcp/mcp.h"
+#include "mcp/out.h"
 
 struct drain {
 	int fd;

@@ -8,8 +8,8 @@
 
 #include <poll.h>
 
-#include "notify.h"
-#include "util.h"
+#include "base/util.h"
+#include "mcp/notify.h"
 
 #define INTERVAL_MS 300
 

@@ -7,8 +7,8 @@
 
 #include <jansson.h>
 
-#include "out.h"
-#include "util.h"
+#include "base/util.h"
+#include "mcp/out.h"
 
 /* What out_send writes for msg (stolen), as a string to free. */
 static char *sent(json_t *msg)

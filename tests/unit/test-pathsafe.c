@@ -9,7 +9,7 @@
 
 #include "testutil.h"
 
-#include "pathsafe.h"
+#include "base/pathsafe.h"
 
 static int resolve(const char *base, const char *path, char *out, size_t outsz)
 {

@@ -13,10 +13,10 @@
 #include <poll.h>
 #include <pthread.h>
 
-#include "call.h"
-#include "config.h"
-#include "pool.h"
-#include "session.h"
+#include "base/call.h"
+#include "config/config.h"
+#include "sandbox/pool.h"
+#include "sandbox/session.h"
 
 /* The fake registry: counts what the pool asked of it. */
 struct fake {

@@ -12,9 +12,9 @@
 
 #include <jansson.h>
 
-#include "base64.h"
-#include "regauth.h"
-#include "util.h"
+#include "base/base64.h"
+#include "base/util.h"
+#include "engine/regauth.h"
 
 static char dir[64];
 

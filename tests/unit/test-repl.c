@@ -5,7 +5,7 @@
  */
 #include "testutil.h"
 
-#include "repl.h"
+#include "sandbox/repl.h"
 
 /* 'h' {}, 'o' "hi\n", an empty 'e', 'o' with the framing bytes and NUL, 'f' "PNG", 'r' {"cell":1} */
 static const char frames[] = "h\0\0\0\x02{}"

@@ -8,8 +8,8 @@
  */
 #include "testutil.h"
 
-#include "tools.h"
-#include "util.h"
+#include "base/util.h"
+#include "tools/tools.h"
 
 static struct config cfg;
 static struct tool_services svc = { .cfg = &cfg };

@@ -6,8 +6,8 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include "rpc.h"
-#include "util.h"
+#include "base/util.h"
+#include "mcp/rpc.h"
 
 struct writer {
 	int fd;

@@ -6,8 +6,8 @@
 
 #include <errno.h>
 
-#include "schema.h"
-#include "tools.h"
+#include "tools/schema.h"
+#include "tools/tools.h"
 
 static const char schema_text[] =
 	"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"code\"],\"properties\":{"

@@ -4,7 +4,7 @@
  */
 #include "testutil.h"
 
-#include "stream.h"
+#include "engine/stream.h"
 
 /* Frames: stdout "hello\n", stderr "oops\n", an empty stdout, stdout "bye". */
 static const char mux[] = "\x01\0\0\0\0\0\0\x06hello\n"

@@ -11,8 +11,8 @@
 
 #include "testutil.h"
 
-#include "streamio.h"
-#include "util.h"
+#include "base/util.h"
+#include "sandbox/streamio.h"
 
 static void test_wait_read_send(void **state)
 {

@@ -8,8 +8,8 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "pathsafe.h"
-#include "tar.h"
+#include "base/pathsafe.h"
+#include "base/tar.h"
 
 #define BIG (1u << 30)
 

@@ -25,11 +25,11 @@
 
 #include <cmocka.h>
 
-#include "buf.h"
-#include "http.h"
-#include "tls.h"
-#include "transport.h"
-#include "util.h"
+#include "base/buf.h"
+#include "base/util.h"
+#include "engine/endpoint.h"
+#include "engine/http.h"
+#include "engine/tls.h"
 
 struct pki {
 	char dir[64];

@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "tools.h"
+#include "tools/tools.h"
 
 /* Keywords whose value is a limit the model must know; minLength/minItems of 1 read as "non-empty". */
 static const char *const bound_keys[] = { "minimum",   "maximum",   "exclusiveMinimum", "exclusiveMaximum",

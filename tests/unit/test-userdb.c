@@ -9,7 +9,7 @@
 
 #include "testutil.h"
 
-#include "userdb.h"
+#include "sandbox/userdb.h"
 
 static const char passwd[] = "root:x:0:0:root:/root:/bin/bash\n"
 			     "# a comment:x:5:5\n"

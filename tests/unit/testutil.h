@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "base/buf.h"
 
 struct guarded {
 	void *map;

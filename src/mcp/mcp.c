@@ -1,0 +1,1131 @@
+/*
+ * mcp.c - JSON-RPC methods for both MCP eras.
+ *
+ * Era is decided per request: a request whose params._meta carries
+ * "io.modelcontextprotocol/protocolVersion" is modern (2026-07-28, stateless:
+ * no initialize, resultType on every result, serverInfo in result _meta, log
+ * notifications only when that request asked for them).  Anything else is
+ * legacy and needs initialize first (ping and server/discover excepted, so a
+ * dual-era client can probe).
+ *
+ * Protocol errors (bad envelope, unknown method, bad params, unknown tool)
+ * are JSON-RPC errors; a tool that ran and failed is a result with isError.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "base/jsonscan.h"
+#include "base/log.h"
+#include "buildconf.h"
+#include "mcp/bulk.h"
+#include "mcp/dispatch.h"
+#include "mcp/mcp.h"
+#include "mcp/notify.h"
+#include "mcp/resources.h"
+#include "mcp/rpc.h"
+#include "tools/schema.h"
+
+/*
+ * notifications/resources/list_changed at most this often: Claude Code and
+ * Gemini CLI list resources at connect and again only when told.
+ */
+#define MCP_LIST_CHANGED_MS 1000
+#if HAVE_MALLOC_TRIM
+#include <malloc.h>
+#endif
+
+/* Freshness hint for list results: the tool set is fixed for the process. */
+#define MCP_LIST_TTL_MS 300000
+
+static const char *const legacy_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
+
+/*
+ * One client's legacy-era state: stdio has one, the HTTP transport one per
+ * Mcp-Session-Id (and a fresh one for each stateless request).  Counted:
+ * the calls a peer sent hold it, and its address is their dispatch owner.
+ */
+struct mcp_peer {
+	atomic_uint refs;
+	char principal[CALL_PRINCIPAL_MAX + 1]; /* whose sandboxes its calls use */
+	pthread_mutex_t lock;			/* guards initialized and version */
+	bool initialized;
+	char version[16];	     /* negotiated legacy version */
+	atomic_int legacy_log_level; /* -1: logging/setLevel never called */
+};
+
+struct mcp {
+	const struct tool_services *svc;
+	struct out *out; /* stdio's writer, and where log lines outside a call go */
+	struct dispatch *dispatch;
+	struct mcp_peer *stdio;		  /* the peer of mcp_handle_line */
+	atomic_ullong seq;		  /* for keys of calls that run alone */
+	char *instructions;		  /* built once from the tools offered */
+	unsigned long long bulk_nonce;	  /* makes this process's bulk markers unguessable */
+	struct notify *resources_changed; /* NULL: no thread, no list_changed */
+	atomic_bool initialized_legacy;	  /* notifications/initialized came: list_changed may go out */
+	atomic_uint big_lines;		  /* big lines handed to a worker and not yet done with */
+};
+
+/* Big string values of at least this many bytes are lifted out of a big line (bulk.h). */
+#ifndef MCP_BULK_MIN /* the fuzz build sets it lower, as MCP_BIG_LINE */
+#define MCP_BULK_MIN (1u << 20)
+#endif
+
+/* One request being handled, on the read loop. */
+struct req {
+	struct mcp_peer *peer; /* borrowed */
+	struct out *out;       /* borrowed: where its answers go */
+	json_t *id;
+	const char *method;
+	json_t *params; /* object (possibly empty) */
+	bool modern;
+	const char *version; /* the version this request speaks */
+	int log_level;	     /* modern: requested level, or -1 */
+	json_t *progress_token;
+	struct bulk_lifted *bulk; /* tools/call takes the kept bulk string from here */
+	size_t line_len;	  /* the request's line: what a queued call holds, about */
+	bool in_order;		  /* parsed on the big-line worker: already behind what came before */
+	bool run_here;		  /* the transport's thread may run a short call itself (MCP_RUN_HERE) */
+};
+
+/* A protocol error to reply with. */
+struct fail {
+	int code;
+	char message[ERR_MSG_MAX];
+	json_t *data; /* owned, may be NULL */
+};
+
+/*
+ * What decoding one line may cost (jsonscan's estimate): a fixed allowance
+ * plus a multiple of the line, so the server's peak stays near a small
+ * constant plus a few times the longest line.  Deeper nesting than
+ * MCP_JSON_DEPTH_MAX is refused too; an id longer than MCP_SCAN_ID_MAX is
+ * not recovered for an error reply.
+ */
+#ifndef MCP_JSON_COST_BASE /* the fuzz build sets it lower, as MCP_BIG_LINE */
+#define MCP_JSON_COST_BASE ((size_t)4 << 20)
+#endif
+#define MCP_JSON_COST_PER_BYTE 6
+#define MCP_JSON_DEPTH_MAX 128
+#define MCP_SCAN_ID_MAX 256
+/* Lines this long are followed by a trim of the heap (trim_heap). */
+#define MCP_TRIM_MIN ((size_t)1 << 20)
+
+/*
+ * Lines of MCP_BIG_LINE bytes or more are parsed on a worker, one after the
+ * other on this dispatch key, so the read loop answers what follows them
+ * (a ping) at once.  While one is there, the calls of later lines queue
+ * behind it on the same key before they go to their session's queue, so
+ * calls still start in the order they were sent.
+ */
+#define MCP_LINES_KEY "mcp:big-lines"
+
+/* Where a message came from and where its answers go. */
+struct origin {
+	struct out *out;
+	mcp_route_fn route;
+	void *arg;
+	unsigned flags; /* MCP_RUN_HERE */
+};
+
+/* A big line copied off the reader's buffer, for its worker. */
+struct line_job {
+	struct mcp *m;
+	struct origin from; /* holds a reference to from.out */
+	char *line;
+	size_t n;
+	struct jsonscan scan;
+};
+
+/* A call that waits behind the big lines before it goes to its own queue. */
+struct forward {
+	struct mcp *m;
+	struct out *out; /* borrowed from the inner call */
+	struct call *inner;
+};
+
+/* Return value of a method handler that will reply later (tools/call). */
+#define REPLY_DEFERRED 1
+
+typedef int (*method_fn)(struct mcp *m, struct req *rq, json_t **ret_result, struct fail *f);
+
+enum method_flags {
+	METHOD_BEFORE_INIT = 1 << 0, /* legacy: allowed before initialize */
+	METHOD_LEGACY_ONLY = 1 << 1, /* not part of 2026-07-28 */
+	METHOD_LIST = 1 << 2,	     /* modern result carries ttlMs and cacheScope */
+};
+
+struct method {
+	const char *name;
+	method_fn fn;
+	unsigned flags;
+};
+
+/* What a worker runs: a tools/call, or a resources method that waits on Docker. */
+enum call_kind {
+	CALL_TOOL,
+	CALL_RESOURCES_LIST,
+	CALL_RESOURCES_READ,
+};
+
+/* Everything a worker needs to run one deferred request and reply. */
+struct call_data {
+	struct mcp *m;
+	struct mcp_peer *peer; /* one reference */
+	struct out *out;       /* one reference: the call's answers go there */
+	enum call_kind kind;
+	json_t *params; /* resources methods */
+	const struct tool_entry *tool;
+	json_t *id;
+	json_t *args;
+	json_t *progress_token;
+	char version[16];
+	bool modern;
+	int log_level;
+	char *bulk; /* the tool's bulk argument, lifted out of the line (owned) */
+	size_t bulk_len;
+	json_t *bulk_json; /* its marker in args (borrowed) */
+};
+
+static _Thread_local struct call_data *current_call;
+
+static int m_initialize(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_ping(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_discover(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_set_level(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_tools_list(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_resources_list(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_resources_templates(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+static int m_resources_read(struct mcp *m, struct req *rq, json_t **ret, struct fail *f);
+
+static const struct method mcp_method_table[] = {
+	{ "initialize", m_initialize, METHOD_BEFORE_INIT | METHOD_LEGACY_ONLY },
+	{ "ping", m_ping, METHOD_BEFORE_INIT },
+	{ "server/discover", m_discover, METHOD_BEFORE_INIT | METHOD_LIST },
+	{ "logging/setLevel", m_set_level, METHOD_LEGACY_ONLY },
+	{ "tools/list", m_tools_list, METHOD_LIST },
+	{ "tools/call", m_tools_call, 0 },
+	{ "resources/list", m_resources_list, METHOD_LIST },
+	{ "resources/templates/list", m_resources_templates, METHOD_LIST },
+	{ "resources/read", m_resources_read, METHOD_LIST },
+};
+
+static int fail_set(struct fail *f, int code, const char *fmt, ...) PRINTF_LIKE(3, 4);
+static void reply_error(struct out *out, json_t *id, int code, const char *message, json_t *data);
+static json_t *server_info(void);
+static json_t *capabilities(bool list_changed);
+static void finish_result(const struct req *rq, unsigned flags, json_t *result);
+static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out, const struct rpc_msg *rm,
+			   struct bulk_lifted *bulk, size_t line_len, bool in_order, bool run_here);
+static int submit(struct mcp *m, struct call *c, const struct req *rq, bool here, struct fail *f);
+static int submit_busy(struct mcp *m, int r, struct fail *f);
+static void forward_run(struct call *c, void *data);
+static void forward_free(void *data);
+static void line_job_run(struct call *c, void *data);
+static void line_job_free(void *data);
+static void line_parse(struct mcp *m, const struct origin *from, char *line, size_t n, const struct jsonscan *scan,
+		       struct call *job);
+static struct mcp_peer *stdio_route(void *arg, const struct mcp_msg_info *info);
+static void trim_heap(size_t n);
+static void handle_notification(struct mcp *m, struct mcp_peer *peer, const struct rpc_msg *rm);
+static void log_bridge(enum log_level level, const char *msg, void *data);
+static void call_run(struct call *c, void *data);
+static struct call_data *call_data_create(struct mcp *m, const struct req *rq);
+static void call_data_free(void *data);
+static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char *key, struct fail *f);
+static void resources_run(struct call *c, struct call_data *cd);
+static void files_maybe_changed(struct mcp *m, const struct call_data *cd);
+
+/* Server instructions: a few sentences, each said only when its tool is offered (tools.c). */
+static void instructions_build(struct mcp *m)
+{
+	m->instructions = tools_instructions(m->svc->cfg->tool_groups);
+}
+
+void mcp_add_notice(struct mcp *m, const char *text)
+{
+	struct buf b;
+	buf_init(&b, strlen(text) + strlen(m->instructions) + 2);
+	(void)buf_printf(&b, "%s %s", text, m->instructions);
+	free(m->instructions);
+	m->instructions = buf_steal(&b, NULL);
+}
+
+const char *mcp_instructions(const struct mcp *m)
+{
+	return m->instructions;
+}
+
+struct mcp *mcp_create(const struct tool_services *svc, struct out *out)
+{
+	struct mcp *m = xcalloc(1, sizeof(*m));
+	m->svc = svc;
+	m->out = out;
+	m->dispatch = dispatch_create(MCP_WORKERS_MAX);
+	dispatch_set_limits(m->dispatch, DISPATCH_PENDING_MAX,
+			    (size_t)(MCP_PENDING_LINES * m->svc->cfg->max_line_bytes));
+	m->stdio = mcp_peer_create(m, "");
+	atomic_init(&m->seq, 0);
+	atomic_init(&m->big_lines, 0);
+	if (getrandom(&m->bulk_nonce, sizeof(m->bulk_nonce), GRND_NONBLOCK) != sizeof(m->bulk_nonce))
+		m->bulk_nonce = (unsigned long long)now_ms() ^ (unsigned long long)(uintptr_t)m;
+	instructions_build(m);
+	atomic_init(&m->initialized_legacy, false);
+	/* over HTTP there is no stream for notifications outside a request (GET /mcp is 405) */
+	bool http = svc->cfg->http && svc->cfg->http[0];
+	m->resources_changed = http ? NULL
+				    : notify_create(out, "notifications/resources/list_changed", MCP_LIST_CHANGED_MS);
+	if (!m->resources_changed && !http)
+		log_warnf("no thread for resources/list_changed: clients see new files when they list again");
+	log_set_hook(log_bridge, m);
+	return m;
+}
+
+void mcp_drain(struct mcp *m, int wait_ms)
+{
+	if (!dispatch_drain(m->dispatch, wait_ms))
+		log_warnf("calls still running %d ms after stdin closed; cancelling them", wait_ms);
+}
+
+bool mcp_destroy(struct mcp *m)
+{
+	if (!m)
+		return true;
+	log_set_hook(NULL, NULL);
+	if (!dispatch_destroy(m->dispatch, 500))
+		return false;		      /* workers still hold m: the process is about to exit */
+	notify_destroy(m->resources_changed); /* after the workers, which poke it */
+	mcp_peer_put(m->stdio);
+	free(m->instructions);
+	free(m);
+	return true;
+}
+
+struct mcp_peer *mcp_peer_create(struct mcp *m, const char *principal)
+{
+	struct mcp_peer *p = xcalloc(1, sizeof(*p));
+	(void)m;
+	snprintf(p->principal, sizeof(p->principal), "%s", principal);
+	atomic_init(&p->refs, 1);
+	pthread_mutex_init(&p->lock, NULL);
+	atomic_init(&p->legacy_log_level, -1);
+	snprintf(p->version, sizeof(p->version), "%s", MCP_VERSION_LEGACY_NEWEST);
+	return p;
+}
+
+struct mcp_peer *mcp_peer_get(struct mcp_peer *p)
+{
+	if (p)
+		atomic_fetch_add(&p->refs, 1);
+	return p;
+}
+
+void mcp_peer_put(struct mcp_peer *p)
+{
+	if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
+		return;
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+bool mcp_peer_cancel(struct mcp *m, struct mcp_peer *p, const json_t *id)
+{
+	return dispatch_cancel(m->dispatch, p, id);
+}
+
+static int fail_set(struct fail *f, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	f->code = code;
+	va_start(ap, fmt);
+	vsnprintf(f->message, sizeof(f->message), fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static void reply_error(struct out *out, json_t *id, int code, const char *message, json_t *data)
+{
+	(void)out_send_new(out, rpc_error(id, code, message, data));
+}
+
+static json_t *server_info(void)
+{
+	return json_pack("{s:s, s:s, s:s}", "name", "sandbox-mcp", "title", "Sandbox MCP (Docker)", "version",
+			 SANDBOX_VERSION);
+}
+
+/*
+ * list_changed: resources/list_changed is sent, which a legacy session
+ * gets; the modern era sends it only on subscriptions/listen, which this
+ * server does not offer.
+ */
+static json_t *capabilities(bool list_changed)
+{
+	return json_pack("{s:{s:b}, s:{s:b}, s:{}}", "tools", "listChanged", 0, "resources", "listChanged",
+			 list_changed, "logging");
+}
+
+/* Adds what the modern era requires of every result. */
+static void finish_result(const struct req *rq, unsigned flags, json_t *result)
+{
+	if (!rq->modern)
+		return;
+	json_object_set_new(result, "resultType", json_string("complete"));
+	json_t *meta = json_object_get(result, "_meta");
+	if (!json_is_object(meta)) {
+		meta = json_object();
+		json_object_set_new(result, "_meta", meta);
+	}
+	json_object_set_new(meta, "io.modelcontextprotocol/serverInfo", server_info());
+	if (flags & METHOD_LIST) {
+		json_object_set_new(result, "ttlMs", json_integer(MCP_LIST_TTL_MS));
+		json_object_set_new(result, "cacheScope", json_string("public"));
+	}
+}
+
+static int m_initialize(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	const char *asked = json_string_value(json_object_get(rq->params, "protocolVersion"));
+	const char *chosen = MCP_VERSION_LEGACY_NEWEST;
+
+	if (!asked)
+		return fail_set(f, RPC_INVALID_PARAMS, "initialize: params.protocolVersion must be a string");
+	for (size_t i = 0; i < ARRAY_SIZE(legacy_versions); i++)
+		if (strcmp(asked, legacy_versions[i]) == 0)
+			chosen = legacy_versions[i];
+
+	pthread_mutex_lock(&rq->peer->lock);
+	rq->peer->initialized = true;
+	snprintf(rq->peer->version, sizeof(rq->peer->version), "%s", chosen);
+	pthread_mutex_unlock(&rq->peer->lock);
+
+	*ret = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", chosen, "capabilities",
+			 capabilities(m->resources_changed != NULL), "serverInfo", server_info(), "instructions",
+			 m->instructions);
+	return 0;
+}
+
+static int m_ping(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	*ret = json_object();
+	return 0;
+}
+
+static int m_discover(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	json_t *versions = json_array();
+	json_array_append_new(versions, json_string(MCP_VERSION_MODERN));
+	for (size_t i = 0; i < ARRAY_SIZE(legacy_versions); i++)
+		json_array_append_new(versions, json_string(legacy_versions[i]));
+	*ret = json_pack("{s:o, s:o, s:s}", "supportedVersions", versions, "capabilities", capabilities(false),
+			 "instructions", m->instructions);
+	/* a discover result is modern-shaped whichever era asked */
+	struct req modern = *rq;
+	modern.modern = true;
+	finish_result(&modern, METHOD_LIST, *ret);
+	return 0;
+}
+
+static int m_set_level(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	const char *level = json_string_value(json_object_get(rq->params, "level"));
+	enum log_level l;
+
+	if (!level || log_level_parse(level, &l) < 0)
+		return fail_set(f, RPC_INVALID_PARAMS,
+				"logging/setLevel: params.level must be one of debug, info, notice, warning, "
+				"error, critical, alert, emergency");
+	atomic_store(&rq->peer->legacy_log_level, (int)l);
+	*ret = json_object();
+	return 0;
+}
+
+static int m_tools_list(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	*ret = json_pack("{s:o}", "tools", tools_list_json(m->svc->cfg->tool_groups, rq->version));
+	return 0;
+}
+
+static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	json_t *name = json_object_get(rq->params, "name");
+	json_t *args = json_object_get(rq->params, "arguments");
+	char key[DISPATCH_KEY_MAX + 8];
+
+	if (!json_is_string(name))
+		return fail_set(f, RPC_INVALID_PARAMS, "tools/call: params.name must be a string");
+	if (args && !json_is_object(args))
+		return fail_set(f, RPC_INVALID_PARAMS, "tools/call: params.arguments must be an object");
+	const struct tool_entry *t = tools_find(json_string_value(name), m->svc->cfg->tool_groups);
+	if (!t)
+		return fail_set(f, RPC_INVALID_PARAMS, "Unknown tool '%.100s'. Call tools/list for the tools offered.",
+				json_string_value(name));
+
+	const char *session = json_string_value(json_object_get(args, "session_id"));
+	/* a call that names a session queues behind that session's other calls */
+	if (t->per_session || session)
+		session_key(m->svc->sessions, rq->peer->principal, session, key, DISPATCH_KEY_MAX);
+	else
+		snprintf(key, sizeof(key), "c:%llu", (unsigned long long)atomic_fetch_add(&m->seq, 1));
+
+	struct call_data *cd = call_data_create(m, rq);
+	cd->tool = t;
+	cd->id = json_incref(rq->id);
+	cd->args = args ? json_incref(args) : json_object();
+	cd->progress_token = json_incref(rq->progress_token);
+	snprintf(cd->version, sizeof(cd->version), "%s", rq->version);
+	cd->modern = rq->modern;
+	cd->log_level = rq->log_level;
+	if (rq->bulk && rq->bulk->kept && json_object_get(cd->args, t->bulk_arg) == rq->bulk->kept) {
+		int i = rq->bulk->kept_index;
+		cd->bulk = rq->bulk->data[i];
+		cd->bulk_len = rq->bulk->len[i];
+		cd->bulk_json = rq->bulk->kept;
+		rq->bulk->data[i] = NULL;
+		rq->bulk->kept = NULL;
+	}
+
+	struct call *c = call_create(rq->id, key, call_run, call_data_free, cd);
+	call_set_owner(c, rq->peer);
+	call_set_principal(c, rq->peer->principal);
+	*ret = NULL;
+	/* a read-only call on no session has nothing to wait for and nothing to kill */
+	return submit(m, c, rq, rq->run_here && t->read_only && !t->per_session && !session, f);
+}
+
+/*
+ * Hands c to a worker; on failure frees it (it never ran; its data too) and
+ * says why. Past the dispatcher's limits the request is refused at once, as
+ * a protocol error: no tool ran, and the client can send it again later.
+ */
+static int submit(struct mcp *m, struct call *c, const struct req *rq, bool here, struct fail *f)
+{
+	call_set_weight(c, rq->line_len);
+	if (!rq->in_order && atomic_load(&m->big_lines) > 0) {
+		here = false;
+		/* a big line sent before this one is still being parsed: queue behind it */
+		struct forward *fw = xcalloc(1, sizeof(*fw));
+		fw->m = m;
+		fw->out = rq->out;
+		fw->inner = c;
+		c = call_create(rq->id, MCP_LINES_KEY, forward_run, forward_free, fw);
+		call_set_owner(c, rq->peer);
+		call_set_weight(c, rq->line_len);
+	}
+	int r = here ? dispatch_run_here(m->dispatch, c) : dispatch_submit(m->dispatch, c);
+	if (r == 0)
+		return REPLY_DEFERRED;
+	call_destroy(c);
+	return submit_busy(m, r, f);
+}
+
+/* The protocol error for a call the dispatcher refused with r. */
+static int submit_busy(struct mcp *m, int r, struct fail *f)
+{
+	if (r == -EBUSY)
+		return fail_set(f, RPC_INTERNAL_ERROR,
+				"Server busy: %u requests (%llu MiB of them at most) are already queued or running; "
+				"wait for some answers, then send this one again",
+				dispatch_pending(m->dispatch),
+				(unsigned long long)(MCP_PENDING_LINES * m->svc->cfg->max_line_bytes) >> 20);
+	return fail_set(f, RPC_INTERNAL_ERROR, "cannot start a worker for this request: %s", strerror(-r));
+}
+
+/* Runs on the big-line key once the big lines before the call are done: queues it for real. */
+static void forward_run(struct call *c, void *data)
+{
+	struct forward *fw = data;
+	struct fail f = { 0 };
+
+	if (call_cancelled(c))
+		return; /* forward_free drops the call unanswered, as a cancelled one is */
+	int r = dispatch_submit(fw->m->dispatch, fw->inner);
+	if (r == 0) {
+		fw->inner = NULL;
+		return;
+	}
+	(void)submit_busy(fw->m, r, &f);
+	reply_error(fw->out, call_id(c), f.code, f.message, NULL);
+}
+
+static void forward_free(void *data)
+{
+	struct forward *fw = data;
+	call_destroy(fw->inner);
+	free(fw);
+}
+
+static int m_resources_templates(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	*ret = json_pack("{s:o}", "resourceTemplates", resources_templates_json());
+	return 0;
+}
+
+static int m_resources_list(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	char key[32];
+	snprintf(key, sizeof(key), "c:%llu", (unsigned long long)atomic_fetch_add(&m->seq, 1));
+	*ret = NULL;
+	return defer(m, rq, CALL_RESOURCES_LIST, key, f);
+}
+
+static int m_resources_read(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
+{
+	char sid[RESOURCES_SESSION_REF_MAX + 1], key[DISPATCH_KEY_MAX + 8];
+
+	if (!json_is_string(json_object_get(rq->params, "uri")))
+		return fail_set(f, RPC_INVALID_PARAMS, "resources/read: params.uri must be a string");
+	/* a read queues behind the calls of its session; an unknown one fails on its own */
+	if (resources_uri_session(rq->params, sid, sizeof(sid)))
+		session_key(m->svc->sessions, rq->peer->principal, sid, key, DISPATCH_KEY_MAX);
+	else
+		snprintf(key, sizeof(key), "c:%llu", (unsigned long long)atomic_fetch_add(&m->seq, 1));
+	*ret = NULL;
+	return defer(m, rq, CALL_RESOURCES_READ, key, f);
+}
+
+/* Queues rq on a worker under key; the worker replies. */
+static int defer(struct mcp *m, struct req *rq, enum call_kind kind, const char *key, struct fail *f)
+{
+	struct call_data *cd = call_data_create(m, rq);
+	cd->kind = kind;
+	cd->params = json_incref(rq->params);
+	cd->id = json_incref(rq->id);
+	snprintf(cd->version, sizeof(cd->version), "%s", rq->version);
+	cd->modern = rq->modern;
+	cd->log_level = rq->log_level;
+	struct call *c = call_create(rq->id, key, call_run, call_data_free, cd);
+	call_set_owner(c, rq->peer);
+	call_set_principal(c, rq->peer->principal);
+	return submit(m, c, rq, false, f);
+}
+
+/* Runs a resources method on a worker and replies. */
+static void resources_run(struct call *c, struct call_data *cd)
+{
+	struct mcp *m = cd->m;
+	json_t *result = NULL;
+	int code = RPC_INTERNAL_ERROR;
+	struct err e;
+	int r;
+
+	err_clear(&e);
+	if (cd->kind == CALL_RESOURCES_LIST)
+		r = resources_list(m->svc, c, cd->params, &result, &code, &e);
+	else
+		r = resources_read(m->svc, c, cd->params, cd->modern ? RPC_INVALID_PARAMS : RPC_RESOURCE_NOT_FOUND,
+				   &result, &code, &e);
+	if (call_cancelled(c)) {
+		json_decref(result);
+		return;
+	}
+	if (r < 0) {
+		reply_error(cd->out, cd->id, code, e.msg, NULL);
+		return;
+	}
+	struct req rq = { .modern = cd->modern };
+	finish_result(&rq, METHOD_LIST, result);
+	(void)out_send_new(cd->out, rpc_result(cd->id, result));
+}
+
+/* The part every deferred request shares: who sent it, where its answers go. */
+static struct call_data *call_data_create(struct mcp *m, const struct req *rq)
+{
+	struct call_data *cd = xcalloc(1, sizeof(*cd));
+	cd->m = m;
+	cd->peer = mcp_peer_get(rq->peer);
+	cd->out = out_get(rq->out);
+	return cd;
+}
+
+static void call_data_free(void *data)
+{
+	struct call_data *cd = data;
+	if (!cd)
+		return;
+	mcp_peer_put(cd->peer);
+	out_put(cd->out); /* for HTTP, the last reference ends the request's answer */
+	json_decref(cd->params);
+	json_decref(cd->id);
+	json_decref(cd->args);
+	json_decref(cd->progress_token);
+	free(cd->bulk);
+	free(cd);
+}
+
+/* tool_ctx.notify: a notification on the stream of the call's request. */
+static void call_notify(void *arg, const char *method, json_t *params)
+{
+	(void)out_send_new(arg, rpc_notification(method, params));
+}
+
+/* Runs on a worker thread. */
+static void call_run(struct call *c, void *data)
+{
+	struct call_data *cd = data;
+	struct mcp *m = cd->m;
+	struct tool_ctx ctx = {
+		.svc = m->svc,
+		.notify = call_notify,
+		.notify_arg = cd->out,
+		.call = c,
+		.protocol_version = cd->version,
+		.progress_token = cd->progress_token,
+		.last_progress = 0,
+		.started_ms = now_ms(),
+		.bulk_arg = cd->bulk_json,
+		.bulk = cd->bulk,
+		.bulk_len = cd->bulk_len,
+	};
+	ctx.progress_ms = ctx.started_ms;
+	struct tool_result res;
+	struct err e;
+
+	if (cd->kind != CALL_TOOL) {
+		current_call = cd;
+		resources_run(c, cd);
+		current_call = NULL;
+		return;
+	}
+	current_call = cd;
+	tool_result_init(&res);
+	err_clear(&e);
+	if (schema_validate(tools_input_schema(cd->tool), cd->args, &e) < 0) {
+		tool_fail(&res, &e);
+	} else {
+		int r = cd->tool->handler(&ctx, cd->args, &res);
+		if (r < 0) {
+			if (res.is_error) {
+				/* the handler already described the failure */
+			} else {
+				err_set(&e, ERRCODE_INTERNAL, r,
+					"%s failed unexpectedly (%s); this is a bug in sandbox-mcp", cd->tool->name,
+					strerror(-r));
+				tool_fail(&res, &e);
+			}
+		}
+	}
+	current_call = NULL;
+
+	if (call_cancelled(c)) {
+		/* the client gave up on this request: send nothing for it */
+		tool_result_finish(&res);
+		files_maybe_changed(m, cd);
+		return;
+	}
+	tool_result_seal(&ctx, &res);
+	json_t *result = json_pack("{s:O}", "content", res.content);
+	if (res.is_error)
+		json_object_set_new(result, "isError", json_true());
+	if (res.structured && strcmp(cd->version, "2025-06-18") >= 0)
+		json_object_set(result, "structuredContent", res.structured);
+	struct req rq = { .modern = cd->modern };
+	finish_result(&rq, 0, result);
+	(void)out_send_new(cd->out, rpc_result(cd->id, result));
+	tool_result_finish(&res);
+	files_maybe_changed(m, cd); /* after the result: the client reads the list with the call done */
+}
+
+/*
+ * After a tool that is not read-only (file_write, run_command, git, pip,
+ * session_create/close, ...): the workspace files, so the resource list, may
+ * have changed. Legacy sessions only, once initialized.
+ */
+static void files_maybe_changed(struct mcp *m, const struct call_data *cd)
+{
+	if (!cd->tool->read_only && !cd->modern && atomic_load(&m->initialized_legacy))
+		notify_poke(m->resources_changed);
+}
+
+/* Forwards log records to the client where it asked for them. */
+static void log_bridge(enum log_level level, const char *msg, void *data)
+{
+	struct mcp *m = data;
+	struct call_data *cd = current_call;
+	struct out *out = cd ? cd->out : m->out;
+	int threshold = cd && cd->modern ? cd->log_level
+					 : atomic_load(cd ? &cd->peer->legacy_log_level : &m->stdio->legacy_log_level);
+
+	if (threshold < 0 || (int)level < threshold || out_closed(out))
+		return;
+	json_t *p = json_pack("{s:s, s:s, s:o}", "level", log_level_name(level), "logger", "sandbox-mcp", "data",
+			      json_string_lossy(msg, strlen(msg)));
+	(void)out_send_new(out, rpc_notification("notifications/message", p));
+}
+
+static void handle_notification(struct mcp *m, struct mcp_peer *peer, const struct rpc_msg *rm)
+{
+	if (strcmp(rm->method, "notifications/cancelled") == 0) {
+		json_t *id = json_object_get(rm->params, "requestId");
+		if (rpc_id_valid(id) && dispatch_cancel(m->dispatch, peer, id))
+			log_debugf("cancelled request %s", json_is_string(id) ? json_string_value(id) : "(integer id)");
+		return;
+	}
+	if (strcmp(rm->method, "notifications/initialized") == 0) {
+		atomic_store(&m->initialized_legacy, true);
+		return;
+	}
+	/* other notifications (progress, roots changes, ...) need nothing from us */
+}
+
+static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out, const struct rpc_msg *rm,
+			   struct bulk_lifted *bulk, size_t line_len, bool in_order, bool run_here)
+{
+	struct req rq = { .peer = peer,
+			  .out = out,
+			  .id = rm->id,
+			  .method = rm->method,
+			  .log_level = -1,
+			  .bulk = bulk,
+			  .line_len = line_len,
+			  .in_order = in_order,
+			  .run_here = run_here };
+	struct fail f = { 0 };
+	json_t *empty = NULL;
+	char legacy_version[16];
+
+	if (rm->params && !json_is_object(rm->params)) {
+		reply_error(out, rm->id, RPC_INVALID_PARAMS, "params must be an object", NULL);
+		return;
+	}
+	rq.params = rm->params ? rm->params : (empty = json_object());
+
+	json_t *meta = json_object_get(rq.params, "_meta");
+	json_t *pv = json_object_get(meta, "io.modelcontextprotocol/protocolVersion");
+	rq.progress_token = json_object_get(meta, "progressToken");
+	if (rq.progress_token && !json_is_string(rq.progress_token) && !json_is_integer(rq.progress_token))
+		rq.progress_token = NULL;
+
+	if (pv) {
+		if (!json_is_string(pv) || strcmp(json_string_value(pv), MCP_VERSION_MODERN) != 0) {
+			/* only what _meta may carry: legacy versions need initialize instead */
+			json_t *supported = json_array();
+			json_array_append_new(supported, json_string(MCP_VERSION_MODERN));
+			json_t *data = json_pack("{s:o, s:O}", "supported", supported, "requested", pv);
+			char text[200];
+			snprintf(text, sizeof(text), "Unsupported protocol version%s%.40s; this server speaks %s",
+				 json_is_string(pv) ? " " : "", json_is_string(pv) ? json_string_value(pv) : "",
+				 MCP_VERSION_MODERN);
+			reply_error(out, rm->id, RPC_UNSUPPORTED_VERSION, text, data);
+			json_decref(empty);
+			return;
+		}
+		rq.modern = true;
+		rq.version = MCP_VERSION_MODERN;
+		const char *lvl = json_string_value(json_object_get(meta, "io.modelcontextprotocol/logLevel"));
+		enum log_level l;
+		if (lvl && log_level_parse(lvl, &l) == 0)
+			rq.log_level = (int)l;
+	} else {
+		pthread_mutex_lock(&peer->lock);
+		snprintf(legacy_version, sizeof(legacy_version), "%s", peer->version);
+		pthread_mutex_unlock(&peer->lock);
+		rq.version = legacy_version;
+		rq.modern = false;
+	}
+
+	const struct method *md = NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(mcp_method_table); i++)
+		if (strcmp(mcp_method_table[i].name, rm->method) == 0)
+			md = &mcp_method_table[i];
+	if (!md) {
+		char text[200];
+		snprintf(text, sizeof(text), "Method not found: %.100s", rm->method);
+		reply_error(out, rm->id, RPC_METHOD_NOT_FOUND, text, NULL);
+		json_decref(empty);
+		return;
+	}
+	if (rq.modern && (md->flags & METHOD_LEGACY_ONLY)) {
+		char text[200];
+		snprintf(text, sizeof(text), "Method %s is not part of protocol %s", rm->method, MCP_VERSION_MODERN);
+		reply_error(out, rm->id, RPC_METHOD_NOT_FOUND, text, NULL);
+		json_decref(empty);
+		return;
+	}
+	if (!rq.modern && !(md->flags & METHOD_BEFORE_INIT)) {
+		pthread_mutex_lock(&peer->lock);
+		bool init = peer->initialized;
+		pthread_mutex_unlock(&peer->lock);
+		if (!init) {
+			reply_error(out, rm->id, RPC_INVALID_REQUEST,
+				    "Server not initialized: send initialize first, or put "
+				    "io.modelcontextprotocol/protocolVersion \"" MCP_VERSION_MODERN
+				    "\" in params._meta",
+				    NULL);
+			json_decref(empty);
+			return;
+		}
+	}
+
+	json_t *result = NULL;
+	int r = md->fn(m, &rq, &result, &f);
+	if (r == REPLY_DEFERRED) {
+		json_decref(empty);
+		return;
+	}
+	if (r < 0) {
+		reply_error(out, rm->id, f.code, f.message, f.data);
+		json_decref(empty);
+		return;
+	}
+	finish_result(&rq, md->flags, result);
+	(void)out_send_new(out, rpc_result(rm->id, result));
+	json_decref(empty);
+}
+
+/* Picks the lifted string a tools/call hands its tool as the bulk argument, then restores the rest. */
+static void bulk_settle_call(const struct mcp *m, struct bulk_lifted *b, json_t *msg)
+{
+	const char *method = json_string_value(json_object_get(msg, "method"));
+	json_t *params = json_object_get(msg, "params");
+	json_t *args = json_object_get(params, "arguments");
+	const char *name = json_string_value(json_object_get(params, "name"));
+	json_t *keep = NULL;
+
+	/* any shape may come here (the checks of tools/call come later): no name, no bulk argument */
+	if (method && strcmp(method, "tools/call") == 0 && name && json_is_object(args)) {
+		const struct tool_entry *t = tools_find(name, m->svc->cfg->tool_groups);
+		keep = t && t->bulk_arg ? json_object_get(args, t->bulk_arg) : NULL;
+	}
+	bulk_settle(b, msg, keep);
+}
+
+/* The id a scan found, when it is one a request may carry (new reference), else NULL. */
+static json_t *scan_id(const char *line, const struct jsonscan *scan)
+{
+	if (scan->id_len == 0 || scan->id_len > MCP_SCAN_ID_MAX)
+		return NULL;
+	json_t *id = json_loadb(line + scan->id_start, scan->id_len, JSON_DECODE_ANY, NULL);
+	if (!rpc_id_valid(id)) {
+		json_decref(id);
+		return NULL;
+	}
+	return id;
+}
+
+/*
+ * Refuses a line whose decoding would cost more than its budget, before
+ * jansson sees it; true when it did (and replied).
+ */
+static bool over_budget(struct out *out, const char *line, size_t n, const struct jsonscan *scan)
+{
+	size_t budget = MCP_JSON_COST_BASE + MCP_JSON_COST_PER_BYTE * n;
+	if (scan->cost <= budget && scan->depth <= MCP_JSON_DEPTH_MAX)
+		return false;
+	char text[ERR_MSG_MAX];
+	if (scan->depth > MCP_JSON_DEPTH_MAX)
+		snprintf(text, sizeof(text),
+			 "Invalid Request: the message nests objects and arrays %zu deep, over the limit of %d; "
+			 "flatten the arguments",
+			 scan->depth, MCP_JSON_DEPTH_MAX);
+	else
+		snprintf(text, sizeof(text),
+			 "Invalid Request: the message holds too many JSON values to decode (%zu objects, %zu arrays, "
+			 "%zu strings, %zu other values: about %zu MiB in memory, over the %zu MiB this %zu-byte line "
+			 "may use); send bulk data as one string (e.g. base64 file content) or split the request",
+			 scan->objects, scan->arrays, scan->strings, scan->bare, scan->cost >> 20, budget >> 20, n);
+	json_t *id = scan_id(line, scan);
+	reply_error(out, id, RPC_INVALID_REQUEST, text, NULL);
+	json_decref(id);
+	return true;
+}
+
+/* Replies to a line jansson refused: -32602 for a valid id with a \u0000, else -32700. */
+static void parse_failed(struct mcp *m, struct out *out, const struct bulk_lifted *bulk, const json_error_t *jerr,
+			 json_t *scanned_id)
+{
+	char text[300];
+	if (json_error_code(jerr) == json_error_null_character ||
+	    json_error_code(jerr) == json_error_null_byte_in_key) {
+		reply_error(out, scanned_id, RPC_INVALID_PARAMS,
+			    "Invalid params: a string in this request holds \\u0000 (the NUL character), which "
+			    "sandbox-mcp does not accept; remove it, or send binary data base64-encoded "
+			    "(file_write's encoding \"base64\")",
+			    NULL);
+		return;
+	}
+	snprintf(text, sizeof(text), "Parse error: %s (at byte %zu)", jerr->text,
+		 bulk_position(bulk, jerr->position < 0 ? 0 : (size_t)jerr->position));
+	reply_error(out, NULL, RPC_PARSE_ERROR, text, NULL);
+}
+
+static struct mcp_peer *stdio_route(void *arg, const struct mcp_msg_info *info)
+{
+	struct mcp *m = arg;
+	(void)info;
+	return mcp_peer_get(m->stdio);
+}
+
+void mcp_handle_line(struct mcp *m, char *line, size_t len)
+{
+	mcp_handle_message(m, m->out, stdio_route, m, line, len, 0);
+}
+
+void mcp_handle_message(struct mcp *m, struct out *out, mcp_route_fn route, void *arg, char *line, size_t len,
+			unsigned flags)
+{
+	struct jsonscan scan;
+	struct origin from = { .out = out, .route = route, .arg = arg, .flags = flags };
+
+	/* blank lines (and a CR left by a CRLF client) are not messages */
+	size_t n = len;
+	while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
+		n--;
+	if (n == 0)
+		return;
+
+	jsonscan_measure(line, n, &scan);
+	if (over_budget(out, line, n, &scan))
+		return;
+	if (n < MCP_BIG_LINE) {
+		line_parse(m, &from, line, n, &scan, NULL);
+		return;
+	}
+	/* a copy for the worker; the reader's pages go back as they are copied */
+	struct line_job *lj = xcalloc(1, sizeof(*lj));
+	lj->m = m;
+	lj->from = from;
+	out_get(out);
+	lj->n = n;
+	lj->scan = scan;
+	lj->line = xmalloc(n);
+	bulk_copy_giving_back(lj->line, line, n);
+	json_t *id = scan_id(lj->line, &scan); /* so that notifications/cancelled finds it */
+	struct call *c = call_create(id, MCP_LINES_KEY, line_job_run, line_job_free, lj);
+	json_decref(id);
+	call_set_weight(c, n);
+	/* stdio's peer is known before parsing; a transport's, only after (it cannot cancel the parse) */
+	if (route == stdio_route)
+		call_set_owner(c, m->stdio);
+	atomic_fetch_add(&m->big_lines, 1);
+	int r = dispatch_submit(m->dispatch, c);
+	if (r < 0) {
+		struct fail f = { 0 };
+		(void)submit_busy(m, r, &f);
+		reply_error(out, call_id(c), f.code, f.message, NULL);
+		call_destroy(c); /* line_job_free undoes big_lines */
+	}
+}
+
+static void line_job_run(struct call *c, void *data)
+{
+	struct line_job *lj = data;
+	line_parse(lj->m, &lj->from, lj->line, lj->n, &lj->scan, c);
+	free(lj->line);
+	lj->line = NULL;
+	trim_heap(lj->n);
+}
+
+static void line_job_free(void *data)
+{
+	struct line_job *lj = data;
+	/* after the line's own call was queued: later calls may go straight to their queues */
+	atomic_fetch_sub(&lj->m->big_lines, 1);
+	out_put(lj->from.out);
+	free(lj->line);
+	free(lj);
+}
+
+/*
+ * Parses a line that fits its budget and acts on it.  job is the big-line
+ * worker's call (NULL on the read loop): a request it carries that was
+ * cancelled meanwhile is dropped, and its calls are already in order.
+ */
+static void line_parse(struct mcp *m, const struct origin *from, char *line, size_t n, const struct jsonscan *scan,
+		       struct call *job)
+{
+	struct out *out = from->out;
+	json_error_t jerr;
+	struct rpc_msg rm;
+	struct err e;
+	json_t *id = NULL;
+	struct bulk_lifted bulk = { 0 };
+
+	/* read now: a big line's bytes are handed back while it is parsed */
+	json_t *scanned_id = scan->nul_escape ? scan_id(line, scan) : NULL;
+
+	json_t *msg;
+	if (n >= MCP_BIG_LINE) {
+		struct bulk_feed f;
+		bulk_lift(&bulk, line, n, MCP_BULK_MIN, m->bulk_nonce);
+		bulk_feed_init(&f, line, n, &bulk);
+		msg = json_load_callback(bulk_feed_read, &f, JSON_DECODE_ANY, &jerr);
+		if (msg && bulk.count)
+			bulk_settle_call(m, &bulk, msg);
+	} else {
+		msg = json_loadb(line, n, JSON_DECODE_ANY, &jerr);
+	}
+	if (!msg) {
+		parse_failed(m, out, &bulk, &jerr, scanned_id);
+		json_decref(scanned_id);
+		bulk_free(&bulk);
+		return;
+	}
+	json_decref(scanned_id);
+	if (json_is_array(msg)) {
+		reply_error(out, NULL, RPC_INVALID_REQUEST,
+			    "Invalid Request: JSON-RPC batches are not supported; send one message per line", NULL);
+		json_decref(msg);
+		bulk_free(&bulk);
+		return;
+	}
+	err_clear(&e);
+	if (rpc_envelope(msg, &rm, &id, &e) < 0) {
+		reply_error(out, id, RPC_INVALID_REQUEST, e.msg, NULL);
+		json_decref(msg);
+		bulk_free(&bulk);
+		return;
+	}
+	json_t *meta = json_object_get(rm.params, "_meta");
+	struct mcp_msg_info info = { .kind = rm.kind,
+				     .method = rm.method,
+				     .id = rm.id,
+				     .modern = json_object_get(meta, "io.modelcontextprotocol/protocolVersion") !=
+					       NULL };
+	struct mcp_peer *peer = from->route(from->arg, &info);
+	if (!peer) {
+		/* the transport refused it (unknown session) and answers that itself */
+	} else if (rm.kind == RPC_KIND_NOTIFICATION) {
+		handle_notification(m, peer, &rm);
+	} else if (rm.kind == RPC_KIND_REQUEST && !(job && call_cancelled(job))) {
+		handle_request(m, peer, out, &rm, &bulk, n, job != NULL, !job && (from->flags & MCP_RUN_HERE));
+	} /* a response: we send no requests, so there is nothing to match */
+	mcp_peer_put(peer);
+	json_decref(msg);
+	bulk_free(&bulk);
+	if (!job)
+		trim_heap(n);
+}
+
+/*
+ * After a line of MCP_TRIM_MIN bytes or more: the many small blocks of a
+ * big message stay in the heap (in the parsing thread's arena) once freed
+ * unless handed back.  glibc's malloc_trim does that; elsewhere, nothing.
+ */
+static void trim_heap(size_t n)
+{
+#if HAVE_MALLOC_TRIM
+	if (n >= MCP_TRIM_MIN)
+		(void)malloc_trim(0);
+#else
+	(void)n;
+#endif
+}
+
+void mcp_handle_oversized(struct mcp *m)
+{
+	struct out *out = m->out;
+	char text[200];
+	snprintf(text, sizeof(text),
+		 "Invalid Request: line longer than %llu bytes (SANDBOX_MAX_LINE_BYTES); it was skipped",
+		 (unsigned long long)m->svc->cfg->max_line_bytes);
+	reply_error(out, NULL, RPC_INVALID_REQUEST, text, NULL);
+}

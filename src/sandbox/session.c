@@ -1,0 +1,1704 @@
+/*
+ * session.c - sessions and their containers.
+ *
+ * Locking: m->lock guards the session array and each session's refs, busy,
+ * closed and last_used.  Engine calls are never made with the lock held.
+ * A session leaves the array when it is closed (by a tool, the reaper or
+ * shutdown) and is freed when its last reference is put.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/tar.h"
+#include "buildconf.h"
+#include "engine/compat.h"
+#include "engine/engine-image.h"
+#include "sandbox/agentctl.h"
+#include "sandbox/ceiling.h"
+#include "sandbox/pool.h"
+#include "sandbox/pull.h"
+#include "sandbox/pyrepl.h"
+#include "sandbox/session.h"
+#include "sandbox/userdb.h"
+
+/* The container's main process: idles, ends at once on SIGKILL. */
+static const char session_idle_cmd[] = "while sleep 3600; do :; done";
+/* Size cap of /tmp inside sessions. */
+#define SESSION_TMPFS "rw,nosuid,nodev,size=256m"
+/* Open files per process in sessions (a hard limit over the host's own cannot be set). */
+#define SESSION_NOFILE 4096
+/* RLIMIT_NPROC counts a uid's processes host-wide, so it is generous; PidsLimit is the real cap. */
+#define SESSION_NPROC 8192
+/* UID:GID used when the image runs as root or names no user. */
+#define SESSION_FALLBACK_USER "1000:1000"
+/* Bytes of an image's /etc/passwd or /etc/group read to resolve its USER. */
+#define SESSION_USERDB_MAX (1u << 20)
+/* A lock file younger than this may be a starting server's, not yet taken (prune_locks). */
+#define SESSION_LOCK_FRESH_S 60
+
+struct session_mgr {
+	const struct config *cfg;
+	struct engines *engines; /* borrowed: each session names its own (session_engine) */
+	char instance[SESSION_INSTANCE_LEN + 1];
+	char host[65];
+	char lock_dir[PATH_MAX];
+	char lock_path[PATH_MAX + 32]; /* this instance's lock, named in the .lock label */
+	int lock_fd;
+	json_t *users;	/* image id -> "uid:gid" its sessions run as (image_user) */
+	json_t *held;	/* instance -> fd of the dead instance's lock this one took over */
+	size_t adopted; /* persistent sessions adopted at start (they do not count as created) */
+
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* reaper wake-up */
+	struct session **list;
+	size_t len, cap;
+	bool stopping;
+	bool ready; /* start-up scan done (adoption, cleanup) */
+	pthread_t reaper;
+	bool reaper_started;
+	pthread_t starter;
+	bool starter_started;
+	/* creates under way, each holding a place under the limit and its name */
+	struct pending *pending;
+	size_t npending;
+	struct pool *pool; /* the warm pool (pool.h), filled after the start-up scan */
+	/*
+	 * Bit i: on engine i a create or a removal failed (the engine went away
+	 * mid-way), so a container of this instance may be there that no session
+	 * holds: swept at exit (sweep_own).
+	 */
+	atomic_uint orphans;
+};
+
+struct pending {
+	const char *name; /* NULL: unnamed */
+	const char *owner;
+	struct pending *next;
+};
+
+static int64_t wall_now(void);
+static void random_hex(char *out, size_t n);
+static struct session *find_locked(struct session_mgr *m, const char *owner, const char *ref);
+static bool owns(const struct session *s, const char *owner);
+static void unlink_locked(struct session_mgr *m, struct session *s);
+static void session_free(struct session *s);
+static void remove_container(struct session_mgr *m, struct session *s);
+static void remove_containers(struct session_mgr *m, struct session **all, size_t n);
+static bool name_valid(const char *name);
+static void *reaper_main(void *arg);
+static int lock_dir_path(char *out, size_t outsz);
+static int verify_hardening(json_t *inspect, const struct session *s, struct err *err);
+static bool spec_numeric(const char *spec);
+static bool user_numeric_nonroot(const char *u);
+static int reserve(struct session_mgr *m, const struct session_opts *o, struct pending *pend, struct err *err);
+static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
+			   const char *network, struct session **ret, struct err *err);
+static int container_new(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
+			 const char *network, bool pooled, struct session **ret, struct err *err);
+static int list_new(struct session_mgr *m, struct session *s, struct session **ret, struct err *err);
+static const struct pool_ops session_pool_ops;
+
+static int64_t wall_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+static void random_hex(char *out, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[32];
+	size_t need = (n + 1) / 2;
+
+	if (getrandom(raw, need, 0) != (ssize_t)need) {
+		/* getrandom cannot fail for small sizes after boot; fall back to the clock */
+		int64_t t = now_us() ^ (int64_t)getpid();
+		for (size_t i = 0; i < need; i++)
+			raw[i] = (unsigned char)(t >> ((i % 8) * 8)) ^ (unsigned char)i;
+	}
+	for (size_t i = 0; i < n; i++)
+		out[i] = hex[(raw[i / 2] >> ((i % 2) ? 0 : 4)) & 15];
+	out[n] = '\0';
+}
+
+static int lock_dir_path(char *out, size_t outsz)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	int n;
+	if (xdg && xdg[0] == '/')
+		n = snprintf(out, outsz, "%s/sandbox-mcp", xdg);
+	else
+		n = snprintf(out, outsz, "/tmp/sandbox-mcp-%u", (unsigned)getuid());
+	return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
+}
+
+int session_mgr_create(const struct config *cfg, struct engines *es, struct session_mgr **ret, struct err *err)
+{
+	struct session_mgr *m = xcalloc(1, sizeof(*m));
+	struct stat st;
+
+	m->cfg = cfg;
+	m->engines = es;
+	m->lock_fd = -1;
+	m->users = json_object();
+	m->held = json_object();
+	random_hex(m->instance, SESSION_INSTANCE_LEN);
+	if (gethostname(m->host, sizeof(m->host) - 1) < 0)
+		snprintf(m->host, sizeof(m->host), "unknown");
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->wake, NULL);
+	m->pool = pool_create(cfg, m, &session_pool_ops, (size_t)cfg->pool_size);
+
+	if (lock_dir_path(m->lock_dir, sizeof(m->lock_dir)) < 0 || (mkdir(m->lock_dir, 0700) < 0 && errno != EEXIST) ||
+	    lstat(m->lock_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
+		int e2 = errno;
+		session_mgr_destroy(m);
+		return err_set(err, ERRCODE_INTERNAL, -(e2 ? e2 : EPERM),
+			       "cannot use the lock directory %s: it must be a directory owned by you", m->lock_dir);
+	}
+	snprintf(m->lock_path, sizeof(m->lock_path), "%s/%s.lock", m->lock_dir, m->instance);
+	m->lock_fd = open(m->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (m->lock_fd < 0 || flock(m->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		int e2 = errno;
+		session_mgr_destroy(m);
+		return err_set(err, ERRCODE_INTERNAL, -e2, "cannot lock %s: %s", m->lock_path, strerror(e2));
+	}
+	*ret = m;
+	return 0;
+}
+
+const char *session_mgr_instance(const struct session_mgr *m)
+{
+	return m->instance;
+}
+
+static void *starter_main(void *arg);
+
+void session_mgr_start(struct session_mgr *m)
+{
+	/* off the read loop: the first reply must not wait for the engine */
+	if (thread_create_nosig(&m->starter, NULL, starter_main, m) == 0) {
+		m->starter_started = true;
+		return;
+	}
+	starter_main(m);
+}
+
+/* Blocks until the start-up scan is done. */
+static void wait_ready(struct session_mgr *m)
+{
+	pthread_mutex_lock(&m->lock);
+	while (!m->ready && !m->stopping)
+		pthread_cond_wait(&m->wake, &m->lock);
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* What is known of the instance that labelled a container. */
+enum owner {
+	OWNER_ALIVE,   /* its lock is held: hands off */
+	OWNER_DEAD,    /* its lock is free, and now held by this instance */
+	OWNER_UNKNOWN, /* cannot be proven either way: hands off */
+};
+
+/*
+ * A lock path from a label, accepted only as what a server names: an
+ * absolute ".../sandbox-mcp[-N]/<instance>.lock" without "." or ".."
+ * components. Anything else in a label (a forged one in an image) is refused
+ * before the path is opened.
+ */
+static bool lock_path_valid(const char *path, const char *instance)
+{
+	char tail[32];
+	size_t n = strlen(path);
+	const char *base = strrchr(path, '/');
+
+	snprintf(tail, sizeof(tail), "/%s.lock", instance);
+	if (path[0] != '/' || n >= PATH_MAX || !base || strcmp(base, tail) != 0 || strstr(path, "/./") ||
+	    strstr(path, "/../") || strstr(path, "//"))
+		return false;
+	const char *dir = base;
+	while (dir > path && dir[-1] != '/')
+		dir--;
+	size_t dn = (size_t)(base - dir);
+	if (dn == 11 && strncmp(dir, "sandbox-mcp", 11) == 0)
+		return true;
+	if (dn <= 12 || strncmp(dir, "sandbox-mcp-", 12) != 0)
+		return false;
+	for (const char *c = dir + 12; c < base; c++)
+		if (*c < '0' || *c > '9')
+			return false;
+	return true;
+}
+
+/*
+ * Opens an instance's lock: the path its container names (the lock lives
+ * where its server put it, whatever this server's XDG_RUNTIME_DIR), created
+ * again when its owner removed it on a clean exit and its folder is ours.
+ */
+static int open_lock(const char *path, bool may_create)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 || errno != ENOENT || !may_create)
+		return fd;
+	char dir[PATH_MAX];
+	struct stat st;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(path, '/') - path), path);
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+		return -1;
+	fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	return fd;
+}
+
+/*
+ * Whether the instance that labelled a container lives: proven only by its
+ * lock, never guessed from this server's environment. A free lock is taken
+ * and kept for as long as this server runs, so the dead instance's persistent
+ * sessions pass to this server alone: another server starting now or later
+ * finds the lock held and leaves them be.
+ */
+static enum owner owner_state(struct session_mgr *m, json_t *labels)
+{
+	const char *inst = json_string_value(json_object_get(labels, SESSION_LABEL ".instance"));
+	const char *host = json_string_value(json_object_get(labels, SESSION_LABEL ".host"));
+	const char *lock = json_string_value(json_object_get(labels, SESSION_LABEL ".lock"));
+	char legacy[PATH_MAX + 32];
+	struct stat st;
+
+	if (!inst || strlen(inst) != 16 || !is_hex(inst, 16) || !host || strcmp(host, m->host) != 0)
+		return OWNER_UNKNOWN;
+	if (json_object_get(m->held, inst))
+		return OWNER_DEAD; /* taken over already, for another of its containers */
+	if (!lock) {
+		/* a server from before the label: its lock only counts where this server would put it */
+		snprintf(legacy, sizeof(legacy), "%s/%s.lock", m->lock_dir, inst);
+		lock = legacy;
+	}
+	if (!lock_path_valid(lock, inst))
+		return OWNER_UNKNOWN;
+	int fd = open_lock(lock, lock != legacy);
+	if (fd < 0)
+		return OWNER_UNKNOWN;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return OWNER_UNKNOWN;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		bool held = errno == EWOULDBLOCK;
+		close(fd);
+		return held ? OWNER_ALIVE : OWNER_UNKNOWN;
+	}
+	/* another server's prune_locks removed it between our open and flock: a later scan decides */
+	if (fstat(fd, &st) < 0 || st.st_nlink == 0) {
+		close(fd);
+		return OWNER_UNKNOWN;
+	}
+	json_object_set_new(m->held, inst, json_integer(fd));
+	return OWNER_DEAD;
+}
+
+/* "uid:gid" in numbers, neither 0. */
+static bool user_numeric_nonroot(const char *u)
+{
+	unsigned long uid, gid;
+	char *end;
+
+	if (!u || !spec_numeric(u))
+		return false;
+	uid = strtoul(u, &end, 10);
+	gid = strtoul(end + 1, NULL, 10);
+	return uid > 0 && gid > 0 && uid <= USERDB_ID_MAX && gid <= USERDB_ID_MAX;
+}
+
+/*
+ * A persistent session of a dead instance, rebuilt from what the engine says
+ * of its container (inspect), not from labels alone: its real limits, user
+ * and network, and the same hardening a new session must have.
+ */
+static int adopt_one(struct session_mgr *m, size_t ei, const char *id, json_t *labels, struct session **ret,
+		     struct err *err)
+{
+	json_t *inspect = NULL;
+	int r = engine_container_inspect(engines_at(m->engines, ei), NULL, id, &inspect, err);
+	if (r < 0)
+		return r;
+	json_t *hc = json_object_get(inspect, "HostConfig");
+	json_t *cfg = json_object_get(inspect, "Config");
+	const char *sid = json_string_value(json_object_get(labels, SESSION_LABEL ".session"));
+	const char *nm = json_string_value(json_object_get(labels, SESSION_LABEL ".name"));
+	const char *user = json_string_value(json_object_get(cfg, "User"));
+	const char *net = json_string_value(json_object_get(hc, "NetworkMode"));
+	const char *img = json_string_value(json_object_get(cfg, "Image"));
+	const char *rt = json_string_value(json_object_get(hc, "Runtime"));
+	const char *created = json_string_value(json_object_get(labels, SESSION_LABEL ".created"));
+	struct session *s = xcalloc(1, sizeof(*s));
+	uint64_t cv = 0;
+
+	if (!sid || strlen(sid) != SESSION_ID_LEN || !is_hex(sid, SESSION_ID_LEN))
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EINVAL, "its session label is not a session id");
+	else if (!user_numeric_nonroot(user))
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EPERM,
+			    "its user '%.40s' is not a numeric non-root uid:gid (made by an older server?)",
+			    user ? user : "");
+	else if (!net || !config_network_allowed(m->cfg, net))
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EPERM, "its network '%.40s' is not allowed (SANDBOX_NETWORKS)",
+			    net ? net : "");
+	if (r == 0) {
+		snprintf(s->id, sizeof(s->id), "%s", sid);
+		s->engine = engines_at(m->engines, ei);
+		snprintf(s->engine_name, sizeof(s->engine_name), "%s", engines_name(m->engines, ei));
+		const char *pr = json_string_value(json_object_get(labels, SESSION_LABEL ".principal"));
+		snprintf(s->owner, sizeof(s->owner), "%s", pr ? pr : "");
+		/* a reserved name would make it the default session of every call */
+		if (nm && name_valid(nm) && strcmp(nm, "default") != 0)
+			snprintf(s->name, sizeof(s->name), "%s", nm);
+		memcpy(s->container, id, ENGINE_ID_LEN + 1);
+		snprintf(s->image, sizeof(s->image), "%s", img ? img : "");
+		snprintf(s->user, sizeof(s->user), "%s", user);
+		snprintf(s->network, sizeof(s->network), "%s", net);
+		snprintf(s->runtime, sizeof(s->runtime), "%s", rt && strcmp(rt, "runc") != 0 ? rt : "");
+		s->memory_mb = (uint64_t)json_integer_value(json_object_get(hc, "Memory")) >> 20;
+		s->cpus = (double)json_integer_value(json_object_get(hc, "NanoCpus")) / 1e9;
+		s->pids = (uint64_t)json_integer_value(json_object_get(hc, "PidsLimit"));
+		s->read_only = json_is_true(json_object_get(hc, "ReadonlyRootfs"));
+		if (created && parse_u64(created, 0, INT64_MAX, &cv) == 0)
+			s->created = (int64_t)cv;
+		s->last_used = wall_now();
+		s->persistent = true;
+		s->adopted = true;
+		if (s->memory_mb == 0 || s->pids == 0 || s->cpus <= 0)
+			r = err_set(err, ERRCODE_ENGINE_ERROR, -EPERM, "it has no memory, CPU or pids limit");
+		else
+			r = verify_hardening(inspect, s, err);
+	}
+	json_decref(inspect);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+/* Adopts a dead instance's persistent container: started if stopped, listed. */
+static void adopt(struct session_mgr *m, size_t ei, const char *id, json_t *labels, const char *state)
+{
+	struct session *s;
+	struct err err;
+
+	if (m->adopted >= m->cfg->max_sessions) {
+		log_warnf("not adopting persistent container %.12s: %zu adopted already (SANDBOX_MAX_SESSIONS); a "
+			  "later server may",
+			  id, m->adopted);
+		return;
+	}
+	if (adopt_one(m, ei, id, labels, &s, &err) < 0) {
+		log_warnf("not adopting persistent container %.12s: %s; it is left as it is (docker rm -f %.12s "
+			  "removes it)",
+			  id, err.msg, id);
+		return;
+	}
+	if (state && strcmp(state, "running") != 0 && engine_container_start(s->engine, NULL, id, &err) < 0)
+		log_warnf("persistent session %s: cannot start its container: %s", s->id, err.msg);
+	pthread_mutex_lock(&m->lock);
+	bool dup = find_locked(m, NULL, s->id) != NULL;
+	if (!dup) {
+		if (m->len == m->cap) {
+			m->cap = m->cap ? m->cap * 2 : 8;
+			m->list = xreallocarray(m->list, m->cap, sizeof(*m->list));
+		}
+		s->refs = 1;
+		m->list[m->len++] = s;
+		m->adopted++;
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (dup)
+		free(s);
+	else
+		log_infof("adopted persistent session %s (%s) on engine %s", s->id, s->name, s->engine_name);
+}
+
+/* What a container listing (GET /containers/json) says of one container: the labels the sweeps read. */
+struct listed {
+	json_t *labels; /* borrowed from the listing */
+	const char *id, *inst;
+	bool persistent, pooled;
+};
+
+static void listed_read(json_t *c, struct listed *l)
+{
+	l->labels = json_object_get(c, "Labels");
+	l->id = json_string_value(json_object_get(c, "Id"));
+	l->inst = json_string_value(json_object_get(l->labels, SESSION_LABEL ".instance"));
+	const char *persist = json_string_value(json_object_get(l->labels, SESSION_LABEL ".persistent"));
+	l->persistent = persist && strcmp(persist, "true") == 0;
+	/* by value: an image may carry any label, and a container inherits what its create does not set */
+	const char *pool = json_string_value(json_object_get(l->labels, SESSION_LABEL ".pool"));
+	l->pooled = pool && strcmp(pool, "1") == 0;
+}
+
+/*
+ * One engine's part of the start-up scan. An engine that does not answer
+ * now is skipped: its leftovers wait for a later server's scan.
+ */
+static void sweep(struct session_mgr *m, size_t ei)
+{
+	struct engine *e = engines_at(m->engines, ei);
+	struct err err;
+	json_t *list = NULL, *c;
+	size_t i;
+
+	if (engine_container_list(e, NULL, SESSION_LABEL ".instance", &list, &err) < 0) {
+		log_warnf("engine %s does not answer now, so its sessions fail until it does (old sessions there "
+			  "are not cleaned up): %s",
+			  engines_name(m->engines, ei), err.msg);
+		return;
+	}
+	json_array_foreach (list, i, c) {
+		struct listed l;
+		listed_read(c, &l);
+		if (!engine_id_valid(l.id) || !l.inst || strcmp(l.inst, m->instance) == 0 ||
+		    owner_state(m, l.labels) != OWNER_DEAD)
+			continue;
+		/* a warm-pool member is never adopted, whatever else its labels say */
+		if (l.persistent && !l.pooled) {
+			adopt(m, ei, l.id, l.labels, json_string_value(json_object_get(c, "State")));
+			continue;
+		}
+		log_infof("removing container %.12s left by dead instance %s on engine %s", l.id, l.inst,
+			  engines_name(m->engines, ei));
+		if (engine_container_remove(e, NULL, l.id, &err) < 0)
+			log_warnf("removing %.12s: %s", l.id, err.msg);
+	}
+	json_decref(list);
+	ceiling_sweep_probes(e, NULL);
+}
+
+/*
+ * A server that was killed leaves its lock file behind, one per kill: they
+ * piled up by the hundred over a day of test runs. After the scan, a lock
+ * in this server's folder that nobody holds is removed, unless it is new
+ * (a starting server creates its lock before it takes it) or this scan
+ * took it over. A container that still names it, on an engine that did
+ * not answer now, gets it made again by a later scan (open_lock), where
+ * the label names it; only containers of servers from before that label
+ * (0.x) then stay unproven and are left alone.
+ */
+static void prune_locks(struct session_mgr *m)
+{
+	DIR *d = opendir(m->lock_dir);
+	if (!d)
+		return;
+	time_t old = time(NULL) - SESSION_LOCK_FRESH_S;
+	for (struct dirent *de; (de = readdir(d));) {
+		char inst[SESSION_INSTANCE_LEN + 1];
+		struct stat st, now;
+		if (strlen(de->d_name) != SESSION_INSTANCE_LEN + strlen(".lock") ||
+		    strcmp(de->d_name + SESSION_INSTANCE_LEN, ".lock") != 0 ||
+		    !is_hex(de->d_name, SESSION_INSTANCE_LEN))
+			continue;
+		snprintf(inst, sizeof(inst), "%.*s", SESSION_INSTANCE_LEN, de->d_name);
+		if (strcmp(inst, m->instance) == 0 || json_object_get(m->held, inst))
+			continue;
+		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/*
+		 * Only the file we locked goes: between our open and flock its
+		 * owner may have removed it on exit and another server made and
+		 * taken a new one under the same name (owner_state).
+		 */
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() && st.st_mtime < old &&
+		    flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+		    fstatat(dirfd(d), de->d_name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == st.st_dev &&
+		    now.st_ino == st.st_ino && unlinkat(dirfd(d), de->d_name, 0) == 0)
+			log_debugf("removed the lock of ended instance %s", inst);
+		close(fd);
+	}
+	closedir(d);
+}
+
+/*
+ * The start-up scan: containers of instances proven dead are this server's
+ * now: the persistent ones adopted, the rest removed. Those of live
+ * instances, of other hosts, or whose owner cannot be proven dead are left
+ * alone.
+ */
+static void *starter_main(void *arg)
+{
+	struct session_mgr *m = arg;
+
+	for (size_t i = 0; i < engines_count(m->engines); i++)
+		sweep(m, i);
+	prune_locks(m);
+	pthread_mutex_lock(&m->lock);
+	m->ready = true;
+	pthread_cond_broadcast(&m->wake);
+	if (!m->stopping && m->cfg->idle_ttl_s > 0 && thread_create_nosig(&m->reaper, NULL, reaper_main, m) == 0)
+		m->reaper_started = true;
+	pthread_mutex_unlock(&m->lock);
+	pool_start(m->pool);
+	return NULL;
+}
+
+static void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	json_decref(s->warnings);
+	json_decref(s->history);
+	json_decref(s->pip_jobs);
+	pyrepl_destroy(s->repl);
+	agentctl_destroy(s->agent);
+	free(s);
+}
+
+/* Notes that engine e may hold a container of this instance that no session holds (see orphans). */
+static void mark_orphans(struct session_mgr *m, const struct engine *e)
+{
+	for (size_t i = 0; i < engines_count(m->engines) && i < ENGINES_MAX; i++)
+		if (engines_at(m->engines, i) == e)
+			atomic_fetch_or(&m->orphans, 1u << i);
+}
+
+static void remove_container(struct session_mgr *m, struct session *s)
+{
+	struct err err;
+	if (engine_container_remove(s->engine, NULL, s->container, &err) < 0) {
+		log_warnf("removing the container of session %s: %s", s->id, err.msg);
+		mark_orphans(m, s->engine);
+	}
+}
+
+/*
+ * Removes instance's containers on engine ei that are not persistent
+ * sessions (pool members, persistent or not, included): what an exit of
+ * that instance removes.
+ */
+static void sweep_instance(struct engines *es, size_t ei, const char *instance)
+{
+	struct engine *e = engines_at(es, ei);
+	char label[sizeof(SESSION_LABEL) + 32];
+	json_t *list = NULL, *c;
+	struct err err;
+	size_t i;
+
+	snprintf(label, sizeof(label), SESSION_LABEL ".instance=%s", instance);
+	if (engine_container_list(e, NULL, label, &list, &err) < 0) {
+		log_warnf("engine %s: cannot look for containers left behind: %s", engines_name(es, ei), err.msg);
+		return;
+	}
+	json_array_foreach (list, i, c) {
+		struct listed l;
+		listed_read(c, &l);
+		/* the filter asked for this instance only; an engine that ignores it is not trusted */
+		if (!engine_id_valid(l.id) || !l.inst || strcmp(l.inst, instance) != 0 || (l.persistent && !l.pooled))
+			continue;
+		log_infof("removing container %.12s left behind on engine %s", l.id, engines_name(es, ei));
+		if (engine_container_remove(e, NULL, l.id, &err) < 0)
+			log_warnf("removing %.12s: %s", l.id, err.msg);
+	}
+	json_decref(list);
+}
+
+/*
+ * The exit's second look, on an engine where a create or a removal failed
+ * (a create whose answer was lost, a removal the engine missed while it
+ * restarted). Only such engines are asked, so an exit costs no extra round
+ * trip when nothing failed; an engine still away keeps them for the next
+ * server's start-up scan.
+ */
+static void sweep_own(struct session_mgr *m, size_t ei)
+{
+	sweep_instance(m->engines, ei, m->instance);
+}
+
+void session_reap_instance(struct engines *es, const char *instance)
+{
+	if (strlen(instance) != SESSION_INSTANCE_LEN || !is_hex(instance, SESSION_INSTANCE_LEN))
+		return;
+	for (size_t k = 0; k < engines_count(es); k++)
+		sweep_instance(es, k, instance);
+}
+
+/* Containers removed at once by remove_containers, at most. */
+#define SESSION_REMOVE_PARALLEL 16
+
+struct removal {
+	struct session_mgr *m;
+	struct session *s;
+	pthread_t thread;
+	bool threaded;
+};
+
+static void *removal_main(void *arg)
+{
+	struct removal *r = arg;
+	remove_container(r->m, r->s);
+	return NULL;
+}
+
+/*
+ * Removes the containers of all[0..n), one thread each (in batches): an exit
+ * with several sessions and a pool takes about one removal's time, within
+ * the few seconds a client leaves a server between EOF and SIGKILL.
+ */
+static void remove_containers(struct session_mgr *m, struct session **all, size_t n)
+{
+	for (size_t i = 0; i < n; i += SESSION_REMOVE_PARALLEL) {
+		struct removal r[SESSION_REMOVE_PARALLEL];
+		size_t k = n - i < SESSION_REMOVE_PARALLEL ? n - i : SESSION_REMOVE_PARALLEL;
+		for (size_t j = 0; j < k; j++) {
+			r[j] = (struct removal){ .m = m, .s = all[i + j] };
+			r[j].threaded = k > 1 && thread_create_nosig(&r[j].thread, NULL, removal_main, &r[j]) == 0;
+			if (!r[j].threaded)
+				remove_container(m, all[i + j]);
+		}
+		for (size_t j = 0; j < k; j++)
+			if (r[j].threaded)
+				pthread_join(r[j].thread, NULL);
+	}
+}
+
+void session_mgr_cleanup(struct session_mgr *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	bool first = !m->stopping;
+	m->stopping = true;
+	pthread_cond_broadcast(&m->wake);
+	pthread_mutex_unlock(&m->lock);
+	if (!first)
+		return;
+	if (m->starter_started)
+		pthread_join(m->starter, NULL);
+	if (m->reaper_started)
+		pthread_join(m->reaper, NULL);
+	pool_quiesce(m->pool); /* a build under way ends while the sessions go */
+
+	/* stopping is set: session_create adds nothing any more */
+	pthread_mutex_lock(&m->lock);
+	size_t n = m->len;
+	struct session **all = xcalloc(n ? n : 1, sizeof(*all));
+	if (n) /* m->list is NULL until the first session */
+		memcpy(all, m->list, n * sizeof(*all));
+	pthread_mutex_unlock(&m->lock);
+	size_t gone = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!all[i]->persistent)
+			all[gone++] = all[i];
+	remove_containers(m, all, gone);
+	free(all);
+	pool_stop(m->pool);
+	unsigned orphans = atomic_load(&m->orphans);
+	for (size_t i = 0; i < engines_count(m->engines) && i < ENGINES_MAX; i++)
+		if (orphans & (1u << i))
+			sweep_own(m, i);
+	if (m->lock_fd >= 0)
+		unlink(m->lock_path);
+}
+
+void session_mgr_destroy(struct session_mgr *m)
+{
+	if (!m)
+		return;
+	session_mgr_cleanup(m);
+	for (size_t i = 0; i < m->len; i++) {
+		struct session *s = m->list[i];
+		/* a call still holding s keeps it alive */
+		if (--s->refs == 0)
+			session_free(s);
+	}
+	free(m->list);
+	pool_destroy(m->pool);
+	json_decref(m->users);
+	const char *inst;
+	json_t *fd;
+	json_object_foreach (m->held, inst, fd)
+		close((int)json_integer_value(fd));
+	json_decref(m->held);
+	if (m->lock_fd >= 0)
+		close(m->lock_fd);
+	pthread_cond_destroy(&m->wake);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+/* owner NULL: the server itself, which sees every principal's sessions. */
+static bool owns(const struct session *s, const char *owner)
+{
+	return !owner || strcmp(s->owner, owner) == 0;
+}
+
+/* owner's session with id or name ref; another principal's does not exist for it. */
+static struct session *find_locked(struct session_mgr *m, const char *owner, const char *ref)
+{
+	for (size_t i = 0; i < m->len; i++)
+		if (owns(m->list[i], owner) && strcmp(m->list[i]->id, ref) == 0)
+			return m->list[i];
+	for (size_t i = 0; i < m->len; i++)
+		if (owns(m->list[i], owner) && m->list[i]->name[0] && strcmp(m->list[i]->name, ref) == 0)
+			return m->list[i];
+	return NULL;
+}
+
+static void unlink_locked(struct session_mgr *m, struct session *s)
+{
+	for (size_t i = 0; i < m->len; i++) {
+		if (m->list[i] == s) {
+			m->list[i] = m->list[--m->len];
+			s->closed = true;
+			return;
+		}
+	}
+}
+
+static bool name_valid(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > SESSION_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+		      c == '_' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+/* Collects the one regular file of an archive GET into a buf. */
+struct file_sink {
+	struct buf *out;
+};
+
+static int file_entry(void *arg, const struct tar_entry *e, struct err *err)
+{
+	(void)arg;
+	(void)err;
+	return e->type == TAR_TYPE_FILE ? TAR_OK : TAR_SKIP;
+}
+
+static int file_data(void *arg, const char *p, size_t n, struct err *err)
+{
+	struct file_sink *fs = arg;
+	if (buf_append(fs->out, p, n) < 0)
+		return err_set(err, ERRCODE_TOO_LARGE, -EMSGSIZE, "the file is larger than %zu bytes", fs->out->max);
+	return TAR_OK;
+}
+
+struct body_src {
+	struct engine_body *b;
+	struct err err;
+};
+
+static ssize_t body_source(void *arg, void *p, size_t n)
+{
+	struct body_src *bs = arg;
+	return engine_body_read(bs->b, p, n, &bs->err);
+}
+
+/*
+ * Reads the regular file path of a container (created, never started: the
+ * image's own bytes) into out, whose max caps it. A missing file, or a link
+ * or anything else in its place, reads as empty.
+ */
+static int read_image_file(struct engine *e, struct call *call, const char *container, const char *path,
+			   struct buf *out, struct err *err)
+{
+	struct tar_limits lim = { .entries = 4, .entry_size = out->max, .total_size = out->max };
+	struct file_sink fs = { out };
+	struct tar_sink sink = { .entry = file_entry, .data = file_data, .arg = &fs };
+	struct body_src bs;
+
+	int r = engine_archive_get(e, call, container, path, &bs.b, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	r = tar_read(body_source, &bs, &lim, &sink, NULL, err);
+	engine_body_destroy(bs.b);
+	return r;
+}
+
+/*
+ * The image's /etc/passwd and /etc/group, read from a container that is
+ * created and removed without ever starting: nothing of the image runs.
+ */
+static int read_user_files(struct session_mgr *m, struct engine *e, struct call *call, const char *image_id,
+			   struct buf *passwd, struct buf *group, struct err *err)
+{
+	char probe[ENGINE_ID_LEN + 1];
+	json_t *warnings = NULL;
+	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1", SESSION_LABEL ".instance",
+				   m->instance, SESSION_LABEL ".host", m->host, SESSION_LABEL ".lock", m->lock_path,
+				   SESSION_LABEL ".persistent", "false", SESSION_LABEL ".probe", "user");
+	/*
+	 * User 0:0: the probe never starts, but Podman resolves the image's USER
+	 * at create time, so an image whose USER its passwd lacks (what the probe
+	 * is here to find out) would fail the create with an engine error.
+	 */
+	json_t *body = json_pack("{s:s, s:s, s:[s], s:[], s:o, s:b, s:{s:s, s:{s:s}}}", "Image", image_id, "User",
+				 "0:0", "Entrypoint", "/nonexistent", "Cmd", "Labels", labels, "NetworkDisabled", 1,
+				 "HostConfig", "NetworkMode", "none", "LogConfig", "Type", "none");
+	int r = engine_container_create(e, call, body, probe, &warnings, err);
+	json_decref(body);
+	json_decref(warnings);
+	if (r < 0) {
+		/* the engine may have made it and lost the answer (a cancel, a timeout): as container_new does */
+		mark_orphans(m, e);
+		return r;
+	}
+	r = read_image_file(e, call, probe, "/etc/passwd", passwd, err);
+	if (r == 0)
+		r = read_image_file(e, call, probe, "/etc/group", group, err);
+	struct err rerr;
+	if (engine_container_remove(e, NULL, probe, &rerr) < 0)
+		log_warnf("removing the probe container %.12s: %s", probe, rerr.msg);
+	return r;
+}
+
+/* True when spec is "uid:gid" in numbers: it needs no files to resolve. */
+static bool spec_numeric(const char *spec)
+{
+	const char *colon = strchr(spec, ':');
+	if (!colon || colon == spec || !colon[1])
+		return false;
+	for (const char *p = spec; *p; p++)
+		if (p != colon && !(*p >= '0' && *p <= '9'))
+			return false;
+	return true;
+}
+
+/*
+ * The user every process of a session runs as, in numbers ("uid:gid"): the
+ * image's USER resolved from the image's own files (userdb.h), once per image
+ * id. An image that runs as root, by any name or number, gets the fallback
+ * user; a root group alone is replaced by the user's own number.
+ */
+static int image_user(struct session_mgr *m, struct engine *e, struct call *call, json_t *img, char *out, size_t outsz,
+		      bool *ret_fallback, struct err *err)
+{
+	const char *spec = json_string_value(json_object_get(json_object_get(img, "Config"), "User"));
+	const char *id = json_string_value(json_object_get(img, "Id"));
+	struct buf passwd, group;
+	unsigned long uid, gid;
+	int r;
+
+	*ret_fallback = true;
+	if (!spec || !*spec || !id || strlen(id) > 200)
+		return snprintf(out, outsz, "%s", SESSION_FALLBACK_USER) < (int)outsz ? 0 : -ENAMETOOLONG;
+	pthread_mutex_lock(&m->lock);
+	json_t *known = json_object_get(m->users, id);
+	if (known) {
+		snprintf(out, outsz, "%s", json_string_value(json_object_get(known, "user")));
+		*ret_fallback = json_is_true(json_object_get(known, "fallback"));
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (known)
+		return 0;
+	buf_init(&passwd, SESSION_USERDB_MAX);
+	buf_init(&group, SESSION_USERDB_MAX);
+	r = spec_numeric(spec) ? 0 : read_user_files(m, e, call, id, &passwd, &group, err);
+	if (r == 0)
+		r = userdb_resolve(spec, passwd.data ? passwd.data : "", passwd.len, group.data ? group.data : "",
+				   group.len, &uid, &gid, err);
+	buf_finish(&passwd);
+	buf_finish(&group);
+	if (r < 0)
+		return r;
+	*ret_fallback = uid == 0;
+	if (uid == 0)
+		snprintf(out, outsz, "%s", SESSION_FALLBACK_USER);
+	else
+		snprintf(out, outsz, "%lu:%lu", uid, gid ? gid : uid);
+	if (uid == 0 || gid == 0)
+		log_infof("image %.80s runs as '%.40s', which is root's %s: sessions run as %s", id, spec,
+			  uid == 0 ? "uid" : "group", out);
+	pthread_mutex_lock(&m->lock);
+	json_object_set_new(m->users, id, json_pack("{s:s, s:b}", "user", out, "fallback", *ret_fallback));
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+/* Checks that the engine applied what we asked for (an engine may ignore options). */
+static int verify_hardening(json_t *inspect, const struct session *s, struct err *err)
+{
+	json_t *hc = json_object_get(inspect, "HostConfig");
+	json_t *cfg = json_object_get(inspect, "Config");
+	bool all = compat_caps_all_dropped(hc);
+	size_t i;
+	json_t *v;
+	bool nnp = false;
+	json_array_foreach (json_object_get(hc, "SecurityOpt"), i, v)
+		nnp = nnp || (json_is_string(v) && strncmp(json_string_value(v), "no-new-privileges", 17) == 0);
+	const char *user = json_string_value(json_object_get(cfg, "User"));
+	const char *why = NULL;
+	if (!all)
+		why = "capabilities were not dropped";
+	else if (!nnp)
+		why = "no-new-privileges was not set";
+	else if (!user_numeric_nonroot(user) || strcmp(user, s->user) != 0)
+		why = "the container would not run as the numeric non-root user asked for";
+	else if (json_integer_value(json_object_get(hc, "Memory")) != (json_int_t)(s->memory_mb << 20))
+		why = "the memory limit was not applied";
+	else if (json_integer_value(json_object_get(hc, "PidsLimit")) != (json_int_t)s->pids)
+		why = "the pids limit was not applied";
+	else if (json_is_true(json_object_get(hc, "Privileged")))
+		why = "the container is privileged";
+	else if (!compat_network_applied(inspect, s->network))
+		why = "the network mode is not the one asked for";
+	if (why)
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EPERM,
+			       "refusing the session: the Docker engine did not apply the sandbox settings (%s)", why);
+	return 0;
+}
+
+bool session_agent_run(struct engine *e, struct call *call, struct session *s, const struct exec_spec *spec,
+		       struct exec_result *xr, struct err *err, int *ret_r)
+{
+	struct err se;
+
+	if (!s->agent_installed || atomic_exchange(&s->agent_busy, true))
+		return false;
+	if (s->agent && !agentctl_alive(s->agent)) {
+		log_infof("session %s: the agent is gone; starting a new one", s->id);
+		agentctl_destroy(s->agent);
+		s->agent = NULL;
+	}
+	if (!s->agent && agentctl_start(e, call, s->container, s->user, &s->agent, &se) < 0) {
+		log_warnf("session %s: the agent did not start (%s); the exec path is used", s->id, se.msg);
+		atomic_store(&s->agent_busy, false);
+		return false;
+	}
+	int r = agentctl_run(s->agent, call, spec, xr, err);
+	if (r == -EAGAIN) {
+		log_infof("session %s: %s; the exec path is used", s->id, err->msg);
+		agentctl_destroy(s->agent);
+		s->agent = NULL;
+		exec_result_finish(xr);
+		err_clear(err);
+	}
+	atomic_store(&s->agent_busy, false);
+	if (r == -EAGAIN)
+		return false;
+	*ret_r = r;
+	return true;
+}
+
+/*
+ * The warm pool's side in the registry (pool.h): members are made by the
+ * same container_new as fresh sessions, with the default options.
+ */
+static int pool_build(struct session_mgr *m, struct call *call, struct session **ret, struct err *err)
+{
+	const struct session_opts o = { 0 };
+	struct session *s;
+	int r = container_new(m, call, &o, m->cfg->image, "none", true, &s, err);
+	if (r < 0)
+		return r;
+	/* the agent up ahead too: the first run_command of the session pays no start */
+	struct err aerr;
+	if (s->agent_installed && agentctl_start(s->engine, call, s->container, s->user, &s->agent, &aerr) < 0 &&
+	    !call_cancelled(call))
+		log_infof("warm pool: the agent of %.12s did not start (%s); its first command starts it", s->container,
+			  aerr.msg);
+	*ret = s;
+	return 0;
+}
+
+static void pool_discard(struct session_mgr *m, struct session **list, size_t n)
+{
+	remove_containers(m, list, n);
+	for (size_t i = 0; i < n; i++)
+		session_free(list[i]);
+}
+
+/* Containers still allowed under SANDBOX_MAX_SESSIONS_TOTAL, beside the sessions listed or starting. */
+static size_t pool_room(struct session_mgr *m)
+{
+	uint64_t max = m->cfg->max_sessions_total;
+	if (!max)
+		return SIZE_MAX;
+	pthread_mutex_lock(&m->lock);
+	size_t total = m->npending;
+	for (size_t i = 0; i < m->len; i++)
+		total += !m->list[i]->adopted;
+	pthread_mutex_unlock(&m->lock);
+	return total >= max ? 0 : (size_t)(max - total);
+}
+
+/*
+ * A member is handed out only if a fresh session would be the same: the
+ * default image still names the image it was made of, and it still runs
+ * (its agent's stream ends when the container stops; without an agent, the
+ * engine is asked). An engine that does not answer proves neither: the
+ * member is kept (removing it would fail too) and the call goes fresh.
+ */
+static int pool_current(struct session_mgr *m, struct session *s)
+{
+	json_t *j = NULL;
+	struct err err;
+	int r = engine_image_inspect(s->engine, NULL, m->cfg->image, &j, &err);
+	if (r < 0)
+		return err.code == ERRCODE_IMAGE_NOT_FOUND ? POOL_STALE : POOL_UNKNOWN;
+	bool same = json_is_string(json_object_get(j, "Id")) &&
+		    strcmp(json_string_value(json_object_get(j, "Id")), s->image_id) == 0;
+	json_decref(j);
+	j = NULL;
+	if (!same)
+		return POOL_STALE;
+	if (s->agent)
+		return agentctl_alive(s->agent) ? POOL_CURRENT : POOL_STALE;
+	r = engine_container_inspect(s->engine, NULL, s->container, &j, &err);
+	if (r < 0)
+		return err.code == ERRCODE_SESSION_NOT_FOUND ? POOL_STALE : POOL_UNKNOWN;
+	bool running = json_is_true(json_object_get(json_object_get(j, "State"), "Running"));
+	json_decref(j);
+	return running ? POOL_CURRENT : POOL_STALE;
+}
+
+static const struct pool_ops session_pool_ops = {
+	.build = pool_build,
+	.discard = pool_discard,
+	.room = pool_room,
+	.current = pool_current,
+};
+
+/* A pool member becomes call's session as a fresh one would: its owner, name and times. */
+static int hand_out(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session *s,
+		    struct session **ret, struct err *err)
+{
+	snprintf(s->name, sizeof(s->name), "%s", o->name ? o->name : "");
+	snprintf(s->owner, sizeof(s->owner), "%s", call_principal(call));
+	s->created = s->last_used = wall_now();
+	int r = list_new(m, s, ret, err);
+	if (r == 0)
+		log_infof("session %s created from the warm pool (container %.12s, image %s)", s->id, s->container,
+			  s->image);
+	return r;
+}
+
+int session_create(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session **ret,
+		   struct err *err)
+{
+	const struct config *cfg = m->cfg;
+	const char *image = o->image && *o->image ? o->image : cfg->image;
+	const char *network = o->network && *o->network ? o->network : "none";
+	int r;
+
+	/* only a configured name: the model never names an endpoint */
+	if ((r = engines_find(m->engines, o->engine, NULL, NULL, err)) < 0)
+		return r;
+	if (o->name && *o->name && !name_valid(o->name))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "name '%.80s' must be 1-63 letters, digits, '-', '_' or '.'", o->name);
+	if (o->name && !o->default_session &&
+	    (strcmp(o->name, "default") == 0 || (strlen(o->name) == SESSION_ID_LEN && is_hex(o->name, SESSION_ID_LEN))))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "name '%s' is reserved (it names the default session, or looks like a session id): "
+			       "pick another name, or omit session_id in the other tools to use the default session",
+			       o->name);
+	if (config_network_forbidden(network))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			       "network '%.80s' would share the host's or another container's namespace, which no "
+			       "setting allows: omit network (none), or name a Docker network the operator lists "
+			       "in SANDBOX_NETWORKS",
+			       network);
+	if (!config_network_allowed(cfg, network))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			       "network '%.80s' is not allowed: sessions have no network unless the operator lists "
+			       "the Docker network in SANDBOX_NETWORKS (now: %s); omit network to run without one",
+			       network, cfg->networks[0] ? cfg->networks : "empty");
+	wait_ready(m);
+	/* the name and the place under the limit are held from this check until the session is listed */
+	struct pending pend = { .name = o->name && *o->name ? o->name : NULL, .owner = call_principal(call) };
+	r = reserve(m, o, &pend, err);
+	if (r < 0)
+		return r;
+	struct session *pooled = pool_take(m->pool, o, image, network);
+	if (pooled) {
+		r = hand_out(m, call, o, pooled, ret, err);
+	} else {
+		/* a fresh container and the pool's together stay under SANDBOX_MAX_SESSIONS_TOTAL */
+		size_t room = pool_room(m);
+		if (room != SIZE_MAX && pool_ready(m->pool) > room)
+			pool_trim(m->pool, room);
+		r = create_reserved(m, call, o, image, network, ret, err);
+	}
+	pthread_mutex_lock(&m->lock);
+	for (struct pending **pp = &m->pending; *pp; pp = &(*pp)->next) {
+		if (*pp == &pend) {
+			*pp = pend.next;
+			break;
+		}
+	}
+	m->npending--;
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+/*
+ * Holds a place for a session being created: concurrent creates must not
+ * both take the last place under SANDBOX_MAX_SESSIONS or the same name.
+ */
+static int reserve(struct session_mgr *m, const struct session_opts *o, struct pending *pend, struct err *err)
+{
+	const struct config *cfg = m->cfg;
+
+	pthread_mutex_lock(&m->lock);
+	bool taken = pend->name && find_locked(m, pend->owner, pend->name);
+	size_t live = 0, total = m->npending;
+	for (struct pending *p = m->pending; p; p = p->next) {
+		bool mine = strcmp(p->owner, pend->owner) == 0;
+		taken = taken || (mine && pend->name && p->name && strcmp(p->name, pend->name) == 0);
+		live += mine;
+	}
+	for (size_t i = 0; i < m->len; i++) {
+		live += !m->list[i]->adopted && owns(m->list[i], pend->owner);
+		total += !m->list[i]->adopted;
+	}
+	uint64_t extra = o->transient ? SESSION_TRANSIENT_EXTRA : 0;
+	bool full = live >= cfg->max_sessions + extra;
+	bool server_full = !full && cfg->max_sessions_total && total >= cfg->max_sessions_total + extra;
+	full = full || server_full;
+	if (!taken && !full) {
+		pend->next = m->pending;
+		m->pending = pend;
+		m->npending++;
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (taken)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EEXIST,
+			       "a session named '%s' already exists: use it, or close it with session_close first",
+			       pend->name);
+	if (server_full)
+		return err_set(err, ERRCODE_SESSION_LIMIT, -EUSERS,
+			       "the server has %zu sessions open or starting, its limit for all users "
+			       "(SANDBOX_MAX_SESSIONS_TOTAL=%llu): close one of yours with session_close, or try later",
+			       total, (unsigned long long)cfg->max_sessions_total);
+	if (full)
+		return err_set(err, ERRCODE_SESSION_LIMIT, -EUSERS,
+			       "%zu sessions made by this server are open or starting, the limit "
+			       "(SANDBOX_MAX_SESSIONS=%llu): close one with session_close (session_list shows them) "
+			       "and try again",
+			       live, (unsigned long long)cfg->max_sessions);
+	return 0;
+}
+
+static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
+			   const char *network, struct session **ret, struct err *err)
+{
+	struct session *s;
+	int r = container_new(m, call, o, image, network, false, &s, err);
+	if (r < 0)
+		return r;
+	r = list_new(m, s, ret, err);
+	if (r == 0)
+		log_infof("session %s created (container %.12s, image %s, engine %s)", s->id, s->container, s->image,
+			  s->engine_name);
+	return r;
+}
+
+/*
+ * The create body of s's container: its labels, the session's environment,
+ * and the hardening (HostConfig). pooled: a warm-pool member, labelled so;
+ * fallback: the image's user was replaced (HOME=/tmp); with_agent: the agent
+ * idles as the main process (no /bin/sh needed: shell-less images work).
+ */
+static json_t *container_body(const struct session_mgr *m, const struct session *s, const struct session_opts *o,
+			      bool pooled, bool fallback, bool with_agent)
+{
+	const struct config *cfg = m->cfg;
+	char created[24];
+
+	snprintf(created, sizeof(created), "%lld", (long long)s->created);
+	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1",
+				   SESSION_LABEL ".instance", m->instance, SESSION_LABEL ".host", m->host,
+				   SESSION_LABEL ".lock", m->lock_path, SESSION_LABEL ".session", s->id,
+				   SESSION_LABEL ".name", s->name, SESSION_LABEL ".principal", s->owner,
+				   SESSION_LABEL ".persistent", s->persistent ? "true" : "false",
+				   SESSION_LABEL ".created", created, SESSION_LABEL ".user", s->user,
+				   SESSION_LABEL ".network", s->network);
+	/* always set: a label the image carries would otherwise make a session look pooled */
+	json_object_set_new(labels, SESSION_LABEL ".pool", json_string(pooled ? "1" : "0"));
+	json_t *env = json_array();
+	const char *key;
+	json_t *val;
+	json_object_foreach (o->env, key, val) {
+		char *kv = xasprintf("%s=%s", key, json_string_value(val));
+		json_array_append_new(env, json_string_lossy(kv, strlen(kv)));
+		free(kv);
+	}
+	if (fallback) /* the image's own user has a home; the fallback user may not */
+		json_array_append_new(env, json_string("HOME=/tmp"));
+	json_t *hc =
+		json_pack("{s:s, s:[s], s:[s], s:I, s:I, s:I, s:I, s:b, s:b, s:{s:s}, s:{s:s, s:{}}, s:[{s:s, s:I, s:I}, "
+			  "{s:s, s:I, s:I}], s:b, s:s}",
+			  "NetworkMode", s->network, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges", "Memory",
+			  (json_int_t)(s->memory_mb << 20), "MemorySwap", (json_int_t)(s->memory_mb << 20), "NanoCpus",
+			  (json_int_t)(s->cpus * 1e9), "PidsLimit", (json_int_t)s->pids, "Init", 1, "ReadonlyRootfs",
+			  s->read_only, "Tmpfs", "/tmp", SESSION_TMPFS, "LogConfig", "Type", "none", "Config",
+			  "Ulimits", "Name", "nofile", "Soft", (json_int_t)SESSION_NOFILE, "Hard",
+			  (json_int_t)SESSION_NOFILE, "Name", "nproc", "Soft", (json_int_t)SESSION_NPROC, "Hard",
+			  (json_int_t)SESSION_NPROC, "Privileged", 0, "IpcMode", "private");
+	if (s->runtime[0])
+		json_object_set_new(hc, "Runtime", json_string(s->runtime));
+	if (s->read_only) {
+		/*
+		 * The workspace must stay writable: an anonymous volume of its own.
+		 * The engine refuses the archive copy of the agent into a read-only
+		 * root but not into a volume: its directory is a second anonymous
+		 * volume, root's, which the sandbox user cannot write (docs/agent.md).
+		 * Both go with the container (removed with v=1).
+		 */
+		json_t *mounts = json_pack("[{s:s, s:s}]", "Type", "volume", "Target", cfg->workspace);
+		if (with_agent)
+			json_array_append_new(mounts,
+					      json_pack("{s:s, s:s}", "Type", "volume", "Target", AGENTCTL_DIR));
+		json_object_set_new(hc, "Mounts", mounts);
+	}
+	json_t *entry = with_agent ? json_pack("[s, s]", AGENTCTL_PATH, "--idle")
+				   : json_pack("[s, s, s]", "/bin/sh", "-c", session_idle_cmd);
+	return json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image", s->image,
+			 "Entrypoint", entry, "Cmd", "WorkingDir", cfg->workspace, "User", s->user, "Env", env,
+			 "Labels", labels, "HostConfig", hc, "Tty", 0, "OpenStdin", 0, "NetworkDisabled",
+			 strcmp(s->network, "none") == 0, "StopTimeout", 1);
+}
+
+/*
+ * What a created container needs before it is a session: its workspace made
+ * the sandbox user's, the agent copied in, then started, inspected and its
+ * hardening checked. 0, or -errno (the caller removes the container).
+ */
+static int container_ready(struct session_mgr *m, struct call *call, struct engine *eng, struct session *s,
+			   bool with_agent, struct err *err)
+{
+	const struct config *cfg = m->cfg;
+	json_t *inspect = NULL;
+	unsigned uid, gid;
+	int r = 0;
+
+	/*
+	 * The workspace belongs to the sandbox user, whatever the image has there.
+	 * A numeric user gets it made (the engine keeps a tar header's owner); a
+	 * named non-root user is the image's own, which provides its workspace.
+	 */
+	if (sscanf(s->user, "%u:%u", &uid, &gid) == 2 || sscanf(s->user, "%u", &uid) == 1) {
+		if (!strchr(s->user, ':'))
+			gid = uid;
+		struct buf tar;
+		buf_init(&tar, 64 * 1024);
+		r = tar_make_dir(s->read_only ? "." : cfg->workspace + 1, 0755, uid, gid, &tar, err);
+		if (r == 0)
+			r = engine_archive_put(eng, call, s->container, s->read_only ? cfg->workspace : "/", tar.data,
+					       tar.len, err);
+		buf_finish(&tar);
+	}
+	if (r == 0 && with_agent) {
+		r = agentctl_install(eng, call, s->container, s->read_only, err);
+		s->agent_installed = r == 0;
+	}
+	if (r == 0)
+		r = engine_container_start(eng, call, s->container, err);
+	if (r == 0)
+		r = engine_container_inspect(eng, call, s->container, &inspect, err);
+	if (r == 0)
+		r = verify_hardening(inspect, s, err);
+	if (r == 0 && !json_is_true(json_object_get(json_object_get(inspect, "State"), "Running")))
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO,
+			    with_agent ? "the session's container stopped right after it started (image %s)"
+				       : "the session's container stopped right after it started (does image %s have "
+					 "/bin/sh and sleep?)",
+			    s->image);
+	json_decref(inspect);
+	return r;
+}
+
+/*
+ * A session's container, created with the hardening, started and checked:
+ * the session is not listed yet (*ret is the caller's). pooled: a warm-pool
+ * member, labelled so.
+ */
+static int container_new(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
+			 const char *network, bool pooled, struct session **ret, struct err *err)
+{
+	const struct config *cfg = m->cfg;
+	json_t *img = NULL, *warnings = NULL;
+	struct engine *eng;
+	const char *eng_name;
+	int r;
+
+	/* session_create checked the name: the image, its pull and the container are all on this engine */
+	if ((r = engines_find(m->engines, o->engine, &eng, &eng_name, err)) < 0)
+		return r;
+	/*
+	 * The image policy, and a pull when the image is missing (pull.h). The
+	 * warm pool never pulls: nobody would see its progress, and a server
+	 * would fetch a gigabyte at start for sessions no one asked for. A
+	 * missing default image is pulled by the first session that needs it,
+	 * and the pool fills after that.
+	 */
+	struct pull_result pulled = { 0 };
+	if (pooled)
+		r = engine_image_inspect(eng, call, image, &img, err);
+	else
+		r = pull_image(eng, call, cfg, image, o->transient, o->pull_report, o->pull_arg, &img, &pulled, err);
+	if (r < 0)
+		return r;
+
+	char user[sizeof(((struct session *)0)->user)];
+	bool fallback;
+	r = image_user(m, eng, call, img, user, sizeof(user), &fallback, err);
+	if (r < 0) {
+		json_decref(img);
+		return r;
+	}
+	struct session *s = xcalloc(1, sizeof(*s));
+	random_hex(s->id, SESSION_ID_LEN);
+	s->engine = eng;
+	snprintf(s->engine_name, sizeof(s->engine_name), "%s", eng_name);
+	snprintf(s->name, sizeof(s->name), "%s", o->name ? o->name : "");
+	snprintf(s->owner, sizeof(s->owner), "%s", call_principal(call));
+	snprintf(s->image, sizeof(s->image), "%s", image);
+	s->pulled = pulled.pulled;
+	s->pull_ms = pulled.pull_ms;
+	snprintf(s->user, sizeof(s->user), "%s", user);
+	snprintf(s->network, sizeof(s->network), "%s", network);
+	snprintf(s->runtime, sizeof(s->runtime), "%s", o->runtime ? o->runtime : (cfg->runtime ? cfg->runtime : ""));
+	s->persistent = o->persistent;
+	s->read_only = o->read_only;
+	s->memory_mb = o->memory_mb ? o->memory_mb : cfg->memory_mb;
+	s->cpus = o->cpus > 0 ? o->cpus : cfg->cpus;
+	s->pids = cfg->pids;
+	s->created = s->last_used = wall_now();
+	const char *img_id = json_string_value(json_object_get(img, "Id"));
+	snprintf(s->image_id, sizeof(s->image_id), "%s", img_id ? img_id : "");
+	json_decref(img);
+
+	/* the agent is copied in before start (container_ready) */
+	bool with_agent = agentctl_built();
+	json_t *body = container_body(m, s, o, pooled, fallback, with_agent);
+	r = ceiling_container_create(eng, call, cfg, body, s->container, &warnings, err);
+	json_decref(body);
+	if (r < 0) {
+		/* the engine may have made it and lost the answer */
+		mark_orphans(m, eng);
+		session_free(s);
+		return r;
+	}
+	s->warnings = warnings;
+	if ((r = container_ready(m, call, eng, s, with_agent, err)) < 0) {
+		remove_container(m, s);
+		session_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+/* Lists a new session s (created by container_new); on failure s is removed. *ret holds the caller's reference. */
+static int list_new(struct session_mgr *m, struct session *s, struct session **ret, struct err *err)
+{
+	pthread_mutex_lock(&m->lock);
+	if (m->stopping) {
+		/* the server is exiting and has already swept its sessions */
+		pthread_mutex_unlock(&m->lock);
+		remove_container(m, s);
+		session_free(s);
+		return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "the server is shutting down");
+	}
+	if (m->len == m->cap) {
+		m->cap = m->cap ? m->cap * 2 : 8;
+		m->list = xreallocarray(m->list, m->cap, sizeof(*m->list));
+	}
+	s->refs = 2; /* the registry's and the caller's */
+	s->busy = 1;
+	m->list[m->len++] = s;
+	pthread_mutex_unlock(&m->lock);
+	*ret = s;
+	return 0;
+}
+
+int session_get(struct session_mgr *m, struct call *call, const char *ref, struct session **ret, struct err *err)
+{
+	return session_get_reporting(m, call, ref, NULL, NULL, ret, err);
+}
+
+int session_get_reporting(struct session_mgr *m, struct call *call, const char *ref, session_pull_report_fn report,
+			  void *arg, struct session **ret, struct err *err)
+{
+	if (ref && strcmp(ref, "default") == 0)
+		ref = NULL; /* the default session by name: created on first use like no name */
+	wait_ready(m);
+	pthread_mutex_lock(&m->lock);
+	struct session *s = find_locked(m, call ? call_principal(call) : NULL, ref ? ref : "default");
+	if (s) {
+		s->refs++;
+		s->busy++;
+		s->last_used = wall_now();
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (s) {
+		*ret = s;
+		return 0;
+	}
+	if (ref)
+		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT,
+			       "no session '%.80s': it was closed or never existed. session_list shows the open "
+			       "sessions; omit session_id to use the default one",
+			       ref);
+	struct session_opts o = { .name = "default", .default_session = true, .pull_report = report, .pull_arg = arg };
+	return session_create(m, call, &o, ret, err);
+}
+
+void session_put(struct session_mgr *m, struct session *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&m->lock);
+	s->busy--;
+	s->last_used = wall_now();
+	bool last = --s->refs == 0;
+	pthread_mutex_unlock(&m->lock);
+	if (last)
+		session_free(s);
+}
+
+void session_forget(struct session_mgr *m, struct session *s)
+{
+	pthread_mutex_lock(&m->lock);
+	bool listed = !s->closed;
+	unlink_locked(m, s);
+	bool last = listed && --s->refs == 0;
+	pthread_mutex_unlock(&m->lock);
+	/* a container stopped from outside is still there; a persistent one waits to be adopted again */
+	if (listed && !s->persistent)
+		remove_container(m, s);
+	if (last)
+		session_free(s);
+}
+
+int session_close(struct session_mgr *m, struct call *call, const char *ref, struct err *err)
+{
+	wait_ready(m);
+	pthread_mutex_lock(&m->lock);
+	struct session *s = find_locked(m, call ? call_principal(call) : NULL, ref ? ref : "default");
+	if (s)
+		unlink_locked(m, s);
+	pthread_mutex_unlock(&m->lock);
+	if (!s)
+		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT,
+			       "no session '%.80s' to close (session_list shows the open sessions)",
+			       ref ? ref : "default");
+	int r = engine_container_remove(s->engine, call, s->container, err);
+	pthread_mutex_lock(&m->lock);
+	if (r < 0 && !m->stopping) {
+		/* the container is still there: keep the session, so that a retry or the exit removes it */
+		if (m->len == m->cap) {
+			m->cap = m->cap ? m->cap * 2 : 8;
+			m->list = xreallocarray(m->list, m->cap, sizeof(*m->list));
+		}
+		s->closed = false;
+		m->list[m->len++] = s;
+		pthread_mutex_unlock(&m->lock);
+		return r;
+	}
+	bool last = --s->refs == 0;
+	pthread_mutex_unlock(&m->lock);
+	log_infof("session %s closed", s->id);
+	if (last)
+		session_free(s);
+	return r;
+}
+
+struct engine *session_engine(const struct session *s)
+{
+	return s->engine;
+}
+
+json_t *session_json(const struct session *s)
+{
+	/* s:s*: an unnamed session has no "name" (not "") */
+	return json_pack("{s:s, s:s, s:s*, s:s, s:s, s:b, s:s, s:I, s:f, s:I, s:b, s:I, s:I, s:s}", "session_id", s->id,
+			 "engine", s->engine_name, "name", s->name[0] ? s->name : NULL, "image", s->image,
+			 "container_id", s->container, "persistent", s->persistent, "network", s->network, "memory_mb",
+			 (json_int_t)s->memory_mb, "cpus", s->cpus, "pids", (json_int_t)s->pids, "read_only",
+			 s->read_only, "created", (json_int_t)s->created, "last_used", (json_int_t)s->last_used, "user",
+			 s->user);
+}
+
+json_t *session_list_json(struct session_mgr *m, struct call *call)
+{
+	size_t ne = engines_count(m->engines);
+	json_t **states = xcalloc(ne, sizeof(*states));
+	struct err err;
+	json_t *out = json_array();
+
+	wait_ready(m);
+	/* one call per engine for the real state of every container; NULL: the engine did not answer */
+	for (size_t i = 0; i < ne; i++)
+		if (engine_container_list(engines_at(m->engines, i), call, SESSION_LABEL ".session", &states[i], &err) <
+		    0)
+			states[i] = NULL;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->len; i++) {
+		struct session *s = m->list[i];
+		if (call && !owns(s, call_principal(call)))
+			continue;
+		json_t *j = session_json(s);
+		json_t *mine = NULL;
+		for (size_t ei = 0; ei < ne; ei++)
+			if (engines_at(m->engines, ei) == s->engine)
+				mine = states[ei];
+		const char *state = mine ? "missing" : "unknown";
+		size_t k;
+		json_t *c;
+		json_array_foreach (mine, k, c) {
+			const char *cid = json_string_value(json_object_get(c, "Id"));
+			const char *cst = json_string_value(json_object_get(c, "State"));
+			if (cid && strcmp(cid, s->container) == 0)
+				state = cst ? cst : "unknown";
+		}
+		json_object_set_new(j, "state", json_string(state));
+		json_object_set_new(j, "busy", json_boolean(s->busy > 0));
+		json_array_append_new(out, j);
+	}
+	pthread_mutex_unlock(&m->lock);
+	for (size_t i = 0; i < ne; i++)
+		json_decref(states[i]);
+	free(states);
+	return out;
+}
+
+void session_key(struct session_mgr *m, const char *principal, const char *ref, char *out, size_t outsz)
+{
+	/* "s:REF" for the one principal without tokens; "s:NAME:REF" keeps principals' queues apart */
+	char pre[CALL_PRINCIPAL_MAX + 4];
+	snprintf(pre, sizeof(pre), principal[0] ? "s:%s:" : "s:", principal);
+	if (!m) {
+		snprintf(out, outsz, "%s%s", pre, ref ? ref : "default");
+		return;
+	}
+	pthread_mutex_lock(&m->lock);
+	struct session *s = find_locked(m, principal, ref ? ref : "default");
+	/*
+	 * The default session has one key whether it exists yet or is named by
+	 * its id: a first call (which creates it) and the calls after it queue
+	 * in one FIFO instead of running side by side.
+	 */
+	if (!ref || (s && s == find_locked(m, principal, "default")))
+		snprintf(out, outsz, "%sdefault", pre);
+	else
+		snprintf(out, outsz, "%s%.*s", pre, (int)(outsz > 3 ? outsz - 3 : 0), s ? s->id : ref);
+	pthread_mutex_unlock(&m->lock);
+}
+
+unsigned session_count(struct session_mgr *m)
+{
+	if (!m)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	unsigned n = (unsigned)m->len;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+size_t session_pool_ready(struct session_mgr *m)
+{
+	return m ? pool_ready(m->pool) : 0;
+}
+
+static void *reaper_main(void *arg)
+{
+	struct session_mgr *m = arg;
+	int64_t period = (int64_t)m->cfg->idle_ttl_s / 4;
+	if (period < 1)
+		period = 1;
+	if (period > 30)
+		period = 30;
+
+	pthread_mutex_lock(&m->lock);
+	while (!m->stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += period;
+		pthread_cond_timedwait(&m->wake, &m->lock, &ts);
+		if (m->stopping)
+			break;
+		int64_t now = wall_now();
+		struct session *idle[64];
+		size_t n = 0;
+		for (size_t i = 0; i < m->len && n < ARRAY_SIZE(idle);) {
+			struct session *s = m->list[i];
+			if (!s->persistent && s->busy == 0 && now - s->last_used >= (int64_t)m->cfg->idle_ttl_s) {
+				unlink_locked(m, s);
+				idle[n++] = s;
+				continue; /* unlink moved another session into slot i */
+			}
+			i++;
+		}
+		pthread_mutex_unlock(&m->lock);
+		for (size_t i = 0; i < n; i++) {
+			log_infof("session %s idle for %llu s: closing it", idle[i]->id,
+				  (unsigned long long)m->cfg->idle_ttl_s);
+			remove_container(m, idle[i]);
+		}
+		pthread_mutex_lock(&m->lock);
+		for (size_t i = 0; i < n; i++)
+			if (--idle[i]->refs == 0)
+				session_free(idle[i]);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+void session_pip_job(struct session *s, const char *package, const char *dir)
+{
+	if (!s->pip_jobs)
+		s->pip_jobs = json_object();
+	/* bounded like the history: the oldest jobs are forgotten first */
+	if (json_object_size(s->pip_jobs) >= SESSION_HISTORY_MAX)
+		json_object_clear(s->pip_jobs);
+	json_object_set_new(s->pip_jobs, package, json_string(dir));
+}
+
+const char *session_pip_job_dir(const struct session *s, const char *package)
+{
+	return json_string_value(json_object_get(s->pip_jobs, package));
+}
+
+void session_record(struct session *s, const char *kind, json_t *entry)
+{
+	if (!entry)
+		return;
+	if (!s->history)
+		s->history = json_array();
+	/* bounded: a session that clones in a loop must not grow the server without end */
+	if (json_array_size(s->history) >= SESSION_HISTORY_MAX) {
+		if (json_array_size(s->history) == SESSION_HISTORY_MAX) {
+			log_warnf("session %s: more than %d steps recorded; later ones are not", s->id,
+				  SESSION_HISTORY_MAX);
+			json_array_append_new(s->history, json_pack("{s:s}", "kind", "truncated"));
+		}
+		json_decref(entry);
+		return;
+	}
+	if (!s->history || json_object_set_new(entry, "kind", json_string(kind)) < 0 ||
+	    json_array_append(s->history, entry) < 0)
+		log_warnf("session %s: could not record a %s for session_export", s->id, kind);
+	json_decref(entry);
+}

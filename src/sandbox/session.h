@@ -1,0 +1,221 @@
+/*
+ * session.h - the session registry: one container per session, created with
+ * the server's hardening, labelled, looked up by id or name, reaped when idle,
+ * and removed when the server exits (unless persistent).
+ *
+ * Ownership between server instances on one engine is proven, not guessed:
+ * each instance holds an flock on a lock file named after its instance id
+ * (in $XDG_RUNTIME_DIR or /tmp, per user) for as long as it lives.  At start a
+ * server removes the non-persistent containers of instances on this host
+ * whose lock it can take (their owner died) and no others.
+ */
+#ifndef SESSION_H
+#define SESSION_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "base/call.h"
+#include "base/errcode.h"
+#include "config/config.h"
+#include "engine/engine.h"
+#include "engine/engines.h"
+
+#define SESSION_ID_LEN 12
+#define SESSION_NAME_MAX 63
+/* Hex digits of an instance id (the server's, in its containers' labels and its lock file's name). */
+#define SESSION_INSTANCE_LEN 16
+/* Label prefix on everything the server creates. */
+#define SESSION_LABEL "io.sandbox-mcp"
+/* Transient containers (session_opts.transient) allowed past SANDBOX_MAX_SESSIONS. */
+#define SESSION_TRANSIENT_EXTRA 2
+
+/* Transfers a session may run through its drop at once, and the length of a slot's (hex) name. */
+#define SESSION_DROP_SLOTS 4
+#define SESSION_DROP_SLOT_LEN 32
+
+enum session_drop {
+	SESSION_DROP_UNKNOWN, /* not checked yet */
+	SESSION_DROP_USABLE,
+	SESSION_DROP_UNUSABLE, /* the exec path, for the session's life */
+};
+
+struct agentctl;
+struct exec_result;
+struct exec_spec;
+struct pyrepl;
+struct session_mgr;
+
+struct session {
+	char id[SESSION_ID_LEN + 1];
+	char name[SESSION_NAME_MAX + 1];
+	char container[ENGINE_ID_LEN + 1];
+	char image[256];
+	char image_id[80]; /* the engine's id of image when the container was made ("sha256:...") */
+	char user[64];	   /* exec user, never root */
+	char network[32];
+	char runtime[64];
+	char owner[CALL_PRINCIPAL_MAX + 1]; /* the principal that made it; others cannot see it */
+	/* the engine its container lives on (engines.h; session_engine), for its whole life */
+	struct engine *engine;
+	char engine_name[ENGINES_NAME_MAX + 1];
+	bool persistent;
+	bool read_only;
+	uint64_t memory_mb;
+	double cpus;
+	uint64_t pids;
+	int64_t created;   /* unix seconds */
+	int64_t last_used; /* unix seconds */
+	/* owned by the registry */
+	int refs;
+	int busy;
+	bool closed;
+	bool adopted;	  /* found at start (persistent), not created by us */
+	json_t *warnings; /* engine warnings at create */
+	bool pulled;	  /* session_create pulled the image, taking pull_ms */
+	int64_t pull_ms;
+	/* run_python's interpreter (pyrepl.h), started on first use; used only by calls on this session */
+	struct pyrepl *repl;
+	/*
+	 * run_command's agent (agentctl.h): agent_installed when it was copied
+	 * into the container at create; started on first use and restarted
+	 * after it died; used only by calls on this session.
+	 */
+	bool agent_installed;
+	struct agentctl *agent;
+	/*
+	 * Held while a call uses the agent (session_agent_run). Tool calls on a
+	 * session are serialized, but resources/read and the HTTP file links
+	 * are not: one that finds the agent in use takes the exec path.
+	 */
+	atomic_bool agent_busy;
+	/*
+	 * Transfers through the drop (drop.h): whether this session can use
+	 * it (enum session_drop, decided by the agent's dropcheck at the first
+	 * transfer), the uid and gid the agent runs as, the slot names
+	 * (secret: never logged at info, never in a result), the slots in use
+	 * (bits, taken and given back atomically) and those whose directory
+	 * exists in the container. Set up by the session's own tool calls,
+	 * which are serialized.
+	 */
+	atomic_int drop_state;
+	unsigned drop_uid, drop_gid;
+	char drop_slot[SESSION_DROP_SLOTS][SESSION_DROP_SLOT_LEN + 1];
+	atomic_uint drop_busy;
+	atomic_uint drop_made;
+	atomic_uint drop_dirty; /* slots a failed transfer may have left something in: cleared before reuse */
+	/*
+	 * What the session did that session_export replays, oldest first: an
+	 * array of objects {"kind": "pip_install" | "git_clone" | ..., ...}.
+	 * Appended by tools on this session's FIFO (session_record); owned here.
+	 */
+	json_t *history;
+	/* background pip installs: package as given -> its job folder in the container */
+	json_t *pip_jobs;
+};
+
+/* Hears a pull's progress: bytes so far, bytes in all (0: not known yet), a line for people (pull.h). */
+typedef void (*session_pull_report_fn)(void *arg, double done, double total, const char *msg);
+
+struct session_opts {
+	const char *image; /* NULL: the configured default */
+	const char *name;
+	bool persistent;
+	const char *network; /* "none" (default), or an engine network name */
+	json_t *env;	     /* object of strings, or NULL */
+	uint64_t memory_mb;  /* 0: default */
+	double cpus;	     /* 0: default */
+	bool read_only;
+	const char *runtime;
+	const char *engine; /* a configured engine's name (engines.h); NULL: the default engine */
+	/*
+	 * The server's own short-lived container (session_export's look at a
+	 * fresh base image): may go SESSION_TRANSIENT_EXTRA past
+	 * SANDBOX_MAX_SESSIONS, so that a full server can still export.
+	 */
+	bool transient;
+	/* the implicit session of calls without session_id: the one allowed the name "default" */
+	bool default_session;
+	/* hears the progress of a pull of a missing image (pull.h); may be NULL */
+	session_pull_report_fn pull_report;
+	void *pull_arg;
+};
+
+/* es: the server's engines (borrowed; outlives the manager). */
+int session_mgr_create(const struct config *cfg, struct engines *es, struct session_mgr **ret, struct err *err);
+/* Removes what dead instances left and adopts persistent sessions. Errors are logged, not fatal. */
+void session_mgr_start(struct session_mgr *m);
+/* Stops the reaper and removes this instance's non-persistent containers (idempotent). */
+void session_mgr_cleanup(struct session_mgr *m);
+/* session_mgr_cleanup, then frees everything. */
+void session_mgr_destroy(struct session_mgr *m);
+const char *session_mgr_instance(const struct session_mgr *m);
+/*
+ * The exit of an instance whose server died without one (janitor.h):
+ * removes its containers that are not persistent sessions on every engine
+ * of es. Its lock is not touched: a server starting now must find it free
+ * to adopt the persistent ones (the same containers are never removed and
+ * adopted), and the file goes at a later start (prune_locks).
+ */
+void session_reap_instance(struct engines *es, const char *instance);
+
+/*
+ * Runs spec through the session's agent (agentctl_run), starting it if it is
+ * not running. True when it did, with exec_run's result in *ret_r, xr and
+ * err; false when the call must take the exec path instead (no agent in
+ * this container, it would not start, it could not start this command or
+ * its built-in, or another call is using it), with xr released and err clear.
+ */
+bool session_agent_run(struct engine *e, struct call *call, struct session *s, const struct exec_spec *spec,
+		       struct exec_result *xr, struct err *err, int *ret_r);
+
+/* Creates a session; *ret holds a reference (session_put it). */
+int session_create(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session **ret,
+		   struct err *err);
+/*
+ * Finds a session by id or name (NULL: the default session, created on first
+ * use) among those of call's principal (call_principal; a NULL call is the
+ * server itself and sees all). Marks it busy and used; *ret holds a reference.
+ * session_create, _close, _list_json and _key keep to the principal the same way.
+ */
+int session_get(struct session_mgr *m, struct call *call, const char *ref, struct session **ret, struct err *err);
+/*
+ * session_get, where report (may be NULL) hears the progress of the pull
+ * that creating the default session may need (pull.h), so a tool called
+ * without session_create still shows it.
+ */
+int session_get_reporting(struct session_mgr *m, struct call *call, const char *ref, session_pull_report_fn report,
+			  void *arg, struct session **ret, struct err *err);
+void session_put(struct session_mgr *m, struct session *s);
+/* Stops and removes the session's container. */
+int session_close(struct session_mgr *m, struct call *call, const char *ref, struct err *err);
+/* Forgets a session whose container is gone (found out by a failed call). */
+void session_forget(struct session_mgr *m, struct session *s);
+/* The sessions, with their containers' real state (new reference). */
+json_t *session_list_json(struct session_mgr *m, struct call *call);
+/* The engine s's container lives on: every engine call for s goes there. */
+struct engine *session_engine(const struct session *s);
+/* One session as JSON (new reference). */
+json_t *session_json(const struct session *s);
+/* The dispatch key for calls of principal naming ref (id or name; NULL: default). */
+void session_key(struct session_mgr *m, const char *principal, const char *ref, char *out, size_t outsz);
+/* Live sessions, of every principal. */
+unsigned session_count(struct session_mgr *m);
+/* Warm-pool members ready to be handed out (pool.h). */
+size_t session_pool_ready(struct session_mgr *m);
+/* Remembers that a background pip install of package writes its log and status in dir. */
+void session_pip_job(struct session *s, const char *package, const char *dir);
+/* The job folder of the last background install of package, or NULL (borrowed). */
+const char *session_pip_job_dir(const struct session *s, const char *package);
+/* Most steps a session's history keeps; one {"kind":"truncated"} entry follows them. */
+#define SESSION_HISTORY_MAX 1000
+/*
+ * Appends entry (stolen; an object) to s->history with "kind" set to kind.
+ * Only for calls running on s's FIFO, which is what orders them.
+ */
+void session_record(struct session *s, const char *kind, json_t *entry);
+
+#endif
