@@ -3,10 +3,12 @@
  * session_commit and session_export.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/log.h"
@@ -47,19 +49,54 @@ int image_tag_check(const char *tag, struct err *err)
 	return 0;
 }
 
-void image_default_tag(const struct session *s, char *out, size_t outsz)
+void image_default_tag(char *out, size_t outsz)
 {
 	char stamp[32];
-	unsigned short rnd = 0;
+	uint32_t rnd = 0;
 	time_t now = time(NULL);
 	struct tm tm;
 
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-		rnd = (unsigned short)(now ^ (time_t)(uintptr_t)s);
+		rnd = (uint32_t)now ^ (uint32_t)(uintptr_t)out ^ (uint32_t)getpid();
 	strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", gmtime_r(&now, &tm));
-	/* a name is letters, digits, '-', '_', '.': a tag unless it starts with '.' or '-' */
-	const char *who = s->name[0] && s->name[0] != '.' && s->name[0] != '-' ? s->name : s->id;
-	snprintf(out, outsz, "%.60s-%s-%04x", who, stamp, rnd);
+	snprintf(out, outsz, "%s-%08x", stamp, (unsigned)rnd);
+}
+
+void image_owner(const char *principal, char *out, size_t outsz)
+{
+	if (principal && principal[0])
+		snprintf(out, outsz, "uid=%u,token=%s", (unsigned)getuid(), principal);
+	else
+		snprintf(out, outsz, "uid=%u", (unsigned)getuid());
+}
+
+/* The owner label: NULL when sandbox-mcp did not make the image, "-" when it made it before owners. */
+static const char *owner_of(json_t *labels)
+{
+	const char *owner = json_string_value(json_object_get(labels, IMAGE_LABEL_OWNER));
+	if (owner)
+		return owner;
+	const char *session = json_string_value(json_object_get(labels, IMAGE_LABEL_SESSION));
+	return session && session[0] ? "-" : NULL;
+}
+
+bool image_usable(json_t *labels, const char *principal)
+{
+	char mine[IMAGE_OWNER_MAX];
+	const char *owner = owner_of(labels);
+	if (!owner || !owner[0])
+		return true;
+	if (strcmp(owner, "-") == 0)
+		return !principal || !principal[0];
+	image_owner(principal, mine, sizeof(mine));
+	return strcmp(owner, mine) == 0;
+}
+
+/* Whether principal's commits may replace the image: its own, not merely usable. */
+static bool owned(json_t *labels, const char *principal)
+{
+	const char *owner = owner_of(labels);
+	return owner && owner[0] && image_usable(labels, principal);
 }
 
 bool image_repo_matches(const char *repo, const char *patterns)
@@ -279,11 +316,11 @@ int image_target_check(struct engine *e, struct call *call, const struct config 
 			    "%s names the image session %s started from, and it is never replaced: pass another tag (or "
 			    "omit tag for a unique one)",
 			    ref, s->id);
-	else if (!image_replaceable(labels, ref))
+	else if (!image_replaceable(labels, ref) || !owned(labels, call_principal(call)))
 		/* an image built FROM one of ours inherits its labels: the tag it was made under tells them apart */
 		r = err_set(err, ERRCODE_INVALID_ARGUMENT, -EEXIST,
-			    "%s already exists and was not made under that name by session_commit or session_export, so it "
-			    "is not replaced: pass another repository or tag (or omit tag for a unique one)",
+			    "%s already exists and was not made under that name by session_commit or session_export (of this "
+			    "principal), so it is not replaced: pass another repository or tag (or omit tag for a unique one)",
 			    ref);
 	json_decref(existing);
 	return r;

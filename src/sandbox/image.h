@@ -48,6 +48,31 @@
  * a failed build's images are found by it, and nothing else is removed.
  */
 #define IMAGE_LABEL_BUILD SESSION_LABEL ".commit.build"
+/*
+ * The principal an image belongs to (image_owner's form), on every image
+ * session_commit or session_export makes: other principals can neither
+ * list, start, nor replace it. "" shares it with every principal (an
+ * operator's relabelled build). Images built FROM one inherit it.
+ */
+#define IMAGE_LABEL_OWNER SESSION_LABEL ".commit.owner"
+/* Longest owner: "uid=<uid>,token=<principal>". */
+#define IMAGE_OWNER_MAX (CALL_PRINCIPAL_MAX + 40)
+
+/*
+ * The owner of the images principal makes: "uid=<uid>" for the one
+ * principal without tokens (stdio, or HTTP without a token file), so two
+ * users' servers on one engine stay apart; "uid=<uid>,token=<NAME>" for an
+ * HTTP token's principal.
+ */
+void image_owner(const char *principal, char *out, size_t outsz);
+/*
+ * Whether principal may list and start the image with these labels (its
+ * Config.Labels): images sandbox-mcp did not make are the operator's, held
+ * to SANDBOX_IMAGES alone; one it made is its owner's (or everyone's when
+ * the owner label is ""). An image made before images had owners is the
+ * tokenless principal's only.
+ */
+bool image_usable(json_t *labels, const char *principal);
 
 /*
  * Checks a repository ("name", "host:port/a/b", lowercase; imageref's
@@ -68,8 +93,12 @@ bool image_repo_matches(const char *repo, const char *patterns);
  * setting).
  */
 int image_ref_allowed(const struct config *cfg, const char *repo, struct err *err);
-/* A unique tag for s: <name or id>-<yyyymmddhhmmss>-<4 hex>. */
-void image_default_tag(const struct session *s, char *out, size_t outsz);
+/*
+ * A unique tag: <yyyymmddhhmmss>-<8 hex>. Never the session's name or id:
+ * a tag is seen by every principal of the engine, and a name is the
+ * principal's own.
+ */
+void image_default_tag(char *out, size_t outsz);
 /* True when references a and b name the same tag ("debian" is "docker.io/library/debian:latest"). */
 bool image_same_ref(const char *a, const char *b);
 /*
@@ -104,7 +133,9 @@ bool image_replaceable(json_t *labels, const char *ref);
  * Whether a commit or build may tag ref for session s (started from image
  * parent_id): never s's base tag (nor another tag naming its base image),
  * never the image new sessions start from (cfg->image, the built-in
- * default), and an existing tag only when image_replaceable. 0, or
+ * default), and an existing tag only when image_replaceable and the
+ * image is call's principal's own (not merely usable: a shared image is
+ * replaced by no one). 0, or
  * -EEXIST/-EPERM (ERRCODE_INVALID_ARGUMENT) or an engine failure with err.
  */
 int image_target_check(struct engine *e, struct call *call, const struct config *cfg, const char *ref,

@@ -23,6 +23,7 @@
 #include "config/imageref.h"
 #include "engine/engine-image.h"
 #include "engine/regauth.h"
+#include "sandbox/image.h"
 #include "sandbox/pull.h"
 
 struct layer {
@@ -212,8 +213,50 @@ static int missing(const struct config *cfg, const char *image, const char *why,
 		       image, why, image, cfg->image);
 }
 
-int pull_image(struct engine *e, struct call *call, const struct config *cfg, const char *image, bool own,
-	       pull_report_fn report, void *arg, json_t **ret_img, struct pull_result *ret, struct err *err)
+/* True when one of img's own names (RepoTags, RepoDigests; Podman's localhost/ or not) is image. */
+static bool named(json_t *img, const char *image)
+{
+	static const char *const keys[] = { "RepoTags", "RepoDigests" };
+	json_t *v;
+	size_t i;
+	for (size_t k = 0; k < 2; k++)
+		json_array_foreach (json_object_get(img, keys[k]), i, v) {
+			const char *t = json_string_value(v);
+			if (t && (image_same_ref(t, image) ||
+				  (strncmp(t, "localhost/", 10) == 0 && image_same_ref(t + 10, image))))
+				return true;
+		}
+	return false;
+}
+
+/*
+ * Whether the image the engine resolved image to (img, its inspect) is one
+ * call's principal may run: another principal's is missing for this one
+ * (image_usable); and under SANDBOX_IMAGES the policy judged a name, so the
+ * image must carry it: a short hex name the engine took as an id prefix
+ * ("17b879305860", "sha256:17b8") is not one of its names. The operator's
+ * own SANDBOX_IMAGE is theirs to choose. 0 or -errno with err.
+ */
+static int judge(const struct config *cfg, struct call *call, const char *image, bool mine, bool own, json_t *img,
+		 struct err *err)
+{
+	json_t *labels = json_object_get(json_object_get(img, "Config"), "Labels");
+	if (mine)
+		return 0;
+	if (!image_usable(labels, call_principal(call)))
+		return missing(cfg, image, "", -ENOENT, err);
+	if (cfg->images[0] && !own && !named(img, image))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			       "image %.200s is not a name of the image the engine found for it (it took it as an id "
+			       "prefix); the operator's image policy (SANDBOX_IMAGES) judges names: name the image by "
+			       "repository and tag, as env_info lists them",
+			       image);
+	return 0;
+}
+
+/* pull_image's work; pull_image judges what it found. */
+static int find_image(struct engine *e, struct call *call, const struct config *cfg, const char *image, bool own,
+		      pull_report_fn report, void *arg, json_t **ret_img, struct pull_result *ret, struct err *err)
 {
 	struct imageref r;
 	char norm[IMAGEREF_FORMAT_MAX];
@@ -272,6 +315,18 @@ int pull_image(struct engine *e, struct call *call, const struct config *cfg, co
 	return 0;
 }
 
+int pull_image(struct engine *e, struct call *call, const struct config *cfg, const char *image, bool own,
+	       pull_report_fn report, void *arg, json_t **ret_img, struct pull_result *ret, struct err *err)
+{
+	*ret_img = NULL;
+	int r = find_image(e, call, cfg, image, own, report, arg, ret_img, ret, err);
+	if (r == 0 && (r = judge(cfg, call, image, is_cfg_image(cfg, image), own, *ret_img, err)) < 0) {
+		json_decref(*ret_img);
+		*ret_img = NULL;
+	}
+	return r;
+}
+
 json_t *pull_images_json(struct engine *e, struct call *call, const struct config *cfg)
 {
 	json_t *list = NULL, *local = json_array(), *img, *tag;
@@ -285,6 +340,10 @@ json_t *pull_images_json(struct engine *e, struct call *call, const struct confi
 		json_array_foreach (json_object_get(img, "RepoTags"), k, tag) {
 			const char *t = json_string_value(tag);
 			if (!t || strcmp(t, "<none>:<none>") == 0 || !pull_allowed_local(cfg, t))
+				continue;
+			/* another principal's images are not there for this one */
+			if (!is_cfg_image(cfg, t) &&
+			    !image_usable(json_object_get(img, "Labels"), call_principal(call)))
 				continue;
 			if (json_array_size(local) >= PULL_LOCAL_LIST_MAX) {
 				cut = true;

@@ -31,7 +31,7 @@ struct export_src {
 
 static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 static json_t *commit_config(json_t *parent, json_t *container, const struct session *s, const char *parent_id,
-			     const char *ref);
+			     const char *ref, const char *principal);
 static ssize_t export_source(void *arg, void *p, size_t n, struct err *err);
 static int flatten(struct tool_ctx *ctx, const struct session *s, const char *message, json_t *config,
 		   char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
@@ -40,11 +40,13 @@ static int flatten(struct tool_ctx *ctx, const struct session *s, const char *me
  * The new image's config (image_commit_config of the parent) with the
  * provenance labels. ref, the tag being made, is labelled too: a later
  * commit may replace only the image created under that very tag
- * (image_replaceable).
+ * (image_replaceable), and only its owner, principal (image_owner).
  */
 static json_t *commit_config(json_t *parent, json_t *container, const struct session *s, const char *parent_id,
-			     const char *ref)
+			     const char *ref, const char *principal)
 {
+	char owner[IMAGE_OWNER_MAX];
+	image_owner(principal, owner, sizeof(owner));
 	json_t *cfg = image_commit_config(parent, container);
 	json_t *labels = json_object_get(cfg, "Labels");
 	char created[32];
@@ -57,6 +59,7 @@ static json_t *commit_config(json_t *parent, json_t *container, const struct ses
 	json_object_set_new(labels, IMAGE_LABEL_CREATED, json_string(created));
 	json_object_set_new(labels, IMAGE_LABEL_VERSION, json_string(SANDBOX_VERSION));
 	json_object_set_new(labels, IMAGE_LABEL_REF, json_string(ref));
+	json_object_set_new(labels, IMAGE_LABEL_OWNER, json_string(owner));
 	return cfg;
 }
 
@@ -116,7 +119,7 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		return 0;
 	e = session_engine(s); /* the image is made, checked and tagged on the session's engine */
 	if (!tag) {
-		image_default_tag(s, deftag, sizeof(deftag));
+		image_default_tag(deftag, sizeof(deftag));
 		tag = deftag;
 	}
 	snprintf(ref, sizeof(ref), "%s:%s", repo, tag);
@@ -135,7 +138,7 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 
 	size_t layers = json_array_size(json_object_get(json_object_get(parent, "RootFS"), "Layers"));
 	bool flat = layers + 1 > ctx->svc->cfg->max_layers;
-	json_t *config = commit_config(parent, container, s, parent_id, ref);
+	json_t *config = commit_config(parent, container, s, parent_id, ref, call_principal(ctx->call));
 	int64_t t0 = now_ms();
 	tool_progress_stage(ctx, flat ? "exporting the container to flatten it" : "committing the container");
 	if (flat) {

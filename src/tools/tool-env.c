@@ -31,7 +31,9 @@ struct env_cache {
 	pthread_mutex_t lock; /* guards the rest */
 	int64_t at_ms;	      /* when the engine answered; 0: nothing kept */
 	struct engine_version ev;
-	json_t *images;	 /* pull_images_json's answer, or NULL */
+	json_t *images; /* pull_images_json's answer, or NULL */
+	/* whose images: each principal sees only those it may use (pull_images_json) */
+	char principal[CALL_PRINCIPAL_MAX + 1];
 	bool refreshing; /* one call asks the engine; the others take the last answer meanwhile */
 };
 
@@ -119,12 +121,14 @@ static int engine_facts(struct tool_ctx *ctx, struct engine_version *ret_ev, jso
 			struct err *err)
 {
 	struct env_cache *c = ctx->svc->env_cache;
+	const char *principal = call_principal(ctx->call);
 	int64_t now = now_ms();
 
 	if (c) {
 		pthread_mutex_lock(&c->lock);
 		/* many clients at the moment it expires would all ask the engine: one does */
-		bool fresh = c->at_ms && (now - c->at_ms < ENV_ENGINE_TTL_MS || c->refreshing);
+		bool fresh = c->at_ms && strcmp(c->principal, principal) == 0 &&
+			     (now - c->at_ms < ENV_ENGINE_TTL_MS || c->refreshing);
 		if (!fresh)
 			c->refreshing = true;
 		if (fresh) {
@@ -155,6 +159,7 @@ static int engine_facts(struct tool_ctx *ctx, struct engine_version *ret_ev, jso
 		pthread_mutex_lock(&c->lock);
 		json_t *old = c->images;
 		c->images = copy;
+		snprintf(c->principal, sizeof(c->principal), "%s", principal);
 		c->ev = *ret_ev;
 		c->at_ms = now;
 		c->refreshing = false;

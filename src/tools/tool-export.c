@@ -612,7 +612,7 @@ static int export_inspect(struct export *ex, struct err *e)
 
 	if (ex->build) {
 		if (!ex->tag) {
-			image_default_tag(s, ex->deftag, sizeof(ex->deftag));
+			image_default_tag(ex->deftag, sizeof(ex->deftag));
 			ex->tag = ex->deftag;
 		}
 		snprintf(ex->ref, sizeof(ex->ref), "%s:%s", ex->repo, ex->tag);
@@ -772,10 +772,13 @@ static int export_dockerfile(struct export *ex, struct err *e)
 	time_t now = time(NULL);
 	struct tm tm;
 
+	char owner[IMAGE_OWNER_MAX];
+
 	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
-	ex->labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", IMAGE_LABEL_SESSION, s->id, IMAGE_LABEL_PARENT, ex->base_id,
-			       IMAGE_LABEL_BASE, s->image, IMAGE_LABEL_CREATED, created, IMAGE_LABEL_VERSION,
-			       SANDBOX_VERSION);
+	image_owner(call_principal(ex->ctx->call), owner, sizeof(owner));
+	ex->labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", IMAGE_LABEL_SESSION, s->id, IMAGE_LABEL_PARENT,
+			       ex->base_id, IMAGE_LABEL_BASE, s->image, IMAGE_LABEL_CREATED, created,
+			       IMAGE_LABEL_VERSION, SANDBOX_VERSION, IMAGE_LABEL_OWNER, owner);
 	struct dockerfile_info info = {
 		.s = s,
 		.labels = ex->labels,
@@ -870,9 +873,11 @@ static int export_build(struct export *ex, struct err *e)
 	/*
 	 * The provenance labels are in the Dockerfile, right after FROM: every step's image carries
 	 * them. The reference is not (the Dockerfile may be built under any name): the build adds it
-	 * to the final image only, which is what lets a later export or commit replace this tag.
+	 * to the final image only, which is what lets a later export or commit replace this tag. The
+	 * owner goes there too, last: no instruction of the Dockerfile can give the image away.
 	 */
-	json_t *reflabel = json_pack("{s:s}", IMAGE_LABEL_REF, ex->ref);
+	json_t *reflabel = json_pack("{s:s, s:O}", IMAGE_LABEL_REF, ex->ref, IMAGE_LABEL_OWNER,
+				     json_object_get(ex->labels, IMAGE_LABEL_OWNER));
 	char *jlabels = json_dumps(reflabel, JSON_COMPACT);
 	json_decref(reflabel);
 	r = jlabels ? engine_url_escape(jlabels, elabels, sizeof(elabels)) : -EINVAL;

@@ -598,6 +598,61 @@ describe('principals: each token NAME sees only its own sandboxes', () => {
     assert.ok(!res.text.includes(aid) && !res.text.includes(wid), 'resources/list shows only bob\'s');
   });
 
+  test('images a principal commits are its own: not listed, started or replaced by another', { timeout: 300000 }, async () => {
+    const REPO = 'sandbox-mcp-commit';
+    const made = [];
+    const rmi = () => { for (const ref of made) spawnSync('docker', ['rmi', '-f', ref], { stdio: 'ignore' }); };
+    // room under SANDBOX_MAX_SESSIONS=2 for each: the test before left both at the limit
+    for (const tok of [TA, TB]) {
+      for (const x of (await call(tok, 'session_list', {})).structuredContent.sessions)
+        await call(tok, 'session_close', { session_id: x.session_id });
+    }
+    try {
+      const a = await call(TA, 'session_create', { name: 'imgsrc' });
+      assert.ok(!a.isError, JSON.stringify(a));
+      const asid = a.structuredContent.session_id;
+      assert.ok(!(await call(TA, 'run_command', { command: 'echo alice-secret > /workspace/s.txt', session_id: asid })).isError);
+      const c = await call(TA, 'session_commit', { session_id: asid });
+      assert.ok(!c.isError, JSON.stringify(c));
+      const { reference: ref, image_id: id, tag } = c.structuredContent;
+      made.push(ref);
+      assert.ok(!tag.includes('imgsrc'), `the default tag names no session: ${tag}`);
+      const owner = spawnSync('docker', ['image', 'inspect', '-f', '{{index .Config.Labels "io.sandbox-mcp.commit.owner"}}', ref]);
+      assert.match(owner.stdout.toString().trim(), /^uid=\d+,token=alice$/);
+      // listed for alice, not for bob
+      const local = async (tok) => (await call(tok, 'env_info', {})).structuredContent.images.local;
+      assert.ok((await local(TA)).includes(ref), 'alice sees her image');
+      assert.ok(!(await local(TB)).includes(ref), 'bob does not');
+      // bob cannot start it by name, full id, short id, digest-like or repository-qualified names
+      const hex = id.replace(/^sha256:/, '');
+      for (const name of [ref, `docker.io/library/${ref}`, id, hex, hex.slice(0, 12), `sha256:${hex.slice(0, 12)}`, hex.slice(0, 4)]) {
+        const r = await call(TB, 'session_create', { image: name });
+        if (!r.isError) await call(TB, 'session_close', { session_id: r.structuredContent.session_id });
+        assert.ok(r.isError, `bob started alice's image as ${name}: ${JSON.stringify(r.structuredContent)}`);
+        // missing for him (an ambiguous 4-digit prefix may be the engine's own refusal), never a limit
+        assert.ok(['image_not_found', 'invalid_argument', 'engine_error'].includes(errCode(r)), JSON.stringify(r));
+        if (name === ref || name === id) assert.equal(errCode(r), 'image_not_found', JSON.stringify(r));
+        assert.doesNotMatch(JSON.stringify(r), /alice/, 'the refusal names no other principal');
+      }
+      // nor replace her tag: her next session still runs her image
+      const over = await call(TB, 'session_commit', { repository: REPO, tag });
+      assert.equal(errCode(over), 'invalid_argument', JSON.stringify(over));
+      const still = spawnSync('docker', ['image', 'inspect', '-f', '{{.Id}}', ref]).stdout.toString().trim();
+      assert.equal(still, id, 'the tag is still alice\'s image');
+      // alice starts it and reads her file; a commit of her first session may replace her tag
+      const again = await call(TA, 'session_create', { image: ref });
+      assert.ok(!again.isError, JSON.stringify(again));
+      const sid2 = again.structuredContent.session_id;
+      const cat = await call(TA, 'run_command', { command: 'cat /workspace/s.txt', session_id: sid2 });
+      assert.equal(cat.structuredContent.stdout.trim(), 'alice-secret');
+      const mine = await call(TA, 'session_commit', { session_id: asid, repository: REPO, tag });
+      assert.ok(!mine.isError, JSON.stringify(mine));
+      for (const s of [asid, sid2]) await call(TA, 'session_close', { session_id: s });
+    } finally {
+      rmi();
+    }
+  });
+
   test('signed links: no header needed; altered, re-pointed or forged ones are 403', { timeout: 120000 }, async () => {
     const links = (res) => Object.fromEntries(res.content.filter((c) => c.type === 'resource_link')
       .map((c) => [c.name, c._meta?.[URL_META]]));

@@ -4,10 +4,12 @@
  * spellings of one reference, which existing tags may be replaced, and
  * Dockerfile quoting of ENV/LABEL values.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -180,22 +182,54 @@ static void test_replaceable(void **state)
 
 static void test_default_tag(void **state)
 {
-	struct session s = { 0 };
-	char tag[IMAGE_TAG_MAX + 1];
+	char tag[IMAGE_TAG_MAX + 1], again[IMAGE_TAG_MAX + 1];
 	struct err e;
 	(void)state;
-	snprintf(s.id, sizeof(s.id), "0123456789ab");
-	image_default_tag(&s, tag, sizeof(tag));
+	/* <yyyymmddhhmmss>-<8 hex>: nothing of the session (its name is its principal's) */
+	image_default_tag(tag, sizeof(tag));
 	assert_int_equal(image_tag_check(tag, &e), 0);
-	assert_int_equal(strncmp(tag, "0123456789ab-", 13), 0);
-	snprintf(s.name, sizeof(s.name), "my.session");
-	image_default_tag(&s, tag, sizeof(tag));
-	assert_int_equal(strncmp(tag, "my.session-", 11), 0);
-	/* a name a tag cannot start with falls back to the id */
-	snprintf(s.name, sizeof(s.name), "-x");
-	image_default_tag(&s, tag, sizeof(tag));
-	assert_int_equal(image_tag_check(tag, &e), 0);
-	assert_int_equal(tag[0], '0');
+	assert_int_equal(strlen(tag), 14 + 1 + 8);
+	assert_int_equal(tag[14], '-');
+	for (int i = 0; i < 14; i++)
+		assert_true(isdigit((unsigned char)tag[i]));
+	image_default_tag(again, sizeof(again));
+	assert_string_not_equal(tag, again);
+}
+
+static void test_owner(void **state)
+{
+	char a[IMAGE_OWNER_MAX], none[IMAGE_OWNER_MAX], want[64];
+	(void)state;
+	image_owner("alice", a, sizeof(a));
+	image_owner("", none, sizeof(none));
+	snprintf(want, sizeof(want), "uid=%u,token=alice", (unsigned)getuid());
+	assert_string_equal(a, want);
+	snprintf(want, sizeof(want), "uid=%u", (unsigned)getuid());
+	assert_string_equal(none, want);
+
+	json_t *alices = json_pack("{s:s, s:s}", IMAGE_LABEL_SESSION, "0123456789ab", IMAGE_LABEL_OWNER, a);
+	assert_true(image_usable(alices, "alice"));
+	assert_false(image_usable(alices, "bob"));
+	assert_false(image_usable(alices, ""));
+	assert_false(image_usable(alices, "alice,"));
+	json_t *tokenless = json_pack("{s:s}", IMAGE_LABEL_OWNER, none);
+	assert_true(image_usable(tokenless, ""));
+	assert_false(image_usable(tokenless, "alice"));
+	/* another user's server on the same engine */
+	json_t *other = json_pack("{s:s}", IMAGE_LABEL_OWNER, "uid=4242424");
+	assert_false(image_usable(other, ""));
+	/* shared on purpose; not made by sandbox-mcp; made before owners (the tokenless principal's) */
+	json_t *shared = json_pack("{s:s, s:s}", IMAGE_LABEL_SESSION, "0123456789ab", IMAGE_LABEL_OWNER, "");
+	assert_true(image_usable(shared, "bob"));
+	assert_true(image_usable(NULL, "bob"));
+	json_t *old = json_pack("{s:s}", IMAGE_LABEL_SESSION, "0123456789ab");
+	assert_true(image_usable(old, ""));
+	assert_false(image_usable(old, "bob"));
+	json_decref(alices);
+	json_decref(tokenless);
+	json_decref(other);
+	json_decref(shared);
+	json_decref(old);
 }
 
 static void test_quote_and_changes(void **state)
@@ -240,10 +274,10 @@ static void test_quote_and_changes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_repository),	  cmocka_unit_test(test_tag),
-		cmocka_unit_test(test_same_ref),	  cmocka_unit_test(test_default_tag),
-		cmocka_unit_test(test_quote_and_changes), cmocka_unit_test(test_replaceable),
-		cmocka_unit_test(test_allowed),
+		cmocka_unit_test(test_repository),  cmocka_unit_test(test_tag),
+		cmocka_unit_test(test_same_ref),    cmocka_unit_test(test_default_tag),
+		cmocka_unit_test(test_owner),	    cmocka_unit_test(test_quote_and_changes),
+		cmocka_unit_test(test_replaceable), cmocka_unit_test(test_allowed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
