@@ -91,6 +91,42 @@ describe('network: no namespace sharing, only what the operator allows', suite({
   });
 });
 
+describe('the image policy judges what the engine runs', suite({ timeout: 120000 }), () => {
+  let srv;
+  let refused;
+
+  before(async () => {
+    requireEngine();
+    // official images only: one of our own (not under library/) is refused by name, so no spelling
+    // of its id may start it, though a bare hex name parses as docker.io/library/<hex>
+    refused = await buildImage('refused', [`LABEL sbx.test.refused=${process.pid}`]);
+    srv = await Server.start('image-ids', { SANDBOX_IMAGES: 'docker.io/library/*', SANDBOX_TIMEOUT_S: 30 });
+  });
+
+  after(async () => {
+    await cleanup();
+    if (refused) await docker(['rmi', refused]);
+  });
+
+  test('ids, id prefixes and sha256: prefixes of a refused image are refused', async () => {
+    const id = (await docker(['image', 'inspect', '-f', '{{.Id}}', refused])).stdout.trim();
+    const hex = id.replace(/^sha256:/, '');
+    assert.match(hex, /^[0-9a-f]{64}$/);
+    await srv.fails('session_create', { image: refused }, 'invalid_argument');
+    for (const name of [id, hex, hex.slice(0, 12), hex.slice(0, 6), hex.slice(0, 2), `sha256:${hex.slice(0, 8)}`,
+      `sha256:${hex.slice(0, 12)}`, `docker.io/library/${hex.slice(0, 12)}`, `${hex.slice(0, 12)}:latest`]) {
+      const r = await srv.call('session_create', { image: name });
+      if (!r.isError) trackContainer(r.structuredContent.container_id ?? '');
+      assert.ok(r.isError, `${name} started a session: ${JSON.stringify(r.structuredContent)}`);
+      // refused by the policy, or not found at all: never a session of the refused image
+      assert.ok(['invalid_argument', 'image_not_found'].includes(r.structuredContent.error.code), JSON.stringify(r));
+    }
+    // what the policy allows still runs, named as the policy names it
+    const ok = await srv.ok('session_create', { image: 'debian:bookworm-slim' });
+    await srv.ok('session_close', { session_id: ok.session_id });
+  });
+});
+
 describe('users: root by any name or number never runs', suite({ timeout: 300000 }), () => {
   const images = {};
   let srv;
