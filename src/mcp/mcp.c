@@ -402,10 +402,21 @@ static int m_initialize(struct mcp *m, struct req *rq, json_t **ret, struct fail
 		if (strcmp(asked, legacy_versions[i]) == 0)
 			chosen = legacy_versions[i];
 
+	/* a second initialize would renegotiate under calls already made: the first one stands */
+	char first[sizeof(rq->peer->version)];
 	pthread_mutex_lock(&rq->peer->lock);
-	rq->peer->initialized = true;
-	snprintf(rq->peer->version, sizeof(rq->peer->version), "%s", chosen);
+	bool again = rq->peer->initialized;
+	if (!again) {
+		rq->peer->initialized = true;
+		snprintf(rq->peer->version, sizeof(rq->peer->version), "%s", chosen);
+	}
+	snprintf(first, sizeof(first), "%s", rq->peer->version);
 	pthread_mutex_unlock(&rq->peer->lock);
+	if (again)
+		return fail_set(f, RPC_INVALID_REQUEST,
+				"Invalid Request: this connection is already initialized (protocol %s); the session "
+				"stays as it was: start a new connection for a new session",
+				first);
 
 	*ret = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", chosen, "capabilities",
 			 capabilities(m->resources_changed != NULL), "serverInfo", server_info(), "instructions",

@@ -1607,12 +1607,14 @@ void session_key(struct session_mgr *m, const char *principal, const char *ref, 
 	pthread_mutex_unlock(&m->lock);
 }
 
-unsigned session_count(struct session_mgr *m)
+unsigned session_count(struct session_mgr *m, const char *owner)
 {
+	unsigned n = 0;
 	if (!m)
 		return 0;
 	pthread_mutex_lock(&m->lock);
-	unsigned n = (unsigned)m->len;
+	for (size_t i = 0; i < m->len; i++)
+		n += owns(m->list[i], owner);
 	pthread_mutex_unlock(&m->lock);
 	return n;
 }

@@ -202,8 +202,8 @@ struct engine *session_engine(const struct session *s);
 json_t *session_json(const struct session *s);
 /* The dispatch key for calls of principal naming ref (id or name; NULL: default). */
 void session_key(struct session_mgr *m, const char *principal, const char *ref, char *out, size_t outsz);
-/* Live sessions, of every principal. */
-unsigned session_count(struct session_mgr *m);
+/* Live sessions of principal owner; NULL: of every principal. */
+unsigned session_count(struct session_mgr *m, const char *owner);
 /* Warm-pool members ready to be handed out (pool.h). */
 size_t session_pool_ready(struct session_mgr *m);
 /* Remembers that a background pip install of package writes its log and status in dir. */

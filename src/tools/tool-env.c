@@ -265,7 +265,8 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 		}
 		json_object_set_new(out, "session", si);
 	}
-	json_object_set_new(out, "sessions_open", json_integer(session_count(ctx->svc->sessions)));
+	json_object_set_new(out, "sessions_open",
+			    json_integer(session_count(ctx->svc->sessions, call_principal(ctx->call))));
 	json_object_set_new(out, "pool_ready", json_integer((json_int_t)session_pool_ready(ctx->svc->sessions)));
 	engines_info(ctx, out, res, r == 0 ? NULL : &err);
 	tool_structured(res, out);

@@ -332,6 +332,30 @@ describe('hostile and broken HTTP clients', () => {
     assert.equal(statusOf(await rawRequest(srv.port, req(`localhost:${srv.port}`))), 200);
   });
 
+  test('/health too answers only a Host that names the server (no token guards it)', async () => {
+    const req = (host) => `GET /health HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`;
+    for (const host of [`evil.example:${srv.port}`, '127.0.0.1:1', `127.0.0.1.nip.io:${srv.port}`]) {
+      const raw = await rawRequest(srv.port, req(host));
+      assert.equal(statusOf(raw), 421, host);
+      assert.doesNotMatch(raw, /"sessions"/, 'nothing of the server in the answer');
+    }
+    assert.equal(statusOf(await rawRequest(srv.port, req(`localhost:${srv.port}`))), 200);
+    assert.equal(statusOf(await rawRequest(srv.port, `GET /health HTTP/1.1\r\nConnection: close\r\n\r\n`)), 421, 'no Host');
+  });
+
+  test('Content-Length given twice with different values is 400 (RFC 9112 6.3)', async () => {
+    const body = JSON.stringify(INIT);
+    const n = Buffer.byteLength(body);
+    const req = (lengths) => `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\nContent-Type: application/json\r\n` +
+      `Accept: ${ACCEPT_BOTH}\r\n${lengths.map((l) => `Content-Length: ${l}\r\n`).join('')}Connection: close\r\n\r\n${body}`;
+    for (const lengths of [[n, n + 1], [n + 1, n], [n, 0], [`${n}, ${n - 1}`], [`${n}x`]]) {
+      assert.equal(statusOf(await rawRequest(srv.port, req(lengths))), 400, JSON.stringify(lengths));
+    }
+    // the same length twice is one length (a list in one field libmicrohttpd refuses itself)
+    assert.equal(statusOf(await rawRequest(srv.port, req([n, n]))), 200);
+    assert.equal((await post(srv, INIT)).status, 200, 'the server goes on');
+  });
+
   test('a body over SANDBOX_MAX_LINE_BYTES is 413, and the server goes on', async () => {
     const big = JSON.stringify({ ...INIT, params: { ...INIT.params, pad: 'x'.repeat(70000) } });
     assert.equal((await post(srv, big)).status, 413);
@@ -611,6 +635,9 @@ describe('principals: each token NAME sees only its own sandboxes', () => {
       const a = await call(TA, 'session_create', { name: 'imgsrc' });
       assert.ok(!a.isError, JSON.stringify(a));
       const asid = a.structuredContent.session_id;
+      // env_info counts the caller's own sessions
+      assert.equal((await call(TA, 'env_info', {})).structuredContent.sessions_open, 1);
+      assert.equal((await call(TB, 'env_info', {})).structuredContent.sessions_open, 0);
       assert.ok(!(await call(TA, 'run_command', { command: 'echo alice-secret > /workspace/s.txt', session_id: asid })).isError);
       const c = await call(TA, 'session_commit', { session_id: asid });
       assert.ok(!c.isError, JSON.stringify(c));

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { openPipe, sleep, isResponse, describeMsg } from '../lib/rawpipe.mjs';
+import { openPipe, sleep, isResponse, describeMsg, initializeParams } from '../lib/rawpipe.mjs';
 
 /** The stdout of every pipe must be JSON-RPC 2.0 lines only. */
 function assertCleanStdout(p) {
@@ -169,6 +169,22 @@ test('a request before initialize → an error reply, then initialize still work
   assert.ok(init.result.protocolVersion);
   const list = await p.request('tools/list', {}, { id: 4 });
   assert.ok(list.result?.tools?.some((x) => x.name === 'env_info'), `tools/list after initialize: ${describeMsg(list)}`);
+  assertCleanStdout(p);
+});
+
+test('a second initialize is refused; the first one\'s version stands', { timeout: 20000 }, async (t) => {
+  const p = openPipe(t);
+  const first = await p.initialize('2025-03-26');
+  assert.equal(first.result.protocolVersion, '2025-03-26');
+  for (const [id, version] of [[2, '2025-06-18'], [3, '2025-03-26']]) {
+    const again = await p.request('initialize', initializeParams(version), { id });
+    assertError(again, -32600, id, `initialize #${id}`);
+    assert.match(again.error.message, /already initialized \(protocol 2025-03-26\)/);
+  }
+  // the session goes on as it was
+  const list = await p.request('tools/list', {}, { id: 4 });
+  assert.ok(list.result?.tools?.length > 0, describeMsg(list));
+  assert.deepEqual((await p.request('ping', undefined, { id: 5 })).result, {});
   assertCleanStdout(p);
 });
 

@@ -140,13 +140,49 @@ static void test_origin(void **state)
 	assert_false(origin_ok("http://localhost", true, "https://app.example"));
 }
 
+static bool length_ok(const char *a, const char *b, uint64_t *ret)
+{
+	bool seen = false;
+	*ret = 0;
+	if (!httpcheck_length(a, strlen(a), ret, &seen))
+		return false;
+	return !b || httpcheck_length(b, strlen(b), ret, &seen);
+}
+
+static void test_length(void **state)
+{
+	uint64_t n;
+	(void)state;
+	assert_true(length_ok("0", NULL, &n));
+	assert_int_equal(n, 0);
+	assert_true(length_ok("1234", NULL, &n));
+	assert_int_equal(n, 1234);
+	/* a repeated field or a list of one number is one length (RFC 9112 6.3) */
+	assert_true(length_ok("5", "5", &n));
+	assert_int_equal(n, 5);
+	assert_true(length_ok("5, 5,5", NULL, &n));
+	assert_true(length_ok("9223372036854775808", NULL, &n));
+	/* two lengths: where the body ends is unknown */
+	assert_false(length_ok("5", "6", &n));
+	assert_false(length_ok("5, 6", NULL, &n));
+	assert_false(length_ok("05", "6", &n));
+	/* malformed */
+	assert_false(length_ok("", NULL, &n));
+	assert_false(length_ok("-1", NULL, &n));
+	assert_false(length_ok("+5", NULL, &n));
+	assert_false(length_ok("5x", NULL, &n));
+	assert_false(length_ok("5,", NULL, &n));
+	assert_false(length_ok(",5", NULL, &n));
+	assert_false(length_ok("0x10", NULL, &n));
+	assert_false(length_ok("99999999999999999999", NULL, &n));
+	assert_false(length_ok("9223372036854775809", NULL, &n));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_listen),
-		cmocka_unit_test(test_loopback),
-		cmocka_unit_test(test_host),
-		cmocka_unit_test(test_origin),
+		cmocka_unit_test(test_listen), cmocka_unit_test(test_loopback), cmocka_unit_test(test_host),
+		cmocka_unit_test(test_origin), cmocka_unit_test(test_length),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

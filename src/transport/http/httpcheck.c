@@ -102,6 +102,30 @@ int httpcheck_listen_parse(const char *s, size_t n, char *ret_host, unsigned *re
 	return 0;
 }
 
+bool httpcheck_length(const char *value, size_t n, uint64_t *io_len, bool *io_seen)
+{
+	size_t i = 0;
+	do {
+		while (i < n && (value[i] == ' ' || value[i] == '\t'))
+			i++;
+		uint64_t v = 0;
+		size_t digits = 0;
+		for (; i < n && value[i] >= '0' && value[i] <= '9'; i++, digits++) {
+			uint64_t d = (uint64_t)(value[i] - '0');
+			if (v > ((UINT64_C(1) << 63) - d) / 10)
+				return false;
+			v = v * 10 + d;
+		}
+		while (i < n && (value[i] == ' ' || value[i] == '\t'))
+			i++;
+		if (digits == 0 || (i < n && value[i] != ',') || (*io_seen && v != *io_len))
+			return false;
+		*io_len = v;
+		*io_seen = true;
+	} while (i++ < n);
+	return true;
+}
+
 bool httpcheck_host(const char *value, size_t n, const char *host, unsigned port)
 {
 	const char *h = value;

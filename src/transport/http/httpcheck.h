@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Longest host in --http (a name or an address literal, brackets excluded). */
 #define HTTPCHECK_HOST_MAX 255
@@ -40,5 +41,15 @@ bool httpcheck_host(const char *value, size_t n, const char *host, unsigned port
  * without regard to case). "null" and anything unparsable are refused.
  */
 bool httpcheck_origin(const char *value, size_t n, bool loopback, const char *allow);
+
+/*
+ * One Content-Length field value, folded into what the fields before it
+ * said (*io_seen: whether any did, *io_len: their length). A value is
+ * decimal digits, or a comma-separated list of the same number (RFC 9112
+ * 6.3). False when it is malformed, over 2^63, or names another length than
+ * an earlier one: the message is unreadable (400), as a recipient cannot
+ * tell where its body ends.
+ */
+bool httpcheck_length(const char *value, size_t n, uint64_t *io_len, bool *io_seen);
 
 #endif

@@ -517,6 +517,30 @@ static enum MHD_Result reply_rpc_error(struct MHD_Connection *c, unsigned status
 	return r;
 }
 
+/* The Content-Length fields of one request, folded (httpcheck_length). */
+struct lengths {
+	uint64_t len;
+	bool seen, bad;
+};
+
+static enum MHD_Result length_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct lengths *l = cls;
+	(void)kind;
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0 &&
+	    !httpcheck_length(value ? value : "", value ? strlen(value) : 0, &l->len, &l->seen))
+		l->bad = true;
+	return l->bad ? MHD_NO : MHD_YES;
+}
+
+/* True when Host names this server: the bound address or --http-public-url's (DNS rebinding). */
+static bool host_ok(struct httpd *h, struct MHD_Connection *c)
+{
+	const char *host = header(c, MHD_HTTP_HEADER_HOST);
+	return host && (httpcheck_host(host, strlen(host), h->host, h->port) ||
+			(h->public_host[0] && strcasecmp(host, h->public_host) == 0));
+}
+
 /*
  * The checks every /mcp request passes before its body is read. Refusing
  * queues the response and sets *ret_refused. A signed link (link) is its own
@@ -526,16 +550,14 @@ static enum MHD_Result reply_rpc_error(struct MHD_Connection *c, unsigned status
 static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, bool link, char *ret_principal,
 			     bool *ret_refused)
 {
-	const char *host = header(c, MHD_HTTP_HEADER_HOST);
 	const char *origin = header(c, "Origin");
-	const char *length = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	struct lengths len = { 0 };
 
 	*ret_refused = true;
 	if (atomic_load(&h->connections) > HTTPD_CONNECTIONS_MAX)
 		return reply_rpc_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_INTERNAL_ERROR,
 				       "Server busy: too many connections; retry later");
-	if (!host || (!httpcheck_host(host, strlen(host), h->host, h->port) &&
-		      !(h->public_host[0] && strcasecmp(host, h->public_host) == 0)))
+	if (!host_ok(h, c))
 		return reply_rpc_error(c, MHD_HTTP_MISDIRECTED_REQUEST, RPC_INVALID_REQUEST,
 				       "Misdirected Request: the Host header does not name this server's address");
 	if (!link && origin && !httpcheck_origin(origin, strlen(origin), h->loopback, h->svc->cfg->http_allow_origin))
@@ -545,7 +567,11 @@ static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, bool lin
 		return reply_rpc_error(c, MHD_HTTP_UNAUTHORIZED, RPC_INVALID_REQUEST,
 				       "Unauthorized: send Authorization: Bearer TOKEN with a token of the server's "
 				       "--http-token-file");
-	if (length && strtoull(length, NULL, 10) > h->svc->cfg->max_line_bytes)
+	(void)MHD_get_connection_values(c, MHD_HEADER_KIND, length_field, &len);
+	if (len.bad)
+		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
+				       "Bad Request: Content-Length is malformed or given twice with different values");
+	if (len.seen && len.len > h->svc->cfg->max_line_bytes)
 		return reply_rpc_error(c, MHD_HTTP_CONTENT_TOO_LARGE, RPC_INVALID_REQUEST,
 				       "Payload Too Large: the message is longer than SANDBOX_MAX_LINE_BYTES");
 	*ret_refused = false;
@@ -616,10 +642,15 @@ static enum MHD_Result health(struct httpd *h, struct MHD_Connection *c, const c
 
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "GET /health\n", 12, NULL);
+	/* no token here, so the Host check is all that keeps a rebinding page from reading it */
+	if (!host_ok(h, c))
+		return reply(c, MHD_HTTP_MISDIRECTED_REQUEST, "text/plain",
+			     "Misdirected Request: the Host header does not name this server's address\n", 73, NULL);
 	err_clear(&err);
 	bool up = engine_version(h->svc->engine, NULL, &ev, &err) == 0;
 	json_t *j = json_pack("{s:s, s:{s:b, s:s}, s:I}", "status", up ? "ok" : "degraded", "engine", "reachable", up,
-			      "version", up ? ev.version : "", "sessions", (json_int_t)session_count(h->svc->sessions));
+			      "version", up ? ev.version : "", "sessions",
+			      (json_int_t)session_count(h->svc->sessions, NULL));
 	char *text = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	enum MHD_Result r = reply(c, MHD_HTTP_OK, "application/json", text, strlen(text), NULL);
