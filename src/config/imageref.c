@@ -245,27 +245,27 @@ void imageref_format(const struct imageref *r, char *out, size_t outsz)
 		 r->digest);
 }
 
-bool imageref_familiar(const char *repo, char *out, size_t outsz)
+bool imageref_split_repo(const char *repo, char *host, size_t hostsz, char *path, size_t pathsz)
 {
-	char low[IMAGEREF_INPUT_MAX * 2 + 16];
 	const char *slash = strchr(repo, '/');
 	size_t dn = slash ? (size_t)(slash - repo) : 0;
-	bool host = slash && is_domain(repo, dn);
+	bool is_host = slash && is_domain(repo, dn);
+	size_t i;
 
-	snprintf(low, sizeof(low), "%s", repo);
-	/* a host name is case-insensitive: Docker.io is docker.io to whoever pulls */
-	for (size_t i = 0; host && i < dn && i < sizeof(low); i++)
-		if (low[i] >= 'A' && low[i] <= 'Z')
-			low[i] = (char)(low[i] - 'A' + 'a');
-	const char *p = low;
-	if (host && ((dn == 9 && !strncmp(p, "docker.io", 9)) || (dn == 15 && !strncmp(p, "index.docker.io", 15)) ||
-		     (dn == 20 && !strncmp(p, "registry-1.docker.io", 20))))
-		p += dn + 1;
-	bool hub = p != low || !host;
-	if (hub && strncmp(p, "library/", 8) == 0 && strchr(p + 8, '/') == NULL)
-		p += 8;
-	snprintf(out, outsz, "%s", p);
-	return !hub;
+	if (is_host && dn < hostsz) {
+		/* a host name is case-insensitive: Docker.io is docker.io to whoever pulls */
+		for (i = 0; i < dn; i++)
+			host[i] = repo[i] >= 'A' && repo[i] <= 'Z' ? (char)(repo[i] - 'A' + 'a') : repo[i];
+		host[dn] = '\0';
+		if (strcmp(host, "index.docker.io") == 0)
+			snprintf(host, hostsz, "docker.io");
+	} else if (is_host || snprintf(host, hostsz, "docker.io") >= (int)hostsz) {
+		return false;
+	}
+	const char *rest = is_host ? slash + 1 : repo;
+	bool library = strcmp(host, "docker.io") == 0 && !strchr(rest, '/');
+	int n = snprintf(path, pathsz, "%s%s", library ? "library/" : "", rest);
+	return n >= 0 && (size_t)n < pathsz;
 }
 
 bool imageref_official(const struct imageref *r)

@@ -49,13 +49,15 @@ bool imageref_is_id(const char *s, size_t n);
 /* Writes domain/path[:tag][@digest] to out (IMAGEREF_FORMAT_MAX bytes suffice). */
 void imageref_format(const struct imageref *r, char *out, size_t outsz);
 /*
- * repo (a repository, no tag) in the form its name has for whoever pulls it,
- * as the docker CLI shows it: the registry host lowercased, docker.io/
- * (index.docker.io/, registry-1.docker.io/) and library/ dropped
- * ("Docker.io/library/debian" is "debian"). Not a check: any string gets a
- * form. True when that form starts with a registry other than Docker Hub.
+ * repo (a repository, no tag) as docker resolves it: its registry host
+ * into host, lowercased, "docker.io" for Docker Hub (also when spelled
+ * index.docker.io, or not at all), and its path into path, with library/
+ * before Hub's one-component names ("Docker.io/debian" is docker.io and
+ * library/debian). The first component is a host when it has a '.' or a
+ * ':', is localhost, or has an uppercase letter (docker's rule). Not a
+ * check: any string gets a split. False when a part does not fit.
  */
-bool imageref_familiar(const char *repo, char *out, size_t outsz);
+bool imageref_split_repo(const char *repo, char *host, size_t hostsz, char *path, size_t pathsz);
 /* True for Docker Hub's official images: docker.io/library/<name>. */
 bool imageref_official(const struct imageref *r);
 

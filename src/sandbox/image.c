@@ -99,27 +99,39 @@ static bool owned(json_t *labels, const char *principal)
 	return owner && owner[0] && image_usable(labels, principal);
 }
 
+/* Path against a pattern's path, component by component; a component ending in '*' matches any rest of one. */
+static bool path_matches(const char *path, const char *pat)
+{
+	for (;;) {
+		size_t pn = strcspn(pat, "/"), n = strcspn(path, "/");
+		bool star = pn > 0 && pat[pn - 1] == '*';
+		if (star ? n < pn - 1 || strncmp(path, pat, pn - 1) != 0 : n != pn || strncmp(path, pat, n) != 0)
+			return false;
+		if (!pat[pn] || !path[n])
+			return !pat[pn] && !path[n];
+		pat += pn + 1;
+		path += n + 1;
+	}
+}
+
 bool image_repo_matches(const char *repo, const char *patterns)
 {
-	char fam[IMAGE_REF_MAX * 2 + 16], pat[IMAGE_REF_MAX * 2 + 16], fpat[IMAGE_REF_MAX * 2 + 16];
-	bool fam_host = imageref_familiar(repo, fam, sizeof(fam));
+	char host[IMAGE_REF_MAX + 1], path[IMAGE_REF_MAX + 16], pat[IMAGE_REF_MAX + 1];
+	char phost[IMAGE_REF_MAX + 1], ppath[IMAGE_REF_MAX + 16];
+
+	if (!imageref_split_repo(repo, host, sizeof(host), path, sizeof(path)))
+		return false;
 	for (const char *p = patterns; *p;) {
 		size_t n = strcspn(p, ",");
-		bool prefix = n > 0 && p[n - 1] == '*';
-		snprintf(pat, sizeof(pat), "%.*s", (int)(prefix ? n - 1 : n), p);
-		/* the pattern is spelled like a repository: compare both in their familiar form */
-		(void)imageref_familiar(pat, fpat, sizeof(fpat));
-		size_t k = strlen(fpat);
-		/*
-		 * docker.io/ followed by a star is every Docker Hub name (no registry host), not every
-		 * name; docker.io/library/ with a star only the official images (no '/' at all)
-		 */
-		size_t pn = strlen(pat);
-		bool hub_only = prefix && k == 0 && pn > 0;
-		bool lib_only = hub_only && pn >= 8 && strcmp(pat + pn - 8, "library/") == 0;
-		if (n > 0 && (prefix ? strncmp(fam, fpat, k) == 0 : strcmp(fam, fpat) == 0) &&
-		    !(hub_only && fam_host) && !(lib_only && strchr(fam, '/')))
-			return true;
+		if (n == 1 && p[0] == '*')
+			return true; /* everything, on purpose */
+		if (n > 0 && n <= IMAGE_REF_MAX) {
+			snprintf(pat, sizeof(pat), "%.*s", (int)n, p);
+			/* a pattern is spelled like a repository, its registry explicit or Docker Hub's */
+			if (imageref_split_repo(pat, phost, sizeof(phost), ppath, sizeof(ppath)) &&
+			    strcmp(host, phost) == 0 && path_matches(path, ppath))
+				return true;
+		}
 		p += n;
 		if (*p == ',')
 			p++;

@@ -82,9 +82,13 @@ int image_repository_check(const char *repo, struct err *err);
 /* Checks a tag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}. 0 or -EINVAL. */
 int image_tag_check(const char *tag, struct err *err);
 /*
- * True when repo matches one of patterns (','-separated repositories; a
- * trailing '*' matches any rest), both compared in their familiar form
- * (imageref_familiar).
+ * True when repo matches one of patterns (','-separated repositories), both
+ * resolved as docker resolves them: the registry host explicit (a pattern
+ * without one is Docker Hub's, and "sandbox-mcp-*" is never
+ * registry-1.docker.io's) and "library/" before Hub's one-component names.
+ * Paths match component by component: a component ending in '*' matches
+ * any rest of that one component, never a '/' (so "sandbox-mcp-*" is not
+ * the Hub user sandbox-mcp-x's "sandbox-mcp-x/y"). "*" alone is everything.
  */
 bool image_repo_matches(const char *repo, const char *patterns);
 /*

@@ -28,14 +28,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static void check_name(const char *repo, const char *patterns)
 {
-	char fam[2 * IMAGE_REF_MAX + 16];
+	char host[IMAGE_REF_MAX + 1], path[IMAGE_REF_MAX + 16];
 	struct err e;
 
 	int r = image_repository_check(repo, &e);
 	FUZZ_CHECK(r == 0 || r == -EINVAL);
-	(void)imageref_familiar(repo, fam, sizeof(fam));
-	FUZZ_CHECK(memchr(fam, '\0', sizeof(fam)) != NULL);
-	FUZZ_CHECK(strlen(fam) <= strlen(repo));
+	if (imageref_split_repo(repo, host, sizeof(host), path, sizeof(path))) {
+		FUZZ_CHECK(strlen(host) > 0 && !strchr(host, '/'));
+		FUZZ_CHECK(strlen(path) <= strlen(repo) + 8);
+	}
 	FUZZ_CHECK(image_repo_matches(repo, "*"));
 	(void)image_repo_matches(repo, patterns);
 	if (r < 0)
@@ -44,8 +45,13 @@ static void check_name(const char *repo, const char *patterns)
 	struct imageref ir;
 	FUZZ_CHECK(imageref_parse(repo, strlen(repo), &ir, &e) == 0);
 	FUZZ_CHECK(image_same_ref(repo, repo));
-	if (image_repo_matches(repo, CONFIG_COMMIT_REPOS_DEFAULT))
-		FUZZ_CHECK(strncmp(fam, "sandbox-mcp-", 12) == 0 || strncmp(fam, "localhost/sandbox-mcp/", 22) == 0);
+	/* the default allows one component under its prefix, on Docker Hub or localhost: nothing deeper */
+	if (image_repo_matches(repo, CONFIG_COMMIT_REPOS_DEFAULT)) {
+		FUZZ_CHECK(imageref_split_repo(repo, host, sizeof(host), path, sizeof(path)));
+		bool hub = strcmp(host, "docker.io") == 0 && strncmp(path, "library/sandbox-mcp-", 20) == 0;
+		bool local = strcmp(host, "localhost") == 0 && strncmp(path, "sandbox-mcp/", 12) == 0;
+		FUZZ_CHECK((hub && !strchr(path + 8, '/')) || (local && !strchr(path + 12, '/')));
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -15,8 +15,8 @@ import { writePackage } from '../lib/packages.mjs';
 
 const BASE = 'sandbox-mcp-python:latest';
 const SLIM = 'debian:bookworm-slim';
-const REPO = 'sandbox-mcp-test/commit';
-const FOREIGN = `sandbox-mcp-test/foreign:${process.pid}`;
+const REPO = 'sandbox-mcp-test-commit';
+const FOREIGN = `sandbox-mcp-test-foreign:${process.pid}`;
 const created = new Set();
 
 async function imageInspect(ref) {
@@ -148,6 +148,9 @@ describe('session_commit', suite({ timeout: 600000 }), () => {
       ['docker.io/library/redis', t], ['index.docker.io/library/alpine', t], ['DOCKER.IO/library/nginx', t],
       ['registry-1.docker.io/library/postgres', t], ['library/busybox', t], ['localhost/other', t],
       ['localhost:5000/sandbox-mcp-x', t], ['sandbox/mcp-x', t],
+      // a '*' matches within one path component, and the registry is explicit
+      ['sandbox-mcp-x/y', t], ['sandbox-mcp-test/commit', t], ['docker.io/sandbox-mcp-x/app', t],
+      ['registry-1.docker.io/library/sandbox-mcp-python', t], ['localhost/sandbox-mcp/a/b', t],
     ]) {
       const ref = `${repository}:${tag}`;
       // the engine is shared: whatever the name holds before (usually nothing) it holds after

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { Server, suite, requireEngine, cleanup, show, docker, serverIsSanitized, podmanCannot } from '../lib/harness.mjs';
 import { writePackage } from '../lib/packages.mjs';
 
-const REPO = 'sandbox-mcp-test/export';
+const REPO = 'sandbox-mcp-test-export';
 const created = new Set();
 const sessions = new Set();
 const ENV_VALUE = 'a "quoted" $dollar \\back value';

@@ -95,26 +95,27 @@ static void test_same_ref(void **state)
 static void test_allowed(void **state)
 {
 	static const char *pats = CONFIG_COMMIT_REPOS_DEFAULT;
-	static const char *good[] = {
-		"sandbox-mcp-commit",	   "sandbox-mcp-test/commit",	"docker.io/library/sandbox-mcp-x",
-		"localhost/sandbox-mcp/a", "LocalHost/sandbox-mcp/a/b", "index.docker.io/sandbox-mcp-y/z"
+	static const char *good[] = { "sandbox-mcp-commit",
+				      "sandbox-mcp-test-commit",
+				      "docker.io/library/sandbox-mcp-x",
+				      "index.docker.io/sandbox-mcp-y",
+				      "localhost/sandbox-mcp/a",
+				      "LocalHost/sandbox-mcp/a",
+				      "library/sandbox-mcp-z",
+				      "sandbox-mcp-" };
+	static const char *bad[] = {
+		"debian", "Docker.io/library/debian", "docker.io/library/debian", "index.docker.io/library/debian",
+		"DOCKER.IO/postgres", "postgres", "ghcr.io/org/app", "localhost/other", "localhost:5000/sandbox-mcp-x",
+		"sandbox-mcp", "library/debian", "registry-1.docker.io/library/redis", "sandbox/mcp-x",
+		"evil.io/sandbox-mcp-x", "localhost/sandbox-mcp",
+		/* a '*' never crosses a '/': Docker Hub users' namespaces and deeper paths */
+		"sandbox-mcp-x/y", "sandbox-mcp-test/commit", "index.docker.io/sandbox-mcp-y/z",
+		"docker.io/sandbox-mcp-x/library", "LocalHost/sandbox-mcp/a/b", "localhost/sandbox-mcp/a/",
+		/* the registry is explicit: another host is another repository */
+		"registry-1.docker.io/library/sandbox-mcp-python", "registry-1.docker.io/sandbox-mcp-python",
+		"localhost/sandbox-mcp-x", "127.0.0.1:5000/sandbox-mcp-x", "Sandbox-mcp-x/y"
 	};
-	static const char *bad[] = { "debian",
-				     "Docker.io/library/debian",
-				     "docker.io/library/debian",
-				     "index.docker.io/library/debian",
-				     "DOCKER.IO/postgres",
-				     "postgres",
-				     "ghcr.io/org/app",
-				     "localhost/other",
-				     "localhost:5000/sandbox-mcp-x",
-				     "sandbox-mcp",
-				     "library/debian",
-				     "registry-1.docker.io/library/redis",
-				     "sandbox/mcp-x",
-				     "evil.io/sandbox-mcp-x",
-				     "localhost/sandbox-mcp" };
-	char fam[300];
+	char fam[300], host[300];
 	struct config c;
 	struct err e;
 	(void)state;
@@ -122,15 +123,23 @@ static void test_allowed(void **state)
 		assert_true(image_repo_matches(good[i], pats));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
 		assert_false(image_repo_matches(bad[i], pats));
-	(void)imageref_familiar("Docker.io/library/debian", fam, sizeof(fam));
-	assert_string_equal(fam, "debian");
-	assert_true(imageref_familiar("GHCR.IO/Org/app", fam, sizeof(fam)));
-	assert_string_equal(fam, "ghcr.io/Org/app");
-	assert_false(imageref_familiar("registry-1.docker.io/me/app", fam, sizeof(fam)));
+	assert_true(imageref_split_repo("Docker.io/debian", host, sizeof(host), fam, sizeof(fam)));
+	assert_string_equal(host, "docker.io");
+	assert_string_equal(fam, "library/debian");
+	assert_true(imageref_split_repo("GHCR.IO/Org/app", host, sizeof(host), fam, sizeof(fam)));
+	assert_string_equal(host, "ghcr.io");
+	assert_string_equal(fam, "Org/app");
+	/* Docker Hub is docker.io or index.docker.io; registry-1.docker.io is a name of its own */
+	assert_true(imageref_split_repo("registry-1.docker.io/me/app", host, sizeof(host), fam, sizeof(fam)));
+	assert_string_equal(host, "registry-1.docker.io");
+	assert_true(imageref_split_repo("index.docker.io/me/app", host, sizeof(host), fam, sizeof(fam)));
+	assert_string_equal(host, "docker.io");
 	assert_string_equal(fam, "me/app");
 	/* docker's rule: an uppercase first component is a registry host, so not Docker Hub's */
-	assert_true(imageref_familiar("Org/app", fam, sizeof(fam)));
-	assert_string_equal(fam, "org/app");
+	assert_true(imageref_split_repo("Org/app", host, sizeof(host), fam, sizeof(fam)));
+	assert_string_equal(host, "org");
+	assert_string_equal(fam, "app");
+	assert_false(imageref_split_repo("debian", host, 4, fam, sizeof(fam)));
 	assert_false(image_repo_matches("Org/app", "docker.io/*"));
 	assert_true(image_repo_matches("docker.io/myorg/app", "myorg/*"));
 	assert_true(image_repo_matches("myorg/app", "x,docker.io/myorg/app"));
@@ -139,10 +148,16 @@ static void test_allowed(void **state)
 	assert_false(image_repo_matches("anything", ","));
 	assert_true(image_repo_matches("anything/at/all", "*"));
 	assert_true(image_repo_matches("ghcr.io/org/app", "*"));
-	/* every Docker Hub name, and no other registry's */
+	/* docker.io/ and a star: Docker Hub's one-component names, no namespace, no other registry */
 	assert_true(image_repo_matches("postgres", "docker.io/*"));
-	assert_true(image_repo_matches("org/app", "index.docker.io/*"));
+	assert_true(image_repo_matches("postgres", "index.docker.io/*"));
+	assert_false(image_repo_matches("org/app", "index.docker.io/*"));
 	assert_false(image_repo_matches("ghcr.io/org/app", "docker.io/*"));
+	/* a namespace is named */
+	assert_true(image_repo_matches("org/app", "org/*"));
+	assert_false(image_repo_matches("org/app/deep", "org/*"));
+	assert_true(image_repo_matches("org/app/deep", "org/*/deep"));
+	assert_true(image_repo_matches("ghcr.io/org/app", "GHCR.io/org/app*"));
 	assert_false(image_repo_matches("localhost/app", "docker.io/library/*"));
 	assert_false(image_repo_matches("org/app", "docker.io/library/*"));
 	assert_true(image_repo_matches("docker.io/library/redis", "docker.io/library/*"));
