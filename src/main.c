@@ -383,6 +383,8 @@ static bool serve_stdio(const struct config *cfg, struct mcp *m, struct out *out
 /* Checks what the server needs and prints a fix for each problem; the exit status. */
 static int doctor(const struct config *cfg, char **args)
 {
+	if (cfg->docker_config_warning[0])
+		printf("note  %s\n", cfg->docker_config_warning);
 	int host = doctor_host(cfg);
 	int engine = doctor_engines(cfg);
 	return host || engine ? 1 : 0;

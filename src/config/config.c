@@ -394,8 +394,20 @@ static int config_context(struct config *c, char **envp, bool host_flag, bool ct
 	else if (!host_flag && !env_lookup(envp, "DOCKER_HOST") && c->context && c->context[0])
 		name = c->context;
 	else if (!host_flag && !env_lookup(envp, "DOCKER_HOST")) {
-		if ((r = dockerctx_current(dir, cur, sizeof(cur), err)) < 0)
+		r = dockerctx_current(dir, cur, sizeof(cur), err);
+		if (r < 0 && r != -EINVAL) {
+			/*
+			 * As the docker CLI does: a config.json that cannot be read (another user's HOME,
+			 * a folder) is a warning and the default context; credentials that need it fail later
+			 */
+			snprintf(c->docker_config_warning, sizeof(c->docker_config_warning),
+				 "%s; using the default context (DOCKER_HOST or the default socket)", err->msg);
+			log_warnf("%s", c->docker_config_warning);
+			err_clear(err);
+			cur[0] = '\0';
+		} else if (r < 0) {
 			return r;
+		}
 		name = cur;
 	}
 	if (!name || !name[0] || strcmp(name, "default") == 0) {

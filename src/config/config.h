@@ -39,7 +39,9 @@ struct config {
 	char *cert_path;		    /* DOCKER_CERT_PATH; default $DOCKER_CONFIG, else ~/.docker */
 	char *tlscacert, *tlscert, *tlskey; /* --tlscacert...: override cert_path/{ca,cert,key}.pem */
 	/* Docker context (dockerctx.h): DOCKER_CONTEXT, --context, or config.json's currentContext */
-	char *context;	       /* the context in use; NULL or "default": DOCKER_HOST's */
+	char *context; /* the context in use; NULL or "default": DOCKER_HOST's */
+	/* why docker's config.json was not read ("" when it was, or is absent); doctor shows it */
+	char docker_config_warning[512];
 	bool tls_from_context; /* TLS files came from the context: no cert_path defaults */
 	bool tls_skip_verify;  /* the context's SkipTLSVerify */
 	/* named engines besides DOCKER_HOST's: "a=ENDPOINT;b=ENDPOINT" (engines.h), each --engine adds one */

@@ -103,12 +103,14 @@ int dockerctx_parse_current(const char *json, size_t len, char *ret, size_t n, s
 /* Reads a whole small file: 0 with *ret (caller frees), -ENOENT, or -errno (-EFBIG past the cap). */
 static int slurp(const char *path, char **ret, size_t *ret_len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO put there opens at once, and is refused below */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
 	if (fd < 0)
 		return -errno;
 	int e = fstat(fd, &st) < 0			 ? -errno
-		: !S_ISREG(st.st_mode)			 ? -EINVAL
+		: S_ISDIR(st.st_mode)			 ? -EISDIR
+		: !S_ISREG(st.st_mode)			 ? -ENXIO /* a FIFO would block the start; not a parse error */
 		: st.st_size > (off_t)DOCKERCTX_FILE_MAX ? -EFBIG
 							 : 0;
 	if (e < 0) {

@@ -454,6 +454,42 @@ static void test_connect_backlog_full_times_out(void **state)
 	rmdir(dir);
 }
 
+/* A config.json the server cannot read is a warning and the default context, as with the docker CLI. */
+static void test_unreadable_docker_config(void **state)
+{
+	char dir[] = "/tmp/sbx-test-dockercfg-XXXXXX", sub[64], env_dir[96];
+	struct config c;
+	struct err e;
+	int next;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	/* a folder where the file should be: read fails (EISDIR) even for root, as EACCES does for others */
+	snprintf(sub, sizeof(sub), "%s/config.json", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(env_dir, sizeof(env_dir), "DOCKER_CONFIG=%s", dir);
+	char *env[] = { env_dir, "HOME=/nonexistent-home", NULL };
+	char *argv[] = { "x", NULL };
+	config_init(&c);
+	assert_int_equal(config_load(&c, env, 1, argv, 1, &next, &e), 0);
+	assert_null(c.context);
+	assert_non_null(strstr(c.docker_config_warning, "cannot read"));
+	assert_non_null(strstr(c.docker_config_warning, "config.json"));
+	assert_non_null(strstr(c.docker_config_warning, "default context"));
+	config_finish(&c);
+	/* a readable but malformed one is still the error it was */
+	assert_int_equal(rmdir(sub), 0);
+	FILE *f = fopen(sub, "w");
+	assert_non_null(f);
+	fputs("{\"currentContext\": 7}", f);
+	fclose(f);
+	config_init(&c);
+	assert_int_equal(config_load(&c, env, 1, argv, 1, &next, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "currentContext"));
+	config_finish(&c);
+	assert_int_equal(unlink(sub), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	util_json_init();
@@ -471,6 +507,7 @@ int main(void)
 		cmocka_unit_test(test_tls_bad_files),
 		cmocka_unit_test(test_connect_refused_says_how_to_fix),
 		cmocka_unit_test(test_connect_backlog_full_times_out),
+		cmocka_unit_test(test_unreadable_docker_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
