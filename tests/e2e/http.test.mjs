@@ -738,6 +738,74 @@ describe('principals: each token NAME sees only its own sandboxes', () => {
   });
 });
 
+describe('MCP sessions: per principal, never another\'s', () => {
+  const names = Array.from({ length: 10 }, (_, i) => `p${i}`);
+  const tok = (n) => `${n}-token-${'x'.repeat(24)}`;
+  let dir;
+  let srv;
+  const auth = (n) => ({ Authorization: `Bearer ${tok(n)}` });
+  const init = async (n) => {
+    const r = await post(srv, INIT, auth(n));
+    return { status: r.status, sid: r.headers.get('mcp-session-id'), text: r.text };
+  };
+  const inits = async (n, count) => {
+    const out = [];
+    for (let i = 0; i < count; i += 64) {
+      out.push(...await Promise.all(Array.from({ length: Math.min(64, count - i) }, () => init(n))));
+    }
+    return out;
+  };
+  const ping = async (n, sid) => (await post(srv, { jsonrpc: '2.0', id: 9, method: 'ping' },
+    { ...auth(n), 'Mcp-Session-Id': sid })).status;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sandbox-mcp-http-msessions-'));
+    writeFileSync(join(dir, 'tokens'), names.map((n) => `${n}:${tok(n)}\n`).join(''), { mode: 0o600 });
+    srv = await startServer({ SANDBOX_HTTP_TOKEN_FILE: join(dir, 'tokens') });
+  });
+  after(async () => {
+    const r = await srv?.stop();
+    rmSync(dir, { recursive: true, force: true });
+    assert.equal(r.code, 0, srv.stderr());
+  });
+
+  test('a flood of initialize ends only the flooder\'s own sessions; a full table is 503', { timeout: 180000 }, async () => {
+    // p0's session, with a command running in it
+    const a = await init('p0');
+    assert.equal(a.status, 200, a.text);
+    assert.equal((await post(srv, { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { ...auth('p0'), 'Mcp-Session-Id': a.sid })).status, 202);
+    const running = post(srv, { jsonrpc: '2.0', id: 7, method: 'tools/call',
+      params: { name: 'run_command', arguments: { command: 'sleep 4; echo still-here' } } },
+    { ...auth('p0'), 'Mcp-Session-Id': a.sid, Accept: 'application/json' });
+    await sleep(500);
+    // p1 floods: past 128 its own oldest ones end, and only those
+    const flood = await inits('p1', 300);
+    assert.ok(flood.every((r) => r.status === 200), 'every initialize of p1 is answered');
+    assert.equal(await ping('p1', flood[0].sid), 404, 'p1\'s oldest session ended');
+    assert.equal(await ping('p1', flood[299].sid), 200);
+    assert.equal(await ping('p0', a.sid), 200, 'p0\'s session is untouched');
+    // the table fills with others' sessions: 1 + 128 + 6 x 128 + 127 = 1024
+    for (const n of ['p2', 'p3', 'p4', 'p5', 'p6', 'p7']) {
+      assert.ok((await inits(n, 128)).every((r) => r.status === 200), n);
+    }
+    assert.ok((await inits('p8', 127)).every((r) => r.status === 200), 'p8');
+    // full: a principal with a session replaces its own; one without gets 503, and nobody loses one
+    assert.equal((await init('p8')).status, 200);
+    const none = await init('p9');
+    assert.equal(none.status, 503, none.text);
+    assert.match(none.text, /held by other clients/);
+    assert.equal(await ping('p0', a.sid), 200, 'p0\'s session is still untouched');
+    const r = await running;
+    assert.equal(r.status, 200, r.text);
+    assert.match(r.text, /still-here/, 'p0\'s command ran to its end');
+    // p0 ends its session: the slot is free for p9
+    const del = await fetch(srv.url, { method: 'DELETE', headers: { ...auth('p0'), 'Mcp-Session-Id': a.sid } });
+    assert.equal(del.status, 200);
+    assert.equal((await init('p9')).status, 200);
+  });
+});
+
 describe('HTTPS (--tls-cert, --tls-key)', () => {
   let dir;
   let ca;

@@ -997,7 +997,11 @@ static struct mcp_peer *route(void *arg, const struct mcp_msg_info *info)
 	if (info->modern) {
 		peer = mcp_peer_create(h->m, x->principal); /* stateless: nothing carries over */
 	} else if (info->kind == RPC_KIND_REQUEST && strcmp(info->method, "initialize") == 0) {
-		peer = session_new(h, x->principal, sid);
+		if (!(peer = session_new(h, x->principal, sid))) {
+			refuse = MHD_HTTP_SERVICE_UNAVAILABLE;
+			why = "Server busy: every MCP session slot is held by other clients; end one of yours (DELETE) "
+			      "or retry later";
+		}
 	} else if (!x->has_sid) {
 		if (info->kind == RPC_KIND_REQUEST && strcmp(info->method, "server/discover") == 0) {
 			peer = mcp_peer_create(h->m, x->principal);
@@ -1169,22 +1173,49 @@ static void sid_make(char *out)
 		snprintf(out + 2 * i, 3, "%02x", raw[i]);
 }
 
-/* A new MCP session; ends the least recently used one when the table is full. New reference. */
+/*
+ * The slot for a new session of principal (h->lock held): a free one while
+ * the principal holds fewer than HTTPD_SESSIONS_PER_PRINCIPAL, else its own
+ * least recently used. Never another principal's: -1 when the table is full
+ * of others' sessions and principal has none.
+ */
+static ssize_t session_slot(struct httpd *h, const char *principal)
+{
+	ssize_t free_slot = -1, own_lru = -1;
+	size_t own = 0;
+	for (size_t i = 0; i < HTTPD_SESSIONS_MAX; i++) {
+		struct msession *s = &h->sessions[i];
+		if (!s->peer) {
+			if (free_slot < 0)
+				free_slot = (ssize_t)i;
+		} else if (strcmp(s->principal, principal) == 0) {
+			own++;
+			if (own_lru < 0 || s->used_ms < h->sessions[own_lru].used_ms)
+				own_lru = (ssize_t)i;
+		}
+	}
+	return free_slot >= 0 && own < HTTPD_SESSIONS_PER_PRINCIPAL ? free_slot : own_lru;
+}
+
+/*
+ * A new MCP session (new reference), or NULL when every slot is another
+ * principal's (session_slot). What it replaces is principal's own, whose
+ * calls are cancelled.
+ */
 static struct mcp_peer *session_new(struct httpd *h, const char *principal, char *ret_sid)
 {
 	struct mcp_peer *peer = mcp_peer_create(h->m, principal), *evicted = NULL;
-	size_t slot = 0;
 
 	sid_make(ret_sid);
 	pthread_mutex_lock(&h->lock);
-	for (size_t i = 0; i < HTTPD_SESSIONS_MAX; i++) {
-		if (!h->sessions[i].peer) {
-			slot = i;
-			break;
-		}
-		if (h->sessions[i].used_ms < h->sessions[slot].used_ms)
-			slot = i;
+	ssize_t found = session_slot(h, principal);
+	if (found < 0) {
+		pthread_mutex_unlock(&h->lock);
+		mcp_peer_put(peer);
+		ret_sid[0] = '\0';
+		return NULL;
 	}
+	size_t slot = (size_t)found;
 	evicted = h->sessions[slot].peer;
 	memcpy(h->sessions[slot].id, ret_sid, HTTPD_SID_LEN + 1);
 	snprintf(h->sessions[slot].principal, sizeof(h->sessions[slot].principal), "%s", principal);

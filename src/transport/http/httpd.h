@@ -23,6 +23,11 @@
 #define HTTPD_CONNECTIONS_MAX 256
 /* MCP sessions (Mcp-Session-Id) kept; past it the one used least recently is ended. */
 #define HTTPD_SESSIONS_MAX 1024
+/*
+ * MCP sessions one principal (an HTTP token's NAME) may hold: past it, its
+ * own least recently used one ends. Another principal's are never ended.
+ */
+#define HTTPD_SESSIONS_PER_PRINCIPAL 128
 
 struct httpd;
 
