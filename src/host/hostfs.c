@@ -70,7 +70,7 @@ struct hostfs_extract {
 	int dirfd, tmpfd, filefd;
 	char name[NAME_MAX + 1];
 	char tmpname[64];
-	char vcs_top[PATHSAFE_MAX + 1]; /* the last version-control folder skipped */
+	char unsafe_top[PATHSAFE_MAX + 1]; /* the last folder skipped for its name (unsafe_in_path) */
 	bool overwrite, committed, decided, is_dir, got_file;
 	unsigned root_mode, file_mode;
 	int64_t mtime;
@@ -103,7 +103,7 @@ struct hostfs_walk {
 static int open_beneath(int rootfd, const char *rel, int flags, mode_t mode);
 static int open_dir_beneath(int rootfd, const char *rel, bool create);
 static bool single_name(const char *name);
-static bool vcs_in_path(const char *path, struct skips *s, char *last, size_t lastsz);
+static bool unsafe_in_path(const char *path, struct skips *s, char *last, size_t lastsz);
 static int dest_check(const char *path, const char *rel, struct err *err);
 static int open_plain(int rootfd, const char *rel, int flags);
 static int open_checked(const struct hostfs *h, const char *path, int flags, bool dest, int *ret_fd, char *ret_real,
@@ -123,24 +123,29 @@ static bool single_name(const char *name)
 }
 
 /*
- * Whether a component of path (relative, clean) is version-control metadata:
- * such an entry is skipped, and listed by the path up to that component,
- * once for the entries below it that follow (last remembers it).
+ * Whether a component of path (relative, clean) is a name never written on
+ * the host (hostmark_unsafe_name: version-control metadata, hidden, Python
+ * bytecode), at any depth: such an entry is skipped, and listed by the path
+ * up to that component, once for the entries below it that follow (last
+ * remembers it).
  */
-static bool vcs_in_path(const char *path, struct skips *s, char *last, size_t lastsz)
+static bool unsafe_in_path(const char *path, struct skips *s, char *last, size_t lastsz)
 {
-	char comp[NAME_MAX + 1];
+	char comp[NAME_MAX + 1], why[160];
 
 	for (const char *p = path; *p;) {
 		size_t n = strcspn(p, "/");
 		snprintf(comp, sizeof(comp), "%.*s", (int)(n < NAME_MAX ? n : NAME_MAX), p);
-		if (hostmark_vcs_name(comp)) {
+		const char *unsafe = hostmark_unsafe_name(comp);
+		if (unsafe) {
 			int top = (int)(p - path + n);
 			if (strncmp(last, path, (size_t)top) != 0 || last[top]) {
 				snprintf(last, lastsz, "%.*s", top, path);
-				skip(s, last,
-				     "version-control metadata is never written on the host (its config can make git "
-				     "or hg run a command in this folder)");
+				snprintf(why, sizeof(why),
+					 "%s: never written on the host, where it could make a program run "
+					 "a command",
+					 unsafe);
+				skip(s, last, why);
 			}
 			return true;
 		}
@@ -522,8 +527,8 @@ int hostfs_extract_begin(int dfd, const char *name, bool overwrite, struct hostf
 			       name, why,
 			       hostmark_vcs_name(name)
 				       ? "Copy the files you need out of it in the sandbox and download those"
-				       : "Rename it in the sandbox first (e.g. run_command mv), or download the folder "
-					 "that holds it");
+				       : "Rename it in the sandbox first (e.g. run_command mv): inside a downloaded folder "
+					 "it is skipped too");
 	if (!overwrite && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		struct err ignored;
 		bool ours = hostmark_replaceable(dfd, name, &ino, &ignored) == 1;
@@ -602,7 +607,7 @@ static int x_entry(void *arg, const struct tar_entry *e, struct err *err)
 	} else if (!path[0]) {
 		x->root_mode = e->mode;
 		return TAR_SKIP;
-	} else if (vcs_in_path(path, &x->skips, x->vcs_top, sizeof(x->vcs_top))) {
+	} else if (unsafe_in_path(path, &x->skips, x->unsafe_top, sizeof(x->unsafe_top))) {
 		return TAR_SKIP;
 	}
 

@@ -22,7 +22,8 @@
  * What a download may write (hostmark.h has why): never into a folder with
  * a hidden (".x") or version-control component below its allowed directory
  * (hostfs_open_dest), never under such a name, and inside a downloaded folder
- * never an entry named like version-control metadata (skipped and listed);
+ * never an entry whose path has such a component or Python bytecode
+ * (hostmark_unsafe_name), at any depth (skipped and listed);
  * it marks all it creates and replaces only what carries a valid mark,
  * swapping atomically and checking that what it swapped out is what it
  * checked.

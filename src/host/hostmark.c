@@ -55,6 +55,10 @@ const char *hostmark_unsafe_name(const char *name)
 		return "is version-control metadata";
 	if (name[0] == '.')
 		return "is hidden (starts with '.')";
+	size_t n = strlen(name);
+	if (strcmp(name, "__pycache__") == 0 ||
+	    (n > 4 && (strcasecmp(name + n - 4, ".pyc") == 0 || strcasecmp(name + n - 4, ".pyo") == 0)))
+		return "is Python bytecode (python would run it in place of the .py)";
 	return NULL;
 }
 

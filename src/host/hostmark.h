@@ -28,7 +28,13 @@
  * takes no folder for a bare repository), compared without case.
  */
 bool hostmark_vcs_name(const char *name);
-/* Why name may never be written on the host nor be a folder written in (hidden, or VCS), or NULL. */
+/*
+ * Why name may never be written on the host nor be a folder written in, or
+ * NULL: version-control metadata, a hidden name (.envrc, .vscode, .bashrc
+ * configure programs there), or Python's bytecode (a __pycache__ folder, a
+ * .pyc or .pyo file: python runs a newer-looking cache in place of the .py
+ * beside it).
+ */
 const char *hostmark_unsafe_name(const char *name);
 /* Marks what fd is now as written by the server. 0 or -errno (ENOTSUP: no user xattrs there). */
 int hostmark_set(int fd);

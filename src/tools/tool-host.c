@@ -377,8 +377,9 @@ const struct tool_entry tool_file_download_entry = {
 		"Copy a file or folder out of the sandbox into host_dir, a host folder the server allows "
 		"(SANDBOX_HOST_DIRS), under its own name. With overwrite: true it replaces only a file or folder "
 		"that an earlier download wrote and nobody changed since, never other host files. Hidden names "
-		"(.x) and version-control metadata (.git, ...) are never written, nor anything into a hidden "
-		"folder. Links, devices and fifos are skipped and listed; files never get exec permission on the "
+		"(.x), version-control metadata (.git, ...) and Python bytecode (__pycache__, *.pyc) are never "
+		"written, at any depth, nor anything into a hidden folder: inside a folder they are skipped and "
+		"listed. Links, devices and fifos are skipped and listed; files never get exec permission on the "
 		"host.",
 	.input_schema =
 		"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"host_dir\"],"

@@ -182,13 +182,39 @@ describe('host writes: downloads replace only what the server wrote', suite({ ti
     assert.ok(down.skipped.every((x) => x.name.split('/').length <= 2), 'what is below a skipped folder is not listed');
     const host = join(dl, 'proj');
     assert.equal(readFileSync(join(host, 'main.py'), 'utf8'), 'code\n');
-    assert.equal(readFileSync(join(host, '.gitignore'), 'utf8'), 'keep\n', 'other dot-files inside a new folder stay');
+    assert.ok(skipped.includes('.gitignore') && !existsSync(join(host, '.gitignore')), 'no hidden name at any depth');
     assert.ok(!existsSync(join(host, '.git')) && !existsSync(join(host, 'inner', 'HEAD')) && !existsSync(join(host, 'sub', '.hg')));
     for (const dir of [host, join(host, 'inner')]) {
       const st = hostGit(dir);
       assert.notEqual(st.status, 0, `not a git repository: ${st.stdout}${st.stderr}`);
     }
     assert.ok(!existsSync(marker), 'git on the host did not run the planted command');
+  });
+
+  test('a downloaded folder holds no hidden name nor Python bytecode, at any depth; each is listed', async () => {
+    // python3 main.py on the host would run a planted __pycache__/main.*.pyc in place of main.py
+    await srv.sh('rm -rf app && mkdir -p app/pkg/deep && printf "print(\\"source\\")\\n" > app/main.py && ' +
+      'cd app && python3 -m compileall -q . && cd .. && ' +
+      `printf 'import os\\nos.system("touch ${marker}")\\n' > app/evil.py && python3 -m py_compile app/evil.py && ` +
+      'cp app/__pycache__/evil.*.pyc app/__pycache__/main.$(python3 -c "import sys;print(sys.implementation.cache_tag)").pyc && ' +
+      `echo 'touch ${marker}' > app/.envrc && echo x > app/pkg/deep/.env && mkdir app/pkg/.vscode && ` +
+      'echo {} > app/pkg/.vscode/tasks.json && echo b > app/pkg/mod.pyc && echo c > app/pkg/deep/x.PYO && echo ok > app/pkg/deep/data.txt',
+    { session_id: sid });
+    const dl = join(allowed, 'bytecode');
+    mkdirSync(dl);
+    const down = await srv.ok('file_download', { path: 'app', host_dir: dl, session_id: sid });
+    const skipped = down.skipped.map((x) => x.name).sort();
+    for (const name of ['.envrc', '__pycache__', 'pkg/.vscode', 'pkg/deep/.env', 'pkg/mod.pyc', 'pkg/deep/x.PYO']) {
+      assert.ok(skipped.includes(name), `${name} skipped: ${JSON.stringify(down.skipped)}`);
+    }
+    assert.ok(down.skipped.every((x) => /never written on the host/.test(x.reason)), JSON.stringify(down.skipped));
+    const host = join(dl, 'app');
+    assert.deepEqual(readdirSync(host).sort(), ['evil.py', 'main.py', 'pkg']);
+    assert.deepEqual(readdirSync(join(host, 'pkg')).sort(), ['deep']);
+    assert.deepEqual(readdirSync(join(host, 'pkg', 'deep')), ['data.txt']);
+    const run = spawnSync('python3', ['-B', 'main.py'], { cwd: host, encoding: 'utf8' });
+    assert.equal(run.stdout, 'source\n', 'the host runs the .py it sees');
+    assert.ok(!existsSync(marker), 'nothing planted ran');
   });
 
   test('session_export does not write into a hidden or .git folder', async () => {

@@ -607,7 +607,7 @@ static void test_replace_own(void **state)
 	assert_int_equal(symlinkat(outside, dfd, "lnk"), 0);
 	assert_int_equal(extract(dfd, "lnk", true, &t, NULL, &err), -EACCES);
 
-	/* a folder: VCS metadata inside is skipped (listed at its top only), every entry marked */
+	/* a folder: VCS metadata, hidden names and bytecode inside are skipped (listed at their top only) */
 	buf_reset(&t);
 	ustar_header(&t, "./", '5', 0, NULL, 0755, 0);
 	ustar_header(&t, "./.git/", '5', 0, NULL, 0755, 0);
@@ -625,18 +625,25 @@ static void test_replace_own(void **state)
 	ustar_body(&t, "fff", strlen("fff"));
 	ustar_header(&t, "./.gitignore", '0', 3, NULL, 0644, 0);
 	ustar_body(&t, "ign", strlen("ign"));
+	ustar_header(&t, "./deep/__pycache__/f.cpython-311.pyc", '0', 3, NULL, 0644, 0);
+	ustar_body(&t, "pyc", strlen("pyc"));
+	ustar_header(&t, "./deep/g.PYC", '0', 3, NULL, 0644, 0);
+	ustar_body(&t, "pyc", strlen("pyc"));
 	buf_append(&t, (char[1024]){ 0 }, 1024);
 	assert_int_equal(extract(dfd, "tree", false, &t, &skipped, &err), 0);
-	assert_int_equal(json_array_size(skipped), 3);
+	assert_int_equal(json_array_size(skipped), 6);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 0), "name")), ".git");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 1), "name")), "bare/HEAD");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 2), "name")), "deep/.Hg");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 3), "name")), ".gitignore");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 4), "name")), "deep/__pycache__");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 5), "name")), "deep/g.PYC");
 	json_decref(skipped);
 	struct buf out;
 	buf_init(&out, 1u << 20);
 	int tfd = openat(dfd, "tree", O_RDONLY | O_DIRECTORY);
 	listing(tfd, "", &out);
-	assert_string_equal(out.data, ".gitignore f 644|bare d 755|bare/config f 644|deep d 755|deep/f f 644|");
+	assert_string_equal(out.data, "bare d 755|bare/config f 644|deep d 755|deep/f f 644|");
 	assert_true(marked(dfd, "tree") && marked(tfd, "bare") && marked(tfd, "bare/config") && marked(tfd, "deep") &&
 		    marked(tfd, "deep/f"));
 	/* replaced while all its entries are the server's; not once the user added one */
