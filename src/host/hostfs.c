@@ -106,8 +106,8 @@ static bool single_name(const char *name);
 static bool unsafe_in_path(const char *path, struct skips *s, char *last, size_t lastsz);
 static int dest_check(const char *path, const char *rel, struct err *err);
 static int open_plain(int rootfd, const char *rel, int flags);
-static int open_checked(const struct hostfs *h, const char *path, int flags, bool dest, int *ret_fd, char *ret_real,
-			size_t realsz, struct err *err);
+static int open_checked(const struct hostfs *h, const char *principal, const char *path, int flags, bool dest,
+			int *ret_fd, char *ret_real, size_t realsz, struct err *err);
 static void skip(struct skips *s, const char *name, const char *why);
 static void remove_tree(int dfd, const char *name, int depth);
 static int x_entry(void *arg, const struct tar_entry *e, struct err *err);
@@ -307,7 +307,7 @@ int hostfs_outbox_open(struct hostfs *h, const char *path, struct err *err)
 {
 	char real[PATHSAFE_MAX + 1];
 	int fd;
-	int r = hostfs_open(h, path, O_RDONLY | O_DIRECTORY, &fd, real, sizeof(real), err);
+	int r = hostfs_open(h, "", path, O_RDONLY | O_DIRECTORY, &fd, real, sizeof(real), err);
 	if (r < 0)
 		return r;
 	if (h->outbox_fd >= 0)
@@ -391,16 +391,42 @@ static int open_plain(int rootfd, const char *rel, int flags)
 	return fd;
 }
 
-int hostfs_open(const struct hostfs *h, const char *path, int flags, int *ret_fd, char *ret_real, size_t realsz,
-		struct err *err)
+int hostfs_open(const struct hostfs *h, const char *principal, const char *path, int flags, int *ret_fd, char *ret_real,
+		size_t realsz, struct err *err)
 {
-	return open_checked(h, path, flags, false, ret_fd, ret_real, realsz, err);
+	return open_checked(h, principal, path, flags, false, ret_fd, ret_real, realsz, err);
 }
 
-int hostfs_open_dest(const struct hostfs *h, const char *dir, int *ret_fd, char *ret_real, size_t realsz,
-		     struct err *err)
+int hostfs_open_dest(const struct hostfs *h, const char *principal, const char *dir, int *ret_fd, char *ret_real,
+		     size_t realsz, struct err *err)
 {
-	return open_checked(h, dir, O_RDONLY | O_DIRECTORY, true, ret_fd, ret_real, realsz, err);
+	return open_checked(h, principal, dir, O_RDONLY | O_DIRECTORY, true, ret_fd, ret_real, realsz, err);
+}
+
+/*
+ * principal's part of the allowed directories (hostfs_open): "" for the
+ * tokenless principal (the directories themselves), else its own folder in
+ * each, made on first use (0700, never through a link). A name a folder
+ * cannot carry safely (hidden, . or ..) has none.
+ */
+static int principal_part(const struct hostfs *h, const char *principal, struct err *err)
+{
+	if (!principal || !principal[0])
+		return 0;
+	if (principal[0] == '.' || strchr(principal, '/') || strlen(principal) > NAME_MAX)
+		return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
+			       "the token name '%.64s' cannot name a host folder (it starts with '.'): rename it in the "
+			       "token file to use SANDBOX_HOST_DIRS",
+			       principal);
+	for (size_t i = 0; i < h->n; i++) {
+		struct stat st;
+		if (mkdirat(h->fd[i], principal, 0700) < 0 && errno != EEXIST)
+			log_debugf("host folder %s/%s: %s", h->dir[i], principal, strerror(errno));
+		else if (fstatat(h->fd[i], principal, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
+			log_warnf("host folder %s/%s is not a folder: principal %s has none there", h->dir[i],
+				  principal, principal);
+	}
+	return 0;
 }
 
 /*
@@ -430,15 +456,18 @@ static int dest_check(const char *path, const char *rel, struct err *err)
 	return 0;
 }
 
-static int open_checked(const struct hostfs *h, const char *path, int flags, bool dest, int *ret_fd, char *ret_real,
-			size_t realsz, struct err *err)
+static int open_checked(const struct hostfs *h, const char *principal, const char *path, int flags, bool dest,
+			int *ret_fd, char *ret_real, size_t realsz, struct err *err)
 {
-	char norm[PATHSAFE_MAX + 1];
+	char norm[PATHSAFE_MAX + 1], root[PATH_MAX + NAME_MAX + 2];
+	bool own = principal && principal[0];
 
 	if (!h || h->n == 0)
 		return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
 			       "no host directory is allowed: set SANDBOX_HOST_DIRS (or --host-dirs) to the folders "
 			       "sandboxes may copy from and to, colon-separated, and restart the server");
+	if (principal_part(h, principal, err) < 0)
+		return -EACCES;
 	if (!path || path[0] != '/' || path_resolve("/", path, norm, sizeof(norm)) < 0)
 		return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
 			       "host paths must be absolute (one of the allowed directories %s, or below one)",
@@ -446,25 +475,29 @@ static int open_checked(const struct hostfs *h, const char *path, int flags, boo
 	_cleanup_free_ char *real = realpath(path, NULL);
 	int rerr = errno;
 	const char *check = real ? real : norm;
-	size_t i = 0, len = 0;
+	/* the part of dir[i] that is the caller's: the folder itself, or <dir>/<principal> */
+	size_t i = 0, len = 0, dlen = 0;
 	for (; i < h->n; i++) {
-		len = strlen(h->dir[i]);
-		if (strcmp(h->dir[i], "/") == 0)
-			len = 0;
-		if (strncmp(check, h->dir[i], len) == 0 && (check[len] == '\0' || check[len] == '/'))
+		dlen = strcmp(h->dir[i], "/") == 0 ? 0 : strlen(h->dir[i]);
+		snprintf(root, sizeof(root), "%.*s%s%s", (int)dlen, h->dir[i], own ? "/" : "", own ? principal : "");
+		len = strlen(root);
+		if (strncmp(check, root, len) == 0 && (check[len] == '\0' || check[len] == '/'))
 			break;
 	}
 	if (i == h->n)
 		return err_set(err, ERRCODE_HOST_PATH_NOT_ALLOWED, -EACCES,
-			       "host path %.300s%s%.300s is outside the allowed host directories (%s): use a path "
-			       "inside one, or add its folder to SANDBOX_HOST_DIRS (colon-separated) and restart the server",
+			       "host path %.300s%s%.300s is outside %s (%s%s%.64s): use a path inside one, or add its "
+			       "folder to SANDBOX_HOST_DIRS (colon-separated) and restart the server",
 			       path, real && strcmp(real, path) != 0 ? ", which resolves to " : "",
-			       real && strcmp(real, path) != 0 ? real : "", h->joined);
+			       real && strcmp(real, path) != 0 ? real : "",
+			       own ? "this principal's host folders" : "the allowed host directories", h->joined,
+			       own ? ", each with a folder named " : "", own ? principal : "");
 	if (!real)
 		return err_set(err, rerr == ENOENT ? ERRCODE_FILE_NOT_FOUND : ERRCODE_HOST_PATH_NOT_ALLOWED, -rerr,
 			       "host path %.300s: %s", path, strerror(rerr));
 
-	const char *rel = check[len] ? check + len + 1 : ".";
+	/* relative to dir[i]'s fd, the principal's folder included: it too is opened without links */
+	const char *rel = check[dlen] ? check + dlen + 1 : ".";
 	if (dest && dest_check(path, rel, err) < 0)
 		return -EACCES;
 	int fd = (flags & O_PATH) ? open_beneath(h->fd[i], rel, flags, 0) : open_plain(h->fd[i], rel, flags);

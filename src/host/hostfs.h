@@ -76,14 +76,17 @@ int hostfs_outbox_put(const struct hostfs *h, const char *name, const void *data
 		      size_t pathsz, struct err *err);
 
 /*
- * Opens host path (absolute) if it lies in an allowed directory, with flags
- * (O_NOFOLLOW and O_CLOEXEC are added) and confined as described above;
- * ret_real (may be NULL) receives its canonical path. 0 with *ret_fd, or
- * -EACCES (ERRCODE_HOST_PATH_NOT_ALLOWED, saying which setting to change) /
- * -ENOENT (ERRCODE_FILE_NOT_FOUND) / -errno with err.
+ * Opens host path (absolute) if it lies in one of principal's folders, with
+ * flags (O_NOFOLLOW and O_CLOEXEC are added) and confined as described
+ * above; ret_real (may be NULL) receives its canonical path. The principal
+ * without tokens ("" or NULL) has the allowed directories themselves; an
+ * HTTP token's principal NAME has only <dir>/<NAME> in each, made (0700) on
+ * its first use, so one principal's host paths never resolve into another's.
+ * 0 with *ret_fd, or -EACCES (ERRCODE_HOST_PATH_NOT_ALLOWED, saying which
+ * setting to change) / -ENOENT (ERRCODE_FILE_NOT_FOUND) / -errno with err.
  */
-int hostfs_open(const struct hostfs *h, const char *path, int flags, int *ret_fd, char *ret_real, size_t realsz,
-		struct err *err);
+int hostfs_open(const struct hostfs *h, const char *principal, const char *path, int flags, int *ret_fd, char *ret_real,
+		size_t realsz, struct err *err);
 
 /*
  * Opens host folder dir to write into (for hostfs_extract_begin): as
@@ -91,8 +94,8 @@ int hostfs_open(const struct hostfs *h, const char *path, int flags, int *ret_fd
  * version-control component below its allowed directory (-EACCES,
  * ERRCODE_HOST_PATH_NOT_ALLOWED).
  */
-int hostfs_open_dest(const struct hostfs *h, const char *dir, int *ret_fd, char *ret_real, size_t realsz,
-		     struct err *err);
+int hostfs_open_dest(const struct hostfs *h, const char *principal, const char *dir, int *ret_fd, char *ret_real,
+		     size_t realsz, struct err *err);
 
 /*
  * Starts a download into dirfd (from hostfs_open_dest) under name (one path

@@ -594,8 +594,8 @@ static int export_check(struct export *ex, struct err *e)
 	    ((r = image_repository_check(ex->repo, e)) < 0 || (ex->tag && (r = image_tag_check(ex->tag, e)) < 0) ||
 	     (r = image_ref_allowed(cfg, ex->repo, e)) < 0))
 		return r;
-	if (ex->host_dir &&
-	    (r = hostfs_open_dest(ex->ctx->svc->hostfs, ex->host_dir, &ex->dfd, ex->real, sizeof(ex->real), e)) < 0)
+	if (ex->host_dir && (r = hostfs_open_dest(ex->ctx->svc->hostfs, call_principal(ex->ctx->call), ex->host_dir,
+						  &ex->dfd, ex->real, sizeof(ex->real), e)) < 0)
 		return r;
 	return 0;
 }

@@ -208,7 +208,8 @@ static int file_upload(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	int fd, r;
 
 	err_clear(&e);
-	if ((r = hostfs_open(ctx->svc->hostfs, host_path, O_RDONLY | O_NONBLOCK, &fd, real, sizeof(real), &e)) < 0)
+	if ((r = hostfs_open(ctx->svc->hostfs, call_principal(ctx->call), host_path, O_RDONLY | O_NONBLOCK, &fd, real,
+			     sizeof(real), &e)) < 0)
 		return tool_fail(res, &e);
 	const char *hbase = strrchr(real, '/') + 1;
 	if (arg)
@@ -282,7 +283,7 @@ static int file_download(struct tool_ctx *ctx, json_t *args, struct tool_result 
 	err_clear(&e);
 	if (files_resolve(cfg, json_string_value(json_object_get(args, "path")), false, path, sizeof(path), &e) < 0)
 		return tool_fail(res, &e);
-	if (hostfs_open_dest(ctx->svc->hostfs, host_dir, &dfd, real, sizeof(real), &e) < 0)
+	if (hostfs_open_dest(ctx->svc->hostfs, call_principal(ctx->call), host_dir, &dfd, real, sizeof(real), &e) < 0)
 		return tool_fail(res, &e);
 	const char *name = strrchr(path, '/') + 1;
 	if (hostfs_extract_begin(dfd, name, overwrite, &x, &e) < 0) {

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import https from 'node:https';
 import net from 'node:net';
-import { mkdtempSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -761,12 +761,48 @@ describe('MCP sessions: per principal, never another\'s', () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'sandbox-mcp-http-msessions-'));
     writeFileSync(join(dir, 'tokens'), names.map((n) => `${n}:${tok(n)}\n`).join(''), { mode: 0o600 });
-    srv = await startServer({ SANDBOX_HTTP_TOKEN_FILE: join(dir, 'tokens') });
+    mkdirSync(join(dir, 'host'));
+    srv = await startServer({ SANDBOX_HTTP_TOKEN_FILE: join(dir, 'tokens'), SANDBOX_HOST_DIRS: join(dir, 'host') });
   });
   after(async () => {
     const r = await srv?.stop();
     rmSync(dir, { recursive: true, force: true });
     assert.equal(r.code, 0, srv.stderr());
+  });
+
+  test('host folders: each principal has <dir>/<NAME>, and none of another\'s', { timeout: 120000 }, async () => {
+    const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' };
+    let id = 1000;
+    const call = async (n, name, args) => {
+      const r = await post(srv, { jsonrpc: '2.0', id: id++, method: 'tools/call', params: { name, arguments: args, _meta: META } },
+        { ...auth(n), Accept: 'application/json' });
+      assert.equal(r.status, 200, r.text);
+      return JSON.parse(r.text).result;
+    };
+    const code = (res) => res.structuredContent?.error?.code;
+    const host = join(dir, 'host');
+    for (const n of ['p0', 'p1']) {
+      assert.ok(!(await call(n, 'file_write', { path: 'note.txt', content: `${n}'s note\n` })).isError);
+    }
+    // p0 downloads into its own folder, made on first use
+    const d0 = await call('p0', 'file_download', { path: 'note.txt', host_dir: join(host, 'p0') });
+    assert.ok(!d0.isError, JSON.stringify(d0));
+    assert.equal(readFileSync(join(host, 'p0', 'note.txt'), 'utf8'), 'p0\'s note\n');
+    // p1: not into p0's folder, nor the shared one, nor through ..; its own works
+    for (const hostDir of [join(host, 'p0'), host, `${host}/p1/../p0`]) {
+      assert.equal(code(await call('p1', 'file_download', { path: 'note.txt', host_dir: hostDir })), 'host_path_not_allowed', hostDir);
+    }
+    for (const hostPath of [join(host, 'p0', 'note.txt'), join(host, 'p0'), `${host}/p1/../p0/note.txt`]) {
+      assert.equal(code(await call('p1', 'file_upload', { host_path: hostPath })), 'host_path_not_allowed', hostPath);
+    }
+    assert.ok(!(await call('p1', 'file_download', { path: 'note.txt', host_dir: join(host, 'p1') })).isError);
+    assert.equal(readFileSync(join(host, 'p0', 'note.txt'), 'utf8'), 'p0\'s note\n', 'p0\'s file is untouched');
+    assert.equal(readFileSync(join(host, 'p1', 'note.txt'), 'utf8'), 'p1\'s note\n');
+    for (const n of ['p0', 'p1']) {
+      for (const x of (await call(n, 'session_list', {})).structuredContent.sessions) {
+        await call(n, 'session_close', { session_id: x.session_id });
+      }
+    }
   });
 
   test('a flood of initialize ends only the flooder\'s own sessions; a full table is 503', { timeout: 180000 }, async () => {

@@ -93,15 +93,15 @@ static void test_open(void **state)
 	assert_string_equal(hostfs_dirs(h), allowed);
 
 	snprintf(p, sizeof(p), "%s/in.txt", allowed);
-	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, real, sizeof(real), &err), 0);
+	assert_int_equal(hostfs_open(h, "", p, O_RDONLY, &fd, real, sizeof(real), &err), 0);
 	assert_string_equal(real, p);
 	close(fd);
 	/* a link that stays inside is resolved once and opens */
 	snprintf(p, sizeof(p), "%s/link-in", allowed);
-	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, real, sizeof(real), &err), 0);
+	assert_int_equal(hostfs_open(h, "", p, O_RDONLY, &fd, real, sizeof(real), &err), 0);
 	close(fd);
 	/* the allowed dir itself */
-	assert_int_equal(hostfs_open(h, allowed, O_RDONLY | O_DIRECTORY, &fd, NULL, 0, &err), 0);
+	assert_int_equal(hostfs_open(h, "", allowed, O_RDONLY | O_DIRECTORY, &fd, NULL, 0, &err), 0);
 	close(fd);
 
 	const char *refused[] = { "%s/sub/link-out",	  "%s/dir-out", "%s/dir-out/secret",
@@ -109,33 +109,33 @@ static void test_open(void **state)
 	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
 		snprintf(p, sizeof(p), refused[i], allowed);
 		err_clear(&err);
-		assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+		assert_int_equal(hostfs_open(h, "", p, O_RDONLY, &fd, NULL, 0, &err), -EACCES);
 		assert_int_equal(err.code, ERRCODE_HOST_PATH_NOT_ALLOWED);
 		assert_non_null(strstr(err.msg, "SANDBOX_HOST_DIRS"));
 	}
-	assert_int_equal(hostfs_open(h, "relative/in.txt", O_RDONLY, &fd, NULL, 0, &err), -EACCES);
-	assert_int_equal(hostfs_open(h, "/etc/passwd", O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+	assert_int_equal(hostfs_open(h, "", "relative/in.txt", O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+	assert_int_equal(hostfs_open(h, "", "/etc/passwd", O_RDONLY, &fd, NULL, 0, &err), -EACCES);
 	/* a fifo is not opened (this open would block): refused after a look through O_PATH */
 	snprintf(p, sizeof(p), "%s/ff", allowed);
 	assert_int_equal(mkfifo(p, 0644), 0);
-	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -ENXIO);
+	assert_int_equal(hostfs_open(h, "", p, O_RDONLY, &fd, NULL, 0, &err), -ENXIO);
 	assert_int_equal(err.code, ERRCODE_INVALID_ARGUMENT);
 	assert_int_equal(unlink(p), 0);
 	snprintf(p, sizeof(p), "%s/missing", allowed);
-	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -ENOENT);
+	assert_int_equal(hostfs_open(h, "", p, O_RDONLY, &fd, NULL, 0, &err), -ENOENT);
 	assert_int_equal(err.code, ERRCODE_FILE_NOT_FOUND);
 	snprintf(p, sizeof(p), "%s/missing", outside);
-	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+	assert_int_equal(hostfs_open(h, "", p, O_RDONLY, &fd, NULL, 0, &err), -EACCES);
 	hostfs_destroy(h);
 
 	/* nor a device */
 	assert_int_equal(hostfs_create("/dev", &h, &err), 0);
-	assert_int_equal(hostfs_open(h, "/dev/null", O_RDONLY, &fd, NULL, 0, &err), -ENXIO);
+	assert_int_equal(hostfs_open(h, "", "/dev/null", O_RDONLY, &fd, NULL, 0, &err), -ENXIO);
 	hostfs_destroy(h);
 
 	assert_int_equal(hostfs_create("", &h, &err), 0);
 	snprintf(p, sizeof(p), "%s/in.txt", allowed);
-	assert_int_equal(hostfs_open(h, p, O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+	assert_int_equal(hostfs_open(h, "", p, O_RDONLY, &fd, NULL, 0, &err), -EACCES);
 	assert_non_null(strstr(err.msg, "SANDBOX_HOST_DIRS"));
 	hostfs_destroy(h);
 }
@@ -360,7 +360,7 @@ static void test_walk(void **state)
 
 	assert_int_equal(hostfs_create(allowed, &h, &err), 0);
 	snprintf(p, sizeof(p), "%s/tree", allowed);
-	assert_int_equal(hostfs_open(h, p, O_RDONLY | O_NONBLOCK, &fd, NULL, 0, &err), 0);
+	assert_int_equal(hostfs_open(h, "", p, O_RDONLY | O_NONBLOCK, &fd, NULL, 0, &err), 0);
 	struct tar_limits lim = { .entries = 100, .entry_size = 1 << 20, .total_size = 1 << 20 };
 	assert_int_equal(hostfs_walk_create(fd, "dest", &lim, &wk, &err), 0);
 	struct buf tarb, seen;
@@ -393,7 +393,7 @@ static void test_walk(void **state)
 	assert_null(strstr(seen.data, "fifo"));
 
 	/* caps: a file over the limit stops the walk */
-	assert_int_equal(hostfs_open(h, p, O_RDONLY | O_NONBLOCK, &fd, NULL, 0, &err), 0);
+	assert_int_equal(hostfs_open(h, "", p, O_RDONLY | O_NONBLOCK, &fd, NULL, 0, &err), 0);
 	lim.entry_size = 5;
 	assert_int_equal(hostfs_walk_create(fd, "dest", &lim, &wk, &err), 0);
 	buf_reset(&tarb);
@@ -521,22 +521,22 @@ static void test_dest(void **state)
 	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
 		snprintf(p, sizeof(p), refused[i], allowed);
 		err_clear(&err);
-		assert_int_equal(hostfs_open_dest(h, p, &fd, NULL, 0, &err), -EACCES);
+		assert_int_equal(hostfs_open_dest(h, "", p, &fd, NULL, 0, &err), -EACCES);
 		assert_int_equal(err.code, ERRCODE_HOST_PATH_NOT_ALLOWED);
 		/* reading from there is not what this rule is about */
-		assert_int_equal(hostfs_open(h, p, O_RDONLY | O_DIRECTORY, &fd, NULL, 0, &err), 0);
+		assert_int_equal(hostfs_open(h, "", p, O_RDONLY | O_DIRECTORY, &fd, NULL, 0, &err), 0);
 		close(fd);
 	}
 	snprintf(p, sizeof(p), "%s/w", allowed);
-	assert_int_equal(hostfs_open_dest(h, p, &fd, NULL, 0, &err), 0);
+	assert_int_equal(hostfs_open_dest(h, "", p, &fd, NULL, 0, &err), 0);
 	close(fd);
-	assert_int_equal(hostfs_open_dest(h, allowed, &fd, NULL, 0, &err), 0);
+	assert_int_equal(hostfs_open_dest(h, "", allowed, &fd, NULL, 0, &err), 0);
 	close(fd);
 	hostfs_destroy(h);
 	/* an allowed directory that is itself hidden is the operator's choice */
 	snprintf(p, sizeof(p), "%s/.git", allowed);
 	assert_int_equal(hostfs_create(p, &h, &err), 0);
-	assert_int_equal(hostfs_open_dest(h, p, &fd, NULL, 0, &err), 0);
+	assert_int_equal(hostfs_open_dest(h, "", p, &fd, NULL, 0, &err), 0);
 	close(fd);
 	hostfs_destroy(h);
 }
@@ -700,13 +700,13 @@ static void test_walk_hardlinks(void **state)
 
 	assert_int_equal(hostfs_create(allowed, &h, &err), 0);
 	struct tar_limits lim = { .entries = 100, .entry_size = 1 << 20, .total_size = 1 << 20 };
-	assert_int_equal(hostfs_open(h, q, O_RDONLY | O_NONBLOCK, &fd, NULL, 0, &err), 0);
+	assert_int_equal(hostfs_open(h, "", q, O_RDONLY | O_NONBLOCK, &fd, NULL, 0, &err), 0);
 	assert_int_equal(hostfs_walk_create(fd, "alone", &lim, &wk, &err), -EACCES);
 	assert_int_equal(err.code, ERRCODE_HOST_PATH_NOT_ALLOWED);
 	assert_non_null(strstr(err.msg, "hard link"));
 
 	snprintf(p, sizeof(p), "%s/hl", allowed);
-	assert_int_equal(hostfs_open(h, p, O_RDONLY | O_NONBLOCK, &fd, NULL, 0, &err), 0);
+	assert_int_equal(hostfs_open(h, "", p, O_RDONLY | O_NONBLOCK, &fd, NULL, 0, &err), 0);
 	assert_int_equal(hostfs_walk_create(fd, "hl", &lim, &wk, &err), 0);
 	struct buf tarb, seen;
 	struct tar_writer *w;
@@ -734,16 +734,62 @@ static void test_walk_hardlinks(void **state)
 	hostfs_destroy(h);
 }
 
+/* Team mode: a token's principal has <dir>/<NAME> only, made on first use; never another's. */
+static void test_principals(void **state)
+{
+	struct hostfs *h;
+	struct err err;
+	char p[512], q[512], real[4096];
+	struct stat st;
+	int fd;
+
+	assert_int_equal(hostfs_create(allowed, &h, &err), 0);
+	snprintf(p, sizeof(p), "%s/alice", allowed);
+	assert_int_equal(hostfs_open(h, "alice", p, O_RDONLY | O_DIRECTORY, &fd, real, sizeof(real), &err), 0);
+	close(fd);
+	assert_int_equal(stat(p, &st), 0);
+	assert_true(S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0700);
+	snprintf(p, sizeof(p), "%s/alice/a.txt", allowed);
+	put_file(p, "alice\n", 0644);
+	assert_int_equal(hostfs_open(h, "alice", p, O_RDONLY, &fd, NULL, 0, &err), 0);
+	close(fd);
+	snprintf(q, sizeof(q), "%s/bob", allowed);
+	assert_int_equal(hostfs_open(h, "bob", q, O_RDONLY | O_DIRECTORY, &fd, NULL, 0, &err), 0);
+	close(fd);
+	snprintf(q, sizeof(q), "%s/bob/to-alice", allowed);
+	assert_int_equal(symlink(p, q), 0);
+	/* bob reaches none of alice's paths, however spelled; nor the shared folder itself */
+	const char *refused[] = {
+		"%s/alice/a.txt", "%s/bob/../alice/a.txt", "%s/bob/to-alice", "%s/in.txt", "%s", "%s/alice", "%s/bobx"
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		snprintf(q, sizeof(q), refused[i], allowed);
+		err_clear(&err);
+		assert_int_equal(hostfs_open(h, "bob", q, O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+		assert_int_equal(err.code, ERRCODE_HOST_PATH_NOT_ALLOWED);
+		assert_non_null(strstr(err.msg, "named bob"));
+		assert_int_equal(hostfs_open_dest(h, "bob", q, &fd, NULL, 0, &err), -EACCES);
+	}
+	/* names a folder cannot carry are refused, and make nothing */
+	for (const char *bad = ".."; bad; bad = strcmp(bad, "..") == 0 ? ".hidden" : NULL) {
+		snprintf(q, sizeof(q), "%s/%s/x", allowed, bad);
+		assert_int_equal(hostfs_open(h, bad, q, O_RDONLY, &fd, NULL, 0, &err), -EACCES);
+	}
+	snprintf(q, sizeof(q), "%s/.hidden", allowed);
+	assert_int_equal(stat(q, &st), -1);
+	/* the tokenless principal (the operator's own stdio server) sees the whole folder */
+	assert_int_equal(hostfs_open(h, "", p, O_RDONLY, &fd, NULL, 0, &err), 0);
+	close(fd);
+	hostfs_destroy(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_open),
-		cmocka_unit_test(test_outbox),
-		cmocka_unit_test(test_extract_hostile),
-		cmocka_unit_test(test_walk),
-		cmocka_unit_test(test_dest),
-		cmocka_unit_test(test_replace_own),
-		cmocka_unit_test(test_replace_big),
+		cmocka_unit_test(test_open),	       cmocka_unit_test(test_principals),
+		cmocka_unit_test(test_outbox),	       cmocka_unit_test(test_extract_hostile),
+		cmocka_unit_test(test_walk),	       cmocka_unit_test(test_dest),
+		cmocka_unit_test(test_replace_own),    cmocka_unit_test(test_replace_big),
 		cmocka_unit_test(test_walk_hardlinks),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
