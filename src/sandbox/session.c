@@ -55,6 +55,7 @@ struct session_mgr {
 	char host[65];
 	char lock_dir[PATH_MAX];
 	char lock_path[PATH_MAX + 32]; /* this instance's lock, named in the .lock label */
+	char proc[48];		       /* "<pid>:<start time>" of this process, in the .proc label */
 	int lock_fd;
 	json_t *users;	/* image id -> "uid:gid" its sessions run as (image_user) */
 	json_t *held;	/* instance -> fd of the dead instance's lock this one took over */
@@ -90,6 +91,7 @@ struct pending {
 
 static int64_t wall_now(void);
 static void random_hex(char *out, size_t n);
+static int proc_start(pid_t pid, unsigned long long *ret);
 static struct session *find_locked(struct session_mgr *m, const char *owner, const char *ref);
 static bool owns(const struct session *s, const char *owner);
 static void unlink_locked(struct session_mgr *m, struct session *s);
@@ -156,6 +158,9 @@ int session_mgr_create(const struct config *cfg, struct engines *es, struct sess
 	random_hex(m->instance, SESSION_INSTANCE_LEN);
 	if (gethostname(m->host, sizeof(m->host) - 1) < 0)
 		snprintf(m->host, sizeof(m->host), "unknown");
+	unsigned long long start = 0;
+	if (proc_start(getpid(), &start) == 0)
+		snprintf(m->proc, sizeof(m->proc), "%ld:%llu", (long)getpid(), start);
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->wake, NULL);
 	m->pool = pool_create(cfg, m, &session_pool_ops, (size_t)cfg->pool_size);
@@ -263,8 +268,57 @@ static int open_lock(const char *path, bool may_create)
 }
 
 /*
+ * The start time of process pid (field 22 of /proc/<pid>/stat, clock ticks
+ * since boot): with the pid it names one process for as long as the host
+ * runs, a reused pid being another start. 0 or -errno.
+ */
+static int proc_start(pid_t pid, unsigned long long *ret)
+{
+	char path[40], b[1024];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	b[n] = '\0';
+	/* the name (field 2) may hold spaces and ')': the fields go on after the last ')' */
+	char *p = strrchr(b, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", ret) != 1)
+		return -EPROTO;
+	return 0;
+}
+
+/*
+ * Whether the process a .proc label names ("<pid>:<start time>") runs on
+ * this host now: the same pid with the same start time. The lock's second
+ * witness: a lock file removed under a live server (a tmp cleaner, a
+ * logout, rm) proves nothing while its process lives.
+ */
+static bool proc_alive(const char *label)
+{
+	long pid;
+	unsigned long long start, now;
+	char *end;
+	if (!label)
+		return false;
+	errno = 0;
+	pid = strtol(label, &end, 10);
+	if (errno || pid <= 0 || pid > INT_MAX || *end != ':')
+		return false;
+	start = strtoull(end + 1, &end, 10);
+	if (errno || *end)
+		return false;
+	return proc_start((pid_t)pid, &now) == 0 && now == start;
+}
+
+/*
  * Whether the instance that labelled a container lives: proven only by its
- * lock, never guessed from this server's environment. A free lock is taken
+ * lock and its process, never guessed from this server's environment. A free lock is taken
  * and kept for as long as this server runs, so the dead instance's persistent
  * sessions pass to this server alone: another server starting now or later
  * finds the lock held and leaves them be.
@@ -281,6 +335,8 @@ static enum owner owner_state(struct session_mgr *m, json_t *labels)
 		return OWNER_UNKNOWN;
 	if (json_object_get(m->held, inst))
 		return OWNER_DEAD; /* taken over already, for another of its containers */
+	if (proc_alive(json_string_value(json_object_get(labels, SESSION_LABEL ".proc"))))
+		return OWNER_ALIVE; /* whatever became of its lock file */
 	if (!lock) {
 		/* a server from before the label: its lock only counts where this server would put it */
 		snprintf(legacy, sizeof(legacy), "%s/%s.lock", m->lock_dir, inst);
@@ -846,6 +902,7 @@ static int read_user_files(struct session_mgr *m, struct engine *e, struct call 
 	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1", SESSION_LABEL ".instance",
 				   m->instance, SESSION_LABEL ".host", m->host, SESSION_LABEL ".lock", m->lock_path,
 				   SESSION_LABEL ".persistent", "false", SESSION_LABEL ".probe", "user");
+	json_object_set_new(labels, SESSION_LABEL ".proc", json_string(m->proc));
 	/*
 	 * User 0:0: the probe never starts, but Podman resolves the image's USER
 	 * at create time, so an image whose USER its passwd lacks (what the probe
@@ -1235,6 +1292,7 @@ static json_t *container_body(const struct session_mgr *m, const struct session 
 				   SESSION_LABEL ".network", s->network);
 	/* always set: a label the image carries would otherwise make a session look pooled */
 	json_object_set_new(labels, SESSION_LABEL ".pool", json_string(pooled ? "1" : "0"));
+	json_object_set_new(labels, SESSION_LABEL ".proc", json_string(m->proc));
 	json_t *env = json_array();
 	const char *key;
 	json_t *val;

@@ -10,7 +10,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync, utimesSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync, utimesSync, readdirSync } from 'node:fs';
 import { tmpdir, hostname } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -262,6 +262,32 @@ describe('servers leave each other alone', suite({ timeout: 240000 }), () => {
     assert.ok(!sessions.some((s) => s.session_id === p.session_id), 'D does not take P from live C');
     await C.ok('session_close', { session_id: 'keep' });
     assert.equal(await containerExists(p.container_id), false, 'closed by its owner');
+  });
+
+  test('a live server whose lock file was removed keeps its sessions; once it is gone they pass on', async () => {
+    requireEngine();
+    const xdg = privateXdg();
+    const A = await Server.start('lostlock-a', { XDG_RUNTIME_DIR: xdg, SANDBOX_TIMEOUT_S: 30 });
+    const p = await A.createSession({ persistent: true, name: 'lostlock' });
+    // a tmp cleaner, a logout or rm takes the lock file from under the live server
+    const lockDir = join(xdg, 'sandbox-mcp');
+    const locks = readdirSync(lockDir).filter((n) => n.endsWith('.lock'));
+    assert.ok(locks.length >= 1, `A's lock is there: ${locks}`);
+    for (const n of locks) rmSync(join(lockDir, n));
+    for (const name of ['lostlock-b', 'lostlock-b2']) {
+      const B = await Server.start(name, { XDG_RUNTIME_DIR: privateXdg(), SANDBOX_TIMEOUT_S: 30 });
+      const { sessions } = await B.ok('session_list');
+      assert.ok(!sessions.some((s) => s.session_id === p.session_id), `${name} took live A's session: ${B.stderrTail}`);
+      await B.close();
+    }
+    assert.ok(await containerExists(p.container_id), 'A\'s container is there');
+    await A.sh('true', { session_id: p.session_id });
+    // A dies: its process proves nothing now, and the next server adopts the session
+    await A.kill();
+    const C = await Server.start('lostlock-c', { XDG_RUNTIME_DIR: privateXdg(), SANDBOX_TIMEOUT_S: 30 });
+    const { sessions } = await C.ok('session_list');
+    assert.ok(sessions.some((s) => s.session_id === p.session_id), `C adopted dead A's session: ${C.stderrTail}`);
+    await C.ok('session_close', { session_id: p.session_id });
   });
 
   test('a killed server\'s lock file goes at the next start; held, new and other files stay', async () => {
