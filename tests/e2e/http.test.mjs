@@ -18,6 +18,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';
 import { serverBin, serverEnv, sleep } from '../lib/rawpipe.mjs';
+import { serverIsSanitized } from '../lib/harness.mjs';
 
 const BIN = serverBin();
 const INIT = {
@@ -839,6 +840,49 @@ describe('MCP sessions: per principal, never another\'s', () => {
     const del = await fetch(srv.url, { method: 'DELETE', headers: { ...auth('p0'), 'Mcp-Session-Id': a.sid } });
     assert.equal(del.status, 200);
     assert.equal((await init('p9')).status, 200);
+  });
+});
+
+describe('HTTP memory: one budget for request bodies, all connections together', () => {
+  let srv;
+  before(async () => { srv = await startServer({}); });
+  after(async () => {
+    const r = await srv?.stop();
+    assert.equal(r.code, 0, srv.stderr());
+  });
+
+  /** POSTs body on a socket of its own; resolves with the status line's code (0: no answer). */
+  const rawPost = (body) => new Promise((resolve) => {
+    const sock = net.connect(srv.port, '127.0.0.1');
+    let got = '';
+    const done = () => { sock.destroy(); resolve(Number((/^HTTP\/1\.1 (\d+)/.exec(got) ?? [])[1] ?? 0)); };
+    sock.setTimeout(120000, done);
+    sock.on('error', done);
+    sock.on('data', (d) => { got += d.toString('latin1', 0, Math.min(d.length, 200)); if (/\r\n\r\n/.test(got)) done(); });
+    sock.on('connect', () => {
+      sock.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\nContent-Type: application/json\r\n` +
+        `Accept: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`);
+      sock.write(body);
+    });
+  });
+
+  test('240 parallel 4 MiB requests: answered 200 or 503, the server\'s peak RSS bounded', { timeout: 300000 }, async () => {
+    // strings in an array: inside the JSON cost budget, so each is read and decoded in full
+    const pad = `"${'a'.repeat(32)}",`.repeat((4 << 20) / 35);
+    const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping',
+      params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' }, pad: [] } })
+      .replace('"pad":[]', `"pad":[${pad}"z"]`));
+    assert.ok(body.length > (4 << 20) - 64, `${body.length}`);
+    const statuses = await Promise.all(Array.from({ length: 240 }, () => rawPost(body)));
+    const counts = {};
+    for (const st of statuses) counts[st] = (counts[st] ?? 0) + 1;
+    assert.ok(statuses.every((st) => st === 200 || st === 503), JSON.stringify(counts));
+    assert.ok((counts[200] ?? 0) >= 8, `some of the budget's worth got through: ${JSON.stringify(counts)}`);
+    const hwm = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${srv.child.pid}/status`, 'utf8'))[1]) / 1024;
+    console.log(`240 x ${(body.length / 1048576).toFixed(1)} MiB: ${JSON.stringify(counts)}, VmHWM ${hwm.toFixed(0)} MiB`);
+    // the budget (512 MiB of charges at 8x a body) and the server's own; sanitizers cost more
+    assert.ok(hwm < (serverIsSanitized() ? 1800 : 900), `peak RSS ${hwm.toFixed(0)} MiB`);
+    assert.equal((await post(srv, INIT)).status, 200, 'the server goes on');
   });
 });
 

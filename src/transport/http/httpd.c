@@ -94,6 +94,7 @@ struct httpd {
 	int stop[2];		  /* readable once stopping: wakes every waiting exchange */
 	char *tls_cert, *tls_key; /* PEM, for libmicrohttpd's GnuTLS (HTTPS); NULL: plain HTTP */
 	atomic_int connections;
+	atomic_ullong body_charged; /* what request bodies in flight cost (HTTPD_BODY_BUDGET) */
 	pthread_rwlock_t keys_lock; /* guards keys */
 	struct authkeys *keys;	    /* NULL: no token file, no auth */
 	pthread_mutex_t lock;	    /* guards sessions, handling and stopping */
@@ -120,6 +121,9 @@ struct exchange {
 	int wake[2]; /* a byte per line written and at the end; made (under lock) only to wait */
 	struct buf body;
 	bool too_big;
+	bool busy;				/* the server's body budget was spent: 503 once read */
+	bool precharged;			/* its Content-Length was charged before the body came */
+	unsigned long long charged;		/* its share of h->body_charged */
 	char sid_in[HTTPD_SID_LEN + 1];		/* the Mcp-Session-Id sent, if well-formed */
 	char principal[CALL_PRINCIPAL_MAX + 1]; /* its token's NAME; "" without tokens */
 	bool has_sid, sid_bad;
@@ -167,6 +171,8 @@ static int pem_load(const char *flag, const char *path, char **ret, struct err *
 static void tls_free(struct httpd *h);
 static struct exchange *exchange_create(struct httpd *h, struct MHD_Connection *c, const char *principal);
 static void exchange_put(struct exchange *x);
+static bool charge(struct httpd *h, struct exchange *x, unsigned long long n);
+static enum MHD_Result busy(struct MHD_Connection *c);
 static int sink_write(void *data, const char *line, size_t len, bool response);
 static void sink_release(void *data);
 static struct mcp_peer *route(void *arg, const struct mcp_msg_info *info);
@@ -610,16 +616,32 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
 				     "method not allowed: POST a JSON-RPC message, DELETE to end the session\n", 72,
 				     NULL);
-		*con_cls = exchange_create(h, c, principal);
+		x = exchange_create(h, c, principal);
+		const char *length = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH); /* one, checked by guard */
+		/* over budget: the body is read and dropped, then 503 (a client still writing hears it) */
+		x->precharged = length != NULL;
+		x->busy = length && !charge(h, x, strtoull(length, NULL, 10));
+		*con_cls = x;
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!x->too_big && buf_append(&x->body, upload, *upload_size) < 0)
+		if (!x->precharged && !x->busy && !x->too_big && !charge(h, x, *upload_size))
+			x->busy = true; /* chunked: keep reading (and dropping) the rest, then say 503 */
+		if (!x->too_big && !x->busy && buf_append(&x->body, upload, *upload_size) < 0)
 			x->too_big = true; /* keep reading (and dropping) the rest, then say 413 */
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (x->busy)
+		return busy(c);
 	return post(h, c, x);
+}
+
+static enum MHD_Result busy(struct MHD_Connection *c)
+{
+	return reply_rpc_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_INVALID_REQUEST,
+			       "Server busy: the requests being read use the server's memory budget for request "
+			       "bodies; retry shortly");
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
@@ -835,6 +857,19 @@ static struct exchange *exchange_create(struct httpd *h, struct MHD_Connection *
 	return x;
 }
 
+/* Charges n bytes of x's body to the server's budget; false when it is spent (nothing charged). */
+static bool charge(struct httpd *h, struct exchange *x, unsigned long long n)
+{
+	unsigned long long add = n * HTTPD_BODY_FACTOR;
+	unsigned long long was = atomic_fetch_add(&h->body_charged, add);
+	if (was > 0 && was + add > HTTPD_BODY_BUDGET) {
+		atomic_fetch_sub(&h->body_charged, add);
+		return false;
+	}
+	x->charged += add;
+	return true;
+}
+
 static void exchange_put(struct exchange *x)
 {
 	pthread_mutex_lock(&x->lock);
@@ -842,6 +877,7 @@ static void exchange_put(struct exchange *x)
 	pthread_mutex_unlock(&x->lock);
 	if (!last)
 		return;
+	atomic_fetch_sub(&x->h->body_charged, x->charged);
 	while (x->head) {
 		struct line *l = x->head;
 		x->head = l->next;

@@ -21,6 +21,16 @@
 
 /* Connections served at once; past it a new one gets 503 (and a few more are closed at once). */
 #define HTTPD_CONNECTIONS_MAX 256
+/*
+ * What request bodies may cost at once, all connections together: each is
+ * charged HTTPD_BODY_FACTOR times its size (the body, its copy for a worker,
+ * the JSON decoding jsonscan lets through), from its Content-Length before
+ * it is read or as it arrives when chunked. Past the budget a request is
+ * 503, unless it is the only one in flight (so one of SANDBOX_MAX_LINE_BYTES
+ * always fits).
+ */
+#define HTTPD_BODY_BUDGET ((unsigned long long)512 << 20)
+#define HTTPD_BODY_FACTOR 8
 /* MCP sessions (Mcp-Session-Id) kept; past it the one used least recently is ended. */
 #define HTTPD_SESSIONS_MAX 1024
 /*
