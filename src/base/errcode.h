@@ -4,7 +4,7 @@
  *
  * Lower layers classify a failure (an enum errcode plus a short message); only
  * the tool layer turns it into the text a model reads.  The names are part of
- * the product contract (DESIGN §3): clients match on them.
+ * the product contract (docs/design.md §3): clients match on them.
  */
 #ifndef ERRCODE_H
 #define ERRCODE_H

@@ -1,6 +1,6 @@
 /*
  * config.h - the server's settings: compiled-in defaults, then SANDBOX_*
- * environment variables, then the matching --flags (DESIGN §5).
+ * environment variables, then the matching --flags (docs/design.md §5).
  *
  * Every setting is one row of a table in config.c, so the environment, the
  * flags, --help and env_info can never disagree about names or limits.

@@ -1,6 +1,6 @@
 /*
  * hostfs.h - the host side of file transfers, which is the security
- * boundary (DESIGN §3-4).
+ * boundary (docs/design.md §3-4).
  *
  * The allowed host directories (SANDBOX_HOST_DIRS) are canonicalised with
  * realpath and opened once at start; every later check is made on those fds.

@@ -1,5 +1,5 @@
 /*
- * hostmark.h - what a download may write and replace on the host (DESIGN
+ * hostmark.h - what a download may write and replace on the host (docs/design.md
  * §4: no host file overwritten that the server did not write), so that
  * nothing it writes makes a host program run the sandbox's code unasked
  * (a .git/config's core.fsmonitor on `git status`, a .bashrc, a Makefile).

@@ -1,5 +1,5 @@
 /*
- * ceiling.h - the operator's limits as ceilings (DESIGN §5, issue 14 F8).
+ * ceiling.h - the operator's limits as ceilings (docs/design.md §5, issue 14 F8).
  *
  * SANDBOX_MEMORY_MB/SANDBOX_CPUS are what a session gets by default;
  * SANDBOX_MAX_MEMORY_MB/SANDBOX_MAX_CPUS (default: the same values) are the

@@ -1,6 +1,6 @@
 /*
  * tool-commit.c - session_commit: saves a session's container as an image
- * that a new session can start from (DESIGN §4).
+ * that a new session can start from (docs/design.md §4).
  *
  * The image keeps what the session's base image said to run (user, command,
  * entrypoint, working dir, environment): the engine would otherwise copy the

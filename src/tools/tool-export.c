@@ -1,6 +1,6 @@
 /*
  * tool-export.c - session_export: a Dockerfile and build context that
- * recreate a session from what it did (DESIGN §4), returned as text, written
+ * recreate a session from what it did (docs/design.md §4), returned as text, written
  * to an allowed host folder, and/or built by the engine.
  *
  * What "what it did" means here, so that the rebuild is offline and exact:

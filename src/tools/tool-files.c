@@ -3,7 +3,7 @@
  * inside a session, every byte carried as a tar stream through a `tar` run
  * by the session's user (xfer.h).
  *
- * The container is the boundary (DESIGN §3): relative paths resolve against
+ * The container is the boundary (docs/design.md §3): relative paths resolve against
  * the workspace, absolute ones may name anything the sandbox user can reach,
  * and the kernel, not this code, decides what that user may read or write.
  * The small sh scripts only check what they can say clearly (missing file,

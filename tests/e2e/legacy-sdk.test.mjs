@@ -149,7 +149,7 @@ describe('raw initialize version negotiation', () => {
   }
 
   test('capabilities advertise exactly what is served (resources)', { timeout: 20000 }, async (t) => {
-    // DESIGN §2 wants resources; until they exist the server must not advertise them.
+    // docs/design.md §2 wants resources; until they exist the server must not advertise them.
     const p = openPipe(t);
     const res = await p.initialize();
     const caps = res.result.capabilities;
@@ -159,7 +159,7 @@ describe('raw initialize version negotiation', () => {
       assert.ok(Array.isArray(list.result?.resources), `resources/list serves: ${JSON.stringify(list)}`);
       assert.ok(Array.isArray(templates.result?.resourceTemplates), `resources/templates/list serves: ${JSON.stringify(templates)}`);
     } else {
-      t.diagnostic('capabilities.resources is not advertised (DESIGN §2 wants it)');
+      t.diagnostic('capabilities.resources is not advertised (docs/design.md §2 wants it)');
       assert.equal(list.error?.code, -32601, `resources/list is unknown: ${JSON.stringify(list)}`);
       assert.equal(templates.error?.code, -32601, `resources/templates/list is unknown: ${JSON.stringify(templates)}`);
     }

@@ -23,7 +23,7 @@ const MiB = 1 << 20;
 // 1.85x reading in 6 MiB parts (was 2.8-3.3x when jansson held it twice); 2.5x leaves room
 // for baseline without letting a second copy back in
 const B64_RSS_CAP_KIB = serverIsSanitized() ? 10 * 20 * 1024 : Math.round(2.5 * 20 * 1024);
-// host upload and download stream: 16 MiB whatever the size (DESIGN's bar)
+// host upload and download stream: 16 MiB whatever the size (the bar docs/TESTING.md sets)
 const HOST_RSS_CAP_KIB = (serverIsSanitized() ? 64 : 16) * 1024;
 
 /** The text blocks of a result, joined. */

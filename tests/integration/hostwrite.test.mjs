@@ -1,4 +1,4 @@
-// What the server may write on the host (DESIGN §4, "no host file overwritten
+// What the server may write on the host (docs/design.md §4, "no host file overwritten
 // that the server did not write"), against the real engine and a real host
 // git: a download never replaces a host file or folder the server did not
 // write (or that changed since), never writes a hidden name or version-control

@@ -1,4 +1,4 @@
-// What no argument may do (DESIGN §4), driven as a hostile model would:
+// What no argument may do (docs/design.md §4), driven as a hostile model would:
 // network modes that share the host's or another container's namespace,
 // images whose USER is root under another name or number, a sandbox that
 // rewrites /etc/passwd, the reserved name 'default', concurrent creates
