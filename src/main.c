@@ -152,10 +152,10 @@ static int help(const struct config *cfg, char **args)
 /* The engine DOCKER_HOST and the TLS settings name. */
 static int engine_create_cfg(const struct config *cfg, int timeout_ms, struct engine **ret, struct err *err)
 {
-	struct transport_tls tls;
+	struct endpoint_tls tls;
 	char paths[3][4096];
 
-	transport_tls_from_config(cfg, &tls, paths);
+	endpoint_tls_from_config(cfg, &tls, paths);
 	return engine_create(cfg->docker_host, &tls, timeout_ms, ret, err);
 }
 
@@ -427,7 +427,7 @@ static int doctor_engine(const struct config *cfg, struct engine *engine, const 
 		printf("note  built without the in-sandbox agent (musl-gcc was missing: apt-get install musl-tools, "
 		       "then rebuild); commands take the engine's exec path\n");
 	const struct endpoint *ep = engine_endpoint(engine);
-	if (ep->kind == TRANSPORT_UNIX) {
+	if (ep->kind == ENDPOINT_UNIX) {
 		struct stat st;
 		if (stat(ep->path, &st) < 0) {
 			printf("FAIL  socket %s: %s\n      start Docker (`systemctl start docker` or `dockerd &`), or set "

@@ -34,7 +34,7 @@ enum tool_group {
 
 struct config {
 	char *docker_host; /* NULL: DOCKER_HOST unset, use the default socket */
-	/* TLS to a tcp:// engine, read as the docker CLI reads it (transport_tls_from_config) */
+	/* TLS to a tcp:// engine, read as the docker CLI reads it (endpoint_tls_from_config) */
 	bool tls_verify;		    /* DOCKER_TLS_VERIFY non-empty, or --tlsverify[=true] */
 	char *cert_path;		    /* DOCKER_CERT_PATH; default $DOCKER_CONFIG, else ~/.docker */
 	char *tlscacert, *tlscert, *tlskey; /* --tlscacert...: override cert_path/{ca,cert,key}.pem */

@@ -1,5 +1,5 @@
 /*
- * transport.c - DOCKER_HOST parsing and non-blocking connect with a deadline.
+ * endpoint.c - DOCKER_HOST parsing and non-blocking connect with a deadline.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,11 +25,11 @@ static int connect_with_timeout(int fd, const struct sockaddr *sa, socklen_t sal
 static int parse_ssh(const char *docker_host, struct endpoint *ret, struct err *err);
 static const char *connect_hint(int e);
 
-int transport_parse(const char *docker_host, struct endpoint *ret, struct err *err)
+int endpoint_parse(const char *docker_host, struct endpoint *ret, struct err *err)
 {
 	memset(ret, 0, sizeof(*ret));
 	if (!docker_host || !*docker_host) {
-		ret->kind = TRANSPORT_UNIX;
+		ret->kind = ENDPOINT_UNIX;
 		snprintf(ret->path, sizeof(ret->path), "%s", SANDBOX_DEFAULT_DOCKER_SOCKET);
 		snprintf(ret->display, sizeof(ret->display), "unix://%s", ret->path);
 		return 0;
@@ -45,7 +45,7 @@ int transport_parse(const char *docker_host, struct endpoint *ret, struct err *e
 			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 				       "DOCKER_HOST '%s': the socket path is longer than %zu bytes", docker_host,
 				       sizeof(ret->path) - 1);
-		ret->kind = TRANSPORT_UNIX;
+		ret->kind = ENDPOINT_UNIX;
 		memcpy(ret->path, path, strlen(path) + 1);
 		return 0;
 	}
@@ -72,7 +72,7 @@ int transport_parse(const char *docker_host, struct endpoint *ret, struct err *e
 		if (parse_u64(pbuf, 1, 65535, &pv) < 0)
 			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "DOCKER_HOST '%s': bad port",
 				       docker_host);
-		ret->kind = TRANSPORT_TCP;
+		ret->kind = ENDPOINT_TCP;
 		/* strip [] around an IPv6 literal */
 		if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']')
 			snprintf(ret->host, sizeof(ret->host), "%.*s", (int)hl - 2, h + 1);
@@ -148,11 +148,11 @@ static int parse_ssh(const char *docker_host, struct endpoint *ret, struct err *
 				       docker_host);
 		snprintf(ret->port, sizeof(ret->port), "%u", (unsigned)pv);
 	}
-	ret->kind = TRANSPORT_SSH;
+	ret->kind = ENDPOINT_SSH;
 	return 0;
 }
 
-bool transport_host_is_loopback(const char *host)
+bool endpoint_host_is_loopback(const char *host)
 {
 	struct in_addr a4;
 	struct in6_addr a6;
@@ -164,14 +164,14 @@ bool transport_host_is_loopback(const char *host)
 	return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
 }
 
-int transport_open(const char *docker_host, const struct transport_tls *tls, struct endpoint *ret, struct err *err)
+int endpoint_open(const char *docker_host, const struct endpoint_tls *tls, struct endpoint *ret, struct err *err)
 {
-	int r = transport_parse(docker_host, ret, err);
+	int r = endpoint_parse(docker_host, ret, err);
 
-	if (r < 0 || ret->kind != TRANSPORT_TCP)
+	if (r < 0 || ret->kind != ENDPOINT_TCP)
 		return r;
 	if (!tls || !tls->verify) {
-		if (!transport_host_is_loopback(ret->host))
+		if (!endpoint_host_is_loopback(ret->host))
 			log_warnf("DOCKER_HOST %s is plain TCP without TLS: anyone who reaches that port controls the "
 				  "engine (root on its host). Set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH (or "
 				  "--tlsverify), or use ssh://",
@@ -185,7 +185,7 @@ int transport_open(const char *docker_host, const struct transport_tls *tls, str
 	return tls_ctx_create(tls->ca, tls->cert, tls->key, !tls->skip_verify, &ret->tls, err);
 }
 
-void transport_release(struct endpoint *ep)
+void endpoint_release(struct endpoint *ep)
 {
 	tls_ctx_destroy(ep->tls);
 	ep->tls = NULL;
@@ -316,14 +316,14 @@ static int connect_tls(const struct endpoint *ep, int timeout_ms, struct tls_str
 	return tls_open(ep->tls, fd, ep->host, ep->display, left > 100 ? left : 100, ret, err);
 }
 
-int transport_connect(const struct endpoint *ep, int timeout_ms, int *ret_fd, struct err *err)
+int endpoint_connect(const struct endpoint *ep, int timeout_ms, int *ret_fd, struct err *err)
 {
 	struct tls_stream *st;
 	int r;
 
-	if (ep->kind == TRANSPORT_UNIX)
+	if (ep->kind == ENDPOINT_UNIX)
 		return connect_unix(ep, timeout_ms, ret_fd, err);
-	if (ep->kind == TRANSPORT_SSH)
+	if (ep->kind == ENDPOINT_SSH)
 		return sshconn_open(ep->user, ep->host, ep->port, ep->display, timeout_ms, ret_fd, err);
 	if (!ep->tls)
 		return connect_tcp(ep, timeout_ms, ret_fd, err);
@@ -359,14 +359,14 @@ static void io_close(void *arg)
 
 static const struct http_io tls_io = { io_recv, io_pending, io_send_all, io_abort, io_close };
 
-int transport_connect_http(const struct endpoint *ep, int timeout_ms, int http_timeout_ms, struct http_conn **ret,
-			   struct err *err)
+int endpoint_connect_http(const struct endpoint *ep, int timeout_ms, int http_timeout_ms, struct http_conn **ret,
+			  struct err *err)
 {
 	struct tls_stream *st;
 	int fd, r;
 
 	if (!ep->tls) {
-		if ((r = transport_connect(ep, timeout_ms, &fd, err)) < 0)
+		if ((r = endpoint_connect(ep, timeout_ms, &fd, err)) < 0)
 			return r;
 		*ret = http_conn_create(fd, http_timeout_ms);
 		return 0;
@@ -392,7 +392,7 @@ static const char *tls_file(const char *flag, const char *dir, const char *name,
 	return access(path, R_OK) == 0 ? path : NULL;
 }
 
-void transport_tls_from_config(const struct config *c, struct transport_tls *ret, char paths[3][4096])
+void endpoint_tls_from_config(const struct config *c, struct endpoint_tls *ret, char paths[3][4096])
 {
 	/* a context's TLS files are its own: DOCKER_CERT_PATH does not fill the gaps */
 	const char *dir = c->tls_from_context ? NULL : c->cert_path ? c->cert_path : ".";

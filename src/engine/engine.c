@@ -63,11 +63,11 @@ static int roundtrip(struct engine *e, struct call *call, const char *method, co
 		     const char *content_type, const void *body, size_t len, int *ret_status, json_t **ret_json,
 		     struct err *err);
 
-int engine_create(const char *docker_host, const struct transport_tls *tls, int timeout_ms, struct engine **ret,
+int engine_create(const char *docker_host, const struct endpoint_tls *tls, int timeout_ms, struct engine **ret,
 		  struct err *err)
 {
 	struct endpoint ep;
-	int r = transport_open(docker_host, tls, &ep, err);
+	int r = endpoint_open(docker_host, tls, &ep, err);
 	if (r < 0)
 		return r;
 	struct engine *e = xcalloc(1, sizeof(*e));
@@ -84,7 +84,7 @@ void engine_destroy(struct engine *e)
 		return;
 	for (size_t i = 0; i < e->pool_len; i++)
 		http_conn_destroy(e->pool[i]);
-	transport_release(&e->ep);
+	endpoint_release(&e->ep);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }
@@ -195,7 +195,7 @@ static int conn_get(struct engine *e, struct http_conn **ret, bool *ret_reused, 
 		return 0;
 	}
 	pthread_mutex_unlock(&e->lock);
-	int r = transport_connect_http(&e->ep, e->timeout_ms, e->timeout_ms, ret, err);
+	int r = endpoint_connect_http(&e->ep, e->timeout_ms, e->timeout_ms, ret, err);
 	*ret_reused = false;
 	return r;
 }
@@ -378,8 +378,8 @@ int engine_reachable(struct engine *e, int timeout_ms, struct err *err)
 	 * ssh process: there a kept-alive connection is asked instead (a
 	 * dropped engine fails the retried roundtrip all the same).
 	 */
-	if (e->ep.kind == TRANSPORT_UNIX) {
-		int r = transport_connect(&e->ep, timeout_ms, &fd, err);
+	if (e->ep.kind == ENDPOINT_UNIX) {
+		int r = endpoint_connect(&e->ep, timeout_ms, &fd, err);
 		if (r == 0)
 			close(fd);
 		return r;
@@ -693,7 +693,7 @@ int engine_exec_start(struct engine *e, struct call *call, const char *exec_id, 
 	snprintf(path, sizeof(path), "/exec/%s/start", exec_id);
 	if ((r = versioned(e, call, path, target, sizeof(target), err)) < 0)
 		return r;
-	if ((r = transport_connect(&e->ep, e->timeout_ms, &fd, err)) < 0)
+	if ((r = endpoint_connect(&e->ep, e->timeout_ms, &fd, err)) < 0)
 		return r;
 	struct http_conn *conn = http_conn_create(fd, e->timeout_ms);
 	if (call && call_arm(call, abort_conn, conn) < 0) {
@@ -980,7 +980,7 @@ int engine_long_open_headers(struct engine *e, struct call *call, const char *me
 	if ((r = versioned(e, call, path, target, sizeof(target), err)) < 0)
 		return r;
 	struct http_conn *conn;
-	if ((r = transport_connect_http(&e->ep, e->timeout_ms, ENGINE_LONG_TIMEOUT_MS, &conn, err)) < 0)
+	if ((r = endpoint_connect_http(&e->ep, e->timeout_ms, ENGINE_LONG_TIMEOUT_MS, &conn, err)) < 0)
 		return engine_hint(err, r);
 	if (call && call_arm(call, abort_conn, conn) < 0) {
 		http_conn_destroy(conn);

@@ -51,7 +51,7 @@ struct engine_version {
 };
 
 /* 0 with *ret, or -EINVAL when DOCKER_HOST cannot be parsed. */
-int engine_create(const char *docker_host, const struct transport_tls *tls, int timeout_ms, struct engine **ret,
+int engine_create(const char *docker_host, const struct endpoint_tls *tls, int timeout_ms, struct engine **ret,
 		  struct err *err);
 void engine_destroy(struct engine *e);
 /* Whether the engine said it is Podman (known once a versioned call was made; false before). */

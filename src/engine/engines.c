@@ -175,7 +175,7 @@ static const char *cert_file(const char *dir, const char *name, char *path)
 static int open_named(const struct config *cfg, char **envp, const struct engines_spec *sp, int timeout_ms,
 		      struct engines_one *ret, struct err *err)
 {
-	struct transport_tls tls = { 0 };
+	struct endpoint_tls tls = { 0 };
 	char paths[3][4096], dir[4096], shown[ENGINES_ENDPOINT_MAX + 1];
 	const char *host = sp->endpoint;
 	struct dockerctx *dc = NULL;
@@ -222,10 +222,10 @@ static int open_named(const struct config *cfg, char **envp, const struct engine
 
 static int open_default(const struct config *cfg, int timeout_ms, struct engines_one *ret, struct err *err)
 {
-	struct transport_tls tls;
+	struct endpoint_tls tls;
 	char paths[3][4096], shown[ENGINES_ENDPOINT_MAX + 1];
 
-	transport_tls_from_config(cfg, &tls, paths);
+	endpoint_tls_from_config(cfg, &tls, paths);
 	int r = engine_create(cfg->docker_host, &tls, timeout_ms, &ret->engine, err);
 	if (r < 0)
 		return r;

@@ -202,29 +202,29 @@ static void test_docker_host(void **state)
 {
 	struct endpoint ep;
 	struct err e;
-	assert_int_equal(transport_parse(NULL, &ep, &e), 0);
-	assert_int_equal(ep.kind, TRANSPORT_UNIX);
+	assert_int_equal(endpoint_parse(NULL, &ep, &e), 0);
+	assert_int_equal(ep.kind, ENDPOINT_UNIX);
 	assert_string_equal(ep.path, "/var/run/docker.sock");
-	assert_int_equal(transport_parse("unix:///run/podman/podman.sock", &ep, &e), 0);
+	assert_int_equal(endpoint_parse("unix:///run/podman/podman.sock", &ep, &e), 0);
 	assert_string_equal(ep.path, "/run/podman/podman.sock");
-	assert_int_equal(transport_parse("tcp://127.0.0.1:2376", &ep, &e), 0);
-	assert_int_equal(ep.kind, TRANSPORT_TCP);
+	assert_int_equal(endpoint_parse("tcp://127.0.0.1:2376", &ep, &e), 0);
+	assert_int_equal(ep.kind, ENDPOINT_TCP);
 	assert_string_equal(ep.host, "127.0.0.1");
 	assert_string_equal(ep.port, "2376");
-	assert_int_equal(transport_parse("tcp://[::1]:2375", &ep, &e), 0);
+	assert_int_equal(endpoint_parse("tcp://[::1]:2375", &ep, &e), 0);
 	assert_string_equal(ep.host, "::1");
-	assert_int_equal(transport_parse("tcp://localhost", &ep, &e), 0);
+	assert_int_equal(endpoint_parse("tcp://localhost", &ep, &e), 0);
 	assert_string_equal(ep.port, "2375");
-	assert_int_equal(transport_parse("ftp://host", &ep, &e), -EINVAL);
+	assert_int_equal(endpoint_parse("ftp://host", &ep, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "unix:///"));
 	assert_non_null(strstr(e.msg, "ssh://"));
-	assert_int_equal(transport_parse("unix://relative.sock", &ep, &e), -EINVAL);
-	assert_int_equal(transport_parse("tcp://host:99999", &ep, &e), -EINVAL);
-	assert_int_equal(transport_parse("tcp://:80", &ep, &e), -EINVAL);
+	assert_int_equal(endpoint_parse("unix://relative.sock", &ep, &e), -EINVAL);
+	assert_int_equal(endpoint_parse("tcp://host:99999", &ep, &e), -EINVAL);
+	assert_int_equal(endpoint_parse("tcp://:80", &ep, &e), -EINVAL);
 	char longp[200] = "unix:///";
 	memset(longp + 8, 'a', 150);
 	longp[158] = '\0';
-	assert_int_equal(transport_parse(longp, &ep, &e), -EINVAL);
+	assert_int_equal(endpoint_parse(longp, &ep, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "longer than"));
 }
 
@@ -234,16 +234,16 @@ static void test_ssh_host(void **state)
 	struct endpoint ep;
 	struct err e;
 
-	assert_int_equal(transport_parse("ssh://user@host", &ep, &e), 0);
-	assert_int_equal(ep.kind, TRANSPORT_SSH);
+	assert_int_equal(endpoint_parse("ssh://user@host", &ep, &e), 0);
+	assert_int_equal(ep.kind, ENDPOINT_SSH);
 	assert_string_equal(ep.user, "user");
 	assert_string_equal(ep.host, "host");
 	assert_string_equal(ep.port, "");
-	assert_int_equal(transport_parse("ssh://build-box.example:2222", &ep, &e), 0);
+	assert_int_equal(endpoint_parse("ssh://build-box.example:2222", &ep, &e), 0);
 	assert_string_equal(ep.user, "");
 	assert_string_equal(ep.host, "build-box.example");
 	assert_string_equal(ep.port, "2222");
-	assert_int_equal(transport_parse("ssh://me@[::1]:22", &ep, &e), 0);
+	assert_int_equal(endpoint_parse("ssh://me@[::1]:22", &ep, &e), 0);
 	assert_string_equal(ep.host, "::1");
 	assert_string_equal(ep.port, "22");
 	static const char *const bad[] = {
@@ -267,7 +267,7 @@ static void test_ssh_host(void **state)
 		"ssh://a@b@host",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		assert_int_equal(transport_parse(bad[i], &ep, &e), -EINVAL);
+		assert_int_equal(endpoint_parse(bad[i], &ep, &e), -EINVAL);
 		assert_int_equal(e.code, ERRCODE_INVALID_ARGUMENT);
 	}
 }
@@ -278,7 +278,7 @@ static void test_tls_settings(void **state)
 	struct config c;
 	struct err e;
 	int next;
-	struct transport_tls t;
+	struct endpoint_tls t;
 	char paths[3][4096];
 
 	char *env1[] = { "DOCKER_TLS_VERIFY=0", "HOME=/nonexistent-home", NULL };
@@ -287,7 +287,7 @@ static void test_tls_settings(void **state)
 	assert_int_equal(config_load(&c, env1, 1, argv1, 1, &next, &e), 0);
 	assert_true(c.tls_verify);
 	assert_string_equal(c.cert_path, "/nonexistent-home/.docker");
-	transport_tls_from_config(&c, &t, paths);
+	endpoint_tls_from_config(&c, &t, paths);
 	assert_true(t.verify);
 	assert_null(t.ca); /* missing default files are not used */
 	assert_null(t.cert);
@@ -301,7 +301,7 @@ static void test_tls_settings(void **state)
 	assert_true(c.tls_verify);
 	assert_string_equal(argv2[next], "doctor"); /* the switch took no value */
 	assert_string_equal(c.cert_path, "/cfg");
-	transport_tls_from_config(&c, &t, paths);
+	endpoint_tls_from_config(&c, &t, paths);
 	assert_string_equal(t.ca, "/a/ca.pem"); /* named: used even if missing, to fail clearly */
 	config_finish(&c);
 
@@ -332,7 +332,7 @@ static void test_tls_settings(void **state)
 	char *env5[] = { "DOCKER_TLS_VERIFY=1", cp, NULL };
 	config_init(&c);
 	assert_int_equal(config_load(&c, env5, 1, argv1, 1, &next, &e), 0);
-	transport_tls_from_config(&c, &t, paths);
+	endpoint_tls_from_config(&c, &t, paths);
 	assert_string_equal(t.ca, f);
 	assert_null(t.cert);
 	config_finish(&c);
@@ -353,27 +353,27 @@ static void test_plain_tcp_warning(void **state)
 	struct endpoint ep;
 	struct err e;
 
-	assert_true(transport_host_is_loopback("127.0.0.1"));
-	assert_true(transport_host_is_loopback("127.9.8.7"));
-	assert_true(transport_host_is_loopback("::1"));
-	assert_true(transport_host_is_loopback("localhost"));
-	assert_false(transport_host_is_loopback("128.0.0.1"));
-	assert_false(transport_host_is_loopback("10.0.0.1"));
-	assert_false(transport_host_is_loopback("::2"));
-	assert_false(transport_host_is_loopback("localhost.example"));
-	assert_false(transport_host_is_loopback("docker.example"));
+	assert_true(endpoint_host_is_loopback("127.0.0.1"));
+	assert_true(endpoint_host_is_loopback("127.9.8.7"));
+	assert_true(endpoint_host_is_loopback("::1"));
+	assert_true(endpoint_host_is_loopback("localhost"));
+	assert_false(endpoint_host_is_loopback("128.0.0.1"));
+	assert_false(endpoint_host_is_loopback("10.0.0.1"));
+	assert_false(endpoint_host_is_loopback("::2"));
+	assert_false(endpoint_host_is_loopback("localhost.example"));
+	assert_false(endpoint_host_is_loopback("docker.example"));
 
 	log_set_hook(capture_log, NULL);
 	warned[0] = '\0';
-	assert_int_equal(transport_open("tcp://127.0.0.1:2375", NULL, &ep, &e), 0);
+	assert_int_equal(endpoint_open("tcp://127.0.0.1:2375", NULL, &ep, &e), 0);
 	assert_string_equal(warned, "");
-	assert_int_equal(transport_open("tcp://10.1.2.3:2375", NULL, &ep, &e), 0);
+	assert_int_equal(endpoint_open("tcp://10.1.2.3:2375", NULL, &ep, &e), 0);
 	assert_non_null(strstr(warned, "without TLS"));
 	assert_non_null(strstr(warned, "DOCKER_TLS_VERIFY"));
-	transport_release(&ep);
+	endpoint_release(&ep);
 	warned[0] = '\0';
-	struct transport_tls tls = { .verify = false };
-	assert_int_equal(transport_open("tcp://[2001:db8::1]:2375", &tls, &ep, &e), 0);
+	struct endpoint_tls tls = { .verify = false };
+	assert_int_equal(endpoint_open("tcp://[2001:db8::1]:2375", &tls, &ep, &e), 0);
 	assert_non_null(strstr(warned, "without TLS"));
 	log_set_hook(NULL, NULL);
 }
@@ -383,17 +383,17 @@ static void test_tls_bad_files(void **state)
 {
 	struct endpoint ep;
 	struct err e;
-	struct transport_tls tls = { .verify = true, .ca = "/nonexistent/ca.pem" };
+	struct endpoint_tls tls = { .verify = true, .ca = "/nonexistent/ca.pem" };
 
-	assert_true(transport_open("tcp://127.0.0.1:2376", &tls, &ep, &e) < 0);
+	assert_true(endpoint_open("tcp://127.0.0.1:2376", &tls, &ep, &e) < 0);
 	assert_int_equal(e.code, ERRCODE_DOCKER_UNAVAILABLE);
 	assert_non_null(strstr(e.msg, "/nonexistent/ca.pem"));
 	tls.ca = "/dev/null";
-	assert_true(transport_open("tcp://127.0.0.1:2376", &tls, &ep, &e) < 0);
+	assert_true(endpoint_open("tcp://127.0.0.1:2376", &tls, &ep, &e) < 0);
 	assert_non_null(strstr(e.msg, "/dev/null"));
 	tls.ca = NULL;
 	tls.cert = "/nonexistent/cert.pem";
-	assert_true(transport_open("tcp://127.0.0.1:2376", &tls, &ep, &e) < 0);
+	assert_true(endpoint_open("tcp://127.0.0.1:2376", &tls, &ep, &e) < 0);
 	assert_non_null(strstr(e.msg, "both cert.pem and key.pem"));
 }
 
@@ -402,8 +402,8 @@ static void test_connect_refused_says_how_to_fix(void **state)
 	struct endpoint ep;
 	struct err e;
 	int fd;
-	assert_int_equal(transport_parse("unix:///nonexistent/docker.sock", &ep, &e), 0);
-	assert_true(transport_connect(&ep, 1000, &fd, &e) < 0);
+	assert_int_equal(endpoint_parse("unix:///nonexistent/docker.sock", &ep, &e), 0);
+	assert_true(endpoint_connect(&ep, 1000, &fd, &e) < 0);
 	assert_int_equal(e.code, ERRCODE_DOCKER_UNAVAILABLE);
 	assert_non_null(strstr(e.msg, "DOCKER_HOST"));
 }
@@ -440,9 +440,9 @@ static void test_connect_backlog_full_times_out(void **state)
 	struct endpoint ep;
 	struct err e;
 	int fd = -1;
-	assert_int_equal(transport_parse(host, &ep, &e), 0);
+	assert_int_equal(endpoint_parse(host, &ep, &e), 0);
 	int64_t t0 = now_ms();
-	assert_int_equal(transport_connect(&ep, 300, &fd, &e), -ETIMEDOUT);
+	assert_int_equal(endpoint_connect(&ep, 300, &fd, &e), -ETIMEDOUT);
 	int64_t took = now_ms() - t0;
 	assert_true(took >= 290 && took < 2000);
 	assert_int_equal(e.code, ERRCODE_DOCKER_UNAVAILABLE);

@@ -1,6 +1,6 @@
 /*
  * test-tls.c - the HTTP client over TLS in the calling thread (tls.c,
- * transport_connect_http) against a real GnuTLS server on loopback, for
+ * endpoint_connect_http) against a real GnuTLS server on loopback, for
  * what only a TLS peer does: an engine that answers an upload early and
  * closes, and an answer whose last record and close come together. The
  * certificates (a CA, the server's for 127.0.0.1, a client's) are made
@@ -220,17 +220,17 @@ static void engine_stop(struct engine *e)
 	gnutls_certificate_free_credentials(e->cred);
 }
 
-/* A connection to e through the transport, with this test's CA and client certificate. */
+/* A connection to e through its endpoint, with this test's CA and client certificate. */
 static struct http_conn *connect_to(struct engine *e, struct endpoint *ep)
 {
 	char host[64];
 	struct err err;
 	struct http_conn *c = NULL;
-	struct transport_tls tt = { .verify = true, .ca = pki.ca, .cert = pki.cert, .key = pki.key };
+	struct endpoint_tls tt = { .verify = true, .ca = pki.ca, .cert = pki.cert, .key = pki.key };
 	snprintf(host, sizeof(host), "tcp://127.0.0.1:%d", e->port);
 	err_clear(&err);
-	assert_int_equal(transport_open(host, &tt, ep, &err), 0);
-	int r = transport_connect_http(ep, 5000, 5000, &c, &err);
+	assert_int_equal(endpoint_open(host, &tt, ep, &err), 0);
+	int r = endpoint_connect_http(ep, 5000, 5000, &c, &err);
 	if (r < 0)
 		fail_msg("connect: %s", err.msg);
 	return c;
@@ -266,7 +266,7 @@ static void test_early_answer_is_no_refusal(void **state)
 	assert_int_equal(resp.status, 404);
 	http_conn_destroy(c);
 	engine_stop(&e);
-	transport_release(&ep);
+	endpoint_release(&ep);
 	bool noted = tls_take_refusal(note, sizeof(note));
 	if (noted)
 		fail_msg("an early answer was noted as a refused certificate: %s", note);
@@ -299,7 +299,7 @@ static void test_data_then_close(void **state)
 	buf_finish(&out);
 	http_conn_destroy(c);
 	engine_stop(&e);
-	transport_release(&ep);
+	endpoint_release(&ep);
 }
 
 int main(void)
