@@ -2,6 +2,7 @@
  * util.c - x-alloc, fd I/O loops and number parsing shared by every module.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -112,6 +114,49 @@ int read_full(int fd, void *buf, size_t len)
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
+}
+
+int read_small_file(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	if (fd < 0)
+		return -errno;
+	int e = fstat(fd, &st) < 0	      ? -errno
+		: S_ISDIR(st.st_mode)	      ? -EISDIR
+		: !S_ISREG(st.st_mode)	      ? -ENXIO
+		: (uintmax_t)st.st_size > max ? -EFBIG
+					      : 0;
+	if (e < 0) {
+		close(fd);
+		return e;
+	}
+	char *b = xmalloc(max + 1);
+	size_t got = 0;
+	for (;;) {
+		/* one byte past max is asked for: a file that grew since fstat is refused, not cut */
+		ssize_t k = read(fd, b + got, max + 1 - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			e = -errno;
+		if (k <= 0)
+			break;
+		if ((got += (size_t)k) > max) {
+			e = -EFBIG;
+			break;
+		}
+	}
+	close(fd);
+	if (e < 0) {
+		explicit_bzero(b, got < max + 1 ? got : max + 1);
+		free(b);
+		return e;
+	}
+	b[got] = '\0';
+	*ret = b;
+	*ret_len = got;
 	return 0;
 }
 

@@ -55,6 +55,15 @@ static inline void *steal_pointer(void *pp)
 	return r;
 }
 
+/*
+ * Reads the whole of path, a regular file of at most max bytes, into *ret
+ * (NUL-terminated, the caller's to free; one allocation of max + 1 bytes, so
+ * a caller that wipes a secret wipes every copy) and its length into
+ * *ret_len. Never blocks on a FIFO nor takes a controlling tty. 0, or
+ * -ENOENT, -EISDIR (a folder), -ENXIO (not a regular file), -EFBIG (over
+ * max, then or while read), -errno.
+ */
+int read_small_file(const char *path, size_t max, char **ret, size_t *ret_len);
 /* Reads exactly len bytes. 0, -EPIPE on EOF before len, or -errno. */
 int read_full(int fd, void *buf, size_t len);
 /* Writes all of buf (loops on EINTR and short writes). 0 or -errno. */

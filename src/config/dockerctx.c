@@ -100,47 +100,13 @@ int dockerctx_parse_current(const char *json, size_t len, char *ret, size_t n, s
 	return r;
 }
 
-/* Reads a whole small file: 0 with *ret (caller frees), -ENOENT, or -errno (-EFBIG past the cap). */
-static int slurp(const char *path, char **ret, size_t *ret_len)
-{
-	/* O_NONBLOCK: a FIFO put there opens at once, and is refused below */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	struct stat st;
-	if (fd < 0)
-		return -errno;
-	int e = fstat(fd, &st) < 0			 ? -errno
-		: S_ISDIR(st.st_mode)			 ? -EISDIR
-		: !S_ISREG(st.st_mode)			 ? -ENXIO /* a FIFO would block the start; not a parse error */
-		: st.st_size > (off_t)DOCKERCTX_FILE_MAX ? -EFBIG
-							 : 0;
-	if (e < 0) {
-		close(fd);
-		return e;
-	}
-	char *b = xmalloc((size_t)st.st_size + 1);
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t k = read(fd, b + got, (size_t)st.st_size - got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		got += (size_t)k;
-	}
-	close(fd);
-	b[got] = '\0';
-	*ret = b;
-	*ret_len = got;
-	return 0;
-}
-
 int dockerctx_current(const char *config_dir, char *ret, size_t n, struct err *err)
 {
 	char path[4200], *b;
 	size_t len;
 	snprintf(path, sizeof(path), "%s/config.json", config_dir);
 	ret[0] = '\0';
-	int r = slurp(path, &b, &len);
+	int r = read_small_file(path, DOCKERCTX_FILE_MAX, &b, &len);
 	if (r == -ENOENT || r == -ENOTDIR)
 		return 0;
 	if (r < 0)
@@ -173,7 +139,7 @@ int dockerctx_load(const char *config_dir, const char *name, struct dockerctx *r
 	if (name_digest(name, hex) < 0)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EIO, "context '%s': cannot hash its name", name);
 	snprintf(path, sizeof(path), "%s/contexts/meta/%s/meta.json", config_dir, hex);
-	int r = slurp(path, &b, &len);
+	int r = read_small_file(path, DOCKERCTX_FILE_MAX, &b, &len);
 	if (r < 0)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, r,
 			       "context '%s' %s (%s): `docker context ls` lists the contexts of DOCKER_CONFIG (%s)",

@@ -119,11 +119,6 @@ const struct endpoint *engine_endpoint(const struct engine *e)
 	return &e->ep;
 }
 
-const char *engine_api_version(struct engine *e)
-{
-	return e->api;
-}
-
 static void abort_conn(void *arg)
 {
 	http_conn_abort(arg);
@@ -780,11 +775,6 @@ int engine_stream_write(struct engine_stream *s, const void *p, size_t n)
 void engine_stream_close_write(struct engine_stream *s)
 {
 	shutdown(http_conn_fd(s->conn), SHUT_WR);
-}
-
-void engine_stream_abort(struct engine_stream *s)
-{
-	http_conn_abort(s->conn);
 }
 
 void engine_stream_destroy(struct engine_stream *s)

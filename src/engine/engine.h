@@ -59,8 +59,6 @@ bool engine_is_podman(struct engine *e);
 const struct endpoint *engine_endpoint(const struct engine *e);
 /* Names the engine in its endpoint's display, so that its failures say which engine (engines.h). */
 void engine_set_label(struct engine *e, const char *name);
-/* The negotiated API version ("1.41"), or "" before the first call. */
-const char *engine_api_version(struct engine *e);
 
 /*
  * Sends method path (below the version prefix, e.g. "/containers/json") with
@@ -169,8 +167,6 @@ int engine_stream_take_buffered(struct engine_stream *s, struct buf *out);
 int engine_stream_write(struct engine_stream *s, const void *p, size_t n);
 /* Half-closes the stream: the process sees EOF on stdin. */
 void engine_stream_close_write(struct engine_stream *s);
-/* Aborts reads and writes at once (safe from another thread). */
-void engine_stream_abort(struct engine_stream *s);
 void engine_stream_destroy(struct engine_stream *s);
 
 /*

@@ -39,37 +39,18 @@ static void wipe(struct buf *b)
 	buf_finish(b);
 }
 
-/* Reads the config file into out (capped). 0, -ENOENT when there is none, or -errno. */
-static int config_read(struct buf *out)
+/*
+ * The config file (REGAUTH_CONFIG_MAX at most; the caller wipes and frees
+ * it). 0, -ENOENT when there is none, or -errno.
+ */
+static int config_read(char **ret, size_t *ret_len)
 {
 	const char *dir = getenv("DOCKER_CONFIG");
 	const char *home = getenv("HOME");
 	_cleanup_free_ char *path = dir && *dir	    ? xasprintf("%s/config.json", dir)
 				    : home && *home ? xasprintf("%s/.docker/config.json", home)
 						    : NULL;
-	if (!path)
-		return -ENOENT;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	int r = 0;
-	for (;;) {
-		char *tail;
-		if (buf_reserve(out, 16384, &tail) < 0) {
-			r = -EFBIG;
-			break;
-		}
-		ssize_t n = read(fd, tail, 16384);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = n < 0 ? -errno : 0;
-			break;
-		}
-		buf_commit(out, (size_t)n);
-	}
-	close(fd);
-	return r;
+	return path ? read_small_file(path, REGAUTH_CONFIG_MAX, ret, ret_len) : -ENOENT;
 }
 
 /* host[:port] of an auths key written as a URL or bare; true when it is domain. */
@@ -273,16 +254,18 @@ static char *encode(json_t *creds, const char *server)
 
 int regauth_header(const char *domain, char **ret, struct err *err)
 {
-	struct buf cfg;
+	char *cfg = NULL;
+	size_t cfg_len = 0;
 	json_t *creds = NULL;
 	const char *server = strcmp(domain, "docker.io") == 0 ? REGAUTH_HUB_KEY : domain;
 	int r;
 
 	*ret = NULL;
-	buf_init(&cfg, REGAUTH_CONFIG_MAX);
-	r = config_read(&cfg);
-	json_t *j = r == 0 && cfg.len ? json_loadb(cfg.data, cfg.len, 0, NULL) : NULL;
-	wipe(&cfg);
+	r = config_read(&cfg, &cfg_len);
+	json_t *j = r == 0 && cfg_len ? json_loadb(cfg, cfg_len, 0, NULL) : NULL;
+	if (cfg) /* it may hold a secret */
+		explicit_bzero(cfg, cfg_len);
+	free(cfg);
 	if (!json_is_object(j)) {
 		json_decref(j);
 		return 0; /* no config (or none readable): pull without credentials, as the CLI does */

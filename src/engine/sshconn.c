@@ -23,13 +23,6 @@ extern char **environ;
 /* The reaper reads stderr and waits: it needs little stack. */
 #define SSHCONN_REAPER_STACK (64 * 1024)
 
-static unsigned long spawned;
-
-unsigned long sshconn_spawned(void)
-{
-	return __atomic_load_n(&spawned, __ATOMIC_RELAXED);
-}
-
 struct child {
 	pid_t pid;
 	int errfd; /* ssh's stderr */
@@ -236,8 +229,6 @@ static int spawn_ssh(const char *user, const char *host, const char *port, int t
 		r = posix_spawnp(ret_pid, "ssh", &fa, &at, (char *const *)argv, environ);
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
-	if (r == 0)
-		__atomic_add_fetch(&spawned, 1, __ATOMIC_RELAXED);
 	return -r;
 }
 

@@ -26,7 +26,4 @@
 int sshconn_open(const char *user, const char *host, const char *port, const char *display, int timeout_ms, int *ret_fd,
 		 struct err *err);
 
-/* ssh processes started so far (for tests and env_info: reuse means this stays put). */
-unsigned long sshconn_spawned(void);
-
 #endif

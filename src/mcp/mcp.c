@@ -258,11 +258,6 @@ void mcp_add_notice(struct mcp *m, const char *text)
 	m->instructions = buf_steal(&b, NULL);
 }
 
-const char *mcp_instructions(const struct mcp *m)
-{
-	return m->instructions;
-}
-
 struct mcp *mcp_create(const struct tool_services *svc, struct out *out)
 {
 	struct mcp *m = xcalloc(1, sizeof(*m));

@@ -120,7 +120,5 @@ void mcp_peer_put(struct mcp_peer *p);
 bool mcp_peer_cancel(struct mcp *m, struct mcp_peer *p, const json_t *id);
 /* Replies to a line that was longer than the configured cap. */
 void mcp_handle_oversized(struct mcp *m);
-/* The server's instructions text for clients (borrowed). */
-const char *mcp_instructions(const struct mcp *m);
 
 #endif

@@ -63,11 +63,6 @@ void out_destroy(struct out *o)
 	out_put(o);
 }
 
-void out_close(struct out *o)
-{
-	atomic_store(&o->closed, true);
-}
-
 int out_send(struct out *o, json_t *msg)
 {
 	if (atomic_load(&o->closed))

@@ -54,9 +54,7 @@ int out_send_new(struct out *o, json_t *msg);
  * that sends the same message again and again and must not allocate.
  */
 int out_send_line(struct out *o, const char *line, size_t len);
-/* True once a write failed because the client went away, or out_close was called. */
+/* True once a write failed because the client went away. */
 bool out_closed(struct out *o);
-/* The client went away: later writes fail with -EPIPE at once. */
-void out_close(struct out *o);
 
 #endif

@@ -5,6 +5,9 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/util.h"
@@ -84,18 +87,43 @@ static void test_parse_numbers(void **state)
 
 static void test_fd_helpers(void **state)
 {
-	int p[2];
-	char big[200000], back[200000];
-	assert_int_equal(pipe(p), 0);
+	char dir[] = "/tmp/sbx-test-util-XXXXXX", path[96], fifo[96];
+	static char big[200000];
+	char *got;
+	size_t n;
+	int fd;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/f", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
 	memset(big, 'q', sizeof(big));
-	if (fork() == 0) {
-		close(p[0]);
-		_exit(write_full(p[1], big, sizeof(big)) == 0 ? 0 : 1);
-	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write_full(fd, big, sizeof(big)), 0);
+	close(fd);
+	/* the whole file, NUL-terminated; exactly max is fine, one byte less is too big */
+	assert_int_equal(read_small_file(path, sizeof(big), &got, &n), 0);
+	assert_int_equal(n, sizeof(big));
+	assert_memory_equal(got, big, sizeof(big));
+	assert_int_equal(got[n], '\0');
+	free(got);
+	assert_int_equal(read_small_file(path, sizeof(big) - 1, &got, &n), -EFBIG);
+	/* a folder, a FIFO (refused without blocking on its open), nothing */
+	assert_int_equal(read_small_file(dir, 100, &got, &n), -EISDIR);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(read_small_file(fifo, 100, &got, &n), -ENXIO);
+	assert_int_equal(unlink(fifo), 0);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(read_small_file(path, 100, &got, &n), -ENOENT);
+	assert_int_equal(rmdir(dir), 0);
+	/* read_full: exactly len bytes, or -EPIPE at an early end */
+	int p[2];
+	char back[16];
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write_full(p[1], "0123456789", 10), 0);
 	close(p[1]);
-	assert_int_equal(read_full(p[0], back, sizeof(back)), 0);
-	assert_memory_equal(big, back, sizeof(big));
-	assert_int_equal(read_full(p[0], back, 1), -EPIPE);
+	assert_int_equal(read_full(p[0], back, 4), 0);
+	assert_memory_equal(back, "0123", 4);
+	assert_int_equal(read_full(p[0], back, 7), -EPIPE);
 	close(p[0]);
 }
 

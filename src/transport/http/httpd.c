@@ -340,27 +340,17 @@ static void tls_free(struct httpd *h)
 /* A PEM file, at most HTTPD_PEM_MAX bytes, NUL-terminated in *ret (owned by the caller). */
 static int pem_load(const char *flag, const char *path, char **ret, struct err *err)
 {
-	char *text = xmalloc(HTTPD_PEM_MAX + 1);
-	size_t n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *text;
+	size_t n;
+	int r = read_small_file(path, HTTPD_PEM_MAX, &text, &n);
 
-	if (fd < 0) {
-		int r = -errno;
-		free(text);
+	if (r < 0 && r != -EFBIG)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, r, "%s %.200s: %s", flag, path, strerror(-r));
-	}
-	for (;;) {
-		ssize_t k = read(fd, text + n, HTTPD_PEM_MAX + 1 - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0 || (n += (size_t)k) > HTTPD_PEM_MAX)
-			break;
-	}
-	close(fd);
-	text[n > HTTPD_PEM_MAX ? HTTPD_PEM_MAX : n] = '\0';
-	if (n > HTTPD_PEM_MAX || !strstr(text, "-----BEGIN ")) {
-		explicit_bzero(text, HTTPD_PEM_MAX + 1);
-		free(text);
+	if (r < 0 || !strstr(text, "-----BEGIN ")) {
+		if (r == 0) {
+			explicit_bzero(text, n);
+			free(text);
+		}
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s %.200s: not a PEM file of at most %d bytes",
 			       flag, path, HTTPD_PEM_MAX);
 	}
@@ -393,32 +383,23 @@ void httpd_reload(struct httpd *h)
 /* Reads and parses the token file (at most AUTHKEYS_FILE_MAX bytes). */
 static int keys_load(const char *path, struct authkeys **ret, struct err *err)
 {
-	char *text = xmalloc(AUTHKEYS_FILE_MAX + 1);
-	struct authkeys *k = xcalloc(1, sizeof(*k));
+	char *text = NULL;
 	size_t n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int r = -errno;
+	struct authkeys *k = xcalloc(1, sizeof(*k));
+	int r = read_small_file(path, AUTHKEYS_FILE_MAX, &text, &n);
 
-	if (fd < 0) {
+	if (r == -EFBIG)
+		r = err_set(err, ERRCODE_INVALID_ARGUMENT, r, "--http-token-file %.200s: larger than %d bytes", path,
+			    AUTHKEYS_FILE_MAX);
+	else if (r < 0)
 		err_set(err, ERRCODE_INVALID_ARGUMENT, r, "--http-token-file %.200s: %s", path, strerror(-r));
-		goto out;
-	}
-	for (;;) {
-		ssize_t k2 = read(fd, text + n, AUTHKEYS_FILE_MAX + 1 - n);
-		if (k2 < 0 && errno == EINTR)
-			continue;
-		if (k2 <= 0 || (n += (size_t)k2) > AUTHKEYS_FILE_MAX)
-			break;
-	}
-	close(fd);
-	r = authkeys_parse(text, n, k, err);
-	if (r < 0 && strncmp(err->msg, "--http-token-file", 17) != 0) {
+	else if ((r = authkeys_parse(text, n, k, err)) < 0 && strncmp(err->msg, "--http-token-file", 17) != 0) {
 		char why[ERR_MSG_MAX];
 		memcpy(why, err->msg, sizeof(why)); /* err_set must not read what it writes */
 		err_set(err, err->code, r, "--http-token-file %.200s: %.280s", path, why);
 	}
-out:
-	explicit_bzero(text, AUTHKEYS_FILE_MAX + 1);
+	if (text)
+		explicit_bzero(text, n);
 	free(text);
 	if (r < 0) {
 		explicit_bzero(k, sizeof(*k));
