@@ -566,14 +566,28 @@ int engine_container_list(struct engine *e, struct call *call, const char *label
 	return engine_list_by_label(e, call, "containers", label, ret_json, err);
 }
 
-int engine_archive_put(struct engine *e, struct call *call, const char *id, const char *path, const void *tar,
-		       size_t len, struct err *err)
+/*
+ * The archive endpoint's target for path in container id: put adds
+ * noOverwriteDirNonDir (a file never replaces a folder, nor a folder a
+ * file). 0, or -EINVAL with err for a bad id or a path too long.
+ */
+static int archive_target(const char *id, const char *path, bool put, char *out, size_t outsz, struct err *err)
 {
-	char esc[1024], target[1200];
+	char esc[1024];
 	CHECK_ID(id);
 	if (engine_url_escape(path, esc, sizeof(esc)) < 0)
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "path too long");
-	snprintf(target, sizeof(target), "/containers/%s/archive?path=%s&noOverwriteDirNonDir=1", id, esc);
+	snprintf(out, outsz, "/containers/%s/archive?path=%s%s", id, esc, put ? "&noOverwriteDirNonDir=1" : "");
+	return 0;
+}
+
+int engine_archive_put(struct engine *e, struct call *call, const char *id, const char *path, const void *tar,
+		       size_t len, struct err *err)
+{
+	char target[1200];
+	int r = archive_target(id, path, true, target, sizeof(target), err);
+	if (r < 0)
+		return r;
 	return engine_request_raw(e, call, "PUT", target, "application/x-tar", tar, len, NULL, NULL, err);
 }
 
@@ -615,14 +629,13 @@ static int put_chunks(struct http_conn *conn, engine_source_fn src, void *arg, s
 int engine_archive_put_stream(struct engine *e, struct call *call, const char *id, const char *path,
 			      engine_source_fn src, void *arg, struct err *err)
 {
-	char esc[1024], target[1200], full[1400];
+	char target[1200], full[1400];
 	struct http_conn *conn;
 	struct http_response resp;
-	CHECK_ID(id);
-	if (engine_url_escape(path, esc, sizeof(esc)) < 0)
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "path too long");
-	snprintf(target, sizeof(target), "/containers/%s/archive?path=%s&noOverwriteDirNonDir=1", id, esc);
-	int r = versioned(e, call, target, full, sizeof(full), err);
+	int r = archive_target(id, path, true, target, sizeof(target), err);
+	if (r < 0)
+		return r;
+	r = versioned(e, call, target, full, sizeof(full), err);
 	if (r < 0 || (r = conn_get_live(e, &conn, err)) < 0)
 		return engine_hint(err, r);
 	if (call && call_arm(call, abort_conn, conn) < 0) {
@@ -860,15 +873,11 @@ static int response_failed(struct engine *e, struct call *call, struct http_conn
 int engine_archive_stat(struct engine *e, struct call *call, const char *id, const char *path,
 			struct engine_path_stat *ret, struct err *err)
 {
-	char esc[1024], target[1200];
+	char target[1200];
 	struct http_conn *conn;
 	struct http_response resp;
-	CHECK_ID(id);
-	if (engine_url_escape(path, esc, sizeof(esc)) < 0)
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "path too long");
-	snprintf(target, sizeof(target), "/containers/%s/archive?path=%s", id, esc);
-	int r = open_response(e, call, "HEAD", target, &conn, &resp, err);
-	if (r < 0)
+	int r = archive_target(id, path, false, target, sizeof(target), err);
+	if (r < 0 || (r = open_response(e, call, "HEAD", target, &conn, &resp, err)) < 0)
 		return r;
 	if (resp.status >= 400)
 		return response_failed(e, call, conn, resp.status, path, err);
@@ -897,15 +906,11 @@ int engine_archive_stat(struct engine *e, struct call *call, const char *id, con
 int engine_archive_get(struct engine *e, struct call *call, const char *id, const char *path, struct engine_body **ret,
 		       struct err *err)
 {
-	char esc[1024], target[1200];
+	char target[1200];
 	struct http_conn *conn;
 	struct http_response resp;
-	CHECK_ID(id);
-	if (engine_url_escape(path, esc, sizeof(esc)) < 0)
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "path too long");
-	snprintf(target, sizeof(target), "/containers/%s/archive?path=%s", id, esc);
-	int r = open_response(e, call, "GET", target, &conn, &resp, err);
-	if (r < 0)
+	int r = archive_target(id, path, false, target, sizeof(target), err);
+	if (r < 0 || (r = open_response(e, call, "GET", target, &conn, &resp, err)) < 0)
 		return r;
 	if (resp.status >= 400)
 		return response_failed(e, call, conn, resp.status, path, err);
