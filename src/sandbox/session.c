@@ -396,7 +396,10 @@ static int adopt_one(struct session_mgr *m, size_t ei, const char *id, json_t *l
 	const char *nm = json_string_value(json_object_get(labels, SESSION_LABEL ".name"));
 	const char *user = json_string_value(json_object_get(cfg, "User"));
 	const char *net = json_string_value(json_object_get(hc, "NetworkMode"));
-	const char *img = json_string_value(json_object_get(cfg, "Image"));
+	/* the name it was asked by: the container itself was made from the image's id */
+	const char *img = json_string_value(json_object_get(labels, SESSION_LABEL ".image-ref"));
+	if (!img || !img[0])
+		img = json_string_value(json_object_get(cfg, "Image"));
 	const char *rt = json_string_value(json_object_get(hc, "Runtime"));
 	const char *created = json_string_value(json_object_get(labels, SESSION_LABEL ".created"));
 	struct session *s = xcalloc(1, sizeof(*s));
@@ -1331,10 +1334,16 @@ static json_t *container_body(const struct session_mgr *m, const struct session 
 	}
 	json_t *entry = with_agent ? json_pack("[s, s]", AGENTCTL_PATH, "--idle")
 				   : json_pack("[s, s, s]", "/bin/sh", "-c", session_idle_cmd);
-	return json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image", s->image,
-			 "Entrypoint", entry, "Cmd", "WorkingDir", cfg->workspace, "User", s->user, "Env", env,
-			 "Labels", labels, "HostConfig", hc, "Tty", 0, "OpenStdin", 0, "NetworkDisabled",
-			 strcmp(s->network, "none") == 0, "StopTimeout", 1);
+	/*
+	 * The image by the id the policy judged (pull_image), not by its name: a tag moved since
+	 * cannot swap it. The name, as asked, stays in the .image-ref label for the next server
+	 * (not .image: the default image carries that label itself).
+	 */
+	json_object_set_new(labels, SESSION_LABEL ".image-ref", json_string(s->image));
+	return json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image",
+			 s->image_id[0] ? s->image_id : s->image, "Entrypoint", entry, "Cmd", "WorkingDir",
+			 cfg->workspace, "User", s->user, "Env", env, "Labels", labels, "HostConfig", hc, "Tty", 0,
+			 "OpenStdin", 0, "NetworkDisabled", strcmp(s->network, "none") == 0, "StopTimeout", 1);
 }
 
 /*
