@@ -55,7 +55,7 @@ struct session_mgr {
 	char host[65];
 	char lock_dir[PATH_MAX];
 	char lock_path[PATH_MAX + 32]; /* this instance's lock, named in the .lock label */
-	char proc[48];		       /* "<pid>:<start time>" of this process, in the .proc label */
+	char proc[96];		       /* "<pid>:<start time>:<boot id>" of this process, the .proc label */
 	int lock_fd;
 	json_t *users;	/* image id -> "uid:gid" its sessions run as (image_user) */
 	json_t *held;	/* instance -> fd of the dead instance's lock this one took over */
@@ -92,6 +92,7 @@ struct pending {
 static int64_t wall_now(void);
 static void random_hex(char *out, size_t n);
 static int proc_start(pid_t pid, unsigned long long *ret);
+static int boot_id(char out[40]);
 static struct session *find_locked(struct session_mgr *m, const char *owner, const char *ref);
 static bool owns(const struct session *s, const char *owner);
 static void unlink_locked(struct session_mgr *m, struct session *s);
@@ -159,8 +160,9 @@ int session_mgr_create(const struct config *cfg, struct engines *es, struct sess
 	if (gethostname(m->host, sizeof(m->host) - 1) < 0)
 		snprintf(m->host, sizeof(m->host), "unknown");
 	unsigned long long start = 0;
-	if (proc_start(getpid(), &start) == 0)
-		snprintf(m->proc, sizeof(m->proc), "%ld:%llu", (long)getpid(), start);
+	char boot[40];
+	if (proc_start(getpid(), &start) == 0 && boot_id(boot) == 0)
+		snprintf(m->proc, sizeof(m->proc), "%ld:%llu:%s", (long)getpid(), start, boot);
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->wake, NULL);
 	m->pool = pool_create(cfg, m, &session_pool_ops, (size_t)cfg->pool_size);
@@ -294,24 +296,47 @@ static int proc_start(pid_t pid, unsigned long long *ret)
 }
 
 /*
- * Whether the process a .proc label names ("<pid>:<start time>") runs on
- * this host now: the same pid with the same start time. The lock's second
- * witness: a lock file removed under a live server (a tmp cleaner, a
- * logout, rm) proves nothing while its process lives.
+ * This boot of the host (the kernel's random boot_id, 36 characters): pids
+ * and start times begin again at each boot, and a server started at boot
+ * may well get its predecessor's pid and start time. 0 or -errno.
+ */
+static int boot_id(char out[40])
+{
+	char *text;
+	size_t n;
+	int r = read_small_file("/proc/sys/kernel/random/boot_id", 64, &text, &n);
+	if (r < 0)
+		return r;
+	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
+		n--;
+	if (n == 0 || n >= 40) {
+		free(text);
+		return -EPROTO;
+	}
+	snprintf(out, 40, "%.*s", (int)n, text);
+	free(text);
+	return 0;
+}
+
+/*
+ * Whether the process a .proc label names ("<pid>:<start time>:<boot id>")
+ * runs on this host now: this boot, the same pid, the same start time. The
+ * lock's second witness: a lock file removed under a live server (a tmp
+ * cleaner, a logout, rm) proves nothing while its process lives.
  */
 static bool proc_alive(const char *label)
 {
 	long pid;
 	unsigned long long start, now;
-	char *end;
-	if (!label)
+	char *end, boot[40];
+	if (!label || boot_id(boot) < 0)
 		return false;
 	errno = 0;
 	pid = strtol(label, &end, 10);
 	if (errno || pid <= 0 || pid > INT_MAX || *end != ':')
 		return false;
 	start = strtoull(end + 1, &end, 10);
-	if (errno || *end)
+	if (errno || *end != ':' || strcmp(end + 1, boot) != 0)
 		return false;
 	return proc_start((pid_t)pid, &now) == 0 && now == start;
 }
