@@ -123,7 +123,7 @@ struct exchange {
 	bool too_big;
 	bool busy;				/* the server's body budget was spent: 503 once read */
 	bool precharged;			/* its Content-Length was charged before the body came */
-	unsigned long long charged;		/* its share of h->body_charged */
+	unsigned long long charged;		/* its share of h->body_charged, until on_completed */
 	char sid_in[HTTPD_SID_LEN + 1];		/* the Mcp-Session-Id sent, if well-formed */
 	char principal[CALL_PRINCIPAL_MAX + 1]; /* its token's NAME; "" without tokens */
 	bool has_sid, sid_bad;
@@ -632,6 +632,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	httpwatch_rearm(h->watch, watch_entry(c)); /* a next request on this connection gets its own deadline */
 	if (!x)
 		return;
+	/*
+	 * The request is over: its body's charge goes back now, on the thread that took it. Not
+	 * at the exchange's end, which a worker's job may reach after the httpd is gone.
+	 */
+	atomic_fetch_sub(&h->body_charged, x->charged);
+	x->charged = 0;
 	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		client_gone(x);
 	exchange_put(x);
@@ -858,7 +864,6 @@ static void exchange_put(struct exchange *x)
 	pthread_mutex_unlock(&x->lock);
 	if (!last)
 		return;
-	atomic_fetch_sub(&x->h->body_charged, x->charged);
 	while (x->head) {
 		struct line *l = x->head;
 		x->head = l->next;
