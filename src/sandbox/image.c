@@ -119,13 +119,13 @@ bool image_repo_matches(const char *repo, const char *patterns)
 	char host[IMAGE_REF_MAX + 1], path[IMAGE_REF_MAX + 16], pat[IMAGE_REF_MAX + 1];
 	char phost[IMAGE_REF_MAX + 1], ppath[IMAGE_REF_MAX + 16];
 
-	if (!imageref_split_repo(repo, host, sizeof(host), path, sizeof(path)))
-		return false;
+	/* a name too long to split matches nothing but "*" */
+	bool split = imageref_split_repo(repo, host, sizeof(host), path, sizeof(path));
 	for (const char *p = patterns; *p;) {
 		size_t n = strcspn(p, ",");
 		if (n == 1 && p[0] == '*')
 			return true; /* everything, on purpose */
-		if (n > 0 && n <= IMAGE_REF_MAX) {
+		if (split && n > 0 && n <= IMAGE_REF_MAX) {
 			snprintf(pat, sizeof(pat), "%.*s", (int)n, p);
 			/* a pattern is spelled like a repository, its registry explicit or Docker Hub's */
 			if (imageref_split_repo(pat, phost, sizeof(phost), ppath, sizeof(ppath)) &&

@@ -147,6 +147,12 @@ static void test_allowed(void **state)
 	assert_false(image_repo_matches("anything", ""));
 	assert_false(image_repo_matches("anything", ","));
 	assert_true(image_repo_matches("anything/at/all", "*"));
+	/* a name too long to split is matched by "*" alone (fuzz-image found it missed even that) */
+	char longname[600];
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_true(image_repo_matches(longname, "x,*"));
+	assert_false(image_repo_matches(longname, "a*"));
 	assert_true(image_repo_matches("ghcr.io/org/app", "*"));
 	/* docker.io/ and a star: Docker Hub's one-component names, no namespace, no other registry */
 	assert_true(image_repo_matches("postgres", "docker.io/*"));
