@@ -32,11 +32,10 @@
 #include "tools/linksign.h"
 #include "tools/tools.h"
 #include "transport/http/httpd.h"
+#include "transport/stdio.h"
 
 extern char **environ;
 
-/* How long calls already submitted may still run after stdin reaches EOF. */
-#define MAIN_EOF_GRACE_MS 5000
 /*
  * malloc arenas at most (glibc's default is 8 per core). Every call runs on a
  * thread of its own, and each thread arena kept the high-water mark of the
@@ -69,7 +68,6 @@ static int engine_create_cfg(const struct config *cfg, int timeout_ms, struct en
 static void usage(FILE *f);
 static int serve(const struct config *cfg, char **args);
 static int serve_services(const struct config *cfg, struct janitor *janitor, bool http, const sigset_t *stop);
-static bool serve_stdio(const struct config *cfg, struct mcp *m, struct out *out);
 static int serve_http(struct mcp *m, const struct tool_services *svc, const sigset_t *stop);
 static int discard(void *data, const char *line, size_t len, bool response);
 static void engine_probe(const struct config *cfg, struct mcp *m);
@@ -285,7 +283,7 @@ static int serve_services(const struct config *cfg, struct janitor *janitor, boo
 		rc = serve_http(m, &svc, stop);
 		idle = mcp_destroy(m);
 	} else {
-		idle = serve_stdio(cfg, m, out);
+		idle = stdio_serve(m, out, cfg->max_line_bytes, &stop_signal);
 	}
 	/* after the workers: removes this instance's non-persistent containers */
 	if (!idle) {
@@ -345,39 +343,6 @@ static int serve_http(struct mcp *m, const struct tool_services *svc, const sigs
 	log_infof("stopping on signal %d", sig);
 	httpd_stop(h);
 	return 0;
-}
-
-/* Reads stdin until EOF or a signal. True when every call ended (see mcp_destroy). */
-static bool serve_stdio(const struct config *cfg, struct mcp *m, struct out *out)
-{
-	struct rpc_reader reader;
-	int r;
-
-	rpc_reader_init(&reader, STDIN_FILENO, cfg->max_line_bytes);
-	log_debugf("serving on stdio");
-	while (!stop_signal && !out_closed(out)) {
-		struct slice line;
-		r = rpc_reader_next(&reader, &line);
-		if (r == 1)
-			mcp_handle_line(m, (char *)line.p, line.n); /* the reader's buffer: mcp may consume it */
-		else if (r == -EMSGSIZE)
-			mcp_handle_oversized(m);
-		else if (r == -EINTR || r == -EAGAIN)
-			continue;
-		else if (r == 0)
-			break;
-		else {
-			log_errorf("reading stdin: %s", strerror(-r));
-			break;
-		}
-	}
-	if (stop_signal)
-		log_infof("stopping on signal %d", (int)stop_signal);
-	else if (!out_closed(out))
-		mcp_drain(m, MAIN_EOF_GRACE_MS); /* answer what was asked before EOF */
-
-	rpc_reader_finish(&reader);
-	return mcp_destroy(m);
 }
 
 /* Checks what the server needs and prints a fix for each problem; the exit status. */
