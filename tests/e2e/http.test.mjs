@@ -354,6 +354,12 @@ describe('hostile and broken HTTP clients', () => {
     }
     // the same length twice is one length (a list in one field libmicrohttpd refuses itself)
     assert.equal(statusOf(await rawRequest(srv.port, req([n, n]))), 200);
+    // a length beside chunks: which framing counts depends on who reads it (smuggling), and a
+    // Content-Length: 0 would have let a chunked body past the body budget uncharged
+    const chunked = `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${srv.port}\r\nContent-Type: application/json\r\n` +
+      `Accept: ${ACCEPT_BOTH}\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n` +
+      `${n.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+    assert.equal(statusOf(await rawRequest(srv.port, chunked)), 400);
     assert.equal((await post(srv, INIT)).status, 200, 'the server goes on');
   });
 

@@ -558,6 +558,13 @@ static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, bool lin
 	if (len.bad)
 		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
 				       "Bad Request: Content-Length is malformed or given twice with different values");
+	/*
+	 * Both framings: libmicrohttpd reads the chunks, a proxy in front may have read the length
+	 * (request smuggling), and the body budget would charge the length. RFC 9112 6.3 allows 400.
+	 */
+	if (len.seen && header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
+				       "Bad Request: send either Content-Length or Transfer-Encoding, not both");
 	if (len.seen && len.len > h->svc->cfg->max_line_bytes)
 		return reply_rpc_error(c, MHD_HTTP_CONTENT_TOO_LARGE, RPC_INVALID_REQUEST,
 				       "Payload Too Large: the message is longer than SANDBOX_MAX_LINE_BYTES");
