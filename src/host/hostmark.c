@@ -56,7 +56,7 @@ const char *hostmark_unsafe_name(const char *name)
 	if (name[0] == '.')
 		return "is hidden (starts with '.')";
 	size_t n = strlen(name);
-	if (strcmp(name, "__pycache__") == 0 ||
+	if (strcasecmp(name, "__pycache__") == 0 || /* case-insensitive filesystems find it too */
 	    (n > 4 && (strcasecmp(name + n - 4, ".pyc") == 0 || strcasecmp(name + n - 4, ".pyo") == 0)))
 		return "is Python bytecode (python would run it in place of the .py)";
 	return NULL;

@@ -627,17 +627,20 @@ static void test_replace_own(void **state)
 	ustar_body(&t, "ign", strlen("ign"));
 	ustar_header(&t, "./deep/__pycache__/f.cpython-311.pyc", '0', 3, NULL, 0644, 0);
 	ustar_body(&t, "pyc", strlen("pyc"));
+	ustar_header(&t, "./deep/__PyCache__/h.pyc", '0', 3, NULL, 0644, 0); /* one folder where case is folded */
+	ustar_body(&t, "pyc", strlen("pyc"));
 	ustar_header(&t, "./deep/g.PYC", '0', 3, NULL, 0644, 0);
 	ustar_body(&t, "pyc", strlen("pyc"));
 	buf_append(&t, (char[1024]){ 0 }, 1024);
 	assert_int_equal(extract(dfd, "tree", false, &t, &skipped, &err), 0);
-	assert_int_equal(json_array_size(skipped), 6);
+	assert_int_equal(json_array_size(skipped), 7);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 0), "name")), ".git");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 1), "name")), "bare/HEAD");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 2), "name")), "deep/.Hg");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 3), "name")), ".gitignore");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 4), "name")), "deep/__pycache__");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 5), "name")), "deep/g.PYC");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 5), "name")), "deep/__PyCache__");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(skipped, 6), "name")), "deep/g.PYC");
 	json_decref(skipped);
 	struct buf out;
 	buf_init(&out, 1u << 20);
