@@ -34,6 +34,7 @@
 
 #include "agent/agentproto.h"
 #include "agent/fileops.h"
+#include "agent/relay.h"
 
 #define AGENT_VERSION "1"
 /* Bytes read from a pipe or stdin at a time. */
@@ -400,6 +401,11 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--idle") == 0)
 		for (;;)
 			pause();
+	/* --relay PORT: a session's end of egress (relay.h) */
+	if (argc == 3 && strcmp(argv[1], "--relay") == 0) {
+		signal(SIGPIPE, SIG_IGN);
+		return relay_main(argv[2]);
+	}
 	/*
 	 * Non-dumpable: the built-ins it forks are told the names of the drop's
 	 * slots (dropops.h), which must stay secret from the user's other

@@ -166,3 +166,53 @@ int agentproto_parse_head(const char *p, size_t len, uint64_t *ret_size, unsigne
 	*ret_len = n + 1;
 	return 1;
 }
+
+void agentproto_whole_init(struct agentproto_whole *w, const char *types)
+{
+	agentproto_init(&w->f, types);
+	w->n = 0;
+}
+
+int agentproto_whole_feed(struct agentproto_whole *w, const char *in, size_t len, size_t *ret_consumed)
+{
+	size_t off = 0;
+	for (;;) {
+		struct agentproto_piece pc;
+		size_t used = 0;
+		int r = agentproto_feed(&w->f, in + off, len - off, &used, &pc);
+		if (r == -1)
+			return -1;
+		off += used;
+		if (r == -2) {
+			*ret_consumed = off;
+			return -2;
+		}
+		if (pc.size > sizeof(w->buf)) {
+			w->f.state = AGENTPROTO_ERROR;
+			return -1;
+		}
+		if (pc.first)
+			w->n = 0;
+		memcpy(w->buf + w->n, pc.p, pc.n);
+		w->n += (uint32_t)pc.n;
+		if (pc.last) {
+			*ret_consumed = off;
+			return 1;
+		}
+	}
+}
+
+void agentproto_relay_head(char out[AGENTPROTO_RELAY_HEAD], int type, uint32_t size, uint32_t id)
+{
+	agentproto_header(out, type, size);
+	out[5] = (char)(id >> 24);
+	out[6] = (char)(id >> 16);
+	out[7] = (char)(id >> 8);
+	out[8] = (char)id;
+}
+
+uint32_t agentproto_u32(const char *p)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
+}

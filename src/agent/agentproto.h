@@ -35,6 +35,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * The egress relay (`agent --relay PORT`, src/agent/relay.c, docs/egress.md)
+ * speaks the same frames with types of its own.  It listens on the
+ * sandbox's loopback and carries each accepted connection to the server,
+ * which is the proxy.  Every payload but 'H' and 'F' starts with the
+ * connection's id, 4 bytes big-endian, chosen by the agent and never reused:
+ *
+ * agent -> server: 'H' listening ("relay <port>"), 'F' could not listen
+ *                  ("<errno> <message>"), 'N' a connection was accepted,
+ *                  'D' bytes it sent, 'Z' it sent EOF, 'K' it is gone,
+ *                  'W' credit: then 4 more bytes, a count of the server's
+ *                  'D' bytes written to it.
+ * server -> agent: 'D' bytes for it, 'Z' no more bytes (shut down its write
+ *                  side), 'K' close it, 'W' credit as above.
+ *
+ * Flow control: each side may have at most AGENTPROTO_RELAY_WINDOW bytes of
+ * one connection unacknowledged; more is a protocol error.  So neither side
+ * buffers more than a window per connection, and one connection that does
+ * not read stalls only itself.  After a 'K' either way the id is dead, and
+ * frames for it that cross the 'K' are dropped.
+ */
+#define AGENTPROTO_RELAY_TO_AGENT "DZKW"
+#define AGENTPROTO_RELAY_TO_SERVER "HFNDZKW"
+/* Bytes of data in one 'D' frame at most (the id not counted). */
+#define AGENTPROTO_RELAY_DATA_MAX (64u << 10)
+/* Unacknowledged bytes per connection and direction. */
+#define AGENTPROTO_RELAY_WINDOW (256u << 10)
+/* Connections the agent keeps open at once; it closes any past this at once. */
+#define AGENTPROTO_RELAY_CONNS_MAX 256
+/* Length of a relay frame's fixed part: header and id ('W' adds 4). */
+#define AGENTPROTO_RELAY_HEAD (AGENTPROTO_HEADER_LEN + 4)
+
 /* Largest payload accepted in one frame either way. */
 #define AGENTPROTO_FRAME_MAX (4u << 20)
 /* Length of a frame header. */
@@ -102,6 +134,28 @@ int agentproto_field(const char *p, size_t len, size_t *off, int *ret_tag, const
 		     size_t *ret_value_len);
 /* Parses an 'X' payload. 0, or -1 when it is not three decimal numbers. */
 int agentproto_parse_exit(const char *p, size_t len, struct agentproto_exit *ret);
+
+/*
+ * Collects whole relay frames out of pieces: a payload of at most
+ * AGENTPROTO_RELAY_DATA_MAX + 8 bytes is gathered into buf.
+ */
+struct agentproto_whole {
+	struct agentproto f;
+	uint32_t n; /* payload bytes gathered */
+	char buf[AGENTPROTO_RELAY_DATA_MAX + 8];
+};
+void agentproto_whole_init(struct agentproto_whole *w, const char *types);
+/*
+ * Consumes from in[0..len) and sets *ret_consumed. 1 when a whole frame is
+ * in w (w->f.type, w->buf[0..w->n)), good until the next call; -2 when all
+ * of `in` was used and more is needed; -1 on a malformed header or a frame
+ * too big for buf (every later call returns -1).
+ */
+int agentproto_whole_feed(struct agentproto_whole *w, const char *in, size_t len, size_t *ret_consumed);
+/* Writes a relay frame's header and id: AGENTPROTO_RELAY_HEAD bytes; size counts the id and what follows. */
+void agentproto_relay_head(char out[AGENTPROTO_RELAY_HEAD], int type, uint32_t size, uint32_t id);
+/* The 4-byte big-endian number at p. */
+uint32_t agentproto_u32(const char *p);
 
 /* Longest head line of the built-in "read" (two numbers, a space, a newline). */
 #define AGENTPROTO_HEAD_MAX 48

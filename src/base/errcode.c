@@ -163,6 +163,26 @@ int err_append(struct err *e, int ret, const char *fmt, ...)
 	return ret;
 }
 
+int err_prefix(struct err *e, int ret, const char *fmt, ...)
+{
+	va_list ap;
+	char head[ERR_MSG_MAX], old[ERR_MSG_MAX];
+
+	if (!e)
+		return ret;
+	va_start(ap, fmt);
+	int n = vsnprintf(head, sizeof(head), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return ret;
+	utf8_sanitize(head);
+	memcpy(old, e->msg, sizeof(old));
+	old[sizeof(old) - 1] = '\0';
+	if ((size_t)snprintf(e->msg, sizeof(e->msg), "%s%s", head, old) >= sizeof(e->msg))
+		utf8_trim_end(e->msg);
+	return ret;
+}
+
 void err_clear(struct err *e)
 {
 	if (e) {

@@ -63,6 +63,8 @@ int err_set_tail(struct err *e, enum errcode code, int ret, const char *text, si
  * and sanitized like err_set's. The code stays; returns ret. NULL e: nothing.
  */
 int err_append(struct err *e, int ret, const char *fmt, ...) PRINTF_LIKE(3, 4);
+/* Puts what the caller knows before e's message ("egress rule 'x': "). The code stays; returns ret. */
+int err_prefix(struct err *e, int ret, const char *fmt, ...) PRINTF_LIKE(3, 4);
 void err_clear(struct err *e);
 
 #endif

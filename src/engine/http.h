@@ -18,7 +18,7 @@
 
 #include "base/buf.h"
 #include "base/errcode.h"
-#include "engine/http_parse.h"
+#include "base/http_parse.h"
 
 /* Largest request head we build (method, target and headers). */
 #define HTTP_REQUEST_HEAD_MAX 8192

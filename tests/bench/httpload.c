@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
-#include "engine/http_parse.h"
+#include "base/http_parse.h"
 #include "base/util.h"
 
 /* Largest response accepted (env_info's is a few KiB). */

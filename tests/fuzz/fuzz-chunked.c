@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "engine/http_parse.h"
+#include "base/http_parse.h"
 
 struct outcome {
 	int r;	    /* last result: 0 done, -2 need more, -1 malformed */

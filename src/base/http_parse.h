@@ -1,6 +1,7 @@
 /*
- * http_parse.h - pure parsers for the HTTP/1.1 responses of the Docker Engine:
- * the status line and headers, and the chunked transfer coding.
+ * http_parse.h - pure parsers for HTTP/1.1: the responses of the Docker
+ * Engine (status line and headers, the chunked transfer coding) and the
+ * request heads a sandbox sends the egress proxy (proxy/proxy.c).
  *
  * No I/O and no allocation: outputs are slices into the caller's buffer.
  * Return convention (as picohttpparser): >= 0 done, -2 need more bytes,
@@ -36,6 +37,24 @@ struct http_head {
 	struct http_header headers[HTTP_HEADERS_MAX];
 	size_t num_headers;
 };
+
+/* Largest request head accepted (the egress proxy's). */
+#define HTTP_PARSE_REQUEST_MAX (16 * 1024)
+
+struct http_request {
+	int minor_version; /* HTTP/1.<minor> */
+	struct slice method;
+	struct slice target; /* as sent: no whitespace or control bytes in it */
+	struct http_header headers[HTTP_HEADERS_MAX];
+	size_t num_headers;
+};
+
+/*
+ * Parses a request head at the start of buf. Returns its length including
+ * the blank line, -2 if the head is not complete yet (and within
+ * HTTP_PARSE_REQUEST_MAX), or -1 if malformed or too large.
+ */
+int http_parse_request(const char *buf, size_t len, struct http_request *ret);
 
 /*
  * Parses a response head at the start of buf. Returns its length including

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "engine/http_parse.h"
+#include "base/http_parse.h"
 
 static const char *find_eol(const char *p, const char *end);
 static int is_tchar(unsigned char c);
@@ -27,6 +27,75 @@ static int is_tchar(unsigned char c)
 	if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')
 		return 1;
 	return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/*
+ * The header lines from p to the blank line: the head's length (from buf),
+ * -2 when the blank line is not within end, -1 if malformed.
+ */
+static int parse_headers(const char *buf, const char *p, const char *end, struct http_header *headers,
+			 size_t *ret_num)
+{
+	*ret_num = 0;
+	for (;;) {
+		const char *eol = find_eol(p, end);
+		if (!eol)
+			return -2;
+		const char *le = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
+		if (le == p)
+			return (int)(eol + 1 - buf); /* blank line: end of head */
+		if (*ret_num == HTTP_HEADERS_MAX)
+			return -1;
+		const char *colon = p;
+		while (colon < le && *colon != ':') {
+			if (!is_tchar((unsigned char)*colon))
+				return -1;
+			colon++;
+		}
+		if (colon == le || colon == p)
+			return -1;
+		const char *v = colon + 1, *ve = le;
+		while (v < ve && (*v == ' ' || *v == '\t'))
+			v++;
+		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+			ve--;
+		for (const char *q = v; q < ve; q++) {
+			unsigned char c = (unsigned char)*q;
+			if ((c < 0x20 && c != '\t') || c == 0x7f)
+				return -1;
+		}
+		struct http_header *h = &headers[(*ret_num)++];
+		h->name = slice_make(p, (size_t)(colon - p));
+		h->value = slice_make(v, (size_t)(ve - v));
+		p = eol + 1;
+	}
+}
+
+int http_parse_request(const char *buf, size_t len, struct http_request *ret)
+{
+	size_t limit = len < HTTP_PARSE_REQUEST_MAX ? len : HTTP_PARSE_REQUEST_MAX;
+	const char *p = buf, *end = buf + limit;
+
+	/* request line: method SP target SP HTTP/1.x */
+	const char *eol = find_eol(p, end);
+	if (!eol)
+		return len >= HTTP_PARSE_REQUEST_MAX ? -1 : -2;
+	const char *le = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
+	const char *sp1 = p;
+	while (sp1 < le && is_tchar((unsigned char)*sp1))
+		sp1++;
+	if (sp1 == p || sp1 == le || *sp1 != ' ')
+		return -1;
+	const char *target = sp1 + 1, *sp2 = target;
+	while (sp2 < le && (unsigned char)*sp2 > 0x20 && *sp2 != 0x7f)
+		sp2++;
+	if (sp2 == target || le - sp2 != 9 || memcmp(sp2, " HTTP/1.", 8) != 0 || sp2[8] < '0' || sp2[8] > '9')
+		return -1;
+	ret->method = slice_make(p, (size_t)(sp1 - p));
+	ret->target = slice_make(target, (size_t)(sp2 - target));
+	ret->minor_version = sp2[8] - '0';
+	int r = parse_headers(buf, eol + 1, end, ret->headers, &ret->num_headers);
+	return r == -2 && len >= HTTP_PARSE_REQUEST_MAX ? -1 : r;
 }
 
 int http_parse_response(const char *buf, size_t len, struct http_head *ret)
@@ -52,41 +121,9 @@ int http_parse_response(const char *buf, size_t len, struct http_head *ret)
 		if ((unsigned char)*q < 0x20 && *q != '\t')
 			return -1;
 	ret->reason = slice_make(reason, (size_t)(le - reason));
-	ret->num_headers = 0;
 	p = eol + 1;
-
-	for (;;) {
-		eol = find_eol(p, end);
-		if (!eol)
-			goto incomplete;
-		le = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
-		if (le == p)
-			return (int)(eol + 1 - buf); /* blank line: end of head */
-		if (ret->num_headers == HTTP_HEADERS_MAX)
-			return -1;
-		const char *colon = p;
-		while (colon < le && *colon != ':') {
-			if (!is_tchar((unsigned char)*colon))
-				return -1;
-			colon++;
-		}
-		if (colon == le || colon == p)
-			return -1;
-		const char *v = colon + 1, *ve = le;
-		while (v < ve && (*v == ' ' || *v == '\t'))
-			v++;
-		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-			ve--;
-		for (const char *q = v; q < ve; q++) {
-			unsigned char c = (unsigned char)*q;
-			if ((c < 0x20 && c != '\t') || c == 0x7f)
-				return -1;
-		}
-		struct http_header *h = &ret->headers[ret->num_headers++];
-		h->name = slice_make(p, (size_t)(colon - p));
-		h->value = slice_make(v, (size_t)(ve - v));
-		p = eol + 1;
-	}
+	int r = parse_headers(buf, p, end, ret->headers, &ret->num_headers);
+	return r == -2 && len >= HTTP_HEAD_MAX ? -1 : r;
 
 incomplete:
 	return len >= HTTP_HEAD_MAX ? -1 : -2;
