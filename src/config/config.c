@@ -83,7 +83,7 @@ static const struct opt opts[] = {
 	{ "host_dirs", NULL, OPT_STRING, OFF(host_dirs), 0, 0,
 	  "Host directories files may move to and from, ':'-separated (default: none)" },
 	{ "tools", NULL, OPT_STRING, OFF(tools), 0, 0,
-	  "Tool groups to offer, ','-separated: session,run,files,pip,git,env (default: all)" },
+	  "Tool groups to offer, ','-separated: session,run,files,pip,git,env,egress (default: all)" },
 	{ "outbox", NULL, OPT_STRING, OFF(outbox), 0, 0, "Host directory new artifacts are also copied to" },
 	{ "runtime", NULL, OPT_STRING, OFF(runtime), 0, 0, "OCI runtime for sessions (e.g. runsc)" },
 	{ "commit_repos", NULL, OPT_STRING, OFF(commit_repos), 0, 0,
@@ -91,6 +91,15 @@ static const struct opt opts[] = {
 	  ")" },
 	{ "networks", NULL, OPT_STRING, OFF(networks), 0, 0,
 	  "Docker networks session_create may join, ','-separated (default: none; host and container: never)" },
+	{ "egress_allow", NULL, OPT_STRING, OFF(egress_allow), 0, 0,
+	  "Egress rules a session may ask for, ','-separated HOST[:PORT/PORT][ METHOD/METHOD], '*.' for names below "
+	  "('*': any name); default: the hosts of every preset; 'none': no egress" },
+	{ "egress_presets", NULL, OPT_STRING, OFF(egress_presets), 0, 0,
+	  "More egress presets, 'NAME=RULE,RULE;NAME=RULE' (built in: pypi, npm, github, debian)" },
+	{ "egress_addresses", NULL, OPT_STRING, OFF(egress_addresses), 0, 0,
+	  "Private, loopback or link-local addresses (CIDR, ','-separated) an allowed name may still reach "
+	  "(default: none)" },
+	{ "egress_conns", NULL, OPT_U64, OFF(egress_conns), 1, 256, "Egress connections one session may hold open" },
 	{ "http", NULL, OPT_STRING, OFF(http), 0, 0,
 	  "Serve MCP over HTTP on HOST:PORT (or PORT, on 127.0.0.1) at /mcp instead of stdio" },
 	{ "http_timeout_s", NULL, OPT_U64, OFF(http_timeout_s), 1, 3600,
@@ -122,6 +131,7 @@ static const struct {
 } tool_groups[] = {
 	{ "session", TOOL_GROUP_SESSION }, { "run", TOOL_GROUP_RUN }, { "files", TOOL_GROUP_FILES },
 	{ "pip", TOOL_GROUP_PIP },	   { "git", TOOL_GROUP_GIT }, { "env", TOOL_GROUP_ENV },
+	{ "egress", TOOL_GROUP_EGRESS },
 };
 
 static int opt_set(struct config *c, const struct opt *o, const char *value, const char *from, struct err *err);
@@ -155,9 +165,13 @@ void config_init(struct config *c)
 	c->http_link_ttl_s = 86400;
 	c->workspace = xstrdup("/workspace");
 	c->host_dirs = xstrdup("");
-	c->tools = xstrdup("session,run,files,pip,git,env");
+	c->tools = xstrdup("session,run,files,pip,git,env,egress");
 	c->commit_repos = xstrdup(CONFIG_COMMIT_REPOS_DEFAULT);
 	c->networks = xstrdup("");
+	c->egress_allow = xstrdup("");
+	c->egress_presets = xstrdup("");
+	c->egress_addresses = xstrdup("");
+	c->egress_conns = 64;
 	c->images = xstrdup("");
 	c->pull = xstrdup("missing");
 	c->log_level_name = xstrdup("info");

@@ -26,7 +26,8 @@ enum tool_group {
 	TOOL_GROUP_PIP = 1u << 3,
 	TOOL_GROUP_GIT = 1u << 4,
 	TOOL_GROUP_ENV = 1u << 5,
-	TOOL_GROUP_ALL = (1u << 6) - 1,
+	TOOL_GROUP_EGRESS = 1u << 6,
+	TOOL_GROUP_ALL = (1u << 7) - 1,
 };
 
 /* Repositories a commit or export may create unless SANDBOX_COMMIT_REPOS says otherwise. */
@@ -73,6 +74,11 @@ struct config {
 	char *runtime;
 	char *commit_repos;		 /* repository patterns session_commit and session_export may tag (image.h) */
 	char *networks;			 /* Docker networks sessions may join besides none, ','-separated */
+	/* egress through the server's proxy (docs/egress.md; parsed by sandbox/egress.c) */
+	char *egress_allow;	/* the ceiling: rules a session may ask for; "": every preset's; "none": no egress */
+	char *egress_presets;	/* the operator's presets, "NAME=RULE,RULE;NAME=..." */
+	char *egress_addresses; /* special addresses (CIDR) an allowed name may still resolve to */
+	uint64_t egress_conns;	/* connections per session at once */
 	char *http;			 /* --http HOST:PORT; NULL or "": stdio */
 	char *http_allow_origin;	 /* ','-separated origins; NULL or "": localhost's on loopback */
 	uint64_t http_timeout_s;	 /* idle HTTP connections are closed after this */

@@ -26,6 +26,7 @@
 #include "engine/compat.h"
 #include "engine/engine-image.h"
 #include "sandbox/agentctl.h"
+#include "sandbox/egress.h"
 #include "sandbox/ceiling.h"
 #include "sandbox/pool.h"
 #include "sandbox/pull.h"
@@ -75,6 +76,7 @@ struct session_mgr {
 	struct pending *pending;
 	size_t npending;
 	struct pool *pool; /* the warm pool (pool.h), filled after the start-up scan */
+	struct egress_conf egress; /* the operator's egress settings (egress.h) */
 	/*
 	 * Bit i: on engine i a create or a removal failed (the engine went away
 	 * mid-way), so a container of this instance may be there that no session
@@ -166,6 +168,11 @@ int session_mgr_create(const struct config *cfg, struct engines *es, struct sess
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->wake, NULL);
 	m->pool = pool_create(cfg, m, &session_pool_ops, (size_t)cfg->pool_size);
+	int r = egress_conf_init(cfg, &m->egress, err);
+	if (r < 0) {
+		session_mgr_destroy(m);
+		return r;
+	}
 
 	if (lock_dir_path(m->lock_dir, sizeof(m->lock_dir)) < 0 || (mkdir(m->lock_dir, 0700) < 0 && errno != EEXIST) ||
 	    lstat(m->lock_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
@@ -646,6 +653,7 @@ static void session_free(struct session *s)
 	json_decref(s->pip_jobs);
 	pyrepl_destroy(s->repl);
 	agentctl_destroy(s->agent);
+	egress_stop(s->egress);
 	free(s);
 }
 
@@ -808,6 +816,7 @@ void session_mgr_destroy(struct session_mgr *m)
 	}
 	free(m->list);
 	pool_destroy(m->pool);
+	egress_conf_finish(&m->egress);
 	json_decref(m->users);
 	const char *inst;
 	json_t *fd;
@@ -1057,6 +1066,8 @@ bool session_agent_run(struct engine *e, struct call *call, struct session *s, c
 {
 	struct err se;
 
+	if (s->egress && egress_ensure(s->egress, e, call, s->container, &se) < 0)
+		log_warnf("session %s: %s; it has no egress until a later call starts it", s->id, se.msg);
 	if (!s->agent_installed || atomic_exchange(&s->agent_busy, true))
 		return false;
 	if (s->agent && !agentctl_alive(s->agent)) {
@@ -1177,6 +1188,20 @@ static int hand_out(struct session_mgr *m, struct call *call, const struct sessi
 	return r;
 }
 
+/* An egress request is valid here: on network none, within the operator's ceiling. */
+static int egress_check(struct session_mgr *m, const struct session_opts *o, const char *network, struct err *err)
+{
+	struct policy p;
+	if (strcmp(network, "none") != 0)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			       "egress and network '%.60s' do not go together: a session with egress has no network "
+			       "of its own and reaches only what its policy allows; omit one of them",
+			       network);
+	int r = egress_policy_build(&m->egress, o->egress, &p, err);
+	policy_finish(&p);
+	return r;
+}
+
 int session_create(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session **ret,
 		   struct err *err)
 {
@@ -1208,6 +1233,8 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 			       "network '%.80s' is not allowed: sessions have no network unless the operator lists "
 			       "the Docker network in SANDBOX_NETWORKS (now: %s); omit network to run without one",
 			       network, cfg->networks[0] ? cfg->networks : "empty");
+	if (o->egress && (r = egress_check(m, o, network, err)) < 0)
+		return r;
 	wait_ready(m);
 	/* the name and the place under the limit are held from this check until the session is listed */
 	struct pending pend = { .name = o->name && *o->name ? o->name : NULL, .owner = call_principal(call) };
@@ -1331,6 +1358,8 @@ static json_t *container_body(const struct session_mgr *m, const struct session 
 	}
 	if (fallback) /* the image's own user has a home; the fallback user may not */
 		json_array_append_new(env, json_string("HOME=/tmp"));
+	if (o->egress)
+		egress_env(env);
 	json_t *hc =
 		json_pack("{s:s, s:[s], s:[s], s:I, s:I, s:I, s:I, s:b, s:b, s:{s:s}, s:{s:s, s:{}}, s:[{s:s, s:I, s:I}, "
 			  "{s:s, s:I, s:I}], s:b, s:s}",
@@ -1420,6 +1449,18 @@ static int container_ready(struct session_mgr *m, struct call *call, struct engi
 	return r;
 }
 
+/* Starts s's egress with the policy o asked for (checked by session_create). */
+static int egress_begin(struct session_mgr *m, struct call *call, struct engine *eng, struct session *s,
+			const struct session_opts *o, struct err *err)
+{
+	struct policy p;
+	int r = egress_policy_build(&m->egress, o->egress, &p, err);
+	if (r == 0)
+		r = egress_start(eng, call, s->container, &m->egress, &p, s->id, &s->egress, err);
+	policy_finish(&p);
+	return r;
+}
+
 /*
  * A session's container, created with the hardening, started and checked:
  * the session is not listed yet (*ret is the caller's). pooled: a warm-pool
@@ -1493,7 +1534,9 @@ static int container_new(struct session_mgr *m, struct call *call, const struct 
 		return r;
 	}
 	s->warnings = warnings;
-	if ((r = container_ready(m, call, eng, s, with_agent, err)) < 0) {
+	if ((r = container_ready(m, call, eng, s, with_agent, err)) == 0 && o->egress)
+		r = egress_begin(m, call, eng, s, o, err);
+	if (r < 0) {
 		remove_container(m, s);
 		session_free(s);
 		return r;
@@ -1625,12 +1668,15 @@ struct engine *session_engine(const struct session *s)
 json_t *session_json(const struct session *s)
 {
 	/* s:s*: an unnamed session has no "name" (not "") */
-	return json_pack("{s:s, s:s, s:s*, s:s, s:s, s:b, s:s, s:I, s:f, s:I, s:b, s:I, s:I, s:s}", "session_id", s->id,
-			 "engine", s->engine_name, "name", s->name[0] ? s->name : NULL, "image", s->image,
-			 "container_id", s->container, "persistent", s->persistent, "network", s->network, "memory_mb",
-			 (json_int_t)s->memory_mb, "cpus", s->cpus, "pids", (json_int_t)s->pids, "read_only",
-			 s->read_only, "created", (json_int_t)s->created, "last_used", (json_int_t)s->last_used, "user",
-			 s->user);
+	json_t *j = json_pack("{s:s, s:s, s:s*, s:s, s:s, s:b, s:s, s:I, s:f, s:I, s:b, s:I, s:I, s:s}", "session_id",
+			      s->id, "engine", s->engine_name, "name", s->name[0] ? s->name : NULL, "image", s->image,
+			      "container_id", s->container, "persistent", s->persistent, "network", s->network,
+			      "memory_mb", (json_int_t)s->memory_mb, "cpus", s->cpus, "pids", (json_int_t)s->pids,
+			      "read_only", s->read_only, "created", (json_int_t)s->created, "last_used",
+			      (json_int_t)s->last_used, "user", s->user);
+	if (s->egress)
+		json_object_set_new(j, "egress", egress_status(s->egress));
+	return j;
 }
 
 json_t *session_list_json(struct session_mgr *m, struct call *call)
@@ -1795,4 +1841,9 @@ void session_record(struct session *s, const char *kind, json_t *entry)
 	    json_array_append(s->history, entry) < 0)
 		log_warnf("session %s: could not record a %s for session_export", s->id, kind);
 	json_decref(entry);
+}
+
+const struct egress_conf *session_egress_conf(const struct session_mgr *m)
+{
+	return &m->egress;
 }

@@ -44,6 +44,8 @@ enum session_drop {
 };
 
 struct agentctl;
+struct egress;
+struct egress_conf;
 struct exec_result;
 struct exec_spec;
 struct pyrepl;
@@ -115,6 +117,8 @@ struct session {
 	json_t *history;
 	/* background pip installs: package as given -> its job folder in the container */
 	json_t *pip_jobs;
+	/* its egress relay and proxy (egress.h), or NULL when it has none; changed by its own calls */
+	struct egress *egress;
 };
 
 /* Hears a pull's progress: bytes so far, bytes in all (0: not known yet), a line for people (pull.h). */
@@ -125,6 +129,7 @@ struct session_opts {
 	const char *name;
 	bool persistent;
 	const char *network; /* "none" (default), or an engine network name */
+	json_t *egress;	     /* {"allow": [...], "presets": [...]} (egress.h), or NULL: none */
 	json_t *env;	     /* object of strings, or NULL */
 	uint64_t memory_mb;  /* 0: default */
 	double cpus;	     /* 0: default */
@@ -204,6 +209,8 @@ json_t *session_json(const struct session *s);
 void session_key(struct session_mgr *m, const char *principal, const char *ref, char *out, size_t outsz);
 /* Live sessions of principal owner; NULL: of every principal. */
 unsigned session_count(struct session_mgr *m, const char *owner);
+/* The operator's egress settings (egress.h), for the tools. */
+const struct egress_conf *session_egress_conf(const struct session_mgr *m);
 /* Warm-pool members ready to be handed out (pool.h). */
 size_t session_pool_ready(struct session_mgr *m);
 /* Remembers that a background pip install of package writes its log and status in dir. */

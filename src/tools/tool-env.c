@@ -22,6 +22,7 @@
 #include "sandbox/ceiling.h"
 #include "sandbox/exec.h"
 #include "sandbox/pull.h"
+#include "sandbox/egress.h"
 #include "tools/tools.h"
 
 /* How long env_info reuses the engine's answers. */
@@ -251,6 +252,7 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 		  json_string_value(json_object_get(limits, "workspace_quota")),
 		  (unsigned long long)ctx->svc->cfg->output_save_mb);
 	json_object_set_new(out, "limits", limits);
+	json_object_set_new(out, "egress", egress_conf_json(session_egress_conf(ctx->svc->sessions)));
 	if (images) {
 		tool_text(res, "Images: %s; pull %s; %zu local images allowed (images.local)",
 			  config_images_summary(ctx->svc->cfg), ctx->svc->cfg->pull,

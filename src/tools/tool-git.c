@@ -270,11 +270,11 @@ static int git_clone(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 		/* the source being no repository is in git's own words; dest is not the folder to git init */
 		r = err_set_tail(&e, ERRCODE_GIT_FAILED, -EIO, out, out ? len : 0,
 				 "git clone failed (exit %d); its last lines:\n", xr.exit_code);
-		if (strcmp(s->network, "none") == 0 && out &&
+		if (strcmp(s->network, "none") == 0 && !s->egress && out &&
 		    (strstr(out, "Could not resolve host") || strstr(out, "unable to access")))
 			r = err_set_tail(&e, ERRCODE_GIT_FAILED, -EIO, out, len,
-					 "git clone failed: this session has no network (session_create {\"network\": "
-					 "\"bridge\"} for one that can reach remote repositories); git's last lines:\n");
+					 "git clone failed: this session has no network (session_create {\"egress\": "
+					 "{\"presets\": [\"github\"]}} for one that can reach GitHub); git's last lines:\n");
 	}
 	exec_result_finish(&xr);
 	if (r < 0) {

@@ -60,9 +60,10 @@ static void pa_pip(struct pip_argv *a, const char *verb)
 	pa_add(a, verb);
 }
 
+/* No network and no egress: nothing but files in the sandbox can be installed. */
 static bool session_offline(const struct session *s)
 {
-	return s->network[0] == '\0' || strcmp(s->network, "none") == 0;
+	return !s->egress && (s->network[0] == '\0' || strcmp(s->network, "none") == 0);
 }
 
 /* What the exit of a pip that could not start means: no python, or no pip module. */
@@ -332,7 +333,8 @@ static int pip_install(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 		err_set(&e, ERRCODE_NETWORK_DISABLED, -ENETUNREACH,
 			"session %s has no network, so pip cannot reach a package index. Install from files in the "
 			"sandbox instead (a wheel, sdist or project folder path, or find_links naming a folder of "
-			"wheels), or session_create {\"network\": \"bridge\"} for a session that can download",
+			"wheels), or session_create {\"egress\": {\"presets\": [\"pypi\"]}} for a session that can "
+			"download from PyPI",
 			s->id);
 		tool_fail(res, &e);
 	} else {

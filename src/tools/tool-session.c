@@ -18,7 +18,8 @@ static int session_close_tool(struct tool_ctx *ctx, json_t *args, struct tool_re
 	"\"container_id\":{\"type\":\"string\"},\"persistent\":{\"type\":\"boolean\"},"                            \
 	"\"network\":{\"type\":\"string\"},\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},"   \
 	"\"pids\":{\"type\":\"integer\"},\"read_only\":{\"type\":\"boolean\"},\"created\":{\"type\":\"integer\"}," \
-	"\"last_used\":{\"type\":\"integer\"},\"user\":{\"type\":\"string\"},\"engine\":{\"type\":\"string\"}"
+	"\"last_used\":{\"type\":\"integer\"},\"user\":{\"type\":\"string\"},\"engine\":{\"type\":\"string\"},"     \
+	"\"egress\":{\"type\":\"object\",\"properties\":{},\"description\":\"only for a session with egress: its policy, relay and log\"}"
 
 /* A pull's progress as notifications/progress of the call (tool_progress drops what does not grow). */
 static void pull_progress(void *arg, double done, double total, const char *msg)
@@ -33,6 +34,7 @@ static int session_create_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 		.name = json_string_value(json_object_get(args, "name")),
 		.persistent = json_is_true(json_object_get(args, "persistent")),
 		.network = json_string_value(json_object_get(args, "network")),
+		.egress = json_object_get(args, "egress"),
 		.env = json_object_get(args, "env"),
 		.read_only = json_is_true(json_object_get(args, "read_only")),
 		.engine = json_string_value(json_object_get(args, "engine")),
@@ -134,6 +136,10 @@ const struct tool_entry tool_session_create_entry = {
 		"\"network\":{\"type\":\"string\",\"maxLength\":63,\"description\":\"'none' (default), or a Docker "
 		"network the operator allows (SANDBOX_NETWORKS; env_info config.networks lists them) for network access. "
 		"Never host or container:<id>. At most 63 characters.\"},"
+		"\"egress\":{\"type\":\"object\",\"additionalProperties\":false,\"description\":\"Network by "
+		"name: the session reaches only these hosts, through the server's proxy (pip, git, npm and curl "
+		"find it by themselves), and nothing else. E.g. {\\\"presets\\\": [\\\"pypi\\\"]}. "
+		"session_egress shows the log and changes it later.\",\"properties\":{" EGRESS_PROPS "}},"
 		"\"env\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":{\"type\":\"string\"},"
 		"\"description\":\"Environment variables for everything run in the session\"},"
 		"\"memory_mb\":{\"type\":\"integer\",\"minimum\":16,\"maximum\":1048576,\"description\":\"Memory "

@@ -28,6 +28,7 @@
 	X(session_close)  \
 	X(session_commit) \
 	X(session_export) \
+	X(session_egress) \
 	X(run_command)    \
 	X(run_python)     \
 	X(env_info)       \

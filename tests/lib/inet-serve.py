@@ -1,0 +1,80 @@
+# inet-serve.py - one host of the egress tests' offline internet
+# (tests/lib/egressnet.mjs): serves a folder over HTTPS on 443 and HTTP on
+# 80, with the test CA's certificate for its names, and writes one JSON line
+# per request (the TLS server name, the Host header, the path) to a log the
+# test reads: a canary host's log shows whether anything reached it.
+#
+# usage: python3 inet-serve.py CERT KEY ROOT LOG
+import functools
+import http.server
+import json
+import socketserver
+import ssl
+import sys
+import threading
+
+cert, key, root, log = sys.argv[1:5]
+lock = threading.Lock()
+
+
+def note(**kw):
+    with lock, open(log, 'a') as f:
+        f.write(json.dumps(kw) + '\n')
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, fmt, *args):
+        pass
+
+    def note(self):
+        sni = getattr(self.connection, 'sni', None)
+        note(sni=sni, host=self.headers.get('Host'), path=self.path, method=self.command)
+
+    def do_GET(self):
+        self.note()
+        super().do_GET()
+
+    def do_HEAD(self):
+        self.note()
+        super().do_HEAD()
+
+    def do_POST(self):
+        self.note()
+        n = int(self.headers.get('Content-Length') or 0)
+        body = self.rfile.read(n)
+        self.send_response(200)
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class TLSServer(Server):
+    def get_request(self):
+        sock, addr = super().get_request()
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        seen = {}
+        ctx.sni_callback = lambda s, name, c: seen.__setitem__('sni', name)
+        tls = ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        try:
+            tls.settimeout(10)
+            tls.do_handshake()
+            tls.settimeout(None)
+        except Exception as e:
+            note(sni=seen.get('sni'), error=str(e)[:200])
+            raise
+        tls.sni = seen.get('sni')
+        return tls, addr
+
+
+handler = functools.partial(Handler, directory=root)
+plain = Server(('0.0.0.0', 80), handler)
+threading.Thread(target=plain.serve_forever, daemon=True).start()
+secure = TLSServer(('0.0.0.0', 443), handler)
+print('ready', flush=True)
+secure.serve_forever()
