@@ -477,7 +477,7 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
 
 	const char *session = json_string_value(json_object_get(args, "session_id"));
 	/* a call that names a session queues behind that session's other calls */
-	if (t->per_session || session)
+	if ((t->per_session || session) && !t->beside_queue)
 		session_key(m->svc->sessions, rq->peer->principal, session, key, DISPATCH_KEY_MAX);
 	else
 		snprintf(key, sizeof(key), "c:%llu", (unsigned long long)atomic_fetch_add(&m->seq, 1));

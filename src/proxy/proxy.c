@@ -126,7 +126,7 @@ static struct logent *log_slot(struct proxy *p, const char *host, uint16_t port,
 
 static void log_note(struct proxy *p, const struct pconn *c, bool allowed, const char *why)
 {
-	const char *host = c->req.host[0] ? c->req.host : "(no request)";
+	const char *host = c->req.host[0] ? c->req.host : "(malformed request)";
 	pthread_mutex_lock(&p->mu);
 	struct logent *e = log_slot(p, host, c->req.port, allowed);
 	e->count++;
@@ -431,7 +431,8 @@ static void hello_look(struct proxy *p, struct pconn *c)
 	/* parse again only when the first record may be whole, or 512 more bytes came */
 	size_t need = c->in.len >= 5 ? 5 + ((size_t)(unsigned char)c->in.data[3] << 8 | (unsigned char)c->in.data[4])
 				     : 5;
-	if (c->in.len == 0 || (c->in.len < need && c->in.len < c->tried + 512))
+	bool tls_start = c->in.len > 0 && c->in.data[0] == 0x16;
+	if (c->in.len == 0 || (tls_start && c->tried && c->in.len < need && c->in.len < c->tried + 512))
 		return;
 	c->tried = c->in.len;
 	int r = tlshello_sni((const unsigned char *)c->in.data, c->in.len, sni, sizeof(sni));

@@ -26,7 +26,11 @@ static int session_egress_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			    s->id);
 	} else if (allow || presets) {
 		struct policy p;
-		json_t *want = json_pack("{s:O?, s:O?}", "allow", allow, "presets", presets);
+		json_t *want = json_object();
+		if (allow)
+			json_object_set(want, "allow", allow);
+		if (presets)
+			json_object_set(want, "presets", presets);
 		r = egress_policy_build(session_egress_conf(ctx->svc->sessions), want, &p, &e);
 		json_decref(want);
 		if (r == 0) {
@@ -82,6 +86,7 @@ const struct tool_entry tool_session_egress_entry = {
 	.destructive = false,
 	.idempotent = true,
 	.open_world = false,
-	.per_session = true,
+	.per_session = false,
+	.beside_queue = true,
 	.handler = session_egress_tool,
 };

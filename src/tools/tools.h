@@ -79,6 +79,12 @@ struct tool_entry {
 	unsigned group;		   /* enum tool_group */
 	bool read_only, destructive, idempotent, open_world;
 	bool per_session; /* runs on its session's FIFO (else runs alone) */
+	/*
+	 * Never queues behind its session's calls, even when it names one: it
+	 * touches only state with a lock of its own (session_egress must change
+	 * a policy while a command hangs on a host).
+	 */
+	bool beside_queue;
 	tool_handler_fn handler;
 	/* a string argument that may be megabytes (file_write's content): read it with tool_arg_string */
 	const char *bulk_arg;

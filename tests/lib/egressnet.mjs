@@ -20,6 +20,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, rmSync, existsSync, chmodSync } from 'node:fs';
 import { createHash } from 'node:crypto';
+import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { docker, sleep } from './harness.mjs';
@@ -140,6 +141,11 @@ export class EgressNet {
     await this.host('evil', inet.name, this.ip.evil, join(this.dir, 'evil'), 'evil', join(this.dir, 'evil', 'root'));
     await this.host('lan', lan.name, this.ip.lan, join(this.dir, 'lan'), 'lan', join(this.dir, 'lan', 'root'));
     this.startDns();
+    // a host service on 0.0.0.0: the sandbox must not reach it, also not at the bridge's gateway address
+    this.hits = 0;
+    this.listener = createServer((c) => { this.hits++; c.destroy(); });
+    await new Promise((res) => this.listener.listen(0, '0.0.0.0', res));
+    this.hostPort = this.listener.address().port;
     await this.waitReady();
     return this;
   }
@@ -193,6 +199,11 @@ export class EgressNet {
     return ['unshare', '-m', 'sh', '-c', `mount --bind ${this.resolvConf} /etc/resolv.conf && exec "$0" "$@"`];
   }
 
+  /** Connections the host service on 0.0.0.0 accepted. */
+  hostHits() {
+    return this.hits;
+  }
+
   /** Requests a canary host saw: an array of {sni, host, path, method}. */
   seen(name) {
     return readFileSync(join(this.dir, name, 'log'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
@@ -212,6 +223,7 @@ export class EgressNet {
 
   async stop() {
     if (this.dns) this.dns.kill('SIGKILL');
+    if (this.listener) this.listener.close();
     for (const c of this.containers ?? []) await docker(['rm', '-f', c]);
     for (const n of this.networks ?? []) await docker(['network', 'rm', n]);
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
