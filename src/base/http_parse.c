@@ -8,8 +8,8 @@
  */
 #include <string.h>
 
-#include "base/util.h"
 #include "base/http_parse.h"
+#include "base/util.h"
 
 static const char *find_eol(const char *p, const char *end);
 static int is_tchar(unsigned char c);
@@ -33,8 +33,7 @@ static int is_tchar(unsigned char c)
  * The header lines from p to the blank line: the head's length (from buf),
  * -2 when the blank line is not within end, -1 if malformed.
  */
-static int parse_headers(const char *buf, const char *p, const char *end, struct http_header *headers,
-			 size_t *ret_num)
+static int parse_headers(const char *buf, const char *p, const char *end, struct http_header *headers, size_t *ret_num)
 {
 	*ret_num = 0;
 	for (;;) {

@@ -72,16 +72,16 @@ struct config {
 	char *tools;
 	char *outbox;
 	char *runtime;
-	char *commit_repos;		 /* repository patterns session_commit and session_export may tag (image.h) */
-	char *networks;			 /* Docker networks sessions may join besides none, ','-separated */
+	char *commit_repos; /* repository patterns session_commit and session_export may tag (image.h) */
+	char *networks;	    /* Docker networks sessions may join besides none, ','-separated */
 	/* egress through the server's proxy (docs/egress.md; parsed by sandbox/egress.c) */
-	char *egress_allow;	/* the ceiling: rules a session may ask for; "": every preset's; "none": no egress */
-	char *egress_presets;	/* the operator's presets, "NAME=RULE,RULE;NAME=..." */
-	char *egress_addresses; /* special addresses (CIDR) an allowed name may still resolve to */
-	uint64_t egress_conns;	/* connections per session at once */
-	char *http;			 /* --http HOST:PORT; NULL or "": stdio */
-	char *http_allow_origin;	 /* ','-separated origins; NULL or "": localhost's on loopback */
-	uint64_t http_timeout_s;	 /* idle HTTP connections are closed after this */
+	char *egress_allow;	 /* the ceiling: rules a session may ask for; "": every preset's; "none": no egress */
+	char *egress_presets;	 /* the operator's presets, "NAME=RULE,RULE;NAME=..." */
+	char *egress_addresses;	 /* special addresses (CIDR) an allowed name may still resolve to */
+	uint64_t egress_conns;	 /* connections per session at once */
+	char *http;		 /* --http HOST:PORT; NULL or "": stdio */
+	char *http_allow_origin; /* ','-separated origins; NULL or "": localhost's on loopback */
+	uint64_t http_timeout_s; /* idle HTTP connections are closed after this */
 	uint64_t http_request_timeout_s; /* a request head and body must arrive within this */
 	char *http_public_url;		 /* base of signed links; NULL or "": the bound address */
 	uint64_t http_link_ttl_s;	 /* signed links live this long */

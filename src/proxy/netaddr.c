@@ -7,6 +7,7 @@
  * cannot.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,10 @@ struct range {
 	const char *why;
 };
 
-#define V4(a, b, c, d) { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d }
+#define V4(a, b, c, d)                                               \
+	{                                                            \
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d \
+	}
 
 /* Ranges never connected to unless listed (IANA special-purpose registries). */
 static const struct range special[] = {
@@ -69,11 +73,12 @@ static bool to16(const struct sockaddr *sa, uint8_t out[16])
 	if (sa->sa_family == AF_INET) {
 		static const uint8_t pre[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 		memcpy(out, pre, 12);
-		memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		/* by offset: a struct sockaddr * need not be aligned for sockaddr_in */
+		memcpy(out + 12, (const char *)sa + offsetof(struct sockaddr_in, sin_addr), 4);
 		return true;
 	}
 	if (sa->sa_family == AF_INET6) {
-		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		memcpy(out, (const char *)sa + offsetof(struct sockaddr_in6, sin6_addr), 16);
 		return true;
 	}
 	return false;

@@ -31,9 +31,8 @@ static const struct {
 	const char *name;
 	unsigned bit;
 } methods[] = {
-	{ "GET", POLICY_GET },	       { "HEAD", POLICY_HEAD },	  { "POST", POLICY_POST },
-	{ "PUT", POLICY_PUT },	       { "PATCH", POLICY_PATCH }, { "DELETE", POLICY_DELETE },
-	{ "OPTIONS", POLICY_OPTIONS },
+	{ "GET", POLICY_GET },	   { "HEAD", POLICY_HEAD },	{ "POST", POLICY_POST },       { "PUT", POLICY_PUT },
+	{ "PATCH", POLICY_PATCH }, { "DELETE", POLICY_DELETE }, { "OPTIONS", POLICY_OPTIONS },
 };
 
 void policy_finish(struct policy *p)
@@ -218,8 +217,8 @@ int policy_parse_list(struct policy *p, const char *text, const char *setting, s
 		char one[POLICY_RULE_TEXT_MAX + 1];
 		struct policy_rule r;
 		if (n > POLICY_RULE_TEXT_MAX)
-			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "%s: a rule is longer than %d characters",
-				       setting, POLICY_RULE_TEXT_MAX);
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+				       "%s: a rule is longer than %d characters", setting, POLICY_RULE_TEXT_MAX);
 		memcpy(one, s, n);
 		one[n] = '\0';
 		int r_ = policy_rule_parse(one, true, &r, err);
@@ -279,8 +278,7 @@ static bool pattern_covers(const char *outer, const char *inner)
 	if (strcmp(outer, "*") == 0)
 		return true;
 	/* "*.a.b" inside "*.b" or "*.a.b" */
-	return strncmp(outer, "*.", 2) == 0 &&
-	       (strcasecmp(outer, inner) == 0 || policy_name_match(outer, inner + 2));
+	return strncmp(outer, "*.", 2) == 0 && (strcasecmp(outer, inner) == 0 || policy_name_match(outer, inner + 2));
 }
 
 bool policy_within(const struct policy *ceiling, const struct policy_rule *r)
@@ -333,8 +331,8 @@ static int preset_next(const char **s, char name[POLICY_PRESET_NAME_MAX + 1], ch
 }
 
 /* Calls fn for each preset, built-in then the operator's; stops at fn's nonzero return. */
-static int presets_each(const char *text, int (*fn)(void *arg, const char *name, struct policy *p),
-			void *arg, struct err *err)
+static int presets_each(const char *text, int (*fn)(void *arg, const char *name, struct policy *p), void *arg,
+			struct err *err)
 {
 	char name[POLICY_PRESET_NAME_MAX + 1];
 	int r = 0;

@@ -15,9 +15,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,7 +229,7 @@ static void conn_free(struct proxy *p, struct pconn *c, bool tell)
 static void refuse(struct proxy *p, struct pconn *c, int status, const char *why)
 {
 	static const char *const reasons[][2] = { { "400", "Bad Request" },	    { "403", "Forbidden" },
-						  { "405", "Method Not Allowed" }, { "408", "Request Timeout" },
+						  { "405", "Method Not Allowed" },  { "408", "Request Timeout" },
 						  { "411", "Length Required" },	    { "431", "Headers Too Large" },
 						  { "501", "Not Implemented" },	    { "502", "Bad Gateway" },
 						  { "503", "Service Unavailable" }, { "504", "Gateway Timeout" } };
@@ -572,7 +572,8 @@ static void on_new(struct proxy *p, uint32_t id)
 	pthread_mutex_unlock(&p->mu);
 	if (n > p->set->conns_max) {
 		char why[200];
-		snprintf(why, sizeof(why), "this session has %u egress connections open, the most it may (SANDBOX_EGRESS_CONNS)",
+		snprintf(why, sizeof(why),
+			 "this session has %u egress connections open, the most it may (SANDBOX_EGRESS_CONNS)",
 			 p->set->conns_max);
 		refuse(p, c, 503, why);
 	}
@@ -600,7 +601,8 @@ static void on_frame(struct proxy *p, int type, const char *d, uint32_t n)
 		pthread_mutex_lock(&p->mu);
 		p->hello = type == 'H' ? 1 : -1;
 		if (type == 'F')
-			snprintf(p->down, sizeof(p->down), "the relay could not listen: %.*s", (int)(n < 200 ? n : 200), d);
+			snprintf(p->down, sizeof(p->down), "the relay could not listen: %.*s", (int)(n < 200 ? n : 200),
+				 d);
 		pthread_cond_broadcast(&p->cond);
 		pthread_mutex_unlock(&p->mu);
 		return;
@@ -654,7 +656,8 @@ static bool relay_read(struct proxy *p, const char *in, size_t len)
 		if (r == -2)
 			break;
 		if (stream == STREAM_STDERR || stream == STREAM_SYSTEMERR) {
-			log_infof("egress %s: the relay says: %.*s", p->name, (int)(data.n < 300 ? data.n : 300), data.p);
+			log_infof("egress %s: the relay says: %.*s", p->name, (int)(data.n < 300 ? data.n : 300),
+				  data.p);
 			continue;
 		}
 		for (size_t k = 0; k < data.n;) {
@@ -723,13 +726,14 @@ static void timers(struct proxy *p, int64_t now)
 		switch (c->state) {
 		case PC_HEAD:
 		case PC_HELLO:
-			refuse(p, c, 408, c->state == PC_HEAD ? "no whole request head came within 10 s"
-							       : "no TLS ClientHello came within 10 s");
+			refuse(p, c, 408,
+			       c->state == PC_HEAD ? "no whole request head came within 10 s"
+						   : "no TLS ClientHello came within 10 s");
 			break;
 		case PC_RESOLVE:
 		case PC_CONNECT:
-			snprintf(why, sizeof(why), "connecting to %s:%u took longer than %d s", c->req.host, c->req.port,
-				 PROXY_CONNECT_TIMEOUT_MS / 1000);
+			snprintf(why, sizeof(why), "connecting to %s:%u took longer than %d s", c->req.host,
+				 c->req.port, PROXY_CONNECT_TIMEOUT_MS / 1000);
 			refuse(p, c, 504, why);
 			break;
 		case PC_OPEN:
@@ -896,8 +900,7 @@ static int await_hello(struct proxy *p, int timeout_ms, struct err *err)
 }
 
 int proxy_start(int fd, const char *buffered, size_t nbuf, const struct policy *policy,
-		const struct proxy_settings *set, const char *name, int timeout_ms, struct proxy **ret,
-		struct err *err)
+		const struct proxy_settings *set, const char *name, int timeout_ms, struct proxy **ret, struct err *err)
 {
 	struct proxy *p = xcalloc(1, sizeof(*p));
 	p->fd = fd;

@@ -43,7 +43,8 @@ static int authority(const char *p, size_t n, bool port_required, char *host, si
 	host[hn] = '\0';
 	if (host[hn - 1] == '.') /* "pypi.org." is pypi.org */
 		host[--hn] = '\0';
-	if (hn == 0)
+	/* no empty label: "a..b", ".a" and "a.." name nothing a rule could */
+	if (hn == 0 || host[0] == '.' || host[hn - 1] == '.' || strstr(host, ".."))
 		return -1;
 	if (rn == 0) {
 		if (port_required)
@@ -87,8 +88,9 @@ static int plain(const struct http_request *head, struct proxyreq *r, char *why,
 {
 	struct slice t = head->target;
 	if (t.n && t.p[0] == '/')
-		return refuse(400, why, whysz, "this is the egress proxy: send requests in absolute form "
-					       "(http://host/path), or https through CONNECT");
+		return refuse(400, why, whysz,
+			      "this is the egress proxy: send requests in absolute form "
+			      "(http://host/path), or https through CONNECT");
 	if (t.n < 8 || strncasecmp(t.p, "http://", 7) != 0)
 		return refuse(400, why, whysz, "only http:// URLs go through the proxy this way; https uses CONNECT");
 	const char *a = t.p + 7, *end = t.p + t.n;
@@ -158,8 +160,10 @@ int proxyreq_parse(const struct http_request *head, struct proxyreq *r, char *wh
 /* True for the headers that stay between client and proxy (RFC 9110 7.6.1) or name the proxy. */
 static bool hop_by_hop(struct slice name)
 {
-	static const char *const names[] = { "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
-					     "Proxy-Authenticate", "TE", "Trailer", "Upgrade" };
+	static const char *const names[] = {
+		"Connection",	      "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
+		"Proxy-Authenticate", "TE",	    "Trailer",		"Upgrade"
+	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (slice_case_eq(name, names[i]))
 			return true;

@@ -70,8 +70,8 @@ static int server_name(struct rd *e, char *name, size_t namesz)
 static int client_hello(struct rd *r, char *name, size_t namesz)
 {
 	size_t len, ext_len;
-	if (!take(r, 2 + 32, NULL) || !u8(r, &len) || len > 32 || !take(r, len, NULL) || !u16(r, &len) ||
-	    len < 2 || len % 2 || !take(r, len, NULL) || !u8(r, &len) || len < 1 || !take(r, len, NULL))
+	if (!take(r, 2 + 32, NULL) || !u8(r, &len) || len > 32 || !take(r, len, NULL) || !u16(r, &len) || len < 2 ||
+	    len % 2 || !take(r, len, NULL) || !u8(r, &len) || len < 1 || !take(r, len, NULL))
 		return TLSHELLO_NOT_TLS;
 	if (r->off == r->n)
 		return TLSHELLO_NO_SNI; /* no extensions at all */

@@ -147,8 +147,8 @@ int egress_policy_build(const struct egress_conf *c, json_t *arg, struct policy 
 
 void egress_env(json_t *env)
 {
-	static const char *const vars[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
-					    "npm_config_proxy", "npm_config_https_proxy" };
+	static const char *const vars[] = { "HTTP_PROXY",  "HTTPS_PROXY",      "http_proxy",
+					    "https_proxy", "npm_config_proxy", "npm_config_https_proxy" };
 	char kv[96];
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
 		snprintf(kv, sizeof(kv), "%s=http://127.0.0.1:%d", vars[i], PROXY_PORT);
@@ -159,8 +159,7 @@ void egress_env(json_t *env)
 }
 
 /* Starts the relay's exec and the proxy on its stream, into g. */
-static int relay_start(struct egress *g, struct engine *e, struct call *call, const char *container,
-		       struct err *err)
+static int relay_start(struct egress *g, struct engine *e, struct call *call, const char *container, struct err *err)
 {
 	char exec_id[ENGINE_ID_LEN + 1], port[8];
 	snprintf(port, sizeof(port), "%d", PROXY_PORT);

@@ -273,8 +273,7 @@ bool pool_match(const struct config *cfg, const struct session_opts *o, const ch
 	 */
 	bool default_engine = !o->engine || !o->engine[0] || same(o->engine, ENGINES_DEFAULT);
 	return default_engine && !o->persistent && !o->transient && !o->read_only && !o->egress &&
-	       same(image, cfg->image) &&
-	       same(network, "none") && json_object_size(o->env) == 0 &&
+	       same(image, cfg->image) && same(network, "none") && json_object_size(o->env) == 0 &&
 	       (o->memory_mb == 0 || o->memory_mb == cfg->memory_mb) && (o->cpus <= 0 || o->cpus == cfg->cpus) &&
 	       (!o->runtime || same(o->runtime, cfg->runtime)) && !same(cfg->pull, "always");
 }

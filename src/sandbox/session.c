@@ -26,8 +26,8 @@
 #include "engine/compat.h"
 #include "engine/engine-image.h"
 #include "sandbox/agentctl.h"
-#include "sandbox/egress.h"
 #include "sandbox/ceiling.h"
+#include "sandbox/egress.h"
 #include "sandbox/pool.h"
 #include "sandbox/pull.h"
 #include "sandbox/pyrepl.h"
@@ -75,7 +75,7 @@ struct session_mgr {
 	/* creates under way, each holding a place under the limit and its name */
 	struct pending *pending;
 	size_t npending;
-	struct pool *pool; /* the warm pool (pool.h), filled after the start-up scan */
+	struct pool *pool;	   /* the warm pool (pool.h), filled after the start-up scan */
 	struct egress_conf egress; /* the operator's egress settings (egress.h) */
 	/*
 	 * Bit i: on engine i a create or a removal failed (the engine went away

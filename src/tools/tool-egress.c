@@ -55,11 +55,13 @@ static int session_egress_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	json_array_foreach (log, i, v) {
 		const char *why = json_string_value(json_object_get(v, "reason"));
 		tool_text(res, "%s %s:%lld x%lld, %lld bytes out, %lld in%s%s",
-			  json_string_value(json_object_get(v, "verdict")), json_string_value(json_object_get(v, "host")),
+			  json_string_value(json_object_get(v, "verdict")),
+			  json_string_value(json_object_get(v, "host")),
 			  (long long)json_integer_value(json_object_get(v, "port")),
 			  (long long)json_integer_value(json_object_get(v, "count")),
 			  (long long)json_integer_value(json_object_get(v, "bytes_out")),
-			  (long long)json_integer_value(json_object_get(v, "bytes_in")), why ? ": " : "", why ? why : "");
+			  (long long)json_integer_value(json_object_get(v, "bytes_in")), why ? ": " : "",
+			  why ? why : "");
 	}
 	json_object_set_new(st, "session_id", json_string(s->id));
 	tool_structured(res, st);

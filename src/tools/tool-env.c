@@ -20,9 +20,9 @@
 #include "buildconf.h"
 #include "sandbox/agentctl.h"
 #include "sandbox/ceiling.h"
+#include "sandbox/egress.h"
 #include "sandbox/exec.h"
 #include "sandbox/pull.h"
-#include "sandbox/egress.h"
 #include "tools/tools.h"
 
 /* How long env_info reuses the engine's answers. */

@@ -18,7 +18,7 @@ static int session_close_tool(struct tool_ctx *ctx, json_t *args, struct tool_re
 	"\"container_id\":{\"type\":\"string\"},\"persistent\":{\"type\":\"boolean\"},"                            \
 	"\"network\":{\"type\":\"string\"},\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},"   \
 	"\"pids\":{\"type\":\"integer\"},\"read_only\":{\"type\":\"boolean\"},\"created\":{\"type\":\"integer\"}," \
-	"\"last_used\":{\"type\":\"integer\"},\"user\":{\"type\":\"string\"},\"engine\":{\"type\":\"string\"},"     \
+	"\"last_used\":{\"type\":\"integer\"},\"user\":{\"type\":\"string\"},\"engine\":{\"type\":\"string\"},"    \
 	"\"egress\":{\"type\":\"object\",\"properties\":{},\"description\":\"only for a session with egress: its policy, relay and log\"}"
 
 /* A pull's progress as notifications/progress of the call (tool_progress drops what does not grow). */

@@ -134,13 +134,13 @@ void tool_result_seal(struct tool_ctx *ctx, struct tool_result *res);
 void tool_structured(struct tool_result *res, json_t *obj);
 /* Turns res into a failed result carrying e's code and message; returns 0. */
 /* The schema of an egress policy: session_create's "egress" and session_egress's own arguments. */
-#define EGRESS_PROPS                                                                                                \
-	"\"allow\":{\"type\":\"array\",\"maxItems\":256,\"items\":{\"type\":\"string\",\"maxLength\":400},"            \
-	"\"description\":\"Hosts to reach: HOST[:PORT/PORT][ METHOD/METHOD], e.g. 'pypi.org', "                        \
-	"'*.pythonhosted.org' (names below it), 'example.com:8443', 'example.com:80 GET/HEAD' (plain HTTP methods). "   \
-	"Ports default to 443 and 80. Within what the operator allows (env_info egress.allow)\"},"                     \
-	"\"presets\":{\"type\":\"array\",\"maxItems\":32,\"items\":{\"type\":\"string\",\"maxLength\":32},"            \
-	"\"description\":\"Named host lists: pypi, npm, github, debian, and the operator's (env_info "                 \
+#define EGRESS_PROPS                                                                                                  \
+	"\"allow\":{\"type\":\"array\",\"maxItems\":256,\"items\":{\"type\":\"string\",\"maxLength\":400},"           \
+	"\"description\":\"Hosts to reach: HOST[:PORT/PORT][ METHOD/METHOD], e.g. 'pypi.org', "                       \
+	"'*.pythonhosted.org' (names below it), 'example.com:8443', 'example.com:80 GET/HEAD' (plain HTTP methods). " \
+	"Ports default to 443 and 80. Within what the operator allows (env_info egress.allow)\"},"                    \
+	"\"presets\":{\"type\":\"array\",\"maxItems\":32,\"items\":{\"type\":\"string\",\"maxLength\":32},"           \
+	"\"description\":\"Named host lists: pypi, npm, github, debian, and the operator's (env_info "                \
 	"egress.presets)\"}"
 
 int tool_fail(struct tool_result *res, const struct err *e);

@@ -4,8 +4,8 @@
  */
 #include "testutil.h"
 
-#include "base/util.h"
 #include "base/http_parse.h"
+#include "base/util.h"
 
 static const char resp_ok[] = "HTTP/1.1 200 OK\r\n"
 			      "Api-Version: 1.41\r\n"
