@@ -40,6 +40,7 @@ describe('egress', suite({ timeout: 900000 }), () => {
     srv = await Server.start('egress', {
       SANDBOX_EGRESS_ALLOW: CEILING,
       SANDBOX_EGRESS_ADDRESSES: `${net.inet.base}.0/24`,
+      SANDBOX_EGRESS_CONNS: 16,
       SANDBOX_TIMEOUT_S: 120,
     }, { wrap: net.wrap() });
     sid = (await session('egress', { presets: ['pypi', 'github'] })).session_id;
@@ -232,6 +233,76 @@ EOF` }, { timeoutMs: 60000 });
 print(json.dumps(fetch('https://github.com/org/demo.git/info/refs')))`);
     assert.match(r, /403/, r);
     assert.ok(ms < 2000, `the change took ${ms} ms`);
+  });
+
+  test('hostile: connections past the cap get 503, silent ones 408 within 10 s, and their places come back', async () => {
+    const r = await py(sid, `${PROBE}
+import time
+held = []
+for i in range(20):
+    s = socket.create_connection(('127.0.0.1', 3128), timeout=15)
+    held.append(s)
+time.sleep(0.5)
+first = [h.recv(200).split(b'\\r\\n')[0].decode() for h in held[16:]]
+t0 = time.time()
+late = [h.recv(200).split(b'\\r\\n')[0].decode() for h in held[:16]]
+waited = time.time() - t0
+for h in held: h.close()
+time.sleep(0.5)
+print(json.dumps({'over': first, 'silent': sorted(set(late)), 'waited': waited, 'after': fetch('https://pypi.org/simple/')}))`);
+    assert.deepEqual(r.over, Array(4).fill('HTTP/1.1 503 Service Unavailable'), JSON.stringify(r));
+    assert.deepEqual(r.silent, ['HTTP/1.1 408 Request Timeout'], JSON.stringify(r));
+    assert.ok(r.waited < 11, JSON.stringify(r));
+    assert.match(r.after, /^200 /, JSON.stringify(r));
+  });
+
+  test('hostile: the sandbox cannot stop the relay; a relay that dies closes egress and the next call starts it again', async () => {
+    const k = await srv.ok('run_command', { session_id: sid,
+      command: 'pid=$(pgrep -f -- "--relay" | head -1); echo "pid=$pid"; kill -9 "$pid"; echo "rc=$?"' });
+    assert.match(k.stdout, /pid=\d+/, show(k));
+    assert.match(k.stdout + k.stderr, /rc=1|Operation not permitted/, show(k));
+    // its own user kills it (the sandbox's root cannot: every capability is dropped), as an OOM kill would
+    const info = await srv.ok('session_list', {});
+    const ctr = info.sessions.find((x) => x.session_id === sid).container_id;
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('docker', ['exec', '-u', '65534', ctr, 'pkill', '-9', '-u', '65534', '-x', 'agent']);
+    let st;
+    for (let i = 0; i < 50; i++) {
+      st = (await srv.ok('session_list', {})).sessions.find((x) => x.session_id === sid).egress;
+      if (st.relay !== 'up') break;
+      await sleep(100);
+    }
+    assert.match(st.relay, /^the relay ended/, JSON.stringify(st));
+    // run_command goes through the agent, which starts the relay again before the command runs
+    const r = await py(sid, `${PROBE}
+print(json.dumps(fetch('https://pypi.org/simple/')))`);
+    assert.match(r, /^200 /, r);
+  });
+
+  test('a flood from one session does not stall another session\'s egress', async () => {
+    const other = (await session('other', { presets: ['pypi'] })).session_id;
+    const flood = srv.ok('run_command', { session_id: other, command: `python3 - <<'EOF'
+import urllib.request, time
+t0 = time.time(); n = 0
+while time.time() - t0 < 6:
+    with urllib.request.urlopen('https://files.pythonhosted.org/big', timeout=30) as r:
+        while True:
+            b = r.read(1 << 20)
+            if not b: break
+            n += len(b)
+print(n)
+EOF` }, { timeoutMs: 120000 });
+    await sleep(1500);
+    const r = await py(sid, `${PROBE}
+import time
+ts = []
+for i in range(5):
+    t0 = time.time(); x = fetch('https://pypi.org/simple/'); ts.append(time.time() - t0)
+    assert x.startswith('200 '), x
+print(json.dumps(max(ts)))`);
+    const out = await flood;
+    assert.ok(Number(out.stdout.trim()) > 50 << 20, `the flood moved ${out.stdout.trim()} bytes`);
+    assert.ok(r < 2, `the slowest fetch beside the flood took ${r} s`);
   });
 });
 

@@ -122,6 +122,8 @@ export class EgressNet {
     writeFileSync(join(pypi, 'simple', 'numpy', 'index.html'),
       `<!DOCTYPE html><html><body><a href="https://files.pythonhosted.org/packages/${whl}#sha256=${sha}">${whl}</a></body></html>\n`);
     writeFileSync(join(pypi, 'simple', 'index.html'), '<html><body><a href="numpy/">numpy</a></body></html>\n');
+    // 100 MiB to download (sparse: no disk)
+    run('truncate', ['-s', '100M', join(pypi, 'big')]);
     const forge = join(this.dir, 'forge');
     mkdirSync(forge);
     makeRepo(forge);
