@@ -1358,8 +1358,13 @@ static json_t *container_body(const struct session_mgr *m, const struct session 
 	}
 	if (fallback) /* the image's own user has a home; the fallback user may not */
 		json_array_append_new(env, json_string("HOME=/tmp"));
-	if (o->egress)
+	if (o->egress) {
+		/* the policy asked for, for the record (a label cannot follow later changes) */
+		char *text = json_dumps(o->egress, JSON_COMPACT | JSON_SORT_KEYS);
+		json_object_set_new(labels, SESSION_LABEL ".egress", json_string(text ? text : ""));
+		free(text);
 		egress_env(env);
+	}
 	json_t *hc =
 		json_pack("{s:s, s:[s], s:[s], s:I, s:I, s:I, s:I, s:b, s:b, s:{s:s}, s:{s:s, s:{}}, s:[{s:s, s:I, s:I}, "
 			  "{s:s, s:I, s:I}], s:b, s:s}",
