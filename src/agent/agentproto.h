@@ -61,7 +61,7 @@
 /* Bytes of data in one 'D' frame at most (the id not counted). */
 #define AGENTPROTO_RELAY_DATA_MAX (64u << 10)
 /* Unacknowledged bytes per connection and direction. */
-#define AGENTPROTO_RELAY_WINDOW (256u << 10)
+#define AGENTPROTO_RELAY_WINDOW (512u << 10)
 /* Connections the agent keeps open at once; it closes any past this at once. */
 #define AGENTPROTO_RELAY_CONNS_MAX 256
 /* Length of a relay frame's fixed part: header and id ('W' adds 4). */

@@ -630,7 +630,8 @@ static void on_frame(struct proxy *p, int type, const char *d, uint32_t n)
 			c->credit = (uint32_t)credit;
 	} else if (type == 'Z') {
 		c->sand_eof = true;
-		if (c->state == PC_CLOSING || c->origin_eof || c->state == PC_HEAD)
+		/* only an open connection has a half left to finish; any other one the client gave up on */
+		if (c->state != PC_OPEN || c->origin_eof)
 			conn_free(p, c, true);
 		else if (c->state == PC_OPEN && c->in.len == 0 && !c->pre.len)
 			shutdown(c->fd, SHUT_WR);
