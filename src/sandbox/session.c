@@ -483,6 +483,29 @@ static int adopt_one(struct session_mgr *m, size_t ei, const char *id, json_t *l
 	return 0;
 }
 
+/*
+ * An adopted session made with egress gets its relay again, with the policy
+ * it was made with (its label) as far as this server's ceiling allows; else
+ * it has no egress at all: its container has no network of its own.
+ */
+static void adopt_egress(struct session_mgr *m, struct session *s, const char *label)
+{
+	struct policy p;
+	struct err err;
+	if (!label || !label[0])
+		return;
+	json_t *want = json_loads(label, 0, NULL);
+	int r = want ? egress_policy_build(&m->egress, want, &p, &err)
+		     : err_set(&err, ERRCODE_ENGINE_ERROR, -EINVAL, "its egress label is not JSON");
+	json_decref(want);
+	if (r == 0) {
+		r = egress_start(s->engine, NULL, s->container, &m->egress, &p, s->id, &s->egress, &err);
+		policy_finish(&p);
+	}
+	if (r < 0)
+		log_warnf("persistent session %s: no egress (%s); it has no network", s->id, err.msg);
+}
+
 /* Adopts a dead instance's persistent container: started if stopped, listed. */
 static void adopt(struct session_mgr *m, size_t ei, const char *id, json_t *labels, const char *state)
 {
@@ -503,6 +526,8 @@ static void adopt(struct session_mgr *m, size_t ei, const char *id, json_t *labe
 	}
 	if (state && strcmp(state, "running") != 0 && engine_container_start(s->engine, NULL, id, &err) < 0)
 		log_warnf("persistent session %s: cannot start its container: %s", s->id, err.msg);
+	else
+		adopt_egress(m, s, json_string_value(json_object_get(labels, SESSION_LABEL ".egress")));
 	pthread_mutex_lock(&m->lock);
 	bool dup = find_locked(m, NULL, s->id) != NULL;
 	if (!dup) {

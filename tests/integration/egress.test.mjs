@@ -304,6 +304,31 @@ print(json.dumps(max(ts)))`);
     assert.ok(Number(out.stdout.trim()) > 50 << 20, `the flood moved ${out.stdout.trim()} bytes`);
     assert.ok(r < 2, `the slowest fetch beside the flood took ${r} s`);
   });
+
+  test('a persistent session keeps its egress when the next server adopts it', async () => {
+    const env = { SANDBOX_EGRESS_ALLOW: CEILING, SANDBOX_EGRESS_ADDRESSES: `${net.inet.base}.0/24` };
+    const A = await Server.start('egress-a', env, { wrap: net.wrap() });
+    const p = (await A.ok('session_create', { persistent: true, name: 'kept', env: net.sessionEnv(),
+      egress: { presets: ['pypi'] } })).session_id;
+    await A.ok('file_write', { session_id: p, path: '.test-ca.pem', content: net.caPem });
+    await A.kill('SIGKILL', { withJanitor: true });
+    const B = await Server.start('egress-b', env, { wrap: net.wrap() });
+    let st;
+    for (let i = 0; i < 100 && !st; i++) {
+      st = (await B.ok('session_list', {})).sessions.find((x) => x.session_id === p);
+      if (!st) await sleep(100);
+    }
+    assert.equal(st?.egress?.relay, 'up', JSON.stringify(st));
+    assert.deepEqual(st.egress.policy, ['pypi.org:443/80', 'files.pythonhosted.org:443/80']);
+    const r = await B.ok('run_command', { session_id: p, command: `python3 - <<'EOF'
+${PROBE}
+print(json.dumps([fetch('https://pypi.org/simple/'), fetch('https://github.com/')]))
+EOF` });
+    const [ok, refused] = JSON.parse(r.stdout.trim());
+    assert.match(ok, /^200 /, r.stdout);
+    assert.match(refused, /403/, r.stdout);
+    await B.ok('session_close', { session_id: p });
+  });
 });
 
 // Python for the sandbox: fetch(url) through the proxy variables, as any program would; "status first line of body"
