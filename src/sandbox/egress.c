@@ -145,13 +145,24 @@ int egress_policy_build(const struct egress_conf *c, json_t *arg, struct policy 
 	return 0;
 }
 
+static const char *const proxy_vars[] = { "HTTP_PROXY",	 "HTTPS_PROXY",	     "http_proxy",
+					  "https_proxy", "npm_config_proxy", "npm_config_https_proxy" };
+
+bool egress_env_ours(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	size_t n = eq ? (size_t)(eq - kv) : strlen(kv);
+	for (size_t i = 0; i < sizeof(proxy_vars) / sizeof(proxy_vars[0]); i++)
+		if (strlen(proxy_vars[i]) == n && memcmp(kv, proxy_vars[i], n) == 0)
+			return true;
+	return n == 8 && (memcmp(kv, "NO_PROXY", 8) == 0 || memcmp(kv, "no_proxy", 8) == 0);
+}
+
 void egress_env(json_t *env)
 {
-	static const char *const vars[] = { "HTTP_PROXY",  "HTTPS_PROXY",      "http_proxy",
-					    "https_proxy", "npm_config_proxy", "npm_config_https_proxy" };
 	char kv[96];
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		snprintf(kv, sizeof(kv), "%s=http://127.0.0.1:%d", vars[i], PROXY_PORT);
+	for (size_t i = 0; i < sizeof(proxy_vars) / sizeof(proxy_vars[0]); i++) {
+		snprintf(kv, sizeof(kv), "%s=http://127.0.0.1:%d", proxy_vars[i], PROXY_PORT);
 		json_array_append_new(env, json_string(kv));
 	}
 	json_array_append_new(env, json_string("NO_PROXY=localhost,127.0.0.1,::1"));
@@ -233,6 +244,14 @@ void egress_set_policy(struct egress *g, const struct policy *policy)
 	if (g->proxy)
 		proxy_set_policy(g->proxy, policy);
 	pthread_mutex_unlock(&g->mu);
+}
+
+json_t *egress_request_json(struct egress *g)
+{
+	pthread_mutex_lock(&g->mu);
+	json_t *j = json_pack("{s:o}", "allow", policy_json(&g->policy));
+	pthread_mutex_unlock(&g->mu);
+	return j;
 }
 
 json_t *egress_status(struct egress *g)

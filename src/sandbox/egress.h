@@ -53,6 +53,8 @@ json_t *egress_conf_json(const struct egress_conf *c);
 int egress_policy_build(const struct egress_conf *c, json_t *arg, struct policy *ret, struct err *err);
 /* Appends the proxy variables a session with egress gets to env (an array of "K=V"). */
 void egress_env(json_t *env);
+/* True when "K=V" is one of the variables egress_env sets (an export leaves them out). */
+bool egress_env_ours(const char *kv);
 
 /*
  * Starts the relay in the running container and the proxy for it, with
@@ -68,6 +70,8 @@ int egress_start(struct engine *e, struct call *call, const char *container, con
 int egress_ensure(struct egress *g, struct engine *e, struct call *call, const char *container, struct err *err);
 /* Replaces the policy (copied): new connections at once, open ones it no longer allows closed. */
 void egress_set_policy(struct egress *g, const struct policy *policy);
+/* The policy now as session_create's egress argument, {"allow": [...]} (new reference). */
+json_t *egress_request_json(struct egress *g);
 /* {"policy", "relay", "connections", "log"} (new reference). */
 json_t *egress_status(struct egress *g);
 /* Stops the proxy and the relay. NULL is a no-op. */

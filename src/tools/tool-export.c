@@ -55,6 +55,7 @@
 #include "engine/engine-image.h"
 #include "host/hostfs.h"
 #include "sandbox/dockerfile.h"
+#include "sandbox/egress.h"
 #include "sandbox/exec.h"
 #include "sandbox/image.h"
 #include "sandbox/xfer.h"
@@ -543,12 +544,15 @@ static int hardened_steps(struct tool_ctx *ctx, struct session *s, json_t *runs,
 			  json_t *outside, struct build_tail *bt, char image_id[ENGINE_IMAGE_ID_MAX], struct err *err)
 {
 	struct engine *e = session_engine(s);
+	/* with egress: the steps reach what the session may reach, through the same policy, never more */
+	json_t *egress = s->egress ? egress_request_json(s->egress) : NULL;
 	struct session_opts o = { .image = image_id,
 				  .transient = true,
 				  .memory_mb = s->memory_mb,
 				  .cpus = s->cpus,
 				  .runtime = s->runtime[0] ? s->runtime : NULL,
-				  .engine = s->engine_name };
+				  .engine = s->engine_name,
+				  .egress = egress };
 	struct session *t;
 	char tid[SESSION_ID_LEN + 1], id[ENGINE_IMAGE_ID_MAX];
 	json_t *img = NULL, *ct = NULL;
@@ -557,6 +561,7 @@ static int hardened_steps(struct tool_ctx *ctx, struct session *s, json_t *runs,
 	bt->step[0] = '\0'; /* the builder's last step is done: a failure from here is not its */
 	tool_progress_stage(ctx, "running the RUN steps in a container with the session's hardening");
 	int r = session_create(ctx->svc->sessions, ctx->call, &o, &t, err);
+	json_decref(egress);
 	if (r < 0)
 		return r;
 	snprintf(tid, sizeof(tid), "%s", t->id);
@@ -643,7 +648,9 @@ static int export_inspect(struct export *ex, struct err *e)
 	ex->env = json_array();
 	const char *hostname = json_string_value(json_object_get(json_object_get(ex->container, "Config"), "Hostname"));
 	json_array_foreach (json_object_get(json_object_get(ex->container, "Config"), "Env"), i, v) {
-		bool inherited = compat_engine_env(json_string_value(v), hostname);
+		/* the proxy variables of egress are the session's way out, not its settings */
+		bool inherited = compat_engine_env(json_string_value(v), hostname) ||
+				 (ex->s->egress && egress_env_ours(json_string_value(v)));
 		json_array_foreach (json_object_get(json_object_get(ex->parent, "Config"), "Env"), j, u)
 			inherited = inherited || json_equal(u, v);
 		if (!inherited)
@@ -839,12 +846,16 @@ static int export_add_dockerfiles(struct export *ex, struct err *e)
 	return hostfs_extract_commit(ex->hx, e);
 }
 
-/* build: true builds offline like the sessions: pip would retry an index it cannot reach, then fail. */
+/*
+ * build: true builds offline like the sessions (pip would retry an index it
+ * cannot reach, then fail), unless the session has egress: its steps then
+ * run with the session's policy.
+ */
 static int export_offline(const struct export *ex, struct err *e)
 {
 	size_t n = json_array_size(ex->plan.online);
 
-	if (!ex->build || n == 0)
+	if (!ex->build || n == 0 || ex->s->egress)
 		return 0;
 	return err_set(e, ERRCODE_INVALID_ARGUMENT, -ENETUNREACH,
 		       "build: true builds offline, and %zu package%s came from an index or a URL (%s%s): put %s wheel%s "

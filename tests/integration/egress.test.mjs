@@ -70,6 +70,28 @@ describe('egress', suite({ timeout: 900000 }), () => {
     assert.equal(f.stdout, 'a repository on the test forge\n');
   });
 
+  test('session_export of the session builds through the same policy, and its Dockerfile carries no proxy', async () => {
+    const repo = 'sandbox-mcp-test-export';
+    const res = await srv.call('session_export', { session_id: sid, build: true, repository: repo, tag: `egress-${process.pid}` },
+      { timeoutMs: 600000 });
+    assert.ok(!res.isError, show(res));
+    const x = res.structuredContent;
+    try {
+      assert.match(x.dockerfile, /numpy==99\.0\.0/, x.dockerfile);
+      assert.doesNotMatch(x.dockerfile, /PROXY|proxy/, x.dockerfile);
+      const built = (await srv.ok('session_create', { image: x.reference })).session_id;
+      const v = await srv.sh('python3 -c "import numpy; print(numpy.VALUE)"', { session_id: built });
+      assert.equal(v.stdout.trim(), 'from the test index');
+      await srv.ok('session_close', { session_id: built });
+      // the build's steps went through the proxy: the index saw a second download
+      const wheels = net.seen('pypi').filter((q) => q.path.startsWith('/packages/numpy-99.0.0'));
+      assert.ok(wheels.length >= 2, JSON.stringify(wheels));
+    } finally {
+      const { execFileSync } = await import('node:child_process');
+      try { execFileSync('docker', ['rmi', x.reference]); } catch { /* already gone */ }
+    }
+  });
+
   test('without egress the same calls fail clearly', async () => {
     const p = await srv.fails('pip_install', { session_id: bare, packages: ['numpy==99.0.0'] }, 'network_disabled');
     assert.match(p.error.message, /egress/);

@@ -16,14 +16,28 @@
 //
 // Traffic goes only to loopback and to the networks made here. stop()
 // removes every container, network and file it made.
+//
+// Under Podman (.ci/podman) the hosts still run on the machine's dockerd: the
+// server reaches them from the host's network namespace either way.
 
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, rmSync, existsSync, chmodSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { docker, sleep } from './harness.mjs';
+import { sleep } from './harness.mjs';
+
+// The offline internet runs on the machine's dockerd even when the server under
+// test talks to Podman (.ci/podman sets DOCKER_HOST): it is scenery, not the engine.
+function docker(args) {
+  return new Promise((res) => {
+    const env = { ...process.env };
+    delete env.DOCKER_HOST;
+    execFile('docker', args, { env, timeout: 60000 }, (err, stdout, stderr) =>
+      res({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout: String(stdout), stderr: String(stderr) }));
+  });
+}
 
 const here = dirname(fileURLToPath(import.meta.url));
 const IMAGE = 'sandbox-mcp-python:latest';
