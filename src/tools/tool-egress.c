@@ -78,7 +78,7 @@ const struct tool_entry tool_session_egress_entry = {
 		       "policy; new connections follow it at once and open ones it no longer allows are closed.",
 	.input_schema = "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 			"\"session_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"Session id or "
-			"name (default: the default session)\"}," EGRESS_PROPS "}}",
+			"name (default: the default session; at most 128 characters)\"}," EGRESS_PROPS "}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"policy\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
 			 "\"relay\":{\"type\":\"string\"},\"connections\":{\"type\":\"integer\"},"

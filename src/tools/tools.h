@@ -138,10 +138,11 @@ void tool_structured(struct tool_result *res, json_t *obj);
 	"\"allow\":{\"type\":\"array\",\"maxItems\":256,\"items\":{\"type\":\"string\",\"maxLength\":400},"           \
 	"\"description\":\"Hosts to reach: HOST[:PORT/PORT][ METHOD/METHOD], e.g. 'pypi.org', "                       \
 	"'*.pythonhosted.org' (names below it), 'example.com:8443', 'example.com:80 GET/HEAD' (plain HTTP methods). " \
-	"Ports default to 443 and 80. Within what the operator allows (env_info egress.allow)\"},"                    \
+	"Ports default to 443 and 80. Within what the operator allows (env_info egress.allow); "                      \
+	"at most 256 items, each at most 400 characters\"},"                                                          \
 	"\"presets\":{\"type\":\"array\",\"maxItems\":32,\"items\":{\"type\":\"string\",\"maxLength\":32},"           \
 	"\"description\":\"Named host lists: pypi, npm, github, debian, and the operator's (env_info "                \
-	"egress.presets)\"}"
+	"egress.presets); at most 32 items, each at most 32 characters\"}"
 
 int tool_fail(struct tool_result *res, const struct err *e);
 /*
