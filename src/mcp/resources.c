@@ -19,9 +19,12 @@
 #include "base/util.h"
 #include "mcp/resources.h"
 #include "mcp/rpc.h"
+#include "sandbox/egress.h"
 #include "tools/files.h"
 
 #define URI_SCHEME "sandbox://"
+/* A session's egress log and policy (docs/egress.md): sandbox-egress://{session}. */
+#define EGRESS_SCHEME "sandbox-egress://"
 /* What the helpers shared with the tools see as the protocol (it only gates resource links). */
 #define CTX_VERSION "2025-11-25"
 /* Bytes of find output read per session. */
@@ -39,14 +42,22 @@ static int session_get_existing(const struct tool_services *svc, struct call *ca
 static int uri_parse(const char *uri, char *sid, size_t sidsz, char *path, size_t pathsz);
 static void list_session(const struct tool_services *svc, struct call *call, const char *sid, json_t *out);
 static int cmp_uri(const void *a, const void *b);
+static int read_egress(const struct tool_services *svc, struct call *call, const char *uri, int not_found_code,
+		       json_t **ret, int *ret_code, struct err *err);
 
 json_t *resources_templates_json(void)
 {
-	return json_pack("[{s:s, s:s, s:s, s:s}]", "uriTemplate", URI_SCHEME "{session_id}/{path}", "name",
-			 "sandbox-file", "title", "File in a sandbox", "description",
+	return json_pack("[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s, s:s}]", "uriTemplate",
+			 URI_SCHEME "{session_id}/{path}", "name", "sandbox-file", "title", "File in a sandbox",
+			 "description",
 			 "A file in a live session, by its absolute path without the leading '/', e.g. "
 			 "sandbox://0123456789ab/workspace/data.csv (session ids come from session_list; a session "
-			 "name works in place of the id).");
+			 "name works in place of the id).",
+			 "uriTemplate", EGRESS_SCHEME "{session_id}", "name", "sandbox-egress", "title",
+			 "Egress log of a sandbox", "description",
+			 "The egress policy and log of a session made with egress (JSON): every host asked for, allowed "
+			 "or refused, with counts and bytes.",
+			 "mimeType", "application/json");
 }
 
 /* What a session id or name is made of (ids are hex, names add A-Z, '-', '_', '.'). */
@@ -165,6 +176,12 @@ int resources_list(const struct tool_services *svc, struct call *call, json_t *p
 		const char *state = json_string_value(json_object_get(sj, "state"));
 		if (sid && state && strcmp(state, "running") == 0 && !call_cancelled(call))
 			list_session(svc, call, sid, all);
+		if (sid && json_object_get(sj, "egress")) {
+			char *uri = xasprintf(EGRESS_SCHEME "%s", sid);
+			json_array_append_new(all, json_pack("{s:s, s:s, s:s, s:s}", "uri", uri, "name", "egress log",
+							     "title", "Egress log", "mimeType", "application/json"));
+			free(uri);
+		}
 	}
 	json_decref(sessions);
 
@@ -213,6 +230,38 @@ static int session_get_existing(const struct tool_services *svc, struct call *ca
 	return session_get(svc->sessions, call, id, ret, err);
 }
 
+/* sandbox-egress://{session}: the session's egress status as JSON text. */
+static int read_egress(const struct tool_services *svc, struct call *call, const char *uri, int not_found_code,
+		       json_t **ret, int *ret_code, struct err *err)
+{
+	const char *ref = uri + strlen(EGRESS_SCHEME);
+	size_t n = 0;
+	struct session *s = NULL;
+	while (n <= RESOURCES_SESSION_REF_MAX && ref_char(ref[n]))
+		n++;
+	char sid[RESOURCES_SESSION_REF_MAX + 1];
+	snprintf(sid, sizeof(sid), "%.*s", (int)(n <= RESOURCES_SESSION_REF_MAX ? n : 0), ref);
+	if (n == 0 || ref[n] != '\0' || n > RESOURCES_SESSION_REF_MAX ||
+	    session_get_existing(svc, call, sid, &s, err) < 0 || !s->egress) {
+		if (s)
+			session_put(svc->sessions, s);
+		*ret_code = not_found_code;
+		err_set(err, ERRCODE_FILE_NOT_FOUND, -ENOENT,
+			"Resource not found: %.300s (" EGRESS_SCHEME
+			"{session id or name} of a session made with egress)",
+			uri);
+		return -1;
+	}
+	json_t *st = egress_status(s->egress);
+	session_put(svc->sessions, s);
+	char *text = json_dumps(st, JSON_COMPACT);
+	json_decref(st);
+	*ret = json_pack("{s:[{s:s, s:s, s:s}]}", "contents", "uri", uri, "mimeType", "application/json", "text",
+			 text ? text : "{}");
+	free(text);
+	return 0;
+}
+
 bool resources_uri_session(json_t *params, char *out, size_t outsz)
 {
 	char path[PATHSAFE_MAX + 1];
@@ -235,6 +284,8 @@ int resources_read(const struct tool_services *svc, struct call *call, json_t *p
 		err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL, "resources/read: params.uri must be a string");
 		return -1;
 	}
+	if (strncmp(uri, EGRESS_SCHEME, strlen(EGRESS_SCHEME)) == 0)
+		return read_egress(svc, call, uri, not_found_code, ret, ret_code, err);
 	if (uri_parse(uri, sid, sizeof(sid), path, sizeof(path)) < 0) {
 		*ret_code = not_found_code;
 		err_set(err, ERRCODE_FILE_NOT_FOUND, -EINVAL,

@@ -156,8 +156,17 @@ static void frame(struct proxy *p, int type, uint32_t id, const void *data, size
 {
 	char h[AGENTPROTO_RELAY_HEAD];
 	agentproto_relay_head(h, type, (uint32_t)(4 + n), id);
+	/*
+	 * Data is bounded by the credit checks; what is not (credit, ends) grows
+	 * only while the relay reads nothing: past out's max it is broken.
+	 */
+	if (p->out.len + sizeof(h) + n > p->out.max) {
+		if (!p->down[0])
+			pump_down(p, "the relay reads nothing of what it is sent");
+		return;
+	}
 	if (buf_append(&p->out, h, sizeof(h)) < 0 || (n && buf_append(&p->out, data, n) < 0))
-		abort(); /* out's max is far past what the credit checks let in */
+		abort(); /* checked above */
 }
 
 static void ack(struct proxy *p, struct pconn *c, size_t n)

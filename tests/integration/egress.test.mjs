@@ -70,6 +70,16 @@ describe('egress', suite({ timeout: 900000 }), () => {
     assert.equal(f.stdout, 'a repository on the test forge\n');
   });
 
+  test('git_push over https reaches the test forge', async () => {
+    await srv.ok('file_write', { session_id: sid, path: 'demo/pushed.txt', content: 'from the sandbox\n' });
+    await srv.ok('git_commit', { session_id: sid, path: 'demo', message: 'pushed through the proxy' });
+    const r = await srv.ok('git_push', { session_id: sid, path: 'demo' }, { timeoutMs: 120000 });
+    assert.ok(r, show(r));
+    const { execFileSync } = await import('node:child_process');
+    const log = execFileSync('git', ['--git-dir', net.forgeRepo, 'log', '--format=%s', 'main']).toString();
+    assert.match(log, /^pushed through the proxy$/m, log);
+  });
+
   test('session_export of the session builds through the same policy, and its Dockerfile carries no proxy', async () => {
     const repo = 'sandbox-mcp-test-export';
     const res = await srv.call('session_export', { session_id: sid, build: true, repository: repo, tag: `egress-${process.pid}` },
@@ -102,8 +112,13 @@ describe('egress', suite({ timeout: 900000 }), () => {
 
   test('a host outside the policy gets a 403 naming it and the policy', async () => {
     const r = await py(sid, `${PROBE}
-print(json.dumps([fetch('https://evil.example/x/secret.txt'), fetch('http://evil.example/x/secret.txt')]))`);
+print(json.dumps([fetch('https://evil.example/x/secret.txt'), fetch('http://evil.example/x/secret.txt'),
+  fetch('http://pypi.org/redirect?to=http://evil.example/x/secret.txt'),
+  fetch('https://pypi.org/redirect?to=https://evil.example/x/secret.txt')]))`);
     assert.match(r[0], /403 Forbidden/, JSON.stringify(r));
+    // a redirect from an allowed host is judged when the client follows it
+    assert.match(r[2], /^403 .*evil\.example:80 is not allowed/, JSON.stringify(r));
+    assert.match(r[3], /403 Forbidden/, JSON.stringify(r));
     assert.match(r[1], /^403 .*evil\.example:80 is not allowed by this session's egress policy \(allowed: pypi\.org/, JSON.stringify(r));
     assert.deepEqual(net.seen('evil'), []);
     const st = await srv.ok('session_egress', { session_id: sid });
@@ -111,6 +126,15 @@ print(json.dumps([fetch('https://evil.example/x/secret.txt'), fetch('http://evil
     assert.ok(refused && refused.count >= 1, JSON.stringify(st.log));
     const allowed = st.log.find((e) => e.host === 'pypi.org' && e.verdict === 'allowed');
     assert.ok(allowed && allowed.bytes_in > 0, JSON.stringify(st.log));
+    // and as a resource, listed and read
+    const uri = `sandbox-egress://${sid}`;
+    const all = await srv.client.listResources();
+    assert.ok(all.resources.some((x) => x.uri === uri), JSON.stringify(all.resources.slice(0, 5)));
+    const rr = await srv.client.readResource({ uri });
+    const doc = JSON.parse(rr.contents[0].text);
+    assert.equal(rr.contents[0].mimeType, 'application/json');
+    assert.ok(doc.log.some((e) => e.host === 'evil.example' && e.verdict === 'refused'), rr.contents[0].text);
+    await assert.rejects(srv.client.readResource({ uri: `sandbox-egress://${bare}` }), /Resource not found/);
     const listed = (await srv.ok('session_list', {})).sessions.find((x) => x.session_id === sid);
     assert.equal(listed.egress.relay, 'up');
     assert.ok(listed.egress.policy.includes('pypi.org:443/80'), JSON.stringify(listed.egress));

@@ -199,7 +199,7 @@ describe('file tools inside a sandbox', suite({ timeout: 300000 }), () => {
 
   test('resources: the template, the workspace files of live sessions (paged), reads, links in tool results', async () => {
     const tpl = await srv.client.listResourceTemplates();
-    assert.deepEqual(tpl.resourceTemplates.map((t) => t.uriTemplate), ['sandbox://{session_id}/{path}']);
+    assert.deepEqual(tpl.resourceTemplates.map((t) => t.uriTemplate), ['sandbox://{session_id}/{path}', 'sandbox-egress://{session_id}']);
     const w = await srv.call('file_write', { path: 'res/notes.md', content: '# notes\n', session_id: sid });
     const link = w.content.find((c) => c.type === 'resource_link');
     assert.equal(link?.uri, `sandbox://${sid}/workspace/res/notes.md`, `a resource_link: ${show(w)}`);

@@ -21,7 +21,7 @@
 // server reaches them from the host's network namespace either way.
 
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, rmSync, existsSync, chmodSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, rmSync, existsSync, chmodSync, symlinkSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
@@ -98,6 +98,11 @@ function makeRepo(dir) {
   mkdirSync(dirname(bare), { recursive: true });
   git(dir, 'clone', '-q', '--bare', work, bare);
   git(bare, 'update-server-info');
+  git(bare, 'config', 'http.receivepack', 'true');
+  // smart HTTP for clones and pushes: git http-backend as CGI (inet-serve.py)
+  mkdirSync(join(dir, 'root', 'cgi-bin'));
+  symlinkSync('/usr/lib/git-core/git-http-backend', join(dir, 'root', 'cgi-bin', 'git-http-backend'));
+  return bare;
 }
 
 async function freeSubnet(prefix) {
@@ -140,7 +145,7 @@ export class EgressNet {
     run('truncate', ['-s', '100M', join(pypi, 'big')]);
     const forge = join(this.dir, 'forge');
     mkdirSync(forge);
-    makeRepo(forge);
+    this.forgeRepo = makeRepo(forge);
     for (const d of ['evil', 'lan']) mkdirSync(join(this.dir, d, 'root', 'x'), { recursive: true });
     writeFileSync(join(this.dir, 'evil', 'root', 'x', 'secret.txt'), 'canary\n');
     for (const d of ['pypi', 'forge', 'evil', 'lan']) writeFileSync(join(this.dir, d, 'log'), '');
@@ -170,8 +175,11 @@ export class EgressNet {
     const cname = `smcp-egress-${name}-${process.pid}`;
     const r = await docker(['run', '-d', '--rm', '--name', cname, '--network', net, '--ip', ip, '--user', '0',
       '--label', 'io.sandbox-mcp.test=egress',
+      // git http-backend (the forge): every repository, pushes too, whoever owns the files
+      '-e', 'GIT_PROJECT_ROOT=/root-dir', '-e', 'GIT_HTTP_EXPORT_ALL=1', '-e', 'GIT_CONFIG_COUNT=1',
+      '-e', 'GIT_CONFIG_KEY_0=safe.directory', '-e', 'GIT_CONFIG_VALUE_0=*',
       '-v', `${join(here, 'inet-serve.py')}:/serve.py:ro`, '-v', `${join(this.dir, 'certs')}:/certs:ro`,
-      '-v', `${root}:/root-dir:ro`, '-v', `${logDir}:/logdir`,
+      '-v', `${root}:/root-dir${name === 'forge' ? '' : ':ro'}`, '-v', `${logDir}:/logdir`,
       '--entrypoint', 'python3', IMAGE, '/serve.py', `/certs/${cert}.pem`, `/certs/${cert}.key`, '/root-dir',
       '/logdir/log']);
     if (r.code !== 0) throw new Error(`starting ${name}: ${r.stderr}`);

@@ -4,10 +4,15 @@
 # per request (the TLS server name, the Host header, the path) to a log the
 # test reads: a canary host's log shows whether anything reached it.
 #
+# Paths with a ".git/" in them go to git's smart HTTP backend (git
+# http-backend as CGI, ROOT/cgi-bin/git-http-backend), so a forge can take
+# pushes as well as clones.
+#
 # usage: python3 inet-serve.py CERT KEY ROOT LOG
 import functools
 import http.server
 import json
+import os
 import socketserver
 import ssl
 import sys
@@ -22,7 +27,15 @@ def note(**kw):
         f.write(json.dumps(kw) + '\n')
 
 
-class Handler(http.server.SimpleHTTPRequestHandler):
+class Handler(http.server.CGIHTTPRequestHandler):
+    cgi_directories = ['/cgi-bin']
+
+    def is_cgi(self):
+        if '.git/' in self.path and os.path.exists(os.path.join(root, 'cgi-bin', 'git-http-backend')):
+            self.cgi_info = ('/cgi-bin', 'git-http-backend' + self.path)
+            return True
+        return False
+
     def log_message(self, fmt, *args):
         pass
 
@@ -32,6 +45,16 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     def do_GET(self):
         self.note()
+        if self.is_cgi():
+            self.run_cgi()
+            return
+        # /redirect?to=URL: a 302 there, for the proxy to judge when the client follows it
+        if self.path.startswith('/redirect?to='):
+            self.send_response(302)
+            self.send_header('Location', self.path.split('=', 1)[1])
+            self.send_header('Content-Length', '0')
+            self.end_headers()
+            return
         super().do_GET()
 
     def do_HEAD(self):
@@ -40,6 +63,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     def do_POST(self):
         self.note()
+        if self.is_cgi():
+            self.run_cgi()
+            return
         n = int(self.headers.get('Content-Length') or 0)
         body = self.rfile.read(n)
         self.send_response(200)
