@@ -22,6 +22,7 @@ struct egress {
 	struct proxy *proxy;
 	struct policy policy; /* what the proxy was last given: a restarted relay gets it again */
 	const struct egress_conf *conf;
+	const char *relay_user; /* EGRESS_RELAY_USER, or _ALT when the sandbox runs as it */
 	char name[64];
 };
 
@@ -175,7 +176,7 @@ static int relay_start(struct egress *g, struct engine *e, struct call *call, co
 	char exec_id[ENGINE_ID_LEN + 1], port[8];
 	snprintf(port, sizeof(port), "%d", PROXY_PORT);
 	json_t *cfg = json_pack("{s:b, s:b, s:b, s:b, s:b, s:s, s:[s, s, s]}", "AttachStdin", 1, "AttachStdout", 1,
-				"AttachStderr", 1, "Tty", 0, "Privileged", 0, "User", EGRESS_RELAY_USER, "Cmd",
+				"AttachStderr", 1, "Tty", 0, "Privileged", 0, "User", g->relay_user, "Cmd",
 				AGENTCTL_PATH, "--relay", port);
 	int r = engine_exec_create(e, call, container, cfg, exec_id, err);
 	json_decref(cfg);
@@ -197,8 +198,9 @@ static int relay_start(struct egress *g, struct engine *e, struct call *call, co
 	return r;
 }
 
-int egress_start(struct engine *e, struct call *call, const char *container, const struct egress_conf *c,
-		 const struct policy *policy, const char *name, struct egress **ret, struct err *err)
+int egress_start(struct engine *e, struct call *call, const char *container, const char *sandbox_user,
+		 const struct egress_conf *c, const struct policy *policy, const char *name, struct egress **ret,
+		 struct err *err)
 {
 	if (!agentctl_built())
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENOTSUP,
@@ -206,6 +208,8 @@ int egress_start(struct engine *e, struct call *call, const char *container, con
 			       "sessions of this server have no network");
 	struct egress *g = xcalloc(1, sizeof(*g));
 	g->conf = c;
+	/* the same uid could signal and trace it: never the sandbox's */
+	g->relay_user = strtoul(sandbox_user, NULL, 10) == 65534 ? EGRESS_RELAY_USER_ALT : EGRESS_RELAY_USER;
 	pthread_mutex_init(&g->mu, NULL);
 	snprintf(g->name, sizeof(g->name), "%s", name);
 	for (size_t i = 0; i < policy->n; i++)

@@ -24,8 +24,9 @@
 #include "proxy/policy.h"
 #include "proxy/proxy.h"
 
-/* The relay runs as nobody: not root, not the sandbox user. */
+/* The relay runs as nobody: not root, not the sandbox user (65533 when the sandbox's is nobody). */
 #define EGRESS_RELAY_USER "65534:65534"
+#define EGRESS_RELAY_USER_ALT "65533:65533"
 
 /* The operator's egress settings, parsed from the config once. */
 struct egress_conf {
@@ -58,10 +59,12 @@ bool egress_env_ours(const char *kv);
 
 /*
  * Starts the relay in the running container and the proxy for it, with
- * policy (copied). name labels the logs. 0 with *ret, or -errno with err.
+ * policy (copied). sandbox_user: the session's "uid:gid", which the relay's
+ * must differ from. name labels the logs. 0 with *ret, or -errno with err.
  */
-int egress_start(struct engine *e, struct call *call, const char *container, const struct egress_conf *c,
-		 const struct policy *policy, const char *name, struct egress **ret, struct err *err);
+int egress_start(struct engine *e, struct call *call, const char *container, const char *sandbox_user,
+		 const struct egress_conf *c, const struct policy *policy, const char *name, struct egress **ret,
+		 struct err *err);
 /*
  * Starts the relay again when it is gone (the container ran out of pids or
  * memory, or restarted), with the same policy. 0 when

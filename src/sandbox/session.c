@@ -499,7 +499,7 @@ static void adopt_egress(struct session_mgr *m, struct session *s, const char *l
 		     : err_set(&err, ERRCODE_ENGINE_ERROR, -EINVAL, "its egress label is not JSON");
 	json_decref(want);
 	if (r == 0) {
-		r = egress_start(s->engine, NULL, s->container, &m->egress, &p, s->id, &s->egress, &err);
+		r = egress_start(s->engine, NULL, s->container, s->user, &m->egress, &p, s->id, &s->egress, &err);
 		policy_finish(&p);
 	}
 	if (r < 0)
@@ -1486,7 +1486,7 @@ static int egress_begin(struct session_mgr *m, struct call *call, struct engine 
 	struct policy p;
 	int r = egress_policy_build(&m->egress, o->egress, &p, err);
 	if (r == 0)
-		r = egress_start(eng, call, s->container, &m->egress, &p, s->id, &s->egress, err);
+		r = egress_start(eng, call, s->container, s->user, &m->egress, &p, s->id, &s->egress, err);
 	policy_finish(&p);
 	return r;
 }
