@@ -284,7 +284,10 @@ int relay_main(const char *port)
 	static struct agentproto_whole w;
 	int lfd = -1, r;
 
-	if ((r = listen_on(port, &lfd)) < 0) {
+	/* a relay that just ended may still hold the port for a moment */
+	for (int i = 0; (r = listen_on(port, &lfd)) == -EADDRINUSE && i < 20; i++)
+		usleep(50 * 1000);
+	if (r < 0) {
 		char msg[128];
 		int n = snprintf(msg, sizeof(msg), "%d listen on 127.0.0.1:%s: %s", -r, port, strerror(-r));
 		char h[AGENTPROTO_HEADER_LEN];

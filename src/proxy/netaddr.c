@@ -50,6 +50,7 @@ static const struct range special[] = {
 	{ { 0x01, 0 }, 64, "discard-only (100::/64)" },
 	{ { 0x20, 0x01, 0x0d, 0xb8 }, 32, "documentation (2001:db8::/32)" },
 	{ { 0x20, 0x01, 0, 0 }, 23, "IETF protocol assignments (2001::/23)" },
+	{ { 0, 0x64, 0xff, 0x9b, 0, 0x01 }, 48, "local-use NAT64 (64:ff9b:1::/48)" },
 	{ { 0xfc, 0 }, 7, "unique local, private (fc00::/7)" },
 	{ { 0xfe, 0x80 }, 10, "link-local (fe80::/10)" },
 	{ { 0xfe, 0xc0 }, 10, "site-local (fec0::/10)" },
@@ -223,4 +224,14 @@ bool netaddr_is_literal(const char *host)
 	/* inet_aton's forms ("10.1", "0x7f.1") too: resolvers accept them as addresses */
 	struct in_addr a4;
 	return inet_aton(text, &a4) != 0 || inet_pton(AF_INET6, text, &a6) == 1;
+}
+
+int netaddr_list_add(struct netaddr_list *l, const struct sockaddr *sa)
+{
+	if (l->n == NETADDR_BLOCKS_MAX)
+		return -E2BIG;
+	if (!to16(sa, l->blocks[l->n].addr))
+		return -EAFNOSUPPORT;
+	l->blocks[l->n++].prefix = 128;
+	return 0;
 }

@@ -39,6 +39,8 @@ struct netaddr_list {
  * fd00::/8, 192.168.1.5") into l. 0, or -EINVAL with err naming setting.
  */
 int netaddr_list_parse(const char *text, const char *setting, struct netaddr_list *l, struct err *err);
+/* Adds sa alone (a /32 or /128). 0, -E2BIG when l is full, -EAFNOSUPPORT for other families. */
+int netaddr_list_add(struct netaddr_list *l, const struct sockaddr *sa);
 /* True when sa (AF_INET or AF_INET6) lies in one of l's blocks. */
 bool netaddr_listed(const struct netaddr_list *l, const struct sockaddr *sa);
 /*

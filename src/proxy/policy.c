@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 
 #include "base/util.h"
+#include "proxy/netaddr.h"
 #include "proxy/policy.h"
 
 /* The built-in presets: name, then rules (default ports) ending in NULL. */
@@ -236,10 +237,13 @@ int policy_parse_list(struct policy *p, const char *text, const char *setting, s
 
 bool policy_name_match(const char *pattern, const char *name)
 {
-	if (strcmp(pattern, "*") == 0)
-		return name[0] != '[' && !strpbrk(name, ":") && name[strspn(name, "0123456789.")] != '\0';
-	if (strncmp(pattern, "*.", 2) != 0)
+	if (strncmp(pattern, "*", 1) != 0)
 		return strcasecmp(pattern, name) == 0;
+	/* a pattern matches names, never an address ("*.4" is not 1.2.3.4): those only by a rule naming them */
+	if (netaddr_is_literal(name))
+		return false;
+	if (strcmp(pattern, "*") == 0)
+		return true;
 	size_t pl = strlen(pattern) - 1, nl = strlen(name); /* pl: ".suffix" */
 	return nl > pl && strcasecmp(name + nl - pl, pattern + 1) == 0;
 }

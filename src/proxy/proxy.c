@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -63,7 +64,12 @@ struct pconn {
 	struct addrinfo *ai, *next_ai;
 	const char *skipped; /* why the last address was passed over */
 	int64_t deadline;
-	size_t tried; /* in.len when the head or hello was last looked for */
+	size_t tried; /* in.len when the head was last looked for */
+	/* the ClientHello's records walked so far (hello_ready): each byte is looked at once */
+	size_t rec_off, hs_len;
+	unsigned char hs4[4]; /* the handshake header, gathered across records */
+	unsigned hs4_n;
+	uint32_t lookup; /* the tag of its lookup (resolver.h): never a relay id, which the relay chooses */
 	uint64_t bytes_out, bytes_in;
 	struct pconn *next;
 };
@@ -99,6 +105,9 @@ struct proxy {
 	struct buf out;
 	struct pconn *conns;
 	struct resolver *res;
+	uint32_t lookups;	  /* the last lookup tag handed out */
+	struct netaddr_list self; /* the host's own addresses (self_address) */
+	int64_t self_at;	  /* when they were read */
 };
 
 static void pump_down(struct proxy *p, const char *fmt, ...) PRINTF_LIKE(2, 3);
@@ -339,9 +348,13 @@ static void judge(struct proxy *p, struct pconn *c, const struct http_request *h
 		c->body_left = c->req.content_length < 0 ? 0 : c->req.content_length;
 	}
 	consume(p, c, head_len);
-	int r = resolver_lookup(p->res, c->id, c->req.host, c->req.port, literal);
+	c->lookup = ++p->lookups;
+	int r = resolver_lookup(p->res, c->lookup, c->req.host, c->req.port, literal);
 	if (r < 0) {
-		refuse(p, c, 503, "the proxy could not start a lookup (out of threads): try again");
+		refuse(p, c, 503,
+		       r == -EAGAIN
+			       ? "this session has as many name lookups running as it may hold connections: try again"
+			       : "the proxy could not start a lookup (out of threads): try again");
 		return;
 	}
 	c->state = PC_RESOLVE;
@@ -372,6 +385,29 @@ wait:
 		refuse(p, c, 431, "the request head is larger than 16 KiB");
 }
 
+/*
+ * True for an address of the server's own host (getifaddrs, read again
+ * every 10 s): a name that resolves to one would reach the host's services
+ * from inside it, whatever its class.
+ */
+static bool self_address(struct proxy *p, const struct sockaddr *sa)
+{
+	int64_t now = now_ms();
+	if (!p->self_at || now - p->self_at > 10000) {
+		struct ifaddrs *ifs;
+		p->self.n = 0;
+		p->self_at = now;
+		if (getifaddrs(&ifs) == 0) {
+			for (struct ifaddrs *i = ifs; i; i = i->ifa_next)
+				/* the special ones are refused anyway: only the public ones need the list */
+				if (i->ifa_addr && !netaddr_special(i->ifa_addr))
+					netaddr_list_add(&p->self, i->ifa_addr);
+			freeifaddrs(ifs);
+		}
+	}
+	return netaddr_listed(&p->self, sa);
+}
+
 /* Starts connecting to the next address the operator lets us reach. */
 static void try_connect(struct proxy *p, struct pconn *c)
 {
@@ -379,6 +415,8 @@ static void try_connect(struct proxy *p, struct pconn *c)
 	for (; c->next_ai; c->next_ai = c->next_ai->ai_next) {
 		struct addrinfo *a = c->next_ai;
 		const char *why = netaddr_special(a->ai_addr);
+		if (!why && self_address(p, a->ai_addr))
+			why = "the server's own host";
 		if (why && !netaddr_listed(&p->set->addresses, a->ai_addr)) {
 			c->skipped = why;
 			continue;
@@ -415,7 +453,9 @@ static void try_connect(struct proxy *p, struct pconn *c)
 
 static void on_resolved(struct proxy *p, struct resolved *x)
 {
-	struct pconn *c = conn_find(p, x->tag);
+	struct pconn *c = p->conns;
+	while (c && c->lookup != x->tag)
+		c = c->next;
 	if (!c || c->state != PC_RESOLVE) {
 		resolved_free(x);
 		return;
@@ -433,18 +473,55 @@ static void on_resolved(struct proxy *p, struct resolved *x)
 	try_connect(p, c);
 }
 
+/*
+ * Whether the tunnel's first bytes are worth a look by tlshello_sni: they
+ * are not TLS, or malformed, or too many, or the whole ClientHello is there.
+ * Walks each new record header once, so a hello cut into thousands of tiny
+ * records costs linear time, not a parse per record.
+ */
+static bool hello_ready(struct pconn *c)
+{
+	const unsigned char *d = (const unsigned char *)c->in.data;
+	if (c->in.len && d[0] != 0x16)
+		return true;
+	while (c->rec_off + 5 <= c->in.len) {
+		size_t len = (size_t)d[c->rec_off + 3] << 8 | d[c->rec_off + 4];
+		if (d[c->rec_off] != 0x16 || len == 0)
+			return true;
+		if (c->rec_off + 5 + len > c->in.len)
+			break;
+		for (size_t i = 0; i < len && c->hs4_n < 4; i++)
+			c->hs4[c->hs4_n++] = d[c->rec_off + 5 + i];
+		c->hs_len += len;
+		c->rec_off += 5 + len;
+	}
+	if (c->in.len >= TLSHELLO_MAX + 5 || c->hs_len > TLSHELLO_MAX)
+		return true;
+	if (c->hs4_n < 4)
+		return false;
+	size_t msg = (size_t)c->hs4[1] << 16 | (size_t)c->hs4[2] << 8 | c->hs4[3];
+	return c->hs_len >= 4 + msg;
+}
+
+/* A server name as host names are written (SNI is the client's to fill: never logged raw). */
+static bool sni_ok(const char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      strchr("-._", *s)))
+			return false;
+	return true;
+}
+
 /* The tunnel's first bytes must be a ClientHello for the CONNECT host. */
 static void hello_look(struct proxy *p, struct pconn *c)
 {
 	char sni[POLICY_HOST_MAX + 1], why[600];
-	/* parse again only when the first record may be whole, or 512 more bytes came */
-	size_t need = c->in.len >= 5 ? 5 + ((size_t)(unsigned char)c->in.data[3] << 8 | (unsigned char)c->in.data[4])
-				     : 5;
-	bool tls_start = c->in.len > 0 && c->in.data[0] == 0x16;
-	if (c->in.len == 0 || (tls_start && c->tried && c->in.len < need && c->in.len < c->tried + 512))
+	if (c->in.len == 0 || !hello_ready(c))
 		return;
-	c->tried = c->in.len;
 	int r = tlshello_sni((const unsigned char *)c->in.data, c->in.len, sni, sizeof(sni));
+	if (r == TLSHELLO_FOUND && !sni_ok(sni))
+		r = TLSHELLO_NOT_TLS;
 	if (r == TLSHELLO_MORE)
 		return;
 	size_t sl = r == TLSHELLO_FOUND ? strlen(sni) : 0;
@@ -456,6 +533,11 @@ static void hello_look(struct proxy *p, struct pconn *c)
 		refuse(p, c, 403, why);
 	} else if (r == TLSHELLO_NO_SNI && !netaddr_is_literal(c->req.host)) {
 		snprintf(why, sizeof(why), "the TLS ClientHello to %s names no server (SNI): refused", c->req.host);
+		refuse(p, c, 403, why);
+	} else if (r == TLSHELLO_ECH) {
+		snprintf(why, sizeof(why),
+			 "the TLS ClientHello to %s offers Encrypted Client Hello, which hides the name it means: refused",
+			 c->req.host);
 		refuse(p, c, 403, why);
 	} else if (r == TLSHELLO_NOT_TLS) {
 		snprintf(why, sizeof(why), "a CONNECT tunnel to %s:%u must carry TLS, and it did not", c->req.host,
@@ -509,11 +591,8 @@ static bool origin_write(struct proxy *p, struct pconn *c)
 			return true;
 	}
 	size_t due = c->in.len;
-	if (c->plain) {
-		if ((int64_t)due > c->body_left)
-			consume(p, c, due - (size_t)c->body_left); /* past the body: one request per connection */
-		due = (size_t)c->body_left < c->in.len ? (size_t)c->body_left : c->in.len;
-	}
+	if (c->plain && (int64_t)due > c->body_left)
+		due = (size_t)c->body_left;
 	if (due) {
 		ssize_t n = send(c->fd, c->in.data, due, MSG_NOSIGNAL);
 		if (n < 0 && errno != EAGAIN && errno != EINTR)
@@ -525,6 +604,9 @@ static bool origin_write(struct proxy *p, struct pconn *c)
 			c->deadline = now_ms() + PROXY_IDLE_TIMEOUT_MS;
 		}
 	}
+	/* past the body: one request per connection, the rest is dropped (and acknowledged) */
+	if (c->plain && c->body_left == 0 && c->in.len)
+		consume(p, c, c->in.len);
 	if (c->sand_eof && c->in.len == 0 && !c->pre.len)
 		shutdown(c->fd, SHUT_WR);
 	return true;
@@ -538,7 +620,8 @@ static bool origin_read(struct proxy *p, struct pconn *c)
 {
 	size_t want = c->credit < PROXY_READ_CHUNK ? c->credit : PROXY_READ_CHUNK;
 	char *tail;
-	if (want == 0 || buf_reserve(&p->out, AGENTPROTO_RELAY_HEAD + want, &tail) < 0)
+	/* past PROXY_OUT_MAX only frames of our own go out: out keeps that much room for them */
+	if (want == 0 || p->out.len >= PROXY_OUT_MAX || buf_reserve(&p->out, AGENTPROTO_RELAY_HEAD + want, &tail) < 0)
 		return true;
 	ssize_t n = recv(c->fd, tail + AGENTPROTO_RELAY_HEAD, want, 0);
 	if (n < 0)
@@ -761,16 +844,21 @@ static size_t poll_set(struct proxy *p, struct pollfd *pfd, struct pconn **who, 
 	pfd[0] = (struct pollfd){ .fd = p->wake, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = resolver_fd(p->res), .events = POLLIN };
 	pfd[2] = (struct pollfd){ .fd = p->fd, .events = (short)(POLLIN | (p->out.len ? POLLOUT : 0)) };
-	for (struct pconn *c = p->conns; c && n < max; c = c->next) {
+	for (struct pconn *c = p->conns; c; c = c->next) {
+		if (n == max)
+			break;
 		short ev = 0;
 		if (c->state == PC_CONNECT || (c->state == PC_OPEN && (c->pre.len || c->in.len)))
 			ev |= POLLOUT;
 		if (c->state == PC_OPEN && !c->origin_eof && c->credit && p->out.len < PROXY_OUT_MAX)
 			ev |= POLLIN;
-		pfd[n] = (struct pollfd){ .fd = ev ? c->fd : -1, .events = ev };
-		who[n++] = c;
 		if (c->deadline < *next)
 			*next = c->deadline;
+		/* only those with an fd and something to wait for: refused ones must not crowd them out */
+		if (!ev || c->fd < 0)
+			continue;
+		pfd[n] = (struct pollfd){ .fd = c->fd, .events = ev };
+		who[n++] = c;
 	}
 	return n;
 }
@@ -809,8 +897,10 @@ static void *pump_main(void *arg)
 		int64_t next = now_ms() + 1000;
 		size_t n = poll_set(p, pfd, who, max, &next);
 		int64_t wait = next - now_ms();
-		if (poll(pfd, n, wait < 0 ? 0 : (int)wait) < 0 && errno != EINTR)
+		if (poll(pfd, n, wait < 0 ? 0 : (int)wait) < 0 && errno != EINTR) {
+			pump_down(p, "poll failed: %s", strerror(errno));
 			break;
+		}
 		if (pfd[0].revents) {
 			uint64_t v;
 			if (read(p->wake, &v, sizeof(v)) < 0) {
@@ -924,7 +1014,7 @@ int proxy_start(int fd, const char *buffered, size_t nbuf, const struct policy *
 	agentproto_whole_init(&p->frame, AGENTPROTO_RELAY_TO_SERVER);
 	buf_init(&p->out, 2 * PROXY_OUT_MAX + 2 * (AGENTPROTO_RELAY_HEAD + PROXY_READ_CHUNK));
 	atomic_store(&p->alive, true);
-	int r = resolver_create(&p->res);
+	int r = resolver_create(set->conns_max, &p->res);
 	if (r == 0 && (p->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
 		r = -errno;
 	int fl = fcntl(fd, F_GETFL);

@@ -170,6 +170,31 @@ static bool hop_by_hop(struct slice name)
 	return false;
 }
 
+/* True when a Connection header of head names this header (RFC 9110 7.6.1: hop-by-hop too). */
+static bool named_in_connection(const struct http_request *head, struct slice name)
+{
+	for (size_t i = 0; i < head->num_headers; i++) {
+		if (!slice_case_eq(head->headers[i].name, "Connection"))
+			continue;
+		struct slice v = head->headers[i].value;
+		size_t at = 0;
+		while (at < v.n) {
+			size_t end = at;
+			while (end < v.n && v.p[end] != ',')
+				end++;
+			size_t a = at, b = end;
+			while (a < b && (v.p[a] == ' ' || v.p[a] == '\t'))
+				a++;
+			while (b > a && (v.p[b - 1] == ' ' || v.p[b - 1] == '\t'))
+				b--;
+			if (b - a == name.n && strncasecmp(v.p + a, name.p, name.n) == 0)
+				return true;
+			at = end + 1;
+		}
+	}
+	return false;
+}
+
 int proxyreq_origin_head(const struct http_request *head, const struct proxyreq *r, struct buf *out)
 {
 	int ret = buf_printf(out, "%.*s %.*s HTTP/1.1\r\n", (int)head->method.n, head->method.p, (int)r->path.n,
@@ -177,7 +202,7 @@ int proxyreq_origin_head(const struct http_request *head, const struct proxyreq 
 	bool host = false;
 	for (size_t i = 0; i < head->num_headers && ret == 0; i++) {
 		const struct http_header *h = &head->headers[i];
-		if (hop_by_hop(h->name))
+		if (hop_by_hop(h->name) || named_in_connection(head, h->name))
 			continue;
 		host |= slice_case_eq(h->name, "Host");
 		ret = buf_printf(out, "%.*s: %.*s\r\n", (int)h->name.n, h->name.p, (int)h->value.n, h->value.p);

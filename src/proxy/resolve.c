@@ -18,7 +18,9 @@
 
 struct resolver {
 	pthread_mutex_t mu;
-	int refs; /* the proxy's, and one per lookup running */
+	int refs;	  /* the proxy's, and one per lookup running */
+	unsigned running; /* lookups whose thread has not returned, also for connections gone since */
+	unsigned max;	  /* running at most */
 	bool closed;
 	int efd;
 	struct resolved *head, **tail;
@@ -32,7 +34,7 @@ struct lookup {
 	char port[8];
 };
 
-int resolver_create(struct resolver **ret)
+int resolver_create(unsigned max, struct resolver **ret)
 {
 	struct resolver *r = xcalloc(1, sizeof(*r));
 	if ((r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
@@ -42,6 +44,7 @@ int resolver_create(struct resolver **ret)
 	}
 	pthread_mutex_init(&r->mu, NULL);
 	r->refs = 1;
+	r->max = max;
 	r->tail = &r->head;
 	*ret = r;
 	return 0;
@@ -90,6 +93,7 @@ static void *lookup_main(void *arg)
 	struct resolver *r = l->r;
 	free(l);
 	pthread_mutex_lock(&r->mu);
+	r->running--;
 	if (r->closed) {
 		resolved_free(x);
 	} else {
@@ -124,13 +128,22 @@ int resolver_lookup(struct resolver *r, uint32_t tag, const char *host, uint16_t
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, RESOLVE_STACK);
 	pthread_mutex_lock(&r->mu);
+	if (r->running >= r->max) {
+		/* a lookup outlives its connection: closing and reconnecting must not pile threads up */
+		pthread_mutex_unlock(&r->mu);
+		pthread_attr_destroy(&at);
+		free(l);
+		return -EAGAIN;
+	}
 	r->refs++;
+	r->running++;
 	pthread_mutex_unlock(&r->mu);
 	int e = pthread_create(&t, &at, lookup_main, l);
 	pthread_attr_destroy(&at);
 	if (e) {
 		free(l);
 		pthread_mutex_lock(&r->mu);
+		r->running--;
 		unref_locked(r);
 		return -e;
 	}

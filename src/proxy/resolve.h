@@ -25,11 +25,14 @@ struct resolved {
 	struct resolved *next;
 };
 
-/* 0 with *ret, or -errno. */
-int resolver_create(struct resolver **ret);
+/* max: lookups running at once (their threads, also of connections gone since). 0 with *ret, or -errno. */
+int resolver_create(unsigned max, struct resolver **ret);
 /* The fd that is readable while answers wait (poll it for POLLIN). */
 int resolver_fd(const struct resolver *r);
-/* Starts looking up host (numeric: an address literal, no lookup). 0, or -errno (no thread). */
+/*
+ * Starts looking up host (numeric: an address literal, no lookup). 0,
+ * -EAGAIN when max lookups are running, or -errno (no thread).
+ */
 int resolver_lookup(struct resolver *r, uint32_t tag, const char *host, uint16_t port, bool numeric);
 /* The answers that came, oldest first (the caller frees each with resolved_free); NULL when none. */
 struct resolved *resolver_take(struct resolver *r);

@@ -77,17 +77,24 @@ static int client_hello(struct rd *r, char *name, size_t namesz)
 		return TLSHELLO_NO_SNI; /* no extensions at all */
 	if (!u16(r, &ext_len) || ext_len != r->n - r->off)
 		return TLSHELLO_NOT_TLS;
+	int found = TLSHELLO_MORE; /* no server_name seen yet */
 	while (r->off < r->n) {
 		size_t type;
 		const unsigned char *q;
 		if (!u16(r, &type) || !u16(r, &len) || !take(r, len, &q))
 			return TLSHELLO_NOT_TLS;
+		if (type == 0xfe0d) /* encrypted_client_hello: the outer name is not the one meant */
+			return TLSHELLO_ECH;
+		if (type == 0 && found == TLSHELLO_FOUND)
+			return TLSHELLO_NOT_TLS; /* two server_name extensions */
 		if (type == 0) {
 			struct rd e = { q, len, 0 };
-			return server_name(&e, name, namesz);
+			found = server_name(&e, name, namesz);
+			if (found != TLSHELLO_FOUND)
+				return found;
 		}
 	}
-	return TLSHELLO_NO_SNI;
+	return found == TLSHELLO_FOUND ? TLSHELLO_FOUND : TLSHELLO_NO_SNI;
 }
 
 int tlshello_sni(const unsigned char *p, size_t n, char *name, size_t namesz)

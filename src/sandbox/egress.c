@@ -23,6 +23,7 @@ struct egress {
 	struct policy policy; /* what the proxy was last given: a restarted relay gets it again */
 	const struct egress_conf *conf;
 	const char *relay_user; /* EGRESS_RELAY_USER, or _ALT when the sandbox runs as it */
+	bool restarting;	/* egress_ensure is starting a new relay (proxy and stream NULL) */
 	char name[64];
 };
 
@@ -171,9 +172,17 @@ void egress_env(json_t *env)
 }
 
 /* Starts the relay's exec and the proxy on its stream, into g. */
-static int relay_start(struct egress *g, struct engine *e, struct call *call, const char *container, struct err *err)
+/*
+ * Starts the relay's exec and a proxy on its stream with policy: *ret_stream
+ * and *ret_proxy, or -errno with err and nothing left. Takes no lock: the
+ * caller installs what it returns.
+ */
+static int relay_start(const struct egress *g, struct engine *e, struct call *call, const char *container,
+		       const struct policy *policy, struct engine_stream **ret_stream, struct proxy **ret_proxy,
+		       struct err *err)
 {
 	char exec_id[ENGINE_ID_LEN + 1], port[8];
+	struct engine_stream *stream;
 	snprintf(port, sizeof(port), "%d", PROXY_PORT);
 	json_t *cfg = json_pack("{s:b, s:b, s:b, s:b, s:b, s:s, s:[s, s, s]}", "AttachStdin", 1, "AttachStdout", 1,
 				"AttachStderr", 1, "Tty", 0, "Privileged", 0, "User", g->relay_user, "Cmd",
@@ -181,20 +190,20 @@ static int relay_start(struct egress *g, struct engine *e, struct call *call, co
 	int r = engine_exec_create(e, call, container, cfg, exec_id, err);
 	json_decref(cfg);
 	if (r == 0)
-		r = engine_exec_start(e, call, exec_id, &g->stream, err);
+		r = engine_exec_start(e, call, exec_id, &stream, err);
 	if (r < 0)
 		return r;
 	struct buf ahead;
 	buf_init(&ahead, ENGINE_STREAM_AHEAD_MAX);
-	if (engine_stream_take_buffered(g->stream, &ahead) < 0)
+	if (engine_stream_take_buffered(stream, &ahead) < 0)
 		abort(); /* ahead takes ENGINE_STREAM_AHEAD_MAX */
-	r = proxy_start(engine_stream_fd(g->stream), ahead.data, ahead.len, &g->policy, &g->conf->set, g->name,
-			EGRESS_START_TIMEOUT_MS, &g->proxy, err);
+	r = proxy_start(engine_stream_fd(stream), ahead.data, ahead.len, policy, &g->conf->set, g->name,
+			EGRESS_START_TIMEOUT_MS, ret_proxy, err);
 	buf_finish(&ahead);
-	if (r < 0) {
-		engine_stream_destroy(g->stream);
-		g->stream = NULL;
-	}
+	if (r < 0)
+		engine_stream_destroy(stream);
+	else
+		*ret_stream = stream;
 	return r;
 }
 
@@ -214,7 +223,7 @@ int egress_start(struct engine *e, struct call *call, const char *container, con
 	snprintf(g->name, sizeof(g->name), "%s", name);
 	for (size_t i = 0; i < policy->n; i++)
 		policy_add(&g->policy, &policy->rules[i]);
-	int r = relay_start(g, e, call, container, err);
+	int r = relay_start(g, e, call, container, &g->policy, &g->stream, &g->proxy, err);
 	if (r < 0) {
 		egress_stop(g);
 		return r;
@@ -225,16 +234,36 @@ int egress_start(struct engine *e, struct call *call, const char *container, con
 
 int egress_ensure(struct egress *g, struct engine *e, struct call *call, const char *container, struct err *err)
 {
+	struct policy now = { 0 };
 	pthread_mutex_lock(&g->mu);
-	int r = 0;
-	if (!g->proxy || !proxy_alive(g->proxy)) {
-		log_warnf("egress %s: the relay is gone; starting it again", g->name);
-		proxy_stop(g->proxy);
-		g->proxy = NULL;
-		engine_stream_destroy(g->stream);
-		g->stream = NULL;
-		r = relay_start(g, e, call, container, err);
+	if (g->restarting || (g->proxy && proxy_alive(g->proxy))) {
+		pthread_mutex_unlock(&g->mu);
+		return 0;
 	}
+	/* taken out under the lock, replaced outside it: session_list must not wait on an engine call */
+	g->restarting = true;
+	struct proxy *old = g->proxy;
+	struct engine_stream *old_stream = g->stream;
+	g->proxy = NULL;
+	g->stream = NULL;
+	for (size_t i = 0; i < g->policy.n; i++)
+		policy_add(&now, &g->policy.rules[i]);
+	pthread_mutex_unlock(&g->mu);
+
+	log_warnf("egress %s: the relay is gone; starting it again", g->name);
+	proxy_stop(old);
+	engine_stream_destroy(old_stream);
+	struct proxy *np = NULL;
+	struct engine_stream *ns = NULL;
+	int r = relay_start(g, e, call, container, &now, &ns, &np, err);
+	policy_finish(&now);
+
+	pthread_mutex_lock(&g->mu);
+	g->proxy = np;
+	g->stream = ns;
+	g->restarting = false;
+	if (np)
+		proxy_set_policy(np, &g->policy); /* it may have changed meanwhile */
 	pthread_mutex_unlock(&g->mu);
 	return r;
 }
@@ -263,7 +292,7 @@ json_t *egress_status(struct egress *g)
 	pthread_mutex_lock(&g->mu);
 	json_t *st = g->proxy ? proxy_status_json(g->proxy)
 			      : json_pack("{s:o, s:s, s:i, s:[]}", "policy", policy_json(&g->policy), "relay",
-					  "down: not running", "connections", 0, "log");
+					  g->restarting ? "restarting" : "down: not running", "connections", 0, "log");
 	pthread_mutex_unlock(&g->mu);
 	return st;
 }

@@ -228,6 +228,15 @@ def raw(req):
     s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
     s.sendall(req)
     return s.recv(4096).decode(errors='replace').split('\\r\\n')[0]
+def whole(req):
+    s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
+    s.sendall(req)
+    out = b''
+    while True:
+        b = s.recv(65536)
+        if not b: break
+        out += b
+    return out.split(b'\\r\\n\\r\\n', 1)[1].decode(errors='replace')
 print(json.dumps({
   'same': tunnel('pypi.org', 'pypi.org'),
   'fronted': tunnel('pypi.org', 'evil.example'),
@@ -237,6 +246,8 @@ print(json.dumps({
   'huge': raw(b'GET http://pypi.org/ HTTP/1.1\\r\\nX: ' + b'a' * 20000 + b'\\r\\n\\r\\n'),
   'long_name': raw(b'CONNECT ' + b'a' * 300 + b'.pypi.org:443 HTTP/1.1\\r\\n\\r\\n'),
   'port': raw(b'CONNECT pypi.org:22 HTTP/1.1\\r\\n\\r\\n'),
+  'body': whole(b'POST http://pypi.org/echo HTTP/1.1\\r\\nHost: pypi.org\\r\\nContent-Length: 10\\r\\n\\r\\n0123456789'
+                b'GET http://evil.example/ HTTP/1.1\\r\\nHost: evil.example\\r\\n\\r\\n'),
 }))`);
     assert.equal(r.same, 'tls HTTP/1.0 200 OK', JSON.stringify(r));
     assert.match(r.fronted, /error .*(alert|ACCESS_DENIED|access denied)/i, JSON.stringify(r));
@@ -246,6 +257,8 @@ print(json.dumps({
     assert.match(r.huge, /^HTTP\/1.1 431/, JSON.stringify(r));
     assert.match(r.long_name, /^HTTP\/1.1 (400|403)/, JSON.stringify(r));
     assert.match(r.port, /^HTTP\/1.1 403/, JSON.stringify(r));
+    // one request per connection: the body goes whole, what follows it nowhere
+    assert.equal(r.body, '0123456789', JSON.stringify(r));
     const pypiSni = net.seen('pypi').map((x) => x.sni);
     assert.ok(!pypiSni.includes('evil.example'), 'the fronted hello never reached the origin');
   });

@@ -72,6 +72,8 @@ static void test_match(void **state)
 	assert_true(policy_name_match("*", "example.com"));
 	assert_false(policy_name_match("*", "10.0.0.1")); /* "any name" is not any address */
 	assert_false(policy_name_match("*", "[::1]"));
+	assert_false(policy_name_match("*.4", "1.2.3.4")); /* a pattern never matches an address */
+	assert_false(policy_name_match("*.1", "0x7f.1"));
 
 	struct policy p = list("pypi.org, *.pythonhosted.org:443, example.com:80 GET/HEAD");
 	assert_non_null(policy_find(&p, "pypi.org", 80));
@@ -265,6 +267,14 @@ static void test_proxyreq(void **state)
 	assert_int_equal(proxyreq_origin_head(&h, &r, &out), 0);
 	assert_string_equal(out.data, "GET / HTTP/1.1\r\nHost: example.com:8080\r\nConnection: close\r\n\r\n");
 	buf_finish(&out);
+	assert_int_equal(req("GET http://a.com/ HTTP/1.1\r\nConnection: X-Secret, keep-alive\r\nX-Secret: 1\r\nX-Kept: "
+			     "2\r\n\r\n",
+			     &r, &h),
+			 0);
+	buf_init(&out, 8192);
+	assert_int_equal(proxyreq_origin_head(&h, &r, &out), 0);
+	assert_string_equal(out.data, "GET / HTTP/1.1\r\nX-Kept: 2\r\nHost: a.com\r\nConnection: close\r\n\r\n");
+	buf_finish(&out);
 	assert_int_equal(req("POST http://a.com/x HTTP/1.1\r\nContent-Length: 12\r\n\r\n", &r, &h), 0);
 	assert_int_equal(r.content_length, 12);
 
@@ -304,8 +314,8 @@ static void test_proxyreq(void **state)
 	free(big);
 }
 
-/* A ClientHello with server name sni (NULL: no SNI extension), in records of at most rec bytes. */
-static size_t hello(unsigned char *out, const char *sni, size_t rec)
+/* A ClientHello with server name sni (NULL: no SNI extension), in records of at most rec bytes; ech: offering ECH. */
+static size_t hello(unsigned char *out, const char *sni, size_t rec, bool ech)
 {
 	unsigned char body[512];
 	size_t n = 0;
@@ -319,6 +329,9 @@ static size_t hello(unsigned char *out, const char *sni, size_t rec)
 	n += 2;
 	body[n++] = 0, body[n++] = 0x2b; /* supported_versions */
 	body[n++] = 0, body[n++] = 3, body[n++] = 2, body[n++] = 3, body[n++] = 4;
+	if (ech) {
+		body[n++] = 0xfe, body[n++] = 0x0d, body[n++] = 0, body[n++] = 1, body[n++] = 0;
+	}
 	if (sni) {
 		size_t l = strlen(sni);
 		body[n++] = 0, body[n++] = 0;
@@ -346,17 +359,19 @@ static void test_tlshello(void **state)
 {
 	unsigned char buf[2048];
 	char name[300];
-	size_t n = hello(buf, "pypi.org", 16384);
+	size_t n = hello(buf, "pypi.org", 16384, false);
 	assert_int_equal(tlshello_sni(buf, n, name, sizeof(name)), TLSHELLO_FOUND);
 	assert_string_equal(name, "pypi.org");
 	for (size_t k = 0; k < n; k++) /* every prefix is "more", never a wrong answer */
 		assert_int_equal(tlshello_sni(buf, k, name, sizeof(name)), TLSHELLO_MORE);
-	n = hello(buf, "files.pythonhosted.org", 20); /* the hello split into many records */
+	n = hello(buf, "files.pythonhosted.org", 20, false); /* the hello split into many records */
 	assert_int_equal(tlshello_sni(buf, n, name, sizeof(name)), TLSHELLO_FOUND);
 	assert_string_equal(name, "files.pythonhosted.org");
-	n = hello(buf, NULL, 16384);
+	n = hello(buf, "pypi.org", 16384, true);
+	assert_int_equal(tlshello_sni(buf, n, name, sizeof(name)), TLSHELLO_ECH);
+	n = hello(buf, NULL, 16384, false);
 	assert_int_equal(tlshello_sni(buf, n, name, sizeof(name)), TLSHELLO_NO_SNI);
-	n = hello(buf, "pypi.org", 16384);
+	n = hello(buf, "pypi.org", 16384, false);
 	assert_int_equal(tlshello_sni(buf, n, name, 5), TLSHELLO_NOT_TLS); /* the name does not fit */
 	buf[5] = 2;							   /* a ServerHello */
 	assert_int_equal(tlshello_sni(buf, n, name, sizeof(name)), TLSHELLO_NOT_TLS);
