@@ -78,8 +78,9 @@ async function inSandbox(srv, sid, py) {
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
 
-const net = await new EgressNet().start();
+const net = new EgressNet();
 try {
+  await net.start();
   const srv = await Server.start('egress-bench', {
     SANDBOX_EGRESS_ALLOW: 'pypi.org,files.pythonhosted.org', SANDBOX_EGRESS_ADDRESSES: `${net.inet.base}.0/24`,
     SANDBOX_POOL_SIZE: 0, SANDBOX_MAX_SESSIONS: 40, SANDBOX_TIMEOUT_S: 300,

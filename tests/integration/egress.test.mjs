@@ -36,7 +36,8 @@ describe('egress', suite({ timeout: 900000 }), () => {
 
   before(async () => {
     requireEngine();
-    net = await new EgressNet().start();
+    net = new EgressNet(); // assigned first: after() removes what a start that failed half-way made
+    await net.start();
     srv = await Server.start('egress', {
       SANDBOX_EGRESS_ALLOW: CEILING,
       SANDBOX_EGRESS_ADDRESSES: `${net.inet.base}.0/24`,

@@ -29,6 +29,8 @@ def note(**kw):
 
 class Handler(http.server.CGIHTTPRequestHandler):
     cgi_directories = ['/cgi-bin']
+    # through pipes, not a forked child writing to the socket: the socket speaks TLS
+    have_fork = False
 
     def is_cgi(self):
         if '.git/' in self.path and os.path.exists(os.path.join(root, 'cgi-bin', 'git-http-backend')):
@@ -96,6 +98,16 @@ class TLSServer(Server):
             raise
         tls.sni = seen.get('sni')
         return tls, addr
+
+    def shutdown_request(self, request):
+        # close_notify before the close: a body that ends with the connection
+        # (CGI output has no length) is complete only then for GnuTLS clients
+        try:
+            request.settimeout(2)
+            request.unwrap()
+        except Exception:
+            pass
+        super().shutdown_request(request)
 
 
 handler = functools.partial(Handler, directory=root)
