@@ -344,7 +344,7 @@ print(json.dumps(fetch('https://pypi.org/simple/')))`);
     const flood = srv.ok('run_command', { session_id: other, command: `python3 - <<'EOF'
 import urllib.request, time
 t0 = time.time(); n = 0
-while time.time() - t0 < 6:
+while time.time() - t0 < 4:
     with urllib.request.urlopen('https://files.pythonhosted.org/big', timeout=30) as r:
         while True:
             b = r.read(1 << 20)
@@ -361,7 +361,7 @@ for i in range(5):
     assert x.startswith('200 '), x
 print(json.dumps(max(ts)))`);
     const out = await flood;
-    assert.ok(Number(out.stdout.trim()) > 50 << 20, `the flood moved ${out.stdout.trim()} bytes`);
+    assert.ok(Number(out.stdout.trim()) > 30 << 20, `the flood moved ${out.stdout.trim()} bytes`);
     assert.ok(r < 2, `the slowest fetch beside the flood took ${r} s`);
   });
 
