@@ -484,9 +484,11 @@ static bool hello_ready(struct pconn *c)
 	const unsigned char *d = (const unsigned char *)c->in.data;
 	if (c->in.len && d[0] != 0x16)
 		return true;
+	if (c->in.len > 1 && d[1] != 0x03)
+		return true;
 	while (c->rec_off + 5 <= c->in.len) {
 		size_t len = (size_t)d[c->rec_off + 3] << 8 | d[c->rec_off + 4];
-		if (d[c->rec_off] != 0x16 || len == 0)
+		if (d[c->rec_off] != 0x16 || d[c->rec_off + 1] != 0x03 || len == 0)
 			return true;
 		if (c->rec_off + 5 + len > c->in.len)
 			break;
@@ -495,12 +497,13 @@ static bool hello_ready(struct pconn *c)
 		c->hs_len += len;
 		c->rec_off += 5 + len;
 	}
-	if (c->in.len >= TLSHELLO_MAX + 5 || c->hs_len > TLSHELLO_MAX)
+	/* whatever tlshello_sni will refuse at once is looked at at once, and past its cap it stops for good */
+	if (c->rec_off >= TLSHELLO_MAX || c->hs_len > TLSHELLO_MAX || (c->hs4_n && c->hs4[0] != 1))
 		return true;
 	if (c->hs4_n < 4)
 		return false;
 	size_t msg = (size_t)c->hs4[1] << 16 | (size_t)c->hs4[2] << 8 | c->hs4[3];
-	return c->hs_len >= 4 + msg;
+	return msg + 4 > TLSHELLO_MAX || c->hs_len >= 4 + msg;
 }
 
 /* A server name as host names are written (SNI is the client's to fill: never logged raw). */
@@ -533,11 +536,6 @@ static void hello_look(struct proxy *p, struct pconn *c)
 		refuse(p, c, 403, why);
 	} else if (r == TLSHELLO_NO_SNI && !netaddr_is_literal(c->req.host)) {
 		snprintf(why, sizeof(why), "the TLS ClientHello to %s names no server (SNI): refused", c->req.host);
-		refuse(p, c, 403, why);
-	} else if (r == TLSHELLO_ECH) {
-		snprintf(why, sizeof(why),
-			 "the TLS ClientHello to %s offers Encrypted Client Hello, which hides the name it means: refused",
-			 c->req.host);
 		refuse(p, c, 403, why);
 	} else if (r == TLSHELLO_NOT_TLS) {
 		snprintf(why, sizeof(why), "a CONNECT tunnel to %s:%u must carry TLS, and it did not", c->req.host,

@@ -170,9 +170,16 @@ static bool hop_by_hop(struct slice name)
 	return false;
 }
 
-/* True when a Connection header of head names this header (RFC 9110 7.6.1: hop-by-hop too). */
+/*
+ * True when a Connection header of head names this header (RFC 9110 7.6.1:
+ * hop-by-hop too). Never the ones that frame the request or name its host:
+ * dropping Content-Length would make the body the origin's next request.
+ */
 static bool named_in_connection(const struct http_request *head, struct slice name)
 {
+	if (slice_case_eq(name, "Content-Length") || slice_case_eq(name, "Host") ||
+	    slice_case_eq(name, "Transfer-Encoding"))
+		return false;
 	for (size_t i = 0; i < head->num_headers; i++) {
 		if (!slice_case_eq(head->headers[i].name, "Connection"))
 			continue;

@@ -145,7 +145,7 @@ int resolver_lookup(struct resolver *r, uint32_t tag, const char *host, uint16_t
 		pthread_mutex_lock(&r->mu);
 		r->running--;
 		unref_locked(r);
-		return -e;
+		return -ENOMEM; /* not -EAGAIN, which says the cap was reached */
 	}
 	return 0;
 }

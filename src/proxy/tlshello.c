@@ -83,8 +83,6 @@ static int client_hello(struct rd *r, char *name, size_t namesz)
 		const unsigned char *q;
 		if (!u16(r, &type) || !u16(r, &len) || !take(r, len, &q))
 			return TLSHELLO_NOT_TLS;
-		if (type == 0xfe0d) /* encrypted_client_hello: the outer name is not the one meant */
-			return TLSHELLO_ECH;
 		if (type == 0 && found == TLSHELLO_FOUND)
 			return TLSHELLO_NOT_TLS; /* two server_name extensions */
 		if (type == 0) {
@@ -116,6 +114,8 @@ int tlshello_sni(const unsigned char *p, size_t n, char *name, size_t namesz)
 				return client_hello(&r, name, namesz);
 			}
 		}
+		if (off >= TLSHELLO_MAX)
+			return TLSHELLO_NOT_TLS; /* more records than a hello may take, whatever follows */
 		if (n - off < rec_hdr) {
 			/* what there is must look like the start of a handshake record */
 			if (n > off && p[off] != 0x16)

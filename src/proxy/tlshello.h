@@ -20,7 +20,6 @@ enum {
 	TLSHELLO_MORE = 0,     /* a ClientHello so far: give it more bytes */
 	TLSHELLO_NOT_TLS = -1, /* not a TLS handshake, malformed, or over TLSHELLO_MAX */
 	TLSHELLO_NO_SNI = -2,  /* a whole ClientHello without a host name */
-	TLSHELLO_ECH = -3,     /* it offers Encrypted Client Hello: the name it means is hidden */
 };
 
 /*

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/http/authkeys.h"
 #include "fuzz.h"
+#include "transport/http/authkeys.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -9,9 +9,9 @@
 
 #include <jansson.h>
 
-#include "mcp/bulk.h"
-#include "fuzz.h"
 #include "base/util.h"
+#include "fuzz.h"
+#include "mcp/bulk.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

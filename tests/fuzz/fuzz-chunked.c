@@ -9,8 +9,8 @@
  */
 #include <string.h>
 
-#include "fuzz.h"
 #include "base/http_parse.h"
+#include "fuzz.h"
 
 struct outcome {
 	int r;	    /* last result: 0 done, -2 need more, -1 malformed */

@@ -6,9 +6,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "config/dockerctx.h"
 #include "fuzz.h"
-#include "base/util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

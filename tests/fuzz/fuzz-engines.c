@@ -7,9 +7,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "engine/engines.h"
 #include "fuzz.h"
-#include "base/util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

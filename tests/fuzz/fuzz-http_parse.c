@@ -7,8 +7,8 @@
  */
 #include <string.h>
 
-#include "fuzz.h"
 #include "base/http_parse.h"
+#include "fuzz.h"
 
 static void check_inside(struct slice s, const char *p, size_t n)
 {

@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/imageref.h"
 #include "fuzz.h"
 #include "sandbox/image.h"
-#include "config/imageref.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

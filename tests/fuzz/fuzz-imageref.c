@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fuzz.h"
 #include "config/imageref.h"
+#include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -10,8 +10,8 @@
 
 #include <jansson.h>
 
-#include "fuzz.h"
 #include "base/jsonscan.h"
+#include "fuzz.h"
 
 /* jansson's allocations, with their sizes in a header: live and peak bytes. */
 static size_t live, peak;

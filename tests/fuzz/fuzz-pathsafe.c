@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "fuzz.h"
 #include "base/pathsafe.h"
+#include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -6,7 +6,8 @@
  * without control bytes or a trailing dot, with a port; the origin head it
  * yields is one request line in origin form with no proxy or hop-by-hop
  * header, ends in "Connection: close" and a blank line, and parses again as a
- * request head of the same method.
+ * request head of the same method, carrying the Content-Length the proxy
+ * forwards the body by (a Connection header cannot take it away).
  */
 #include <ctype.h>
 #include <string.h>
@@ -51,6 +52,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(n2 == (int)out.len);
 		FUZZ_CHECK(h2.method.n == h.method.n && memcmp(h2.method.p, h.method.p, h.method.n) == 0);
 		FUZZ_CHECK(h2.target.n > 0 && h2.target.p[0] == '/');
+		/* the length the proxy forwards a body by is the one the origin is told, once */
+		int lengths = 0;
+		for (size_t i = 0; i < h2.num_headers; i++)
+			if (slice_case_eq(h2.headers[i].name, "Content-Length")) {
+				struct slice v = h2.headers[i].value;
+				int64_t n = 0;
+				for (size_t k = 0; k < v.n; k++)
+					n = n * 10 + (v.p[k] - '0');
+				FUZZ_CHECK(n == r.content_length);
+				lengths++;
+			}
+		FUZZ_CHECK(r.content_length < 0 ? lengths == 0 : lengths == 1);
 		for (size_t i = 0; i < h2.num_headers; i++) {
 			FUZZ_CHECK(!slice_case_eq(h2.headers[i].name, "Proxy-Authorization"));
 			FUZZ_CHECK(!slice_case_eq(h2.headers[i].name, "Upgrade"));

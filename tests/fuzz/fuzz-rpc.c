@@ -16,16 +16,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/log.h"
+#include "base/util.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "fuzz.h"
-#include "base/log.h"
 #include "mcp/mcp.h"
 #include "mcp/out.h"
 #include "mcp/rpc.h"
 #include "sandbox/session.h"
 #include "tools/tools.h"
-#include "base/util.h"
 
 /* Short enough that the fuzzer reaches the over-long-line path. */
 #define FUZZ_RPC_LINE_MAX 4096

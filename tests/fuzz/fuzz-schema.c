@@ -10,10 +10,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "fuzz.h"
 #include "tools/schema.h"
 #include "tools/tools.h"
-#include "base/util.h"
 
 static const char every_keyword[] =
 	"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"s\"],\"properties\":{"

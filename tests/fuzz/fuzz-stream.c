@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "fuzz.h"
 #include "engine/stream.h"
+#include "fuzz.h"
 
 struct outcome {
 	int r;

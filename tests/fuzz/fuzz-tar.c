@@ -12,8 +12,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fuzz.h"
 #include "base/tar.h"
+#include "fuzz.h"
 
 struct check {
 	const struct tar_limits *lim;

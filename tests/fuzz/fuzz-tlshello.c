@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char name[300], name2[300];
 	int r = tlshello_sni(data, size, name, sizeof(name));
-	FUZZ_CHECK(r >= TLSHELLO_ECH && r <= TLSHELLO_FOUND);
+	FUZZ_CHECK(r >= TLSHELLO_NO_SNI && r <= TLSHELLO_FOUND);
 	if (r == TLSHELLO_FOUND)
 		FUZZ_CHECK(strlen(name) > 0 && strlen(name) < sizeof(name));
 	if (r == TLSHELLO_MORE)
