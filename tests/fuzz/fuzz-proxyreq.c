@@ -57,10 +57,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < h2.num_headers; i++)
 			if (slice_case_eq(h2.headers[i].name, "Content-Length")) {
 				struct slice v = h2.headers[i].value;
-				int64_t n = 0;
+				int64_t len = 0;
 				for (size_t k = 0; k < v.n; k++)
-					n = n * 10 + (v.p[k] - '0');
-				FUZZ_CHECK(n == r.content_length);
+					len = len * 10 + (v.p[k] - '0');
+				FUZZ_CHECK(len == r.content_length);
 				lengths++;
 			}
 		FUZZ_CHECK(r.content_length < 0 ? lengths == 0 : lengths == 1);
