@@ -25,6 +25,8 @@ struct call {
 	void *data;
 	size_t weight; /* bytes, counted in d->pending_bytes while queued or running */
 	atomic_bool cancelled;
+	atomic_bool preempted; /* cancelled by the server (call_preempt), not by its client */
+	bool preempting;
 
 	pthread_mutex_t lock; /* guards hook, hook_arg, hook_running */
 	pthread_cond_t cond;
@@ -131,6 +133,27 @@ void call_cancel(struct call *c)
 	c->hook_running = false;
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
+}
+
+void call_preempt(struct call *c)
+{
+	atomic_store(&c->preempted, true);
+	call_cancel(c);
+}
+
+bool call_preempted(const struct call *c)
+{
+	return c && atomic_load(&c->preempted);
+}
+
+void call_set_preempting(struct call *c)
+{
+	c->preempting = true;
+}
+
+bool call_preempting(const struct call *c)
+{
+	return c->preempting;
 }
 
 const char *call_key(const struct call *c)

@@ -65,5 +65,15 @@ void call_set_next(struct call *c, struct call *next);
  * call's own thread cannot free c meanwhile (call_disarm waits for it).
  */
 void call_cancel(struct call *c);
+/*
+ * Cancels c for the server's own reason (a rollback of its session): as
+ * call_cancel, but the call still runs if it has not started, and its
+ * client still gets its (cancelled) result, since it never asked for this.
+ */
+void call_preempt(struct call *c);
+bool call_preempted(const struct call *c);
+/* Marks c as one that preempts its key's running call: no other such call preempts it (they queue). */
+void call_set_preempting(struct call *c);
+bool call_preempting(const struct call *c);
 
 #endif

@@ -31,6 +31,7 @@ static const char *const errcode_names[ERRCODE_MAX] = {
 	[ERRCODE_GIT_NOT_FOUND] = "git_not_found",
 	[ERRCODE_PIP_FAILED] = "pip_failed",
 	[ERRCODE_GIT_FAILED] = "git_failed",
+	[ERRCODE_CHECKPOINT_NOT_FOUND] = "checkpoint_not_found",
 	[ERRCODE_INTERNAL] = "internal",
 };
 

@@ -34,6 +34,7 @@ enum errcode {
 	ERRCODE_GIT_NOT_FOUND,
 	ERRCODE_PIP_FAILED, /* pip ran and failed: a build error, no matching distribution */
 	ERRCODE_GIT_FAILED, /* git ran and failed: a missing remote, a rejected push */
+	ERRCODE_CHECKPOINT_NOT_FOUND,
 	ERRCODE_INTERNAL,
 	ERRCODE_MAX,
 };

@@ -79,11 +79,22 @@ static const struct opt opts[] = {
 	  "Timeout for one Docker Engine API call, s" },
 	{ "max_layers", NULL, OPT_U64, OFF(max_layers), 1, 125,
 	  "Layers a session_commit image may have; past it the commit is flattened to one layer" },
+	{ "session_checkpoints", NULL, OPT_U64, OFF(session_checkpoints), 1, 1000,
+	  "Checkpoints of one session at most (session_checkpoint)" },
+	{ "max_checkpoints", NULL, OPT_U64, OFF(max_checkpoints), 1, 100000,
+	  "Checkpoints one principal holds at most, all sessions together" },
+	{ "checkpoint_mb", NULL, OPT_U64, OFF(checkpoint_mb), 1, 1u << 30,
+	  "Disk one principal's checkpoints may add up to, MB (what each adds to the image below it)" },
+	{ "max_forks", NULL, OPT_U64, OFF(max_forks), 1, 256, "Sessions one session_fork makes at most" },
+	{ "idle_snapshot", NULL, OPT_U64, OFF(idle_snapshot), 0, 1,
+	  "1: checkpoint a session before the idle TTL closes it; naming it later brings it back (default 0)" },
+	{ "paused_ttl_s", NULL, OPT_U64, OFF(paused_ttl_s), 0, 31536000,
+	  "Close a session paused this long, s (0: a paused session is never closed for idleness)" },
 	{ "workspace", NULL, OPT_STRING, OFF(workspace), 0, 0, "Workspace directory inside sandboxes" },
 	{ "host_dirs", NULL, OPT_STRING, OFF(host_dirs), 0, 0,
 	  "Host directories files may move to and from, ':'-separated (default: none)" },
 	{ "tools", NULL, OPT_STRING, OFF(tools), 0, 0,
-	  "Tool groups to offer, ','-separated: session,run,files,pip,git,env,egress (default: all)" },
+	  "Tool groups to offer, ','-separated: session,run,files,pip,git,env,egress,savepoints (default: all)" },
 	{ "outbox", NULL, OPT_STRING, OFF(outbox), 0, 0, "Host directory new artifacts are also copied to" },
 	{ "runtime", NULL, OPT_STRING, OFF(runtime), 0, 0, "OCI runtime for sessions (e.g. runsc)" },
 	{ "commit_repos", NULL, OPT_STRING, OFF(commit_repos), 0, 0,
@@ -129,9 +140,10 @@ static const struct {
 	const char *name;
 	unsigned bit;
 } tool_groups[] = {
-	{ "session", TOOL_GROUP_SESSION }, { "run", TOOL_GROUP_RUN }, { "files", TOOL_GROUP_FILES },
-	{ "pip", TOOL_GROUP_PIP },	   { "git", TOOL_GROUP_GIT }, { "env", TOOL_GROUP_ENV },
-	{ "egress", TOOL_GROUP_EGRESS },
+	{ "session", TOOL_GROUP_SESSION }, { "run", TOOL_GROUP_RUN },
+	{ "files", TOOL_GROUP_FILES },	   { "pip", TOOL_GROUP_PIP },
+	{ "git", TOOL_GROUP_GIT },	   { "env", TOOL_GROUP_ENV },
+	{ "egress", TOOL_GROUP_EGRESS },   { "savepoints", TOOL_GROUP_SAVEPOINTS },
 };
 
 static int opt_set(struct config *c, const struct opt *o, const char *value, const char *from, struct err *err);
@@ -160,12 +172,16 @@ void config_init(struct config *c)
 	c->max_line_bytes = 64u << 20;
 	c->engine_timeout_s = 30;
 	c->max_layers = 100;
+	c->session_checkpoints = 16;
+	c->max_checkpoints = 64;
+	c->checkpoint_mb = 20480;
+	c->max_forks = 16;
 	c->http_timeout_s = 30;
 	c->http_request_timeout_s = 60;
 	c->http_link_ttl_s = 86400;
 	c->workspace = xstrdup("/workspace");
 	c->host_dirs = xstrdup("");
-	c->tools = xstrdup("session,run,files,pip,git,env,egress");
+	c->tools = xstrdup("session,run,files,pip,git,env,egress,savepoints");
 	c->commit_repos = xstrdup(CONFIG_COMMIT_REPOS_DEFAULT);
 	c->networks = xstrdup("");
 	c->egress_allow = xstrdup("");
@@ -582,6 +598,12 @@ json_t *config_to_json(const struct config *c)
 	json_object_set_new(j, "workspace_mb", json_integer((json_int_t)c->workspace_mb));
 	json_object_set_new(j, "output_save_mb", json_integer((json_int_t)c->output_save_mb));
 	json_object_set_new(j, "commit_repos", json_string(c->commit_repos));
+	json_object_set_new(j, "checkpoints",
+			    json_pack("{s:I, s:I, s:I, s:I, s:b, s:I}", "per_session",
+				      (json_int_t)c->session_checkpoints, "max", (json_int_t)c->max_checkpoints,
+				      "max_mb", (json_int_t)c->checkpoint_mb, "max_forks", (json_int_t)c->max_forks,
+				      "idle_snapshot", c->idle_snapshot != 0, "paused_ttl_s",
+				      (json_int_t)c->paused_ttl_s));
 	json_object_set_new(j, "tlsverify", json_boolean(c->tls_verify));
 	json_object_set_new(j, "context", c->context ? json_string(c->context) : json_null());
 	json_object_set_new(j, "images", json_string(c->images));

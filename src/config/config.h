@@ -27,7 +27,8 @@ enum tool_group {
 	TOOL_GROUP_GIT = 1u << 4,
 	TOOL_GROUP_ENV = 1u << 5,
 	TOOL_GROUP_EGRESS = 1u << 6,
-	TOOL_GROUP_ALL = (1u << 7) - 1,
+	TOOL_GROUP_SAVEPOINTS = 1u << 7,
+	TOOL_GROUP_ALL = (1u << 8) - 1,
 };
 
 /* Repositories a commit or export may create unless SANDBOX_COMMIT_REPOS says otherwise. */
@@ -67,6 +68,13 @@ struct config {
 	uint64_t max_line_bytes;
 	uint64_t engine_timeout_s;
 	uint64_t max_layers; /* session_commit flattens an image that would have more */
+	/* save points (docs/checkpoints.md): caps per session and per principal, forks, idle and paused sessions */
+	uint64_t session_checkpoints; /* checkpoints taken of one session at most */
+	uint64_t max_checkpoints;     /* checkpoints one principal holds at most */
+	uint64_t checkpoint_mb;	      /* MB one principal's checkpoints add up to at most */
+	uint64_t max_forks;	      /* sessions one session_fork makes at most */
+	uint64_t idle_snapshot;	      /* 1: checkpoint a session before the idle TTL closes it */
+	uint64_t paused_ttl_s;	      /* close a session paused this long, s (0: never while paused) */
 	char *workspace;
 	char *host_dirs;
 	char *tools;

@@ -138,7 +138,7 @@ static void *worker_main(void *arg)
 			call_set_next(c, NULL);
 			q->running = c;
 			pthread_mutex_unlock(&d->lock);
-			if (!call_cancelled(c))
+			if (!call_cancelled(c) || call_preempted(c))
 				call_invoke(c);
 			call_disarm(c);
 			pthread_mutex_lock(&d->lock);
@@ -289,7 +289,7 @@ int dispatch_run_here(struct dispatch *d, struct call *c)
 	while (c) {
 		q->running = c;
 		pthread_mutex_unlock(&d->lock);
-		if (!call_cancelled(c))
+		if (!call_cancelled(c) || call_preempted(c))
 			call_invoke(c);
 		call_disarm(c);
 		pthread_mutex_lock(&d->lock);
@@ -346,6 +346,20 @@ bool dispatch_cancel(struct dispatch *d, const void *owner, const json_t *id)
 			if (id)
 				break;
 		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	return found;
+}
+
+bool dispatch_preempt(struct dispatch *d, const char *key)
+{
+	bool found = false;
+	pthread_mutex_lock(&d->lock);
+	struct queue *q = queue_find(d, key);
+	/* under d->lock: the worker cannot retire the running call meanwhile */
+	if (q && q->running && !call_preempting(q->running)) {
+		call_preempt(q->running);
+		found = true;
 	}
 	pthread_mutex_unlock(&d->lock);
 	return found;

@@ -59,6 +59,12 @@ int dispatch_run_here(struct dispatch *d, struct call *c);
  * is NULL (a client that went away). True if one was found.
  */
 bool dispatch_cancel(struct dispatch *d, const void *owner, const json_t *id);
+/*
+ * Preempts (call_preempt) the call running on key, unless it preempts
+ * others itself: a rollback ends the command it would otherwise wait for.
+ * Calls queued on key are left to run after it. True if one was running.
+ */
+bool dispatch_preempt(struct dispatch *d, const char *key);
 /* Calls queued or running. */
 unsigned dispatch_pending(struct dispatch *d);
 

@@ -502,6 +502,10 @@ static int m_tools_call(struct mcp *m, struct req *rq, json_t **ret, struct fail
 	struct call *c = call_create(rq->id, key, call_run, call_data_free, cd);
 	call_set_owner(c, rq->peer);
 	call_set_principal(c, rq->peer->principal);
+	if (t->preempts && t->preempts(cd->args)) {
+		call_set_preempting(c);
+		dispatch_preempt(m->dispatch, key);
+	}
 	*ret = NULL;
 	/* a read-only call on no session has nothing to wait for and nothing to kill */
 	return submit(m, c, rq, rq->run_here && t->read_only && !t->per_session && !session, f);
@@ -721,7 +725,10 @@ static void call_run(struct call *c, void *data)
 	}
 	current_call = NULL;
 
-	if (call_cancelled(c)) {
+	if (call_preempted(c)) {
+		tool_text(&res, "A rollback of this session (session_checkpoint) ended this call; the session is now "
+				"as the checkpoint left it.");
+	} else if (call_cancelled(c)) {
 		/* the client gave up on this request: send nothing for it */
 		tool_result_finish(&res);
 		files_maybe_changed(m, cd);

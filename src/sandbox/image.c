@@ -16,6 +16,7 @@
 #include "config/imageref.h"
 #include "engine/compat.h"
 #include "engine/engine-image.h"
+#include "sandbox/checkpoint.h"
 #include "sandbox/image.h"
 
 /*
@@ -141,6 +142,11 @@ bool image_repo_matches(const char *repo, const char *patterns)
 
 int image_ref_allowed(const struct config *cfg, const char *repo, struct err *err)
 {
+	if (image_repo_matches(repo, CHECKPOINT_REPOSITORY))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			       "repository '%.100s' holds the server's checkpoints (session_checkpoint), which a commit "
+			       "or an export never replaces: omit repository for the default, or pick another",
+			       repo);
 	if (!image_repo_matches(repo, cfg->commit_repos))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EPERM,
 			       "repository '%.100s' is not one session_commit and session_export may create: they tag only "
@@ -284,13 +290,13 @@ const char **image_changes_argv(json_t *changes)
 	return argv;
 }
 
-int image_commit(struct engine *e, struct call *call, const char *container_id, const char *comment, json_t *config,
-		 char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
+int image_commit(struct engine *e, struct call *call, const char *container_id, const char *repo, const char *tag,
+		 const char *comment, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
 {
 	/* Podman ignores the body's config; Docker gets only the body, as it always did */
 	json_t *changes = engine_is_podman(e) ? image_changes_podman(config) : json_array();
 	const char **argv = image_changes_argv(changes);
-	int r = engine_commit(e, call, container_id, "", "", comment, config, argv, ret_id, err);
+	int r = engine_commit(e, call, container_id, repo, tag, comment, config, argv, ret_id, err);
 	free(argv);
 	json_decref(changes);
 	return r;
@@ -368,6 +374,10 @@ json_t *image_commit_config(json_t *image, json_t *container)
 		const char *pv = json_string_value(json_object_get(plabels, key));
 		json_object_set_new(labels, key, json_string(pv ? pv : ""));
 	}
+	/* a checkpoint's labels say what only checkpoint_make may say: an image made from one is none */
+	json_object_foreach (labels, key, v)
+		if (strncmp(key, CHECKPOINT_LABEL, strlen(CHECKPOINT_LABEL)) == 0)
+			json_object_set_new(labels, key, json_string(""));
 	json_object_set_new(cfg, "Labels", labels);
 	return cfg;
 }

@@ -123,9 +123,12 @@ json_t *image_changes_podman(json_t *config);
 /* changes' strings as a NULL-terminated array (caller frees the array; the strings stay changes'). */
 const char **image_changes_argv(json_t *changes);
 
-/* engine_commit with config as the body and, on Podman, also as changes (image_changes_podman). */
-int image_commit(struct engine *e, struct call *call, const char *container_id, const char *comment, json_t *config,
-		 char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
+/*
+ * engine_commit with config as the body and, on Podman, also as changes
+ * (image_changes_podman); repo and tag "" make it untagged.
+ */
+int image_commit(struct engine *e, struct call *call, const char *container_id, const char *repo, const char *tag,
+		 const char *comment, json_t *config, char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
 
 /*
  * True when the image at ref, with these labels (its Config.Labels), is one

@@ -568,3 +568,8 @@ void pyrepl_kill(struct pyrepl *p)
 		kill_group(p);
 	pyrepl_destroy(p);
 }
+
+unsigned pyrepl_cells(const struct pyrepl *p)
+{
+	return p ? p->cell : 0;
+}

@@ -116,6 +116,8 @@ const char *pyrepl_python_version(const struct pyrepl *p);
 int64_t pyrepl_start_ms(const struct pyrepl *p);
 /* Closes the stream (the driver exits on EOF) and frees p. NULL is a no-op. */
 void pyrepl_destroy(struct pyrepl *p);
+/* Cells this interpreter has run (what a rollback or a fork loses); 0 for NULL. */
+unsigned pyrepl_cells(const struct pyrepl *p);
 /* Kills the interpreter's process group (unless that was done already), then destroys p. NULL is a no-op. */
 void pyrepl_kill(struct pyrepl *p);
 

@@ -27,10 +27,13 @@
 #include "engine/engine-image.h"
 #include "sandbox/agentctl.h"
 #include "sandbox/ceiling.h"
+#include "sandbox/checkpoint.h"
 #include "sandbox/egress.h"
 #include "sandbox/pool.h"
 #include "sandbox/pull.h"
 #include "sandbox/pyrepl.h"
+#include "sandbox/savepoint.h"
+#include "sandbox/session-internal.h"
 #include "sandbox/session.h"
 #include "sandbox/userdb.h"
 
@@ -49,78 +52,23 @@ static const char session_idle_cmd[] = "while sleep 3600; do :; done";
 /* A lock file younger than this may be a starting server's, not yet taken (prune_locks). */
 #define SESSION_LOCK_FRESH_S 60
 
-struct session_mgr {
-	const struct config *cfg;
-	struct engines *engines; /* borrowed: each session names its own (session_engine) */
-	char instance[SESSION_INSTANCE_LEN + 1];
-	char host[65];
-	char lock_dir[PATH_MAX];
-	char lock_path[PATH_MAX + 32]; /* this instance's lock, named in the .lock label */
-	char proc[96];		       /* "<pid>:<start time>:<boot id>" of this process, the .proc label */
-	int lock_fd;
-	json_t *users;	/* image id -> "uid:gid" its sessions run as (image_user) */
-	json_t *held;	/* instance -> fd of the dead instance's lock this one took over */
-	size_t adopted; /* persistent sessions adopted at start (they do not count as created) */
-
-	pthread_mutex_t lock;
-	pthread_cond_t wake; /* reaper wake-up */
-	struct session **list;
-	size_t len, cap;
-	bool stopping;
-	bool ready; /* start-up scan done (adoption, cleanup) */
-	pthread_t reaper;
-	bool reaper_started;
-	pthread_t starter;
-	bool starter_started;
-	/* creates under way, each holding a place under the limit and its name */
-	struct pending *pending;
-	size_t npending;
-	struct pool *pool;	   /* the warm pool (pool.h), filled after the start-up scan */
-	struct egress_conf egress; /* the operator's egress settings (egress.h) */
-	/*
-	 * Bit i: on engine i a create or a removal failed (the engine went away
-	 * mid-way), so a container of this instance may be there that no session
-	 * holds: swept at exit (sweep_own).
-	 */
-	atomic_uint orphans;
-};
-
-struct pending {
-	const char *name; /* NULL: unnamed */
-	const char *owner;
-	struct pending *next;
-};
-
-static int64_t wall_now(void);
-static void random_hex(char *out, size_t n);
 static int proc_start(pid_t pid, unsigned long long *ret);
 static int boot_id(char out[40]);
-static struct session *find_locked(struct session_mgr *m, const char *owner, const char *ref);
-static bool owns(const struct session *s, const char *owner);
-static void unlink_locked(struct session_mgr *m, struct session *s);
-static void session_free(struct session *s);
-static void remove_container(struct session_mgr *m, struct session *s);
 static void remove_containers(struct session_mgr *m, struct session **all, size_t n);
-static bool name_valid(const char *name);
 static void *reaper_main(void *arg);
 static int lock_dir_path(char *out, size_t outsz);
 static int verify_hardening(json_t *inspect, const struct session *s, struct err *err);
 static bool spec_numeric(const char *spec);
-static bool user_numeric_nonroot(const char *u);
-static int reserve(struct session_mgr *m, const struct session_opts *o, struct pending *pend, struct err *err);
 static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
 			   const char *network, struct session **ret, struct err *err);
-static int container_new(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
-			 const char *network, bool pooled, struct session **ret, struct err *err);
-static int list_new(struct session_mgr *m, struct session *s, struct session **ret, struct err *err);
 static const struct pool_ops session_pool_ops;
 
-static int64_t wall_now(void)
+int64_t session_now(void)
 {
 	return (int64_t)time(NULL);
 }
 
-static void random_hex(char *out, size_t n)
+void session_random_hex(char *out, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char raw[32];
@@ -158,7 +106,7 @@ int session_mgr_create(const struct config *cfg, struct engines *es, struct sess
 	m->lock_fd = -1;
 	m->users = json_object();
 	m->held = json_object();
-	random_hex(m->instance, SESSION_INSTANCE_LEN);
+	session_random_hex(m->instance, SESSION_INSTANCE_LEN);
 	if (gethostname(m->host, sizeof(m->host) - 1) < 0)
 		snprintf(m->host, sizeof(m->host), "unknown");
 	unsigned long long start = 0;
@@ -166,7 +114,9 @@ int session_mgr_create(const struct config *cfg, struct engines *es, struct sess
 	if (proc_start(getpid(), &start) == 0 && boot_id(boot) == 0)
 		snprintf(m->proc, sizeof(m->proc), "%ld:%llu:%s", (long)getpid(), start, boot);
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->savepoint_lock, NULL);
 	pthread_cond_init(&m->wake, NULL);
+	m->pinned = json_array();
 	m->pool = pool_create(cfg, m, &session_pool_ops, (size_t)cfg->pool_size);
 	int r = egress_conf_init(cfg, &m->egress, err);
 	if (r < 0) {
@@ -210,7 +160,7 @@ void session_mgr_start(struct session_mgr *m)
 }
 
 /* Blocks until the start-up scan is done. */
-static void wait_ready(struct session_mgr *m)
+void session_wait_ready(struct session_mgr *m)
 {
 	pthread_mutex_lock(&m->lock);
 	while (!m->ready && !m->stopping)
@@ -398,7 +348,7 @@ static enum owner owner_state(struct session_mgr *m, json_t *labels)
 }
 
 /* "uid:gid" in numbers, neither 0. */
-static bool user_numeric_nonroot(const char *u)
+bool session_user_valid(const char *u)
 {
 	unsigned long uid, gid;
 	char *end;
@@ -439,7 +389,7 @@ static int adopt_one(struct session_mgr *m, size_t ei, const char *id, json_t *l
 
 	if (!sid || strlen(sid) != SESSION_ID_LEN || !is_hex(sid, SESSION_ID_LEN))
 		r = err_set(err, ERRCODE_ENGINE_ERROR, -EINVAL, "its session label is not a session id");
-	else if (!user_numeric_nonroot(user))
+	else if (!session_user_valid(user))
 		r = err_set(err, ERRCODE_ENGINE_ERROR, -EPERM,
 			    "its user '%.40s' is not a numeric non-root uid:gid (made by an older server?)",
 			    user ? user : "");
@@ -453,7 +403,7 @@ static int adopt_one(struct session_mgr *m, size_t ei, const char *id, json_t *l
 		const char *pr = json_string_value(json_object_get(labels, SESSION_LABEL ".principal"));
 		snprintf(s->owner, sizeof(s->owner), "%s", pr ? pr : "");
 		/* a reserved name would make it the default session of every call */
-		if (nm && name_valid(nm) && strcmp(nm, "default") != 0)
+		if (nm && session_name_valid(nm) && strcmp(nm, "default") != 0)
 			snprintf(s->name, sizeof(s->name), "%s", nm);
 		memcpy(s->container, id, ENGINE_ID_LEN + 1);
 		snprintf(s->image, sizeof(s->image), "%s", img ? img : "");
@@ -466,7 +416,7 @@ static int adopt_one(struct session_mgr *m, size_t ei, const char *id, json_t *l
 		s->read_only = json_is_true(json_object_get(hc, "ReadonlyRootfs"));
 		if (created && parse_u64(created, 0, INT64_MAX, &cv) == 0)
 			s->created = (int64_t)cv;
-		s->last_used = wall_now();
+		s->last_used = session_now();
 		s->persistent = true;
 		s->adopted = true;
 		if (s->memory_mb == 0 || s->pids == 0 || s->cpus <= 0)
@@ -529,7 +479,7 @@ static void adopt(struct session_mgr *m, size_t ei, const char *id, json_t *labe
 	else
 		adopt_egress(m, s, json_string_value(json_object_get(labels, SESSION_LABEL ".egress")));
 	pthread_mutex_lock(&m->lock);
-	bool dup = find_locked(m, NULL, s->id) != NULL;
+	bool dup = session_find_locked(m, NULL, s->id) != NULL;
 	if (!dup) {
 		if (m->len == m->cap) {
 			m->cap = m->cap ? m->cap * 2 : 8;
@@ -659,6 +609,7 @@ static void *starter_main(void *arg)
 	for (size_t i = 0; i < engines_count(m->engines); i++)
 		sweep(m, i);
 	prune_locks(m);
+	savepoint_sweep_all(m); /* after the sweeps: the checkpoints of sessions they removed go too */
 	pthread_mutex_lock(&m->lock);
 	m->ready = true;
 	pthread_cond_broadcast(&m->wake);
@@ -669,7 +620,7 @@ static void *starter_main(void *arg)
 	return NULL;
 }
 
-static void session_free(struct session *s)
+void session_free(struct session *s)
 {
 	if (!s)
 		return;
@@ -679,6 +630,7 @@ static void session_free(struct session *s)
 	pyrepl_destroy(s->repl);
 	agentctl_destroy(s->agent);
 	egress_stop(s->egress);
+	free(s->notice);
 	free(s);
 }
 
@@ -690,7 +642,7 @@ static void mark_orphans(struct session_mgr *m, const struct engine *e)
 			atomic_fetch_or(&m->orphans, 1u << i);
 }
 
-static void remove_container(struct session_mgr *m, struct session *s)
+void session_remove_container(struct session_mgr *m, struct session *s)
 {
 	struct err err;
 	if (engine_container_remove(s->engine, NULL, s->container, &err) < 0) {
@@ -746,8 +698,10 @@ void session_reap_instance(struct engines *es, const char *instance)
 {
 	if (strlen(instance) != SESSION_INSTANCE_LEN || !is_hex(instance, SESSION_INSTANCE_LEN))
 		return;
-	for (size_t k = 0; k < engines_count(es); k++)
+	for (size_t k = 0; k < engines_count(es); k++) {
 		sweep_instance(es, k, instance);
+		checkpoint_sweep(engines_at(es, k), NULL);
+	}
 }
 
 /* Containers removed at once by remove_containers, at most. */
@@ -763,7 +717,7 @@ struct removal {
 static void *removal_main(void *arg)
 {
 	struct removal *r = arg;
-	remove_container(r->m, r->s);
+	session_remove_container(r->m, r->s);
 	return NULL;
 }
 
@@ -781,7 +735,7 @@ static void remove_containers(struct session_mgr *m, struct session **all, size_
 			r[j] = (struct removal){ .m = m, .s = all[i + j] };
 			r[j].threaded = k > 1 && thread_create_nosig(&r[j].thread, NULL, removal_main, &r[j]) == 0;
 			if (!r[j].threaded)
-				remove_container(m, all[i + j]);
+				session_remove_container(m, all[i + j]);
 		}
 		for (size_t j = 0; j < k; j++)
 			if (r[j].threaded)
@@ -824,6 +778,8 @@ void session_mgr_cleanup(struct session_mgr *m)
 	for (size_t i = 0; i < engines_count(m->engines) && i < ENGINES_MAX; i++)
 		if (orphans & (1u << i))
 			sweep_own(m, i);
+	if (atomic_load(&m->savepoints_used))
+		savepoint_sweep_all(m);
 	if (m->lock_fd >= 0)
 		unlink(m->lock_path);
 }
@@ -850,30 +806,32 @@ void session_mgr_destroy(struct session_mgr *m)
 	json_decref(m->held);
 	if (m->lock_fd >= 0)
 		close(m->lock_fd);
+	json_decref(m->pinned);
 	pthread_cond_destroy(&m->wake);
+	pthread_mutex_destroy(&m->savepoint_lock);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
 
 /* owner NULL: the server itself, which sees every principal's sessions. */
-static bool owns(const struct session *s, const char *owner)
+bool session_owns(const struct session *s, const char *owner)
 {
 	return !owner || strcmp(s->owner, owner) == 0;
 }
 
 /* owner's session with id or name ref; another principal's does not exist for it. */
-static struct session *find_locked(struct session_mgr *m, const char *owner, const char *ref)
+struct session *session_find_locked(struct session_mgr *m, const char *owner, const char *ref)
 {
 	for (size_t i = 0; i < m->len; i++)
-		if (owns(m->list[i], owner) && strcmp(m->list[i]->id, ref) == 0)
+		if (session_owns(m->list[i], owner) && strcmp(m->list[i]->id, ref) == 0)
 			return m->list[i];
 	for (size_t i = 0; i < m->len; i++)
-		if (owns(m->list[i], owner) && m->list[i]->name[0] && strcmp(m->list[i]->name, ref) == 0)
+		if (session_owns(m->list[i], owner) && m->list[i]->name[0] && strcmp(m->list[i]->name, ref) == 0)
 			return m->list[i];
 	return NULL;
 }
 
-static void unlink_locked(struct session_mgr *m, struct session *s)
+void session_unlink_locked(struct session_mgr *m, struct session *s)
 {
 	for (size_t i = 0; i < m->len; i++) {
 		if (m->list[i] == s) {
@@ -884,7 +842,7 @@ static void unlink_locked(struct session_mgr *m, struct session *s)
 	}
 }
 
-static bool name_valid(const char *name)
+bool session_name_valid(const char *name)
 {
 	size_t n = strlen(name);
 	if (n == 0 || n > SESSION_NAME_MAX)
@@ -977,7 +935,7 @@ static int read_user_files(struct session_mgr *m, struct engine *e, struct call 
 	json_decref(body);
 	json_decref(warnings);
 	if (r < 0) {
-		/* the engine may have made it and lost the answer (a cancel, a timeout): as container_new does */
+		/* the engine may have made it and lost the answer (a cancel, a timeout): as session_container_new does */
 		mark_orphans(m, e);
 		return r;
 	}
@@ -1070,7 +1028,7 @@ static int verify_hardening(json_t *inspect, const struct session *s, struct err
 		why = "capabilities were not dropped";
 	else if (!nnp)
 		why = "no-new-privileges was not set";
-	else if (!user_numeric_nonroot(user) || strcmp(user, s->user) != 0)
+	else if (!session_user_valid(user) || strcmp(user, s->user) != 0)
 		why = "the container would not run as the numeric non-root user asked for";
 	else if (json_integer_value(json_object_get(hc, "Memory")) != (json_int_t)(s->memory_mb << 20))
 		why = "the memory limit was not applied";
@@ -1122,13 +1080,13 @@ bool session_agent_run(struct engine *e, struct call *call, struct session *s, c
 
 /*
  * The warm pool's side in the registry (pool.h): members are made by the
- * same container_new as fresh sessions, with the default options.
+ * same session_container_new as fresh sessions, with the default options.
  */
 static int pool_build(struct session_mgr *m, struct call *call, struct session **ret, struct err *err)
 {
 	const struct session_opts o = { 0 };
 	struct session *s;
-	int r = container_new(m, call, &o, m->cfg->image, "none", true, &s, err);
+	int r = session_container_new(m, call, &o, m->cfg->image, "none", true, &s, err);
 	if (r < 0)
 		return r;
 	/* the agent up ahead too: the first run_command of the session pays no start */
@@ -1205,8 +1163,8 @@ static int hand_out(struct session_mgr *m, struct call *call, const struct sessi
 {
 	snprintf(s->name, sizeof(s->name), "%s", o->name ? o->name : "");
 	snprintf(s->owner, sizeof(s->owner), "%s", call_principal(call));
-	s->created = s->last_used = wall_now();
-	int r = list_new(m, s, ret, err);
+	s->created = s->last_used = session_now();
+	int r = session_list_new(m, s, ret, err);
 	if (r == 0)
 		log_infof("session %s created from the warm pool (container %.12s, image %s)", s->id, s->container,
 			  s->image);
@@ -1238,7 +1196,7 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 	/* only a configured name: the model never names an endpoint */
 	if ((r = engines_find(m->engines, o->engine, NULL, NULL, err)) < 0)
 		return r;
-	if (o->name && *o->name && !name_valid(o->name))
+	if (o->name && *o->name && !session_name_valid(o->name))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			       "name '%.80s' must be 1-63 letters, digits, '-', '_' or '.'", o->name);
 	if (o->name && !o->default_session &&
@@ -1260,10 +1218,10 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 			       network, cfg->networks[0] ? cfg->networks : "empty");
 	if (o->egress && (r = egress_check(m, o, network, err)) < 0)
 		return r;
-	wait_ready(m);
+	session_wait_ready(m);
 	/* the name and the place under the limit are held from this check until the session is listed */
 	struct pending pend = { .name = o->name && *o->name ? o->name : NULL, .owner = call_principal(call) };
-	r = reserve(m, o, &pend, err);
+	r = session_reserve(m, o, &pend, err);
 	if (r < 0)
 		return r;
 	struct session *pooled = pool_take(m->pool, o, image, network);
@@ -1276,28 +1234,33 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 			pool_trim(m->pool, room);
 		r = create_reserved(m, call, o, image, network, ret, err);
 	}
+	session_unreserve(m, &pend);
+	return r;
+}
+
+void session_unreserve(struct session_mgr *m, struct pending *pend)
+{
 	pthread_mutex_lock(&m->lock);
 	for (struct pending **pp = &m->pending; *pp; pp = &(*pp)->next) {
-		if (*pp == &pend) {
-			*pp = pend.next;
+		if (*pp == pend) {
+			*pp = pend->next;
+			m->npending--;
 			break;
 		}
 	}
-	m->npending--;
 	pthread_mutex_unlock(&m->lock);
-	return r;
 }
 
 /*
  * Holds a place for a session being created: concurrent creates must not
  * both take the last place under SANDBOX_MAX_SESSIONS or the same name.
  */
-static int reserve(struct session_mgr *m, const struct session_opts *o, struct pending *pend, struct err *err)
+int session_reserve(struct session_mgr *m, const struct session_opts *o, struct pending *pend, struct err *err)
 {
 	const struct config *cfg = m->cfg;
 
 	pthread_mutex_lock(&m->lock);
-	bool taken = pend->name && find_locked(m, pend->owner, pend->name);
+	bool taken = pend->name && session_find_locked(m, pend->owner, pend->name);
 	size_t live = 0, total = m->npending;
 	for (struct pending *p = m->pending; p; p = p->next) {
 		bool mine = strcmp(p->owner, pend->owner) == 0;
@@ -1305,7 +1268,7 @@ static int reserve(struct session_mgr *m, const struct session_opts *o, struct p
 		live += mine;
 	}
 	for (size_t i = 0; i < m->len; i++) {
-		live += !m->list[i]->adopted && owns(m->list[i], pend->owner);
+		live += !m->list[i]->adopted && session_owns(m->list[i], pend->owner);
 		total += !m->list[i]->adopted;
 	}
 	uint64_t extra = o->transient ? SESSION_TRANSIENT_EXTRA : 0;
@@ -1340,10 +1303,10 @@ static int create_reserved(struct session_mgr *m, struct call *call, const struc
 			   const char *network, struct session **ret, struct err *err)
 {
 	struct session *s;
-	int r = container_new(m, call, o, image, network, false, &s, err);
+	int r = session_container_new(m, call, o, image, network, false, &s, err);
 	if (r < 0)
 		return r;
-	r = list_new(m, s, ret, err);
+	r = session_list_new(m, s, ret, err);
 	if (r == 0)
 		log_infof("session %s created (container %.12s, image %s, engine %s)", s->id, s->container, s->image,
 			  s->engine_name);
@@ -1424,10 +1387,14 @@ static json_t *container_body(const struct session_mgr *m, const struct session 
 	 * (not .image: the default image carries that label itself).
 	 */
 	json_object_set_new(labels, SESSION_LABEL ".image-ref", json_string(s->image));
-	return json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image",
-			 s->image_id[0] ? s->image_id : s->image, "Entrypoint", entry, "Cmd", "WorkingDir",
-			 cfg->workspace, "User", s->user, "Env", env, "Labels", labels, "HostConfig", hc, "Tty", 0,
-			 "OpenStdin", 0, "NetworkDisabled", strcmp(s->network, "none") == 0, "StopTimeout", 1);
+	/* a checkpoint's session: what it was made from, and its lineage's base for the next server */
+	json_object_set_new(labels, SESSION_LABEL ".checkpoint", json_string(s->checkpoint));
+	json_object_set_new(labels, SESSION_LABEL ".base-id", json_string(s->image_id));
+	const char *image = s->checkpoint_image[0] ? s->checkpoint_image : s->image_id[0] ? s->image_id : s->image;
+	return json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image", image, "Entrypoint",
+			 entry, "Cmd", "WorkingDir", cfg->workspace, "User", s->user, "Env", env, "Labels", labels,
+			 "HostConfig", hc, "Tty", 0, "OpenStdin", 0, "NetworkDisabled", strcmp(s->network, "none") == 0,
+			 "StopTimeout", 1);
 }
 
 /*
@@ -1496,8 +1463,8 @@ static int egress_begin(struct session_mgr *m, struct call *call, struct engine 
  * the session is not listed yet (*ret is the caller's). pooled: a warm-pool
  * member, labelled so.
  */
-static int container_new(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
-			 const char *network, bool pooled, struct session **ret, struct err *err)
+int session_container_new(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
+			  const char *network, bool pooled, struct session **ret, struct err *err)
 {
 	const struct config *cfg = m->cfg;
 	json_t *img = NULL, *warnings = NULL;
@@ -1516,26 +1483,32 @@ static int container_new(struct session_mgr *m, struct call *call, const struct 
 	 * and the pool fills after that.
 	 */
 	struct pull_result pulled = { 0 };
-	if (pooled)
-		r = engine_image_inspect(eng, call, image, &img, err);
+	if (pooled || o->from) /* a checkpoint's image is the server's own, made for this principal */
+		r = engine_image_inspect(eng, call, o->from ? o->from->image_id : image, &img, err);
 	else
 		r = pull_image(eng, call, cfg, image, o->transient, o->pull_report, o->pull_arg, &img, &pulled, err);
 	if (r < 0)
 		return r;
 
 	char user[sizeof(((struct session *)0)->user)];
-	bool fallback;
-	r = image_user(m, eng, call, img, user, sizeof(user), &fallback, err);
+	bool fallback = false;
+	if (o->from) /* the user its lineage ran as, never what the checkpoint's /etc/passwd says now */
+		snprintf(user, sizeof(user), "%s", o->from->user);
+	else
+		r = image_user(m, eng, call, img, user, sizeof(user), &fallback, err);
 	if (r < 0) {
 		json_decref(img);
 		return r;
 	}
 	struct session *s = xcalloc(1, sizeof(*s));
-	random_hex(s->id, SESSION_ID_LEN);
+	if (o->from && o->from->id)
+		snprintf(s->id, sizeof(s->id), "%s", o->from->id);
+	else
+		session_random_hex(s->id, SESSION_ID_LEN);
 	s->engine = eng;
 	snprintf(s->engine_name, sizeof(s->engine_name), "%s", eng_name);
 	snprintf(s->name, sizeof(s->name), "%s", o->name ? o->name : "");
-	snprintf(s->owner, sizeof(s->owner), "%s", call_principal(call));
+	snprintf(s->owner, sizeof(s->owner), "%s", o->owner ? o->owner : call_principal(call));
 	snprintf(s->image, sizeof(s->image), "%s", image);
 	s->pulled = pulled.pulled;
 	s->pull_ms = pulled.pull_ms;
@@ -1547,9 +1520,16 @@ static int container_new(struct session_mgr *m, struct call *call, const struct 
 	s->memory_mb = o->memory_mb ? o->memory_mb : cfg->memory_mb;
 	s->cpus = o->cpus > 0 ? o->cpus : cfg->cpus;
 	s->pids = cfg->pids;
-	s->created = s->last_used = wall_now();
+	s->created = s->last_used = session_now();
 	const char *img_id = json_string_value(json_object_get(img, "Id"));
 	snprintf(s->image_id, sizeof(s->image_id), "%s", img_id ? img_id : "");
+	if (o->from) {
+		snprintf(s->image, sizeof(s->image), "%s", o->from->base_image);
+		snprintf(s->image_id, sizeof(s->image_id), "%s", o->from->base_id);
+		snprintf(s->checkpoint, sizeof(s->checkpoint), "%s", o->from->checkpoint);
+		snprintf(s->checkpoint_image, sizeof(s->checkpoint_image), "%s", img_id ? img_id : "");
+		s->history = o->from->history ? json_deep_copy(o->from->history) : NULL;
+	}
 	json_decref(img);
 
 	/* the agent is copied in before start (container_ready) */
@@ -1567,7 +1547,7 @@ static int container_new(struct session_mgr *m, struct call *call, const struct 
 	if ((r = container_ready(m, call, eng, s, with_agent, err)) == 0 && o->egress)
 		r = egress_begin(m, call, eng, s, o, err);
 	if (r < 0) {
-		remove_container(m, s);
+		session_remove_container(m, s);
 		session_free(s);
 		return r;
 	}
@@ -1575,14 +1555,14 @@ static int container_new(struct session_mgr *m, struct call *call, const struct 
 	return 0;
 }
 
-/* Lists a new session s (created by container_new); on failure s is removed. *ret holds the caller's reference. */
-static int list_new(struct session_mgr *m, struct session *s, struct session **ret, struct err *err)
+/* Lists a new session s (created by session_container_new); on failure s is removed. *ret holds the caller's reference. */
+int session_list_new(struct session_mgr *m, struct session *s, struct session **ret, struct err *err)
 {
 	pthread_mutex_lock(&m->lock);
 	if (m->stopping) {
 		/* the server is exiting and has already swept its sessions */
 		pthread_mutex_unlock(&m->lock);
-		remove_container(m, s);
+		session_remove_container(m, s);
 		session_free(s);
 		return err_set(err, ERRCODE_CANCELLED, -ECANCELED, "the server is shutting down");
 	}
@@ -1608,19 +1588,27 @@ int session_get_reporting(struct session_mgr *m, struct call *call, const char *
 {
 	if (ref && strcmp(ref, "default") == 0)
 		ref = NULL; /* the default session by name: created on first use like no name */
-	wait_ready(m);
+	session_wait_ready(m);
 	pthread_mutex_lock(&m->lock);
-	struct session *s = find_locked(m, call ? call_principal(call) : NULL, ref ? ref : "default");
+	struct session *s = session_find_locked(m, call ? call_principal(call) : NULL, ref ? ref : "default");
 	if (s) {
 		s->refs++;
 		s->busy++;
-		s->last_used = wall_now();
+		s->last_used = session_now();
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (s) {
+		struct err e2;
+		/* a paused session's next call resumes it: a call on a frozen container would hang */
+		if (s->paused && savepoint_resume(m, NULL, s, &e2) < 0)
+			log_warnf("session %s: resuming: %s", s->id, e2.msg);
 		*ret = s;
 		return 0;
 	}
+	/* one the idle TTL closed with a snapshot comes back as it was */
+	int r = savepoint_restore(m, call, ref, ret, err);
+	if (r != -ENOENT)
+		return r;
 	if (ref)
 		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT,
 			       "no session '%.80s': it was closed or never existed. session_list shows the open "
@@ -1636,7 +1624,7 @@ void session_put(struct session_mgr *m, struct session *s)
 		return;
 	pthread_mutex_lock(&m->lock);
 	s->busy--;
-	s->last_used = wall_now();
+	s->last_used = session_now();
 	bool last = --s->refs == 0;
 	pthread_mutex_unlock(&m->lock);
 	if (last)
@@ -1647,23 +1635,25 @@ void session_forget(struct session_mgr *m, struct session *s)
 {
 	pthread_mutex_lock(&m->lock);
 	bool listed = !s->closed;
-	unlink_locked(m, s);
+	session_unlink_locked(m, s);
 	bool last = listed && --s->refs == 0;
 	pthread_mutex_unlock(&m->lock);
 	/* a container stopped from outside is still there; a persistent one waits to be adopted again */
-	if (listed && !s->persistent)
-		remove_container(m, s);
+	if (listed && !s->persistent) {
+		session_remove_container(m, s);
+		savepoint_closed(m, s, false);
+	}
 	if (last)
 		session_free(s);
 }
 
 int session_close(struct session_mgr *m, struct call *call, const char *ref, struct err *err)
 {
-	wait_ready(m);
+	session_wait_ready(m);
 	pthread_mutex_lock(&m->lock);
-	struct session *s = find_locked(m, call ? call_principal(call) : NULL, ref ? ref : "default");
+	struct session *s = session_find_locked(m, call ? call_principal(call) : NULL, ref ? ref : "default");
 	if (s)
-		unlink_locked(m, s);
+		session_unlink_locked(m, s);
 	pthread_mutex_unlock(&m->lock);
 	if (!s)
 		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT,
@@ -1685,6 +1675,8 @@ int session_close(struct session_mgr *m, struct call *call, const char *ref, str
 	bool last = --s->refs == 0;
 	pthread_mutex_unlock(&m->lock);
 	log_infof("session %s closed", s->id);
+	if (r == 0)
+		savepoint_closed(m, s, true);
 	if (last)
 		session_free(s);
 	return r;
@@ -1706,6 +1698,10 @@ json_t *session_json(const struct session *s)
 			      (json_int_t)s->last_used, "user", s->user);
 	if (s->egress)
 		json_object_set_new(j, "egress", egress_status(s->egress));
+	if (s->checkpoint[0])
+		json_object_set_new(j, "checkpoint", json_string(s->checkpoint));
+	if (s->paused)
+		json_object_set_new(j, "paused", json_true());
 	return j;
 }
 
@@ -1716,7 +1712,7 @@ json_t *session_list_json(struct session_mgr *m, struct call *call)
 	struct err err;
 	json_t *out = json_array();
 
-	wait_ready(m);
+	session_wait_ready(m);
 	/* one call per engine for the real state of every container; NULL: the engine did not answer */
 	for (size_t i = 0; i < ne; i++)
 		if (engine_container_list(engines_at(m->engines, i), call, SESSION_LABEL ".session", &states[i], &err) <
@@ -1725,7 +1721,7 @@ json_t *session_list_json(struct session_mgr *m, struct call *call)
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->len; i++) {
 		struct session *s = m->list[i];
-		if (call && !owns(s, call_principal(call)))
+		if (call && !session_owns(s, call_principal(call)))
 			continue;
 		json_t *j = session_json(s);
 		json_t *mine = NULL;
@@ -1762,13 +1758,13 @@ void session_key(struct session_mgr *m, const char *principal, const char *ref, 
 		return;
 	}
 	pthread_mutex_lock(&m->lock);
-	struct session *s = find_locked(m, principal, ref ? ref : "default");
+	struct session *s = session_find_locked(m, principal, ref ? ref : "default");
 	/*
 	 * The default session has one key whether it exists yet or is named by
 	 * its id: a first call (which creates it) and the calls after it queue
 	 * in one FIFO instead of running side by side.
 	 */
-	if (!ref || (s && s == find_locked(m, principal, "default")))
+	if (!ref || (s && s == session_find_locked(m, principal, "default")))
 		snprintf(out, outsz, "%sdefault", pre);
 	else
 		snprintf(out, outsz, "%s%.*s", pre, (int)(outsz > 3 ? outsz - 3 : 0), s ? s->id : ref);
@@ -1782,7 +1778,7 @@ unsigned session_count(struct session_mgr *m, const char *owner)
 		return 0;
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->len; i++)
-		n += owns(m->list[i], owner);
+		n += session_owns(m->list[i], owner);
 	pthread_mutex_unlock(&m->lock);
 	return n;
 }
@@ -1790,6 +1786,37 @@ unsigned session_count(struct session_mgr *m, const char *owner)
 size_t session_pool_ready(struct session_mgr *m)
 {
 	return m ? pool_ready(m->pool) : 0;
+}
+
+/*
+ * Whether the idle TTL ends s now: a paused session only past
+ * SANDBOX_PAUSED_TTL_S (never when it is 0), counted from its pause.
+ */
+static bool reapable(const struct config *cfg, const struct session *s, int64_t now)
+{
+	if (s->paused)
+		return cfg->paused_ttl_s && now - s->paused_at >= (int64_t)cfg->paused_ttl_s;
+	return now - s->last_used >= (int64_t)cfg->idle_ttl_s;
+}
+
+/* Closes an idle session (unlisted already), checkpointed first with SANDBOX_IDLE_SNAPSHOT. */
+static void close_idle(struct session_mgr *m, struct session *s)
+{
+	struct checkpoint ck;
+	struct err err;
+	bool snapshot = m->cfg->idle_snapshot && !s->read_only;
+	if (snapshot && s->paused && savepoint_resume(m, NULL, s, &err) < 0)
+		log_warnf("session %s: resuming it for its snapshot: %s", s->id, err.msg);
+	if (!snapshot) {
+		log_infof("session %s idle: closing it", s->id);
+	} else if (savepoint_checkpoint(m, NULL, s, NULL, CHECKPOINT_IDLE, &ck, &err) == 0) {
+		log_infof("session %s idle: closing it; checkpoint %s brings it back when it is named", s->id, ck.id);
+		checkpoint_finish(&ck);
+	} else {
+		log_warnf("session %s idle: closing it without a snapshot: %s", s->id, err.msg);
+	}
+	session_remove_container(m, s);
+	savepoint_closed(m, s, false);
 }
 
 static void *reaper_main(void *arg)
@@ -1809,24 +1836,21 @@ static void *reaper_main(void *arg)
 		pthread_cond_timedwait(&m->wake, &m->lock, &ts);
 		if (m->stopping)
 			break;
-		int64_t now = wall_now();
+		int64_t now = session_now();
 		struct session *idle[64];
 		size_t n = 0;
 		for (size_t i = 0; i < m->len && n < ARRAY_SIZE(idle);) {
 			struct session *s = m->list[i];
-			if (!s->persistent && s->busy == 0 && now - s->last_used >= (int64_t)m->cfg->idle_ttl_s) {
-				unlink_locked(m, s);
+			if (!s->persistent && s->busy == 0 && reapable(m->cfg, s, now)) {
+				session_unlink_locked(m, s);
 				idle[n++] = s;
 				continue; /* unlink moved another session into slot i */
 			}
 			i++;
 		}
 		pthread_mutex_unlock(&m->lock);
-		for (size_t i = 0; i < n; i++) {
-			log_infof("session %s idle for %llu s: closing it", idle[i]->id,
-				  (unsigned long long)m->cfg->idle_ttl_s);
-			remove_container(m, idle[i]);
-		}
+		for (size_t i = 0; i < n; i++)
+			close_idle(m, idle[i]);
 		pthread_mutex_lock(&m->lock);
 		for (size_t i = 0; i < n; i++)
 			if (--idle[i]->refs == 0)

@@ -25,6 +25,8 @@
 #include "engine/engines.h"
 
 #define SESSION_ID_LEN 12
+/* Hex digits of a checkpoint id (checkpoint.h's CHECKPOINT_ID_LEN). */
+#define SESSION_CHECKPOINT_LEN 12
 #define SESSION_NAME_MAX 63
 /* Hex digits of an instance id (the server's, in its containers' labels and its lock file's name). */
 #define SESSION_INSTANCE_LEN 16
@@ -119,6 +121,19 @@ struct session {
 	json_t *pip_jobs;
 	/* its egress relay and proxy (egress.h), or NULL when it has none; changed by its own calls */
 	struct egress *egress;
+	/*
+	 * Save points (savepoint.h): the checkpoint its container was made
+	 * from and that image's id ("" when made from image: image_id is
+	 * then the container's image); paused by session_pause (under the
+	 * registry's lock, like busy); a sentence its next tool call says
+	 * first (it was brought back from an idle snapshot), owned, taken by
+	 * that call.
+	 */
+	char checkpoint[SESSION_CHECKPOINT_LEN + 1];
+	char checkpoint_image[80];
+	bool paused;
+	int64_t paused_at;
+	char *notice;
 };
 
 /* Hears a pull's progress: bytes so far, bytes in all (0: not known yet), a line for people (pull.h). */
@@ -147,6 +162,25 @@ struct session_opts {
 	/* hears the progress of a pull of a missing image (pull.h); may be NULL */
 	session_pull_report_fn pull_report;
 	void *pull_arg;
+	/* made from a checkpoint (savepoint.c) instead of image; NULL: from image */
+	const struct session_from *from;
+	/* the principal it is for, where no call says it (a fork's threads); NULL: the call's */
+	const char *owner;
+};
+
+/*
+ * What a session made from a checkpoint starts from: the checkpoint's
+ * image (already judged: the server made it, for this principal), and
+ * what the lineage began with, which session_export starts FROM.
+ */
+struct session_from {
+	const char *checkpoint; /* its id */
+	const char *image_id;	/* its image */
+	const char *base_image; /* the image the first session of the lineage was made from, as named */
+	const char *base_id;	/* and that image's id */
+	const char *user;	/* "uid:gid" its sessions ran as */
+	const char *id;		/* keep this session id (an idle snapshot brought back); NULL: a new one */
+	json_t *history;	/* the steps session_export replays (copied); may be NULL */
 };
 
 /* es: the server's engines (borrowed; outlives the manager). */

@@ -148,7 +148,7 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			json_object_set(config, "Env", cenv);
 		r = flatten(ctx, s, message, config, id, &e_);
 	} else {
-		r = image_commit(e, ctx->call, s->container, message, config, id, &e_);
+		r = image_commit(e, ctx->call, s->container, "", "", message, config, id, &e_);
 	}
 	json_decref(config);
 	if (r < 0) {

@@ -58,6 +58,7 @@
 #include "sandbox/egress.h"
 #include "sandbox/exec.h"
 #include "sandbox/image.h"
+#include "sandbox/savepoint.h"
 #include "sandbox/xfer.h"
 #include "tools/files.h"
 #include "tools/tools.h"
@@ -131,6 +132,7 @@ struct export
 {
 	struct tool_ctx *ctx;
 	struct session *s;
+	char checkpoint[SESSION_CHECKPOINT_LEN + 1]; /* exported from this checkpoint (s is transient), or "" */
 	/* the arguments */
 	const char *host_dir, *repo, *tag;
 	bool build;
@@ -573,7 +575,7 @@ static int hardened_steps(struct tool_ctx *ctx, struct session *s, json_t *runs,
 	if (r == 0) {
 		json_t *config = image_commit_config(img, ct);
 		tool_progress_stage(ctx, "committing the build container");
-		r = image_commit(e, ctx->call, t->container, NULL, config, id, err);
+		r = image_commit(e, ctx->call, t->container, "", "", NULL, config, id, err);
 		json_decref(config);
 		if (r == 0)
 			snprintf(image_id, ENGINE_IMAGE_ID_MAX, "%s", id);
@@ -627,7 +629,8 @@ static int export_inspect(struct export *ex, struct err *e)
 			session_forget(ctx->svc->sessions, s);
 		return r;
 	}
-	ex->base_id = json_string_value(json_object_get(ex->container, "Image"));
+	/* a session made from a checkpoint is rebuilt from its lineage's first image, with all it did since */
+	ex->base_id = s->checkpoint[0] ? s->image_id : json_string_value(json_object_get(ex->container, "Image"));
 	if (!ex->base_id)
 		return err_set(e, ERRCODE_ENGINE_ERROR, -EPROTO, "the session's container names no image");
 	if ((r = engine_image_inspect(eng, ctx->call, ex->base_id, &ex->parent, e)) < 0)
@@ -984,6 +987,8 @@ static void export_render(const struct export *ex, struct tool_result *res)
 		snprintf(where, sizeof(where), "%s/%s", real, ex->folder);
 		json_object_set_new(o, "host_path", json_string(where));
 	}
+	if (ex->checkpoint[0])
+		json_object_set_new(o, "checkpoint_id", json_string(ex->checkpoint));
 	if (ex->build) {
 		json_object_set_new(o, "image_id", json_string(ex->image_id));
 		json_object_set_new(o, "reference", json_string(ex->ref));
@@ -1014,6 +1019,27 @@ static void export_init(struct export *ex, struct tool_ctx *ctx, json_t *args)
 	ex->sink.skipped = json_array();
 }
 
+/*
+ * The session to export: the one args name, or with args.checkpoint a
+ * transient session made from that checkpoint, closed by export_finish.
+ */
+static int export_session(struct export *ex, json_t *args, struct tool_result *res)
+{
+	const char *ref = json_string_value(json_object_get(args, "checkpoint"));
+	struct checkpoint from;
+	struct err e;
+	if (!ref)
+		return tool_session(ex->ctx, args, &ex->s, res);
+	tool_progress_stage(ex->ctx, "starting a container of the checkpoint");
+	if (savepoint_open(ex->ctx->svc->sessions, ex->ctx->call, ref, &ex->s, &from, &e) < 0) {
+		tool_fail(res, &e);
+		return -ENOENT;
+	}
+	snprintf(ex->checkpoint, sizeof(ex->checkpoint), "%s", from.id);
+	checkpoint_finish(&from);
+	return 0;
+}
+
 static void export_finish(struct export *ex)
 {
 	if (ex->hx)
@@ -1039,8 +1065,16 @@ static void export_finish(struct export *ex)
 	json_decref(ex->theirs);
 	json_decref(ex->env);
 	json_decref(ex->labels);
-	if (ex->s)
+	if (ex->s && ex->checkpoint[0]) {
+		char id[SESSION_ID_LEN + 1];
+		struct err cerr;
+		snprintf(id, sizeof(id), "%s", ex->s->id);
 		session_put(ex->ctx->svc->sessions, ex->s);
+		if (session_close(ex->ctx->svc->sessions, NULL, id, &cerr) < 0)
+			log_warnf("session_export: closing the checkpoint's session %s: %s", id, cerr.msg);
+	} else if (ex->s) {
+		session_put(ex->ctx->svc->sessions, ex->s);
+	}
 }
 
 /* The phases in order: the first that fails ends the call, and export_finish releases what they made. */
@@ -1054,7 +1088,7 @@ static int session_export_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 	export_init(&ex, ctx, args);
 	if (export_check(&ex, &e) < 0) {
 		tool_fail(res, &e);
-	} else if (tool_session(ctx, args, &ex.s, res) < 0) {
+	} else if (export_session(&ex, args, res) < 0) {
 		ex.s = NULL;
 	} else if (export_inspect(&ex, &e) < 0 || export_freeze(&ex, &e) < 0 || export_workspace(&ex, &e) < 0 ||
 		   export_outside(&ex, &e) < 0 || export_dockerfile(&ex, &e) < 0 ||
@@ -1094,7 +1128,10 @@ const struct tool_entry tool_session_export_entry = {
 		"of the built image, one the server allows (SANDBOX_COMMIT_REPOS, by default starting with "
 		"sandbox-mcp-) (default " IMAGE_EXPORT_REPOSITORY "; at most 255 characters)\"},"
 		"\"tag\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":\"Tag of the built "
-		"image (default: unique; at most 128 characters)\"}," TOOL_SESSION_ARG "}}",
+		"image (default: unique; at most 128 characters)\"},"
+		"\"checkpoint\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63,\"description\":\"Export "
+		"this checkpoint (its id or name) instead of a live session: what was done from the base image up "
+		"to it\"}," TOOL_SESSION_ARG "}}",
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 		"\"dockerfile\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},\"dirs\":{\"type\":\"integer\"},"
@@ -1105,7 +1142,8 @@ const struct tool_entry tool_session_export_entry = {
 		"\"skipped\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
 		"\"name\":{\"type\":\"string\"},\"reason\":{\"type\":\"string\"}}}},"
 		"\"host_path\":{\"type\":\"string\"},\"image_id\":{\"type\":\"string\"},"
-		"\"reference\":{\"type\":\"string\"},\"build_ms\":{\"type\":\"integer\"}}}",
+		"\"reference\":{\"type\":\"string\"},\"build_ms\":{\"type\":\"integer\"},"
+		"\"checkpoint_id\":{\"type\":\"string\"}}}",
 	.group = TOOL_GROUP_SESSION,
 	.read_only = false,
 	.destructive = false,

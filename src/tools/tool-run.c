@@ -492,6 +492,10 @@ static enum errcode classify(const struct run_ctx *rc, const struct exec_spec *s
 			"sandbox-mcp); the session was dropped and the output so far is below: run again without "
 			"session_id, or session_create a new one",
 			s->id);
+	} else if (xr->cancelled) {
+		/* only a server-side cancel is answered at all: a rollback of the session (call_preempt) */
+		err_set(e, ERRCODE_CANCELLED, -ECANCELED,
+			"the command was cancelled and killed with its child processes; the output so far is below");
 	} else if (xr->exit_code == 137) {
 		err_set(e, ERRCODE_OUT_OF_MEMORY, -EIO,
 			"the command was killed (SIGKILL, exit 137), almost certainly by the kernel for using more "

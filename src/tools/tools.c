@@ -22,34 +22,37 @@
  * tool_<name>_entry, is defined in its tool-*.c; this list declares it and
  * puts it in tool_table[], so adding a tool is its file and one line here.
  */
-#define TOOL_TABLE(X)     \
-	X(session_create) \
-	X(session_list)   \
-	X(session_close)  \
-	X(session_commit) \
-	X(session_export) \
-	X(session_egress) \
-	X(run_command)    \
-	X(run_python)     \
-	X(env_info)       \
-	X(file_read)      \
-	X(file_write)     \
-	X(file_patch)     \
-	X(file_delete)    \
-	X(file_list)      \
-	X(file_search)    \
-	X(file_upload)    \
-	X(file_download)  \
-	X(pip_install)    \
-	X(pip_uninstall)  \
-	X(pip_list)       \
-	X(pip_freeze)     \
-	X(pip_status)     \
-	X(git_clone)      \
-	X(git_status)     \
-	X(git_diff)       \
-	X(git_commit)     \
-	X(git_push)
+#define TOOL_TABLE(X)         \
+	X(session_create)     \
+	X(session_list)       \
+	X(session_close)      \
+	X(session_commit)     \
+	X(session_export)     \
+	X(session_egress)     \
+	X(run_command)        \
+	X(run_python)         \
+	X(env_info)           \
+	X(file_read)          \
+	X(file_write)         \
+	X(file_patch)         \
+	X(file_delete)        \
+	X(file_list)          \
+	X(file_search)        \
+	X(file_upload)        \
+	X(file_download)      \
+	X(pip_install)        \
+	X(pip_uninstall)      \
+	X(pip_list)           \
+	X(pip_freeze)         \
+	X(pip_status)         \
+	X(git_clone)          \
+	X(git_status)         \
+	X(git_diff)           \
+	X(git_commit)         \
+	X(git_push)           \
+	X(session_checkpoint) \
+	X(session_fork)       \
+	X(session_pause)
 
 #define TOOL_DECLARE(name) extern const struct tool_entry tool_##name##_entry;
 TOOL_TABLE(TOOL_DECLARE)
@@ -401,6 +404,13 @@ int tool_session(struct tool_ctx *ctx, json_t *args, struct session **ret, struc
 	if (session_get_reporting(ctx->svc->sessions, ctx->call, ref, default_pull_progress, ctx, ret, &e) < 0) {
 		tool_fail(res, &e);
 		return -ENOENT;
+	}
+	/* brought back from an idle snapshot: the first call says what was not kept */
+	char *notice = (*ret)->notice;
+	if (notice) {
+		(*ret)->notice = NULL;
+		tool_text(res, "%s", notice);
+		free(notice);
 	}
 	return 0;
 }

@@ -85,6 +85,12 @@ struct tool_entry {
 	 * a policy while a command hangs on a host).
 	 */
 	bool beside_queue;
+	/*
+	 * True when this call, by its arguments, ends the call running on its
+	 * session rather than waiting for it (a rollback; dispatch_preempt).
+	 * NULL: never.
+	 */
+	bool (*preempts)(json_t *args);
 	tool_handler_fn handler;
 	/* a string argument that may be megabytes (file_write's content): read it with tool_arg_string */
 	const char *bulk_arg;

@@ -1,0 +1,99 @@
+/*
+ * session-internal.h - the registry's insides, shared by session.c and
+ * savepoint.c (checkpoints, rollback, forks, pause) and nothing else:
+ * tools see session.h only.
+ */
+#ifndef SESSION_INTERNAL_H
+#define SESSION_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "sandbox/egress.h"
+#include "sandbox/session.h"
+
+struct session_mgr {
+	const struct config *cfg;
+	struct engines *engines; /* borrowed: each session names its own (session_engine) */
+	char instance[SESSION_INSTANCE_LEN + 1];
+	char host[65];
+	char lock_dir[PATH_MAX];
+	char lock_path[PATH_MAX + 32]; /* this instance's lock, named in the .lock label */
+	char proc[96];		       /* "<pid>:<start time>:<boot id>" of this process, the .proc label */
+	int lock_fd;
+	json_t *users;	/* image id -> "uid:gid" its sessions run as (image_user) */
+	json_t *held;	/* instance -> fd of the dead instance's lock this one took over */
+	size_t adopted; /* persistent sessions adopted at start (they do not count as created) */
+
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* reaper wake-up */
+	struct session **list;
+	size_t len, cap;
+	bool stopping;
+	bool ready; /* start-up scan done (adoption, cleanup) */
+	pthread_t reaper;
+	bool reaper_started;
+	pthread_t starter;
+	bool starter_started;
+	/* creates under way, each holding a place under the limit and its name */
+	struct pending *pending;
+	size_t npending;
+	struct pool *pool;	   /* the warm pool (pool.h), filled after the start-up scan */
+	struct egress_conf egress; /* the operator's egress settings (egress.h) */
+	/*
+	 * Save points (savepoint.c): savepoint_lock orders checkpoints against
+	 * their caps and brings idle snapshots back one at a time; pinned
+	 * holds the checkpoint ids an operation is making sessions from (under
+	 * lock), which no sweep removes meanwhile.
+	 */
+	pthread_mutex_t savepoint_lock;
+	json_t *pinned;
+	atomic_bool savepoints_used; /* a checkpoint was seen: closes sweep (else they skip the engine calls) */
+	/*
+	 * Bit i: on engine i a create or a removal failed (the engine went away
+	 * mid-way), so a container of this instance may be there that no session
+	 * holds: swept at exit (sweep_own).
+	 */
+	atomic_uint orphans;
+};
+
+struct pending {
+	const char *name; /* NULL: unnamed */
+	const char *owner;
+	struct pending *next;
+};
+
+/* Unix seconds now. */
+int64_t session_now(void);
+/* n random lowercase hex digits and a NUL into out. */
+void session_random_hex(char *out, size_t n);
+/* Waits for the start-up scan (adoption, cleanup) to end. */
+void session_wait_ready(struct session_mgr *m);
+bool session_name_valid(const char *name);
+/* "uid:gid" in numbers, neither 0: the only user a session made from labels may run as. */
+bool session_user_valid(const char *u);
+/* owner NULL: the server itself, which sees every principal's sessions. */
+bool session_owns(const struct session *s, const char *owner);
+/* owner's session with id or name ref (under m->lock). */
+struct session *session_find_locked(struct session_mgr *m, const char *owner, const char *ref);
+/* Takes s out of the list (under m->lock); it is marked closed. */
+void session_unlink_locked(struct session_mgr *m, struct session *s);
+/*
+ * Holds a place under the session limits, and pend->name, for a session
+ * being made; session_unreserve gives it back once the session is listed
+ * or failed. 0, or -EUSERS (ERRCODE_SESSION_LIMIT) / -EEXIST with err.
+ */
+int session_reserve(struct session_mgr *m, const struct session_opts *o, struct pending *pend, struct err *err);
+void session_unreserve(struct session_mgr *m, struct pending *pend);
+/* A session's container made, started and checked, not listed yet (*ret is the caller's). */
+int session_container_new(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
+			  const char *network, bool pooled, struct session **ret, struct err *err);
+/* Lists s (from session_container_new); *ret holds the caller's reference. On failure s is removed. */
+int session_list_new(struct session_mgr *m, struct session *s, struct session **ret, struct err *err);
+/* Removes s's container (errors logged; the engine is marked for the exit's sweep). */
+void session_remove_container(struct session_mgr *m, struct session *s);
+/* Frees s and what it holds (its agent, interpreter, egress), not its container. */
+void session_free(struct session *s);
+
+#endif
