@@ -1131,7 +1131,7 @@ const struct tool_entry tool_session_export_entry = {
 		"image (default: unique; at most 128 characters)\"},"
 		"\"checkpoint\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63,\"description\":\"Export "
 		"this checkpoint (its id or name) instead of a live session: what was done from the base image up "
-		"to it\"}," TOOL_SESSION_ARG "}}",
+		"to it (at most 63 characters)\"}," TOOL_SESSION_ARG "}}",
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 		"\"dockerfile\":{\"type\":\"string\"},\"files\":{\"type\":\"integer\"},\"dirs\":{\"type\":\"integer\"},"

@@ -687,6 +687,52 @@ describe('principals: each token NAME sees only its own sandboxes', () => {
     }
   });
 
+  test('checkpoints are their principal\'s: another can neither list, roll back to, fork, export nor delete them', { timeout: 300000 }, async () => {
+    for (const tok of [TA, TB]) {
+      for (const x of (await call(tok, 'session_list', {})).structuredContent.sessions)
+        await call(tok, 'session_close', { session_id: x.session_id });
+    }
+    const a = await call(TA, 'session_create', { name: 'ckpt' });
+    assert.ok(!a.isError, JSON.stringify(a));
+    const asid = a.structuredContent.session_id;
+    assert.ok(!(await call(TA, 'run_command', { command: 'echo alice-state > /workspace/s.txt', session_id: asid })).isError);
+    const ck = await call(TA, 'session_checkpoint', { session_id: asid, name: 'mine' });
+    assert.ok(!ck.isError, JSON.stringify(ck));
+    const cid = ck.structuredContent.checkpoint_id;
+    const owner = spawnSync('docker', ['image', 'inspect', '-f', '{{index .Config.Labels "io.sandbox-mcp.commit.owner"}}',
+      `sandbox-mcp-checkpoint:${cid}`]);
+    assert.match(owner.stdout.toString().trim(), /^uid=\d+,token=alice$/);
+    // alice lists it, bob does not
+    const listed = async (tok) => JSON.stringify((await call(tok, 'session_checkpoint', { action: 'list' })).structuredContent);
+    assert.ok((await listed(TA)).includes(cid));
+    assert.ok(!(await listed(TB)).includes(cid), 'bob does not list it');
+    const b = await call(TB, 'session_create', { name: 'thief' });
+    assert.ok(!b.isError, JSON.stringify(b));
+    const bsid = b.structuredContent.session_id;
+    for (const ref of [cid, 'mine']) {
+      assert.equal(errCode(await call(TB, 'session_checkpoint', { session_id: bsid, action: 'rollback', checkpoint: ref })),
+        'checkpoint_not_found', ref);
+      assert.equal(errCode(await call(TB, 'session_fork', { checkpoint: ref })), 'checkpoint_not_found', ref);
+      assert.equal(errCode(await call(TB, 'session_export', { checkpoint: ref })), 'checkpoint_not_found', ref);
+      assert.equal(errCode(await call(TB, 'session_checkpoint', { action: 'delete', checkpoint: ref })), 'checkpoint_not_found', ref);
+    }
+    // nor start its image by name
+    const img = await call(TB, 'session_create', { image: `sandbox-mcp-checkpoint:${cid}` });
+    assert.equal(errCode(img), 'image_not_found', JSON.stringify(img));
+    const cat = await call(TB, 'run_command', { command: 'cat /workspace/s.txt 2>&1 || true', session_id: bsid });
+    assert.doesNotMatch(cat.structuredContent.stdout, /alice-state/);
+    // alice still has it, and forks from it
+    const f = await call(TA, 'session_fork', { checkpoint: cid });
+    assert.ok(!f.isError, JSON.stringify(f));
+    const fid = f.structuredContent.sessions[0].session_id;
+    const got = await call(TA, 'run_command', { command: 'cat /workspace/s.txt', session_id: fid });
+    assert.equal(got.structuredContent.stdout.trim(), 'alice-state');
+    for (const s of [asid, fid]) await call(TA, 'session_close', { session_id: s });
+    await call(TB, 'session_close', { session_id: bsid });
+    const left = spawnSync('docker', ['images', '-q', `sandbox-mcp-checkpoint:${cid}`]).stdout.toString().trim();
+    assert.equal(left, '', 'closing the sessions removed the checkpoint');
+  });
+
   test('signed links: no header needed; altered, re-pointed or forged ones are 403', { timeout: 120000 }, async () => {
     const links = (res) => Object.fromEntries(res.content.filter((c) => c.type === 'resource_link')
       .map((c) => [c.name, c._meta?.[URL_META]]));
