@@ -299,7 +299,8 @@ const struct tool_entry tool_session_fork_entry = {
 		"\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":256,\"description\":\"Sessions to make "
 		"(default 1; at most SANDBOX_MAX_FORKS, 16 unless the operator says otherwise, and at most 256)\"},"
 		"\"name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":60,\"description\":\"Base of the new "
-		"sessions' names (default: the session's name, else the checkpoint's id; at most 60 characters)\"}," TOOL_SESSION_ARG "}}",
+		"sessions' names (default: the session's name, else the checkpoint's id; at most 60 characters)\"}," TOOL_SESSION_ARG
+		"}}",
 	.output_schema = "{\"type\":\"object\",\"properties\":{\"sessions\":{\"type\":\"array\",\"items\":{"
 			 "\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 			 "\"name\":{\"type\":\"string\"}}}},\"checkpoint_id\":{\"type\":\"string\"},"

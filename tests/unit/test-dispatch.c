@@ -244,6 +244,56 @@ static void test_cancel_queued_and_running(void **state)
 	dispatch_destroy(d, 1000);
 }
 
+/*
+ * dispatch_preempt: a preempting call ends the call running on its key (its
+ * hook fires, it is marked preempted, not just cancelled, so it still
+ * answers), leaves the queued ones to run after it, and is itself never
+ * preempted by another preempting call on the key: two rollbacks queue.
+ */
+static void test_preempt(void **state)
+{
+	struct rec rec;
+	rec_init(&rec);
+	struct dispatch *d = dispatch_create(4);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+
+	json_t *id1 = json_integer(1);
+	struct job *bj = calloc(1, sizeof(*bj));
+	bj->rec = &rec;
+	bj->tag = 1;
+	bj->pipe_rd = p[0];
+	bj->pipe_wr = p[1];
+	struct call *blocker = call_create(id1, "s:k", job_run, job_free, bj);
+	assert_int_equal(call_arm(blocker, wake, bj), 0);
+	assert_int_equal(dispatch_submit(d, blocker), 0);
+	wait_running(&rec, 1);
+	assert_int_equal(dispatch_submit(d, mkcall(&rec, 2, "s:k", 2, 0)), 0);
+	assert_false(dispatch_preempt(d, "s:other"));
+	struct call *rollback = mkcall(&rec, 3, "s:k", 3, 200);
+	call_set_preempting(rollback);
+	assert_true(dispatch_preempt(d, "s:k")); /* the blocker's hook wakes it */
+	assert_true(call_preempted(blocker));
+	assert_true(call_cancelled(blocker));
+	assert_int_equal(dispatch_submit(d, rollback), 0);
+	/* wait until the rollback runs, then a second preempting call must not end it */
+	for (int i = 0; i < 10000 && rec.n < 2; i++)
+		usleep(1000);
+	usleep(50000); /* past job 2's last step: the rollback (200 ms) runs now */
+	wait_running(&rec, 1);
+	assert_false(dispatch_preempt(d, "s:k"));
+	assert_false(call_preempted(rollback));
+	assert_true(dispatch_drain(d, 5000));
+	assert_int_equal(rec.n, 3);
+	assert_int_equal(rec.order[0], 1);
+	assert_int_equal(rec.order[1], 2); /* queued before the rollback: runs before it, in order */
+	assert_int_equal(rec.order[2], 3);
+	json_decref(id1);
+	close(p[0]);
+	close(p[1]);
+	dispatch_destroy(d, 1000);
+}
+
 static void test_arm_after_cancel(void **state)
 {
 	struct rec rec;
@@ -346,6 +396,7 @@ int main(void)
 		cmocka_unit_test(test_worker_cap),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_cancel_queued_and_running),
+		cmocka_unit_test(test_preempt),
 		cmocka_unit_test(test_arm_after_cancel),
 		cmocka_unit_test(test_destroy_cancels),
 		cmocka_unit_test(test_worker_reused),

@@ -14,6 +14,7 @@
 #include "testutil.h"
 
 #include "config/imageref.h"
+#include "sandbox/checkpoint.h"
 #include "sandbox/image.h"
 
 static void test_repository(void **state)
@@ -173,7 +174,31 @@ static void test_allowed(void **state)
 	assert_int_equal(image_ref_allowed(&c, "postgres", &e), -EPERM);
 	assert_int_equal(e.code, ERRCODE_INVALID_ARGUMENT);
 	assert_non_null(strstr(e.msg, "SANDBOX_COMMIT_REPOS"));
+	/* the checkpoints' repository is the server's, however it is spelled, even with SANDBOX_COMMIT_REPOS=* */
+	free(c.commit_repos);
+	c.commit_repos = xstrdup("*");
+	assert_int_equal(image_ref_allowed(&c, "sandbox-mcp-checkpoint", &e), -EPERM);
+	assert_non_null(strstr(e.msg, "checkpoints"));
+	assert_int_equal(image_ref_allowed(&c, "docker.io/library/sandbox-mcp-checkpoint", &e), -EPERM);
+	assert_int_equal(image_ref_allowed(&c, "sandbox-mcp-commit", &e), 0);
 	config_finish(&c);
+}
+
+/* A commit of a session made from a checkpoint is no checkpoint: its checkpoint labels are blanked. */
+static void test_commit_config_drops_checkpoint(void **state)
+{
+	(void)state;
+	json_t *parent = json_pack("{s:{s:s, s:{s:s, s:s, s:s}}}", "Config", "User", "1000", "Labels", CHECKPOINT_LABEL,
+				   "0123456789ab", CHECKPOINT_LABEL_SETTINGS, "{}", "keep", "me");
+	json_t *container = json_pack("{s:{s:{s:s}}}", "Config", "Labels", CHECKPOINT_LABEL, "0123456789ab");
+	json_t *cfg = image_commit_config(parent, container);
+	json_t *labels = json_object_get(cfg, "Labels");
+	assert_string_equal(json_string_value(json_object_get(labels, CHECKPOINT_LABEL)), "");
+	assert_string_equal(json_string_value(json_object_get(labels, CHECKPOINT_LABEL_SETTINGS)), "");
+	assert_string_equal(json_string_value(json_object_get(labels, "keep")), "me");
+	json_decref(cfg);
+	json_decref(parent);
+	json_decref(container);
 }
 
 static void test_replaceable(void **state)
@@ -295,10 +320,15 @@ static void test_quote_and_changes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_repository),  cmocka_unit_test(test_tag),
-		cmocka_unit_test(test_same_ref),    cmocka_unit_test(test_default_tag),
-		cmocka_unit_test(test_owner),	    cmocka_unit_test(test_quote_and_changes),
-		cmocka_unit_test(test_replaceable), cmocka_unit_test(test_allowed),
+		cmocka_unit_test(test_repository),
+		cmocka_unit_test(test_tag),
+		cmocka_unit_test(test_same_ref),
+		cmocka_unit_test(test_default_tag),
+		cmocka_unit_test(test_owner),
+		cmocka_unit_test(test_quote_and_changes),
+		cmocka_unit_test(test_replaceable),
+		cmocka_unit_test(test_allowed),
+		cmocka_unit_test(test_commit_config_drops_checkpoint),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
