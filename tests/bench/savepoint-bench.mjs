@@ -66,13 +66,15 @@ try {
 
   // fork of 8 from the live session vs commit + 8 docker run -d at once
   const fk = [], cl = [];
+  // the rollbacks gave the session a new container
+  const cur = (await srv.ok('session_list', {})).sessions.find((x) => x.session_id === s.session_id).container_id;
   for (let i = 0; i < 3; i++) {
     let t0 = now();
     const f = await srv.ok('session_fork', { session_id: s.session_id, count: 8, name: `f${i}` });
     fk.push(now() - t0);
     for (const x of f.sessions) await srv.ok('session_close', { session_id: x.session_id });
     t0 = now();
-    const img = (await docker('commit', cid)).stdout.trim();
+    const img = (await docker('commit', cur)).stdout.trim();
     const ids = await Promise.all(Array.from({ length: 8 }, () =>
       docker('run', '-d', '--network', 'none', '--user', '1000:1000', img, 'sleep', 'infinity').then((r) => r.stdout.trim())));
     cl.push(now() - t0);
