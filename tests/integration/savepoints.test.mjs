@@ -14,10 +14,11 @@ import { writePackage } from '../lib/packages.mjs';
 const LABEL = 'io.sandbox-mcp.checkpoint';
 const textOf = (res) => res.content.filter((b) => b.type === 'text').map((b) => b.text).join('\n');
 
-/** Checkpoint images on the engine (tagged or waiting for their children), by id. */
+/** Checkpoint images on the engine (tagged or waiting for their children) that were not there before these tests. */
+let baseline = new Set();
 async function checkpointImages() {
   const r = await docker(['images', '-aq', '--no-trunc', '--filter', `label=${LABEL}`]);
-  return [...new Set(r.stdout.split('\n').filter(Boolean))];
+  return [...new Set(r.stdout.split('\n').filter(Boolean))].filter((id) => !baseline.has(id));
 }
 
 async function containersOfSession(sid) {
@@ -41,6 +42,7 @@ describe('save points', suite({ timeout: 900000 }), () => {
 
   before(async () => {
     requireEngine();
+    baseline = new Set(await checkpointImages());
     srv = await Server.start('savepoints', { SANDBOX_TIMEOUT_S: 120, SANDBOX_POOL_SIZE: 0 });
   });
 
