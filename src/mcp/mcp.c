@@ -633,7 +633,8 @@ static void resources_run(struct call *c, struct call_data *cd)
 	else
 		r = resources_read(m->svc, c, cd->params, cd->modern ? RPC_INVALID_PARAMS : RPC_RESOURCE_NOT_FOUND,
 				   &result, &code, &e);
-	if (call_cancelled(c)) {
+	/* a read ended by a rollback of its session still answers: only its client's cancel goes unanswered */
+	if (call_cancelled(c) && !call_preempted(c)) {
 		json_decref(result);
 		return;
 	}

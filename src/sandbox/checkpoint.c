@@ -98,8 +98,13 @@ static bool checkpoint_read(json_t *img, struct checkpoint *c)
 	snprintf(tag, sizeof(tag), CHECKPOINT_REPOSITORY ":%s", c->id);
 	size_t i;
 	json_t *t;
-	json_array_foreach (json_object_get(img, "RepoTags"), i, t)
-		c->tagged = c->tagged || (json_string_value(t) && strcmp(json_string_value(t), tag) == 0);
+	/* Podman lists a local name as localhost/NAME */
+	json_array_foreach (json_object_get(img, "RepoTags"), i, t) {
+		const char *name = json_string_value(t);
+		if (name && strncmp(name, "localhost/", 10) == 0)
+			name += 10;
+		c->tagged = c->tagged || (name && strcmp(name, tag) == 0);
+	}
 	c->settings = label_json(labels, CHECKPOINT_LABEL_SETTINGS, JSON_OBJECT);
 	c->history = label_json(labels, CHECKPOINT_LABEL_HISTORY, JSON_ARRAY);
 	return true;
@@ -294,7 +299,13 @@ int checkpoint_remove(struct engine *e, struct call *call, const struct checkpoi
 	 * image, and once a newer checkpoint rests on it, untags it and
 	 * removes it with the last of them (its parents are pruned).
 	 */
-	return engine_image_remove(e, call, c->tagged ? tag : c->image_id, err);
+	int r = engine_image_remove(e, call, c->tagged ? tag : c->image_id, err);
+	if (r < 0 && err->code == ERRCODE_ENGINE_ERROR && strstr(err->msg, "is using"))
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EBUSY,
+			       "checkpoint %s is what a live session was made from (a fork, or a session rolled back "
+			       "to it): close that session first (session_checkpoint {action: \"list\"} names them)",
+			       c->id);
+	return r;
 }
 
 /* Whether ids (an array of strings) holds id. */
@@ -338,11 +349,17 @@ size_t checkpoint_sweep(struct engine *e, const json_t *pinned)
 	json_array_foreach (containers, i, c)
 		json_array_append(live, json_object_get(json_object_get(c, "Labels"), SESSION_LABEL ".session"));
 	json_decref(containers);
+	/* a session closed with an idle snapshot comes back with its id: its other checkpoints wait for it */
+	json_t *asleep = json_array();
+	for (size_t k = 0; k < n; k++)
+		if (list[k].kind == CHECKPOINT_IDLE && list[k].tagged)
+			json_array_append_new(asleep, json_string(list[k].session));
 	/* newest first: a checkpoint's children go before it, so the engine can prune it with them */
 	for (size_t k = n; k-- > 0;) {
 		const struct checkpoint *ck = &list[k];
+		bool idle = ck->kind == CHECKPOINT_IDLE;
 		bool wanted = holds(pinned, ck->id) || holds(live, ck->session) ||
-			      (ck->kind == CHECKPOINT_IDLE && ck->tagged && !superseded(list, n, ck));
+			      (!idle && holds(asleep, ck->session)) || (idle && !superseded(list, n, ck));
 		if (wanted || !ck->tagged)
 			continue;
 		if (checkpoint_remove(e, NULL, ck, &err) < 0)
@@ -352,5 +369,6 @@ size_t checkpoint_sweep(struct engine *e, const json_t *pinned)
 	}
 	checkpoint_list_free(list, n);
 	json_decref(live);
+	json_decref(asleep);
 	return n;
 }

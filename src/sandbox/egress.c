@@ -232,11 +232,13 @@ int egress_start(struct engine *e, struct call *call, const char *container, con
 	return 0;
 }
 
-int egress_ensure(struct egress *g, struct engine *e, struct call *call, const char *container, struct err *err)
+/* Starts the relay again in container unless it runs (force: whatever it does) or another call is at it. */
+static int relay_restart(struct egress *g, struct engine *e, struct call *call, const char *container, bool force,
+			 struct err *err)
 {
 	struct policy now = { 0 };
 	pthread_mutex_lock(&g->mu);
-	if (g->restarting || (g->proxy && proxy_alive(g->proxy))) {
+	if (g->restarting || (!force && g->proxy && proxy_alive(g->proxy))) {
 		pthread_mutex_unlock(&g->mu);
 		return 0;
 	}
@@ -250,7 +252,7 @@ int egress_ensure(struct egress *g, struct engine *e, struct call *call, const c
 		policy_add(&now, &g->policy.rules[i]);
 	pthread_mutex_unlock(&g->mu);
 
-	log_warnf("egress %s: the relay is gone; starting it again", g->name);
+	log_infof("egress %s: starting the relay again", g->name);
 	proxy_stop(old);
 	engine_stream_destroy(old_stream);
 	struct proxy *np = NULL;
@@ -266,6 +268,16 @@ int egress_ensure(struct egress *g, struct engine *e, struct call *call, const c
 		proxy_set_policy(np, &g->policy); /* it may have changed meanwhile */
 	pthread_mutex_unlock(&g->mu);
 	return r;
+}
+
+int egress_ensure(struct egress *g, struct engine *e, struct call *call, const char *container, struct err *err)
+{
+	return relay_restart(g, e, call, container, false, err);
+}
+
+int egress_move(struct egress *g, struct engine *e, struct call *call, const char *container, struct err *err)
+{
+	return relay_restart(g, e, call, container, true, err);
 }
 
 void egress_set_policy(struct egress *g, const struct policy *policy)

@@ -71,6 +71,11 @@ int egress_start(struct engine *e, struct call *call, const char *container, con
  * it runs (already or again), or -errno with err. The egress log starts over.
  */
 int egress_ensure(struct egress *g, struct engine *e, struct call *call, const char *container, struct err *err);
+/*
+ * The same egress (its policy, its log) for another container of the
+ * session (a rollback's): the relay starts there, the old one is let go.
+ */
+int egress_move(struct egress *g, struct engine *e, struct call *call, const char *container, struct err *err);
 /* Replaces the policy (copied): new connections at once, open ones it no longer allows closed. */
 void egress_set_policy(struct egress *g, const struct policy *policy);
 /* The policy now as session_create's egress argument, {"allow": [...]} (new reference). */

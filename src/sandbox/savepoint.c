@@ -128,7 +128,6 @@ static int plan_from(struct session_mgr *m, const struct checkpoint *c, struct p
 	const char *image_id = json_string_value(json_object_get(st, "image_id"));
 	const char *user = json_string_value(json_object_get(st, "user"));
 	const char *network = json_string_value(json_object_get(st, "network"));
-	const char *runtime = json_string_value(json_object_get(st, "runtime"));
 	json_t *egress = json_object_get(st, "egress");
 
 	memset(p, 0, sizeof(*p));
@@ -155,7 +154,7 @@ static int plan_from(struct session_mgr *m, const struct checkpoint *c, struct p
 	snprintf(p->engine, sizeof(p->engine), "%s", c->engine_name);
 	p->o.engine = p->engine;
 	p->o.network = network;
-	p->o.runtime = runtime && runtime[0] ? runtime : NULL;
+	/* o.runtime NULL: the operator's runtime now, never the one recorded (SANDBOX_RUNTIME may have changed) */
 	p->o.from = &p->from;
 	p->from = (struct session_from){ .checkpoint = c->id,
 					 .image_id = c->image_id,
@@ -208,10 +207,9 @@ static int caps_check(struct session_mgr *m, const struct session *s, const stru
 {
 	const struct config *cfg = m->cfg;
 	uint64_t mine = 0, all = 0, bytes = 0;
+	/* a deleted checkpoint a newer one rests on still holds its disk: it counts until it is gone */
 	for (size_t i = 0; i < n; i++) {
-		if (!list[i].tagged)
-			continue;
-		bool of_s = strcmp(list[i].session, s->id) == 0;
+		bool of_s = list[i].tagged && strcmp(list[i].session, s->id) == 0;
 		mine += of_s;
 		all++;
 		bytes += (uint64_t)list[i].size;
@@ -387,7 +385,6 @@ static void swap_in(struct session_mgr *m, struct session *s, struct session *t)
 	SWAP(agent_installed);
 	SWAP(agent);
 	SWAP(repl);
-	SWAP(egress);
 	SWAP(history);
 	SWAP(pip_jobs);
 	SWAP(warnings);
@@ -413,7 +410,8 @@ int savepoint_rollback(struct session_mgr *m, struct call *call, struct session 
 	int r = list_all(m, call, owner, &list, &n, err);
 	if (r < 0)
 		return r;
-	const struct checkpoint *c = checkpoint_find(list, n, ref, NULL, err);
+	/* a name is the session's own checkpoint's; its lineage's others by id */
+	const struct checkpoint *c = checkpoint_find(list, n, ref, s->id, err);
 	if (c && (c->engine != s->engine || !in_lineage(list, n, s, c))) {
 		err_set(err, ERRCODE_INVALID_ARGUMENT, -EXDEV,
 			"checkpoint %s was taken of session %s, not of session %s or what it was made from: "
@@ -446,7 +444,8 @@ int savepoint_rollback(struct session_mgr *m, struct call *call, struct session 
 				     .cpus = s->cpus,
 				     .runtime = s->runtime[0] ? s->runtime : NULL,
 				     .engine = s->engine_name,
-				     .from = &p.from };
+				     .from = &p.from,
+				     .no_relay = true };
 	pin(m, ret->id, true);
 	r = session_container_new(m, call, &p.o, s->image, s->network, false, &t, err);
 	json_decref(egress);
@@ -455,6 +454,15 @@ int savepoint_rollback(struct session_mgr *m, struct call *call, struct session 
 		swap_in(m, s, t);
 		session_remove_container(m, t); /* the old container, now t's */
 		session_free(t);
+		/*
+		 * The session keeps its egress object, so readers beside the queue
+		 * (session_egress, the egress resource) never see it freed, and a
+		 * policy changed meanwhile stays; its relay moves to the new container.
+		 */
+		struct err e2;
+		if (s->egress && egress_move(s->egress, s->engine, call, s->container, &e2) < 0)
+			log_warnf("session %s: egress after the rollback: %s (the next call tries again)", s->id,
+				  e2.msg);
 		log_infof("session %s rolled back to checkpoint %s", s->id, ret->id);
 	}
 	pin(m, ret->id, false);

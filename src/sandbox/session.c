@@ -1544,7 +1544,7 @@ int session_container_new(struct session_mgr *m, struct call *call, const struct
 		return r;
 	}
 	s->warnings = warnings;
-	if ((r = container_ready(m, call, eng, s, with_agent, err)) == 0 && o->egress)
+	if ((r = container_ready(m, call, eng, s, with_agent, err)) == 0 && o->egress && !o->no_relay)
 		r = egress_begin(m, call, eng, s, o, err);
 	if (r < 0) {
 		session_remove_container(m, s);
@@ -1605,10 +1605,6 @@ int session_get_reporting(struct session_mgr *m, struct call *call, const char *
 		*ret = s;
 		return 0;
 	}
-	/* one the idle TTL closed with a snapshot comes back as it was */
-	int r = savepoint_restore(m, call, ref, ret, err);
-	if (r != -ENOENT)
-		return r;
 	if (ref)
 		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT,
 			       "no session '%.80s': it was closed or never existed. session_list shows the open "
@@ -1873,6 +1869,15 @@ void session_pip_job(struct session *s, const char *package, const char *dir)
 const char *session_pip_job_dir(const struct session *s, const char *package)
 {
 	return json_string_value(json_object_get(s->pip_jobs, package));
+}
+
+char *session_take_notice(struct session_mgr *m, struct session *s)
+{
+	pthread_mutex_lock(&m->lock);
+	char *n = s->notice;
+	s->notice = NULL;
+	pthread_mutex_unlock(&m->lock);
+	return n;
 }
 
 void session_record(struct session *s, const char *kind, json_t *entry)

@@ -166,6 +166,8 @@ struct session_opts {
 	const struct session_from *from;
 	/* the principal it is for, where no call says it (a fork's threads); NULL: the call's */
 	const char *owner;
+	/* egress set up as for o->egress, but no relay started: a rollback moves the session's own (egress_move) */
+	bool no_relay;
 };
 
 /*
@@ -251,6 +253,8 @@ size_t session_pool_ready(struct session_mgr *m);
 void session_pip_job(struct session *s, const char *package, const char *dir);
 /* The job folder of the last background install of package, or NULL (borrowed). */
 const char *session_pip_job_dir(const struct session *s, const char *package);
+/* The sentence s's next tool call says first (it was brought back from an idle snapshot), or NULL; the caller frees it. */
+char *session_take_notice(struct session_mgr *m, struct session *s);
 /* Most steps a session's history keeps; one {"kind":"truncated"} entry follows them. */
 #define SESSION_HISTORY_MAX 1000
 /*

@@ -14,6 +14,7 @@
 
 #include "base/buf.h"
 #include "base/log.h"
+#include "sandbox/savepoint.h"
 #include "tools/schema.h"
 #include "tools/tools.h"
 
@@ -401,14 +402,29 @@ int tool_session(struct tool_ctx *ctx, json_t *args, struct session **ret, struc
 	const char *ref = json_string_value(json_object_get(args, "session_id"));
 
 	err_clear(&e);
-	if (session_get_reporting(ctx->svc->sessions, ctx->call, ref, default_pull_progress, ctx, ret, &e) < 0) {
+	int r = session_get_reporting(ctx->svc->sessions, ctx->call, ref, default_pull_progress, ctx, ret, &e);
+	/*
+	 * A session the idle TTL closed with a snapshot comes back when a tool
+	 * call names it (by id or name, never the implicit default session: a
+	 * server of the same principal must not pick up another's): only here,
+	 * after the call's principal is known, never for a resource read or a
+	 * download.
+	 */
+	if (r < 0 && ref && e.code == ERRCODE_SESSION_NOT_FOUND) {
+		struct err e2;
+		int r2 = savepoint_restore(ctx->svc->sessions, ctx->call, ref, ret, &e2);
+		if (r2 != -ENOENT) {
+			r = r2;
+			e = e2;
+		}
+	}
+	if (r < 0) {
 		tool_fail(res, &e);
 		return -ENOENT;
 	}
 	/* brought back from an idle snapshot: the first call says what was not kept */
-	char *notice = (*ret)->notice;
+	char *notice = session_take_notice(ctx->svc->sessions, *ret);
 	if (notice) {
-		(*ret)->notice = NULL;
 		tool_text(res, "%s", notice);
 		free(notice);
 	}
