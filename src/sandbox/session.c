@@ -609,7 +609,6 @@ static void *starter_main(void *arg)
 	for (size_t i = 0; i < engines_count(m->engines); i++)
 		sweep(m, i);
 	prune_locks(m);
-	savepoint_sweep_all(m); /* after the sweeps: the checkpoints of sessions they removed go too */
 	pthread_mutex_lock(&m->lock);
 	m->ready = true;
 	pthread_cond_broadcast(&m->wake);
@@ -617,6 +616,8 @@ static void *starter_main(void *arg)
 		m->reaper_started = true;
 	pthread_mutex_unlock(&m->lock);
 	pool_start(m->pool);
+	/* after the sweeps, the checkpoints of sessions they removed; calls need not wait for it */
+	savepoint_sweep_all(m);
 	return NULL;
 }
 
