@@ -727,8 +727,8 @@ static void call_run(struct call *c, void *data)
 	current_call = NULL;
 
 	if (call_preempted(c)) {
-		tool_text(&res, "A rollback of this session (session_checkpoint) ended this call; the session is now "
-				"as the checkpoint left it.");
+		tool_text(&res, "A rollback of this session (session_checkpoint) was asked for while this call ran, "
+				"and ended it; the rollback's own result says whether it was done.");
 	} else if (call_cancelled(c)) {
 		/* the client gave up on this request: send nothing for it */
 		tool_result_finish(&res);

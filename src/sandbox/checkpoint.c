@@ -146,7 +146,10 @@ int checkpoint_list(struct engine *e, struct call *call, const char *owner, stru
 {
 	json_t *list = NULL, *img, *sizes = json_object();
 	size_t i, k = 0;
-	int r = engine_image_list(e, call, CHECKPOINT_LABEL, &list, err);
+	/* one principal's: the engine filters by owner, so others' labels are never read or counted */
+	char by_owner[sizeof(IMAGE_LABEL_OWNER) + 160];
+	snprintf(by_owner, sizeof(by_owner), IMAGE_LABEL_OWNER "=%s", owner ? owner : "");
+	int r = engine_image_list(e, call, owner ? by_owner : CHECKPOINT_LABEL, &list, err);
 	if (r < 0) {
 		json_decref(sizes);
 		return r;
@@ -227,6 +230,29 @@ static void checkpoint_new_id(char out[CHECKPOINT_ID_LEN + 1])
 	out[CHECKPOINT_ID_LEN] = '\0';
 }
 
+/*
+ * The steps of history, oldest first, as many as fit in
+ * CHECKPOINT_HISTORY_MAX bytes of JSON, then {"kind":"truncated"} when some
+ * did not (an export says where it was cut). New reference.
+ */
+static json_t *history_fitting(json_t *history)
+{
+	json_t *out = json_array(), *step;
+	size_t i, used = 2 + 32; /* the brackets, and room for the marker */
+	json_array_foreach (history, i, step) {
+		char *one = json_dumps(step, JSON_COMPACT);
+		size_t n = one ? strlen(one) + 1 : SIZE_MAX;
+		free(one);
+		if (n > CHECKPOINT_HISTORY_MAX - used) {
+			json_array_append_new(out, json_pack("{s:s}", "kind", "truncated"));
+			break;
+		}
+		used += n;
+		json_array_append(out, step);
+	}
+	return out;
+}
+
 /* spec's labels on config (image_commit_config's), replacing any the parent image carried. */
 static void checkpoint_labels(json_t *config, const char *id, const char *session_id, const char *session_name,
 			      const struct checkpoint_spec *spec, int64_t created_ms)
@@ -247,12 +273,11 @@ static void checkpoint_labels(json_t *config, const char *id, const char *sessio
 	char *text = json_dumps(spec->settings, JSON_COMPACT | JSON_SORT_KEYS);
 	json_object_set_new(labels, CHECKPOINT_LABEL_SETTINGS, json_string(text ? text : "{}"));
 	free(text);
-	/* the history as far as it fits: an export of the checkpoint says where it was cut */
-	text = spec->history ? json_dumps(spec->history, JSON_COMPACT) : NULL;
-	json_object_set_new(labels, CHECKPOINT_LABEL_HISTORY,
-			    json_string(text && strlen(text) <= CHECKPOINT_HISTORY_MAX ? text
-										       : "[{\"kind\":\"truncated\"}]"));
+	json_t *history = history_fitting(spec->history);
+	text = json_dumps(history, JSON_COMPACT);
+	json_object_set_new(labels, CHECKPOINT_LABEL_HISTORY, json_string(text ? text : "[]"));
 	free(text);
+	json_decref(history);
 	/* what image.h's owner rules read: a checkpoint is usable by its owner alone */
 	json_object_set_new(labels, IMAGE_LABEL_OWNER, json_string(spec->owner));
 	json_object_set_new(labels, IMAGE_LABEL_SESSION, json_string(session_id));

@@ -39,7 +39,7 @@
 #define CHECKPOINT_LABEL_SETTINGS CHECKPOINT_LABEL ".settings"
 #define CHECKPOINT_LABEL_HISTORY CHECKPOINT_LABEL ".history"
 /* Bytes of a session's history a checkpoint keeps (as JSON, in a label); past it the export says "truncated". */
-#define CHECKPOINT_HISTORY_MAX (16u << 10)
+#define CHECKPOINT_HISTORY_MAX (8u << 10)
 
 /* Why a checkpoint was made: asked for, before a fork of the live session, or when the idle TTL ended it. */
 enum checkpoint_kind { CHECKPOINT_MANUAL, CHECKPOINT_FORK, CHECKPOINT_IDLE };

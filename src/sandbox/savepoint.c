@@ -730,7 +730,7 @@ static const struct checkpoint *snapshot_of(const struct checkpoint *list, size_
 	return best;
 }
 
-/* Makes the session c was taken of again, listed; savepoint_lock held. */
+/* Makes the session c was taken of again, listed; restore_lock held. */
 static int restore_locked(struct session_mgr *m, struct call *call, const struct checkpoint *c, struct session **ret,
 			  struct err *err)
 {
@@ -775,7 +775,7 @@ int savepoint_restore(struct session_mgr *m, struct call *call, const char *ref,
 	size_t n;
 	const char *want = ref ? ref : "default";
 	owner_of(call_principal(call), owner);
-	pthread_mutex_lock(&m->savepoint_lock);
+	pthread_mutex_lock(&m->restore_lock);
 	/* another call may have brought it back while this one waited */
 	pthread_mutex_lock(&m->lock);
 	struct session *s = session_find_locked(m, call_principal(call), want);
@@ -793,7 +793,7 @@ int savepoint_restore(struct session_mgr *m, struct call *call, const char *ref,
 		r = c ? restore_locked(m, call, c, ret, err) : -ENOENT;
 		checkpoint_list_free(list, n);
 	}
-	pthread_mutex_unlock(&m->savepoint_lock);
+	pthread_mutex_unlock(&m->restore_lock);
 	return r;
 }
 

@@ -43,11 +43,12 @@ struct session_mgr {
 	struct egress_conf egress; /* the operator's egress settings (egress.h) */
 	/*
 	 * Save points (savepoint.c): savepoint_lock orders checkpoints against
-	 * their caps and brings idle snapshots back one at a time; pinned
+	 * their caps; pinned
 	 * holds the checkpoint ids an operation is making sessions from (under
 	 * lock), which no sweep removes meanwhile.
 	 */
 	pthread_mutex_t savepoint_lock;
+	pthread_mutex_t restore_lock; /* idle snapshots come back one at a time, never behind a commit */
 	json_t *pinned;
 	atomic_bool savepoints_used; /* a checkpoint was seen: closes sweep (else they skip the engine calls) */
 	/*

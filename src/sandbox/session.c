@@ -115,6 +115,7 @@ int session_mgr_create(const struct config *cfg, struct engines *es, struct sess
 		snprintf(m->proc, sizeof(m->proc), "%ld:%llu:%s", (long)getpid(), start, boot);
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_mutex_init(&m->savepoint_lock, NULL);
+	pthread_mutex_init(&m->restore_lock, NULL);
 	pthread_cond_init(&m->wake, NULL);
 	m->pinned = json_array();
 	m->pool = pool_create(cfg, m, &session_pool_ops, (size_t)cfg->pool_size);
@@ -474,7 +475,12 @@ static void adopt(struct session_mgr *m, size_t ei, const char *id, json_t *labe
 			  id, err.msg, id);
 		return;
 	}
-	if (state && strcmp(state, "running") != 0 && engine_container_start(s->engine, NULL, id, &err) < 0)
+	/* a session left paused by its server is resumed: a call into a frozen container would hang */
+	bool paused = state && strcmp(state, "paused") == 0;
+	if (paused && engine_container_unpause(s->engine, NULL, id, &err) < 0)
+		log_warnf("persistent session %s: cannot resume its paused container: %s", s->id, err.msg);
+	else if (!paused && state && strcmp(state, "running") != 0 &&
+		 engine_container_start(s->engine, NULL, id, &err) < 0)
 		log_warnf("persistent session %s: cannot start its container: %s", s->id, err.msg);
 	else
 		adopt_egress(m, s, json_string_value(json_object_get(labels, SESSION_LABEL ".egress")));
@@ -810,6 +816,7 @@ void session_mgr_destroy(struct session_mgr *m)
 	json_decref(m->pinned);
 	pthread_cond_destroy(&m->wake);
 	pthread_mutex_destroy(&m->savepoint_lock);
+	pthread_mutex_destroy(&m->restore_lock);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
@@ -1801,7 +1808,8 @@ static void close_idle(struct session_mgr *m, struct session *s)
 {
 	struct checkpoint ck;
 	struct err err;
-	bool snapshot = m->cfg->idle_snapshot && !s->read_only;
+	/* never the default session: it is nobody's by name, and only a call naming a session brings one back */
+	bool snapshot = m->cfg->idle_snapshot && !s->read_only && strcmp(s->name, "default") != 0;
 	if (snapshot && s->paused && savepoint_resume(m, NULL, s, &err) < 0)
 		log_warnf("session %s: resuming it for its snapshot: %s", s->id, err.msg);
 	if (!snapshot) {

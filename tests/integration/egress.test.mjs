@@ -295,6 +295,21 @@ print(json.dumps(fetch('https://github.com/org/demo.git/info/refs')))`);
     assert.ok(ms < 2000, `the change took ${ms} ms`);
   });
 
+  test('a rollback keeps the session\'s egress, with the policy it has now', async () => {
+    const s = await session('rb-egress', { presets: ['pypi', 'github'] });
+    await srv.ok('session_checkpoint', { session_id: s.session_id, name: 'start' });
+    // narrowed after the checkpoint: the rollback must not widen it again
+    await srv.ok('session_egress', { session_id: s.session_id, presets: ['pypi'] });
+    await srv.ok('session_checkpoint', { session_id: s.session_id, action: 'rollback', checkpoint: 'start' });
+    const r = await py(s.session_id, `${PROBE}
+print(json.dumps([fetch('https://pypi.org/simple/'), fetch('https://github.com/org/demo.git/info/refs')]))`);
+    assert.match(r[0], /^200 /, r[0]);
+    assert.match(r[1], /403/, r[1]);
+    const st = await srv.ok('session_egress', { session_id: s.session_id });
+    assert.ok(!JSON.stringify(st.policy).includes('github.com'), JSON.stringify(st.policy));
+    await srv.ok('session_close', { session_id: s.session_id });
+  });
+
   test('hostile: connections past the cap get 503, silent ones 408 within 10 s, and their places come back', async () => {
     const r = await py(sid, `${PROBE}
 import time

@@ -209,6 +209,8 @@ describe('save points', suite({ timeout: 900000 }), () => {
     const sid = (await srv.createSession({ name: 'tidy' })).session_id;
     const c = await srv.ok('session_checkpoint', { session_id: sid });
     const f = (await srv.ok('session_fork', { checkpoint: c.checkpoint_id })).sessions[0];
+    const busy = await srv.fails('session_checkpoint', { action: 'delete', checkpoint: c.checkpoint_id }, 'invalid_argument');
+    assert.match(busy.error.message, /close that session first/);
     await srv.ok('session_close', { session_id: sid });
     assert.ok((await srv.ok('session_checkpoint', { action: 'list' })).checkpoints.some((x) => x.checkpoint_id === c.checkpoint_id),
       'the fork still rests on it');
@@ -260,14 +262,21 @@ describe('save point caps and limits', suite({ timeout: 600000 }), () => {
     const srv = await Server.start('savepoint-idle', env);
     const sid = (await srv.createSession({ name: 'sleeper' })).session_id;
     await srv.ok('file_write', { session_id: sid, path: 'dream.txt', content: 'kept\n' });
+    // the default session is closed without a snapshot: no server picks it up implicitly
+    const def = (await srv.sh('echo planted > planted.txt')).session_id;
     assert.ok(!(await srv.call('run_python', { session_id: sid, code: 'z = 1' })).isError);
     await until('the idle TTL closes it', async () => (await containersOfSession(sid)).length === 0, 30000);
-    assert.equal((await checkpointImages()).length, 1, 'its snapshot');
+    await until('the default session closes too', async () => (await containersOfSession(def)).length === 0, 30000);
+    assert.equal((await checkpointImages()).length, 1, 'its snapshot, none of the default session');
+    const fresh = await srv.sh('cat planted.txt 2>/dev/null || echo absent');
+    assert.notEqual(fresh.session_id, def);
+    assert.equal(fresh.stdout, 'absent\n');
     const res = await srv.call('file_read', { session_id: 'sleeper', path: 'dream.txt' });
     assert.ok(!res.isError, show(res));
     assert.match(textOf(res), /brought back from its snapshot .*cells 1-1/);
     assert.match(textOf(res), /kept/);
-    assert.equal((await srv.ok('session_list', {})).sessions[0].session_id, sid, 'the same id');
+    assert.equal((await srv.ok('session_list', {})).sessions.find((x) => x.name === 'sleeper')?.session_id, sid,
+      'the same id');
     // a paused session is not closed for idleness
     await srv.ok('session_pause', { session_id: sid });
     await sleep(5000);
