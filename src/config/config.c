@@ -94,7 +94,7 @@ static const struct opt opts[] = {
 	{ "host_dirs", NULL, OPT_STRING, OFF(host_dirs), 0, 0,
 	  "Host directories files may move to and from, ':'-separated (default: none)" },
 	{ "tools", NULL, OPT_STRING, OFF(tools), 0, 0,
-	  "Tool groups to offer, ','-separated: session,run,files,pip,git,env,egress,savepoints (default: all)" },
+	  "Tool groups to offer, ','-separated: session,run,files,pip,git,env,egress,savepoints,services (default: all)" },
 	{ "outbox", NULL, OPT_STRING, OFF(outbox), 0, 0, "Host directory new artifacts are also copied to" },
 	{ "runtime", NULL, OPT_STRING, OFF(runtime), 0, 0, "OCI runtime for sessions (e.g. runsc)" },
 	{ "commit_repos", NULL, OPT_STRING, OFF(commit_repos), 0, 0,
@@ -140,10 +140,11 @@ static const struct {
 	const char *name;
 	unsigned bit;
 } tool_groups[] = {
-	{ "session", TOOL_GROUP_SESSION }, { "run", TOOL_GROUP_RUN },
-	{ "files", TOOL_GROUP_FILES },	   { "pip", TOOL_GROUP_PIP },
-	{ "git", TOOL_GROUP_GIT },	   { "env", TOOL_GROUP_ENV },
-	{ "egress", TOOL_GROUP_EGRESS },   { "savepoints", TOOL_GROUP_SAVEPOINTS },
+	{ "session", TOOL_GROUP_SESSION },   { "run", TOOL_GROUP_RUN },
+	{ "files", TOOL_GROUP_FILES },	     { "pip", TOOL_GROUP_PIP },
+	{ "git", TOOL_GROUP_GIT },	     { "env", TOOL_GROUP_ENV },
+	{ "egress", TOOL_GROUP_EGRESS },     { "savepoints", TOOL_GROUP_SAVEPOINTS },
+	{ "services", TOOL_GROUP_SERVICES },
 };
 
 static int opt_set(struct config *c, const struct opt *o, const char *value, const char *from, struct err *err);
@@ -181,7 +182,7 @@ void config_init(struct config *c)
 	c->http_link_ttl_s = 86400;
 	c->workspace = xstrdup("/workspace");
 	c->host_dirs = xstrdup("");
-	c->tools = xstrdup("session,run,files,pip,git,env,egress,savepoints");
+	c->tools = xstrdup("session,run,files,pip,git,env,egress,savepoints,services");
 	c->commit_repos = xstrdup(CONFIG_COMMIT_REPOS_DEFAULT);
 	c->networks = xstrdup("");
 	c->egress_allow = xstrdup("");

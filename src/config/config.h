@@ -28,7 +28,8 @@ enum tool_group {
 	TOOL_GROUP_ENV = 1u << 5,
 	TOOL_GROUP_EGRESS = 1u << 6,
 	TOOL_GROUP_SAVEPOINTS = 1u << 7,
-	TOOL_GROUP_ALL = (1u << 8) - 1,
+	TOOL_GROUP_SERVICES = 1u << 8,
+	TOOL_GROUP_ALL = (1u << 9) - 1,
 };
 
 /* Repositories a commit or export may create unless SANDBOX_COMMIT_REPOS says otherwise. */

@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "base/pathsafe.h"
 #include "sandbox/exec.h"
+#include "tools/jobs.h"
 #include "tools/tools.h"
 
 /* Largest stdin accepted (bytes). */
@@ -576,8 +577,22 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	err_clear(&e);
 	if (parse_args(ctx->svc->cfg, args, &a, &e) < 0)
 		return tool_fail(res, &e);
+	if (json_is_true(json_object_get(args, "background")) &&
+	    (!a.command || a.jstdin || json_object_size(json_object_get(args, "env")))) {
+		run_args_finish(&a);
+		err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			"background takes a shell command alone: no argv, stdin or env (set variables in the command: "
+			"FOO=1 exec ./server)");
+		return tool_fail(res, &e);
+	}
 	if (tool_session(ctx, args, &s, res) < 0) {
 		run_args_finish(&a);
+		return 0;
+	}
+	if (json_is_true(json_object_get(args, "background"))) {
+		job_start(ctx, s, a.command, res);
+		run_args_finish(&a);
+		session_put(ctx->svc->sessions, s);
 		return 0;
 	}
 	struct run_ctx rc = { .ctx = ctx, .s = s, .res = &xr };
@@ -625,7 +640,9 @@ const struct tool_entry tool_run_command_entry = {
 		"\"description\":\"Extra environment variables\"},"
 		"\"stdin\":{\"type\":\"string\",\"description\":\"Text fed to the command's standard input\"},"
 		"\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"Kill the "
-		"command after this many seconds (default 60; from 1 to 86400)\"}}}",
+		"command after this many seconds (default 60; from 1 to 86400)\"},"
+		"\"background\":{\"type\":\"boolean\",\"description\":\"Start command as a background job and "
+		"return at once with its job_id (a server, a watcher); the job tool follows it\"}}}",
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 		"\"exit_code\":{\"type\":\"integer\"},\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
@@ -633,7 +650,8 @@ const struct tool_entry tool_run_command_entry = {
 		"\"truncated\":{\"type\":\"boolean\"},\"stdout_bytes\":{\"type\":\"integer\"},"
 		"\"stderr_bytes\":{\"type\":\"integer\"},\"restarted\":{\"type\":\"boolean\"},"
 		"\"cpu_ms\":{\"type\":\"integer\"},\"max_rss_kb\":{\"type\":\"integer\"},"
-		"\"output_files_cut\":{\"type\":\"boolean\"},"
+		"\"output_files_cut\":{\"type\":\"boolean\"},\"job_id\":{\"type\":\"string\"},"
+		"\"pid\":{\"type\":\"integer\"},\"state\":{\"type\":\"string\"},"
 		"\"output_files\":{\"type\":\"object\",\"properties\":{\"stdout\":{\"type\":\"string\"},"
 		"\"stderr\":{\"type\":\"string\"}}}}}",
 	.group = TOOL_GROUP_RUN,

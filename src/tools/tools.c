@@ -53,7 +53,8 @@
 	X(git_push)           \
 	X(session_checkpoint) \
 	X(session_fork)       \
-	X(session_pause)
+	X(session_pause)      \
+	X(job)
 
 #define TOOL_DECLARE(name) extern const struct tool_entry tool_##name##_entry;
 TOOL_TABLE(TOOL_DECLARE)
