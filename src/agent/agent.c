@@ -34,6 +34,7 @@
 
 #include "agent/agentproto.h"
 #include "agent/fileops.h"
+#include "agent/connect.h"
 #include "agent/relay.h"
 
 #define AGENT_VERSION "1"
@@ -401,6 +402,11 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--idle") == 0)
 		for (;;)
 			pause();
+	/* --connect PORT: one connection of a port forward (connect.h) */
+	if (argc == 3 && strcmp(argv[1], "--connect") == 0) {
+		signal(SIGPIPE, SIG_IGN);
+		return connect_main(argv[2]);
+	}
 	/* --relay PORT: a session's end of egress (relay.h) */
 	if (argc == 3 && strcmp(argv[1], "--relay") == 0) {
 		signal(SIGPIPE, SIG_IGN);

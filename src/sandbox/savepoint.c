@@ -21,6 +21,7 @@
 #include "sandbox/agentctl.h"
 #include "sandbox/ceiling.h"
 #include "sandbox/egress.h"
+#include "sandbox/forward.h"
 #include "sandbox/image.h"
 #include "sandbox/pyrepl.h"
 #include "sandbox/savepoint.h"
@@ -459,6 +460,8 @@ int savepoint_rollback(struct session_mgr *m, struct call *call, struct session 
 		 * (session_egress, the egress resource) never see it freed, and a
 		 * policy changed meanwhile stays; its relay moves to the new container.
 		 */
+		for (unsigned i = 0; i < s->nforwards; i++)
+			forward_rebind(s->forwards[i], s->container);
 		struct err e2;
 		if (s->egress && egress_move(s->egress, s->engine, call, s->container, &e2) < 0)
 			log_warnf("session %s: egress after the rollback: %s (the next call tries again)", s->id,

@@ -29,6 +29,7 @@
 #include "sandbox/ceiling.h"
 #include "sandbox/checkpoint.h"
 #include "sandbox/egress.h"
+#include "sandbox/forward.h"
 #include "sandbox/pool.h"
 #include "sandbox/pull.h"
 #include "sandbox/pyrepl.h"
@@ -637,6 +638,8 @@ void session_free(struct session *s)
 	pyrepl_destroy(s->repl);
 	agentctl_destroy(s->agent);
 	egress_stop(s->egress);
+	for (unsigned i = 0; i < s->nforwards; i++)
+		forward_close(s->forwards[i]);
 	free(s->notice);
 	free(s);
 }
@@ -649,9 +652,23 @@ static void mark_orphans(struct session_mgr *m, const struct engine *e)
 			atomic_fetch_or(&m->orphans, 1u << i);
 }
 
+/* Ends s's forwards: they are about its container (taken out under the lock, closed outside it). */
+static void forwards_close(struct session_mgr *m, struct session *s)
+{
+	struct forward *fw[SESSION_FORWARDS_MAX];
+	pthread_mutex_lock(&m->lock);
+	unsigned n = s->nforwards;
+	memcpy(fw, s->forwards, n * sizeof(*fw));
+	s->nforwards = 0;
+	pthread_mutex_unlock(&m->lock);
+	for (unsigned i = 0; i < n; i++)
+		forward_close(fw[i]);
+}
+
 void session_remove_container(struct session_mgr *m, struct session *s)
 {
 	struct err err;
+	forwards_close(m, s);
 	if (engine_container_remove(s->engine, NULL, s->container, &err) < 0) {
 		log_warnf("removing the container of session %s: %s", s->id, err.msg);
 		mark_orphans(m, s->engine);
@@ -1663,6 +1680,7 @@ int session_close(struct session_mgr *m, struct call *call, const char *ref, str
 		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT,
 			       "no session '%.80s' to close (session_list shows the open sessions)",
 			       ref ? ref : "default");
+	forwards_close(m, s);
 	int r = engine_container_remove(s->engine, call, s->container, err);
 	pthread_mutex_lock(&m->lock);
 	if (r < 0 && !m->stopping) {
@@ -1706,6 +1724,12 @@ json_t *session_json(const struct session *s)
 		json_object_set_new(j, "checkpoint", json_string(s->checkpoint));
 	if (s->paused)
 		json_object_set_new(j, "paused", json_true());
+	if (s->nforwards) {
+		json_t *fw = json_array();
+		for (unsigned i = 0; i < s->nforwards; i++)
+			json_array_append_new(fw, forward_json(s->forwards[i]));
+		json_object_set_new(j, "forwards", fw);
+	}
 	return j;
 }
 
@@ -1878,6 +1902,56 @@ void session_pip_job(struct session *s, const char *package, const char *dir)
 const char *session_pip_job_dir(const struct session *s, const char *package)
 {
 	return json_string_value(json_object_get(s->pip_jobs, package));
+}
+
+int session_forward_open(struct session_mgr *m, struct session *s, unsigned port, unsigned host_port,
+			 unsigned *ret_host_port, struct err *err)
+{
+	struct forward *f;
+	for (unsigned i = 0; i < s->nforwards; i++)
+		if (forward_port(s->forwards[i]) == port)
+			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EEXIST,
+				       "port %u of session %s is forwarded already, to 127.0.0.1:%u", port, s->id,
+				       forward_host_port(s->forwards[i]));
+	if (s->nforwards >= SESSION_FORWARDS_MAX)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENOSPC,
+			       "session %s forwards %d ports, the most it may: close one first", s->id,
+			       SESSION_FORWARDS_MAX);
+	int r = forward_open(s->engine, s->container, s->user, port, host_port, &f, err);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&m->lock);
+	s->forwards[s->nforwards++] = f;
+	pthread_mutex_unlock(&m->lock);
+	*ret_host_port = forward_host_port(f);
+	log_infof("session %s: port %u forwarded to 127.0.0.1:%u", s->id, port, *ret_host_port);
+	return 0;
+}
+
+int session_forward_close(struct session_mgr *m, struct session *s, unsigned port)
+{
+	struct forward *f = NULL;
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < s->nforwards; i++) {
+		if (forward_port(s->forwards[i]) == port) {
+			f = s->forwards[i];
+			s->forwards[i] = s->forwards[--s->nforwards];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	forward_close(f);
+	return f ? 0 : -ENOENT;
+}
+
+json_t *session_forwards_json(struct session_mgr *m, struct session *s)
+{
+	json_t *a = json_array();
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < s->nforwards; i++)
+		json_array_append_new(a, forward_json(s->forwards[i]));
+	pthread_mutex_unlock(&m->lock);
+	return a;
 }
 
 char *session_take_notice(struct session_mgr *m, struct session *s)

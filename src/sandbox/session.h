@@ -35,6 +35,8 @@
 /* Transient containers (session_opts.transient) allowed past SANDBOX_MAX_SESSIONS. */
 #define SESSION_TRANSIENT_EXTRA 2
 
+/* Ports one session may forward to the host at once. */
+#define SESSION_FORWARDS_MAX 8
 /* Transfers a session may run through its drop at once, and the length of a slot's (hex) name. */
 #define SESSION_DROP_SLOTS 4
 #define SESSION_DROP_SLOT_LEN 32
@@ -134,6 +136,13 @@ struct session {
 	bool paused;
 	int64_t paused_at;
 	char *notice;
+	/*
+	 * Its ports on the host's loopback (forward.h): added and removed by its
+	 * own calls, read by session_list under the registry's lock (so changed
+	 * under it too), closed with its container.
+	 */
+	struct forward *forwards[SESSION_FORWARDS_MAX];
+	unsigned nforwards;
 };
 
 /* Hears a pull's progress: bytes so far, bytes in all (0: not known yet), a line for people (pull.h). */
@@ -253,6 +262,17 @@ size_t session_pool_ready(struct session_mgr *m);
 void session_pip_job(struct session *s, const char *package, const char *dir);
 /* The job folder of the last background install of package, or NULL (borrowed). */
 const char *session_pip_job_dir(const struct session *s, const char *package);
+/*
+ * Forwards port of s's container to 127.0.0.1:host_port on the host (0: a
+ * free one); an already forwarded port is -EEXIST. 0 with *ret_host_port,
+ * or -errno with err. Only for calls on s's FIFO.
+ */
+int session_forward_open(struct session_mgr *m, struct session *s, unsigned port, unsigned host_port,
+			 unsigned *ret_host_port, struct err *err);
+/* Ends the forward of port (-ENOENT when there is none). */
+int session_forward_close(struct session_mgr *m, struct session *s, unsigned port);
+/* s's forwards as JSON (new reference). */
+json_t *session_forwards_json(struct session_mgr *m, struct session *s);
 /* The sentence s's next tool call says first (it was brought back from an idle snapshot), or NULL; the caller frees it. */
 char *session_take_notice(struct session_mgr *m, struct session *s);
 /* Most steps a session's history keeps; one {"kind":"truncated"} entry follows them. */

@@ -54,7 +54,8 @@
 	X(session_checkpoint) \
 	X(session_fork)       \
 	X(session_pause)      \
-	X(job)
+	X(job)                \
+	X(port_forward)
 
 #define TOOL_DECLARE(name) extern const struct tool_entry tool_##name##_entry;
 TOOL_TABLE(TOOL_DECLARE)

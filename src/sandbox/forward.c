@@ -1,0 +1,327 @@
+/*
+ * forward.c - a sandbox port on the host's loopback (forward.h).
+ *
+ * One listening socket per forward, one thread accepting on it, and one
+ * thread per connection: each connection is an exec of `agent --connect
+ * PORT` in the session's container, its hijacked stream carrying the
+ * client's bytes as stdin and the connection's back as stdout frames. So a
+ * forward works on a session with no network at all, reaches a server
+ * bound to the sandbox's own 127.0.0.1, and can reach nothing else: the
+ * agent dials only its loopback, and only the port given here.
+ *
+ * Lifetime: forward_close shuts the listener and every live connection,
+ * then waits for their threads; the session closes its forwards before it
+ * is freed, so no thread outlives what it points at.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/util.h"
+#include "engine/stream.h"
+#include "sandbox/agentctl.h"
+#include "sandbox/forward.h"
+
+#define FORWARD_CHUNK (64 * 1024)
+
+struct conn {
+	struct forward *f;
+	int fd;
+	struct conn *next;
+};
+
+struct forward {
+	unsigned port, host_port;
+	struct engine *engine;
+	int lfd;
+	int wake[2]; /* written to stop the accept thread */
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t idle; /* a connection ended */
+	char container[ENGINE_ID_LEN + 1];
+	char user[64];
+	struct conn *conns;
+	unsigned nconns;
+	atomic_bool closing;
+	uint64_t accepted, refused, bytes_in, bytes_out;
+};
+
+/* Sends the stream's stdout payloads to the client; false at the end of either. */
+static bool to_client(struct forward *f, int client, struct stream_demux *d, const char *p, size_t n)
+{
+	while (n) {
+		size_t used = 0;
+		int type;
+		struct slice s;
+		int r = stream_demux_feed(d, p, n, &used, &type, &s);
+		if (r == -2)
+			return true;
+		if (r < 0)
+			return false;
+		p += used;
+		n -= used;
+		if (type == STREAM_STDOUT) {
+			for (size_t off = 0; off < s.n;) {
+				ssize_t w = send(client, s.p + off, s.n - off, MSG_NOSIGNAL);
+				if (w <= 0)
+					return false;
+				off += (size_t)w;
+			}
+			pthread_mutex_lock(&f->mu);
+			f->bytes_out += s.n;
+			pthread_mutex_unlock(&f->mu);
+		} else if (type == STREAM_STDERR) {
+			log_debugf("forward of port %u: %.*s", f->port, (int)(s.n > 200 ? 200 : s.n), s.p);
+		}
+	}
+	return true;
+}
+
+/* Carries one connection until either side ends. */
+static void pump(struct forward *f, int client, struct engine_stream *st)
+{
+	static const size_t cap = FORWARD_CHUNK;
+	char *buf = xmalloc(cap);
+	struct stream_demux d;
+	struct buf ahead;
+	stream_demux_init(&d);
+	buf_init(&ahead, ENGINE_STREAM_AHEAD_MAX);
+	bool ok = engine_stream_take_buffered(st, &ahead) == 0 && to_client(f, client, &d, ahead.data, ahead.len);
+	buf_finish(&ahead);
+	struct pollfd pfd[2] = { { .fd = client, .events = POLLIN }, { .fd = engine_stream_fd(st), .events = POLLIN } };
+	/* a pump whose client went looks at closing twice a second: the sandbox's side may never end */
+	while (ok && !(pfd[0].fd < 0 && atomic_load(&f->closing))) {
+		int pr = poll(pfd, 2, 500);
+		if (pr < 0) {
+			ok = errno == EINTR;
+			continue;
+		}
+		if (pfd[0].revents) {
+			ssize_t n = recv(client, buf, cap, 0);
+			if (n <= 0) {
+				engine_stream_close_write(st); /* the sandbox's side sees the end of the request */
+				pfd[0].fd = -1;
+			} else {
+				ok = engine_stream_write(st, buf, (size_t)n) == 0;
+				pthread_mutex_lock(&f->mu);
+				f->bytes_in += (uint64_t)n;
+				pthread_mutex_unlock(&f->mu);
+			}
+		}
+		if (ok && pfd[1].revents) {
+			ssize_t n = read(pfd[1].fd, buf, cap);
+			ok = n > 0 && to_client(f, client, &d, buf, (size_t)n);
+		}
+	}
+	free(buf);
+}
+
+static void *conn_main(void *arg)
+{
+	struct conn *c = arg;
+	struct forward *f = c->f;
+	char port[8], exec_id[ENGINE_ID_LEN + 1], container[ENGINE_ID_LEN + 1], user[64];
+	struct engine_stream *st = NULL;
+	struct err err;
+
+	pthread_mutex_lock(&f->mu);
+	memcpy(container, f->container, sizeof(container));
+	memcpy(user, f->user, sizeof(user));
+	pthread_mutex_unlock(&f->mu);
+	snprintf(port, sizeof(port), "%u", f->port);
+	json_t *cfg = json_pack("{s:b, s:b, s:b, s:b, s:b, s:s, s:[s, s, s]}", "AttachStdin", 1, "AttachStdout", 1,
+				"AttachStderr", 1, "Tty", 0, "Privileged", 0, "User", user, "Cmd", AGENTCTL_PATH,
+				"--connect", port);
+	int r = engine_exec_create(f->engine, NULL, container, cfg, exec_id, &err);
+	json_decref(cfg);
+	if (r == 0)
+		r = engine_exec_start(f->engine, NULL, exec_id, &st, &err);
+	if (r == 0)
+		pump(f, c->fd, st);
+	else
+		log_infof("forward of port %u: %s", f->port, err.msg);
+	engine_stream_destroy(st);
+	shutdown(c->fd, SHUT_RDWR);
+
+	pthread_mutex_lock(&f->mu);
+	for (struct conn **pp = &f->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	f->nconns--;
+	close(c->fd);
+	free(c);
+	pthread_cond_broadcast(&f->idle);
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+/* Takes one pending connection: a thread of its own, or closed at once past FORWARD_CONNS_MAX. */
+static void accept_one(struct forward *f)
+{
+	int fd = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&f->mu);
+	if (atomic_load(&f->closing) || f->nconns >= FORWARD_CONNS_MAX) {
+		f->refused++;
+		pthread_mutex_unlock(&f->mu);
+		close(fd);
+		return;
+	}
+	struct conn *c = xcalloc(1, sizeof(*c));
+	c->f = f;
+	c->fd = fd;
+	c->next = f->conns;
+	f->conns = c;
+	f->nconns++;
+	f->accepted++;
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	bool started = thread_create_nosig(&t, &attr, conn_main, c) == 0;
+	pthread_attr_destroy(&attr);
+	if (!started) {
+		f->conns = c->next;
+		f->nconns--;
+		close(fd);
+		free(c);
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void *accept_main(void *arg)
+{
+	struct forward *f = arg;
+	struct pollfd pfd[2] = { { .fd = f->lfd, .events = POLLIN }, { .fd = f->wake[0], .events = POLLIN } };
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents)
+			break;
+		if (pfd[0].revents)
+			accept_one(f);
+	}
+	return NULL;
+}
+
+/* A listening socket on 127.0.0.1:host_port (0: any free one); 0 with *ret_port, or -errno. */
+static int listen_loopback(unsigned host_port, int *ret_fd, unsigned *ret_port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)host_port) };
+	socklen_t len = sizeof(a);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	int one = 1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 64) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	*ret_fd = fd;
+	*ret_port = ntohs(a.sin_port);
+	return 0;
+}
+
+int forward_open(struct engine *e, const char *container, const char *user, unsigned port, unsigned host_port,
+		 struct forward **ret, struct err *err)
+{
+	struct forward *f = xcalloc(1, sizeof(*f));
+	f->engine = e;
+	f->port = port;
+	f->lfd = f->wake[0] = f->wake[1] = -1;
+	snprintf(f->container, sizeof(f->container), "%s", container);
+	snprintf(f->user, sizeof(f->user), "%s", user);
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->idle, NULL);
+	int r = listen_loopback(host_port, &f->lfd, &f->host_port);
+	if (r < 0) {
+		err_set(err, r == -EADDRINUSE ? ERRCODE_INVALID_ARGUMENT : ERRCODE_INTERNAL, r,
+			"cannot listen on 127.0.0.1:%u on the host: %s%s", host_port, strerror(-r),
+			r == -EADDRINUSE ? " (omit host_port for a free one)" : "");
+	} else if (pipe2(f->wake, O_CLOEXEC) < 0) {
+		r = err_set(err, ERRCODE_INTERNAL, -errno, "pipe: %s", strerror(errno));
+	} else if ((r = thread_create_nosig(&f->thread, NULL, accept_main, f)) != 0) {
+		r = err_set(err, ERRCODE_INTERNAL, -r, "cannot start the forward's thread");
+	}
+	if (r < 0) {
+		if (f->lfd >= 0)
+			close(f->lfd);
+		for (int i = 0; i < 2; i++)
+			if (f->wake[i] >= 0)
+				close(f->wake[i]);
+		pthread_mutex_destroy(&f->mu);
+		pthread_cond_destroy(&f->idle);
+		free(f);
+		return r;
+	}
+	*ret = f;
+	return 0;
+}
+
+void forward_rebind(struct forward *f, const char *container)
+{
+	pthread_mutex_lock(&f->mu);
+	snprintf(f->container, sizeof(f->container), "%s", container);
+	pthread_mutex_unlock(&f->mu);
+}
+
+unsigned forward_port(const struct forward *f)
+{
+	return f->port;
+}
+
+unsigned forward_host_port(const struct forward *f)
+{
+	return f->host_port;
+}
+
+json_t *forward_json(struct forward *f)
+{
+	pthread_mutex_lock(&f->mu);
+	json_t *j = json_pack("{s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "port", (json_int_t)f->port, "host",
+			      "127.0.0.1", "host_port", (json_int_t)f->host_port, "connections", (json_int_t)f->nconns,
+			      "accepted", (json_int_t)f->accepted, "refused", (json_int_t)f->refused, "bytes_in",
+			      (json_int_t)f->bytes_in, "bytes_out", (json_int_t)f->bytes_out);
+	pthread_mutex_unlock(&f->mu);
+	return j;
+}
+
+void forward_close(struct forward *f)
+{
+	if (!f)
+		return;
+	char x = 'x';
+	if (write(f->wake[1], &x, 1) < 0)
+		log_warnf("forward of port %u: waking its thread: %s", f->port, strerror(errno));
+	pthread_join(f->thread, NULL);
+	close(f->lfd);
+	pthread_mutex_lock(&f->mu);
+	atomic_store(&f->closing, true);
+	for (struct conn *c = f->conns; c; c = c->next)
+		shutdown(c->fd, SHUT_RDWR); /* its pump sees the end and its thread unlinks it */
+	while (f->nconns)
+		pthread_cond_wait(&f->idle, &f->mu);
+	pthread_mutex_unlock(&f->mu);
+	close(f->wake[0]);
+	close(f->wake[1]);
+	pthread_mutex_destroy(&f->mu);
+	pthread_cond_destroy(&f->idle);
+	free(f);
+}

@@ -1,0 +1,110 @@
+/*
+ * tool-port.c - port_forward: a sandbox port on the host's loopback
+ * (docs/jobs.md), the services group. The forward itself is forward.c's;
+ * the session keeps and ends it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/tools.h"
+
+static int port_open(struct tool_ctx *ctx, struct session *s, json_t *args, struct tool_result *res)
+{
+	json_int_t port = json_integer_value(json_object_get(args, "port"));
+	json_int_t host_port = json_integer_value(json_object_get(args, "host_port"));
+	unsigned got = 0;
+	struct err e;
+	err_clear(&e);
+	if (port < 1 || port > 65535)
+		err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL, "open needs port, the sandbox's (1-65535)");
+	else if (host_port && host_port < 1024)
+		err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
+			"host_port %lld is privileged: pick one from 1024 to 65535, or omit it for a free one",
+			(long long)host_port);
+	if (e.code || session_forward_open(ctx->svc->sessions, s, (unsigned)port, (unsigned)host_port, &got, &e) < 0)
+		return tool_fail(res, &e);
+	tool_text(res,
+		  "Port %lld of session %s is at http://127.0.0.1:%u/ on this machine (loopback only), until the "
+		  "session ends or port_forward {action: \"close\", port: %lld}. It reaches only the sandbox's own "
+		  "port, also a server bound to its 127.0.0.1.",
+		  (long long)port, s->id, got, (long long)port);
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", got);
+	tool_structured(res, json_pack("{s:s, s:I, s:s, s:I, s:s}", "session_id", s->id, "port", (json_int_t)port,
+				       "host", "127.0.0.1", "host_port", (json_int_t)got, "url", url));
+	return 0;
+}
+
+static int port_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
+{
+	const char *action = json_string_value(json_object_get(args, "action"));
+	struct session *s;
+	struct err e;
+	err_clear(&e);
+	if (tool_session(ctx, args, &s, res) < 0)
+		return 0;
+	int r = 0;
+	if (action && strcmp(action, "open") == 0) {
+		r = port_open(ctx, s, args, res);
+	} else if (action && strcmp(action, "close") == 0) {
+		json_int_t port = json_integer_value(json_object_get(args, "port"));
+		if (port < 1 || port > 65535 || session_forward_close(ctx->svc->sessions, s, (unsigned)port) < 0) {
+			err_set(&e, ERRCODE_INVALID_ARGUMENT, -ENOENT,
+				"port %lld of session %s is not forwarded (port_forward {action: \"list\"} shows them)",
+				(long long)port, s->id);
+			r = tool_fail(res, &e);
+		} else {
+			tool_text(res, "Port %lld of session %s is no longer forwarded.", (long long)port, s->id);
+			tool_structured(res, json_pack("{s:s, s:I, s:b}", "session_id", s->id, "port", (json_int_t)port,
+						       "closed", 1));
+		}
+	} else {
+		json_t *list = session_forwards_json(ctx->svc->sessions, s);
+		size_t i;
+		json_t *f;
+		json_array_foreach (list, i, f)
+			tool_text(res, "port %lld -> 127.0.0.1:%lld  connections %lld  accepted %lld",
+				  (long long)json_integer_value(json_object_get(f, "port")),
+				  (long long)json_integer_value(json_object_get(f, "host_port")),
+				  (long long)json_integer_value(json_object_get(f, "connections")),
+				  (long long)json_integer_value(json_object_get(f, "accepted")));
+		if (!json_array_size(list))
+			tool_text(res, "Session %s forwards no ports; port_forward {action: \"open\", port: N} does.",
+				  s->id);
+		tool_structured(res, json_pack("{s:s, s:o}", "session_id", s->id, "forwards", list));
+	}
+	session_put(ctx->svc->sessions, s);
+	return r;
+}
+
+const struct tool_entry tool_port_forward_entry = {
+	.name = "port_forward",
+	.title = "Forward a sandbox port to the host",
+	.description = "Make a port of the sandbox (a dev server, an API, a notebook) reachable at "
+		       "127.0.0.1:<host_port> on the machine the server runs on, through the sandbox's agent: works "
+		       "without network and for servers bound to the sandbox's 127.0.0.1. open (port; host_port "
+		       "optional), close (port), list (default). Forwards end with the session.",
+	.input_schema =
+		"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+		"\"action\":{\"type\":\"string\",\"enum\":[\"open\",\"close\",\"list\"],\"description\":\"open, close "
+		"or list (default)\"},"
+		"\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535,\"description\":\"open, close: the "
+		"port in the sandbox (from 1 to 65535)\"},"
+		"\"host_port\":{\"type\":\"integer\",\"minimum\":1024,\"maximum\":65535,\"description\":\"open: the "
+		"port on the host's 127.0.0.1 (default: a free one; from 1024 to 65535)\"}," TOOL_SESSION_ARG "}}",
+	.output_schema =
+		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+		"\"port\":{\"type\":\"integer\"},\"host\":{\"type\":\"string\"},"
+		"\"host_port\":{\"type\":\"integer\"},\"url\":{\"type\":\"string\"},"
+		"\"closed\":{\"type\":\"boolean\"},\"forwards\":{\"type\":\"array\",\"items\":{\"type\":"
+		"\"object\",\"properties\":{\"port\":{\"type\":\"integer\"},\"host_port\":{\"type\":\"integer\"},"
+		"\"connections\":{\"type\":\"integer\"},\"accepted\":{\"type\":\"integer\"}}}}}}",
+	.group = TOOL_GROUP_SERVICES,
+	.read_only = false,
+	.destructive = false,
+	.idempotent = false,
+	.open_world = false,
+	.per_session = true,
+	.handler = port_tool,
+};
