@@ -33,8 +33,8 @@
 #include <unistd.h>
 
 #include "agent/agentproto.h"
-#include "agent/fileops.h"
 #include "agent/connect.h"
+#include "agent/fileops.h"
 #include "agent/relay.h"
 
 #define AGENT_VERSION "1"
