@@ -98,12 +98,12 @@ static bool checkpoint_read(json_t *img, struct checkpoint *c)
 	snprintf(tag, sizeof(tag), CHECKPOINT_REPOSITORY ":%s", c->id);
 	size_t i;
 	json_t *t;
-	/* Podman lists a local name as localhost/NAME */
+	/* in any spelling: Podman lists it as docker.io/library/NAME (or localhost/NAME) */
 	json_array_foreach (json_object_get(img, "RepoTags"), i, t) {
 		const char *name = json_string_value(t);
 		if (name && strncmp(name, "localhost/", 10) == 0)
 			name += 10;
-		c->tagged = c->tagged || (name && strcmp(name, tag) == 0);
+		c->tagged = c->tagged || (name && image_same_ref(name, tag));
 	}
 	c->settings = label_json(labels, CHECKPOINT_LABEL_SETTINGS, JSON_OBJECT);
 	c->history = label_json(labels, CHECKPOINT_LABEL_HISTORY, JSON_ARRAY);
@@ -325,7 +325,7 @@ int checkpoint_remove(struct engine *e, struct call *call, const struct checkpoi
 	 * removes it with the last of them (its parents are pruned).
 	 */
 	int r = engine_image_remove(e, call, c->tagged ? tag : c->image_id, err);
-	if (r < 0 && err->code == ERRCODE_ENGINE_ERROR && strstr(err->msg, "is using"))
+	if (r < 0 && err->code == ERRCODE_ENGINE_ERROR && (strstr(err->msg, "is using") || strstr(err->msg, "in use")))
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -EBUSY,
 			       "checkpoint %s is what a live session was made from (a fork, or a session rolled back "
 			       "to it): close that session first (session_checkpoint {action: \"list\"} names them)",
