@@ -13,6 +13,7 @@
  * then waits for their threads; the session closes its forwards before it
  * is freed, so no thread outlives what it points at.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -36,11 +38,21 @@
 struct conn {
 	struct forward *f;
 	int fd;
+	int stream_fd; /* the exec stream's socket once it runs, else -1 (under f->mu) */
 	struct conn *next;
 };
 
+/* Forwarded connections open at once in the whole server (each holds two fds and a thread). */
+#define FORWARD_CONNS_TOTAL 512
+/* How long a connection whose client has gone waits for the sandbox's side to end, ms. */
+#define FORWARD_GRACE_MS 30000
+static atomic_uint conns_total;
+
 struct forward {
 	unsigned port, host_port;
+	char host[INET_ADDRSTRLEN]; /* the loopback address it listens on */
+	void (*touch)(void *arg);   /* each connection: the session is in use */
+	void *touch_arg;
 	struct engine *engine;
 	int lfd;
 	int wake[2]; /* written to stop the accept thread */
@@ -98,8 +110,9 @@ static void pump(struct forward *f, int client, struct engine_stream *st)
 	bool ok = engine_stream_take_buffered(st, &ahead) == 0 && to_client(f, client, &d, ahead.data, ahead.len);
 	buf_finish(&ahead);
 	struct pollfd pfd[2] = { { .fd = client, .events = POLLIN }, { .fd = engine_stream_fd(st), .events = POLLIN } };
-	/* a pump whose client went looks at closing twice a second: the sandbox's side may never end */
-	while (ok && !(pfd[0].fd < 0 && atomic_load(&f->closing))) {
+	/* a pump whose client went waits FORWARD_GRACE_MS at most for the sandbox's side to end */
+	int64_t gone = 0;
+	while (ok && !atomic_load(&f->closing) && !(gone && now_ms() - gone > FORWARD_GRACE_MS)) {
 		int pr = poll(pfd, 2, 500);
 		if (pr < 0) {
 			ok = errno == EINTR;
@@ -110,6 +123,7 @@ static void pump(struct forward *f, int client, struct engine_stream *st)
 			if (n <= 0) {
 				engine_stream_close_write(st); /* the sandbox's side sees the end of the request */
 				pfd[0].fd = -1;
+				gone = now_ms();
 			} else {
 				ok = engine_stream_write(st, buf, (size_t)n) == 0;
 				pthread_mutex_lock(&f->mu);
@@ -145,12 +159,21 @@ static void *conn_main(void *arg)
 	json_decref(cfg);
 	if (r == 0)
 		r = engine_exec_start(f->engine, NULL, exec_id, &st, &err);
-	if (r == 0)
+	if (r == 0) {
+		pthread_mutex_lock(&f->mu);
+		c->stream_fd = atomic_load(&f->closing) ? -1 : engine_stream_fd(st);
+		pthread_mutex_unlock(&f->mu);
+		if (f->touch)
+			f->touch(f->touch_arg);
 		pump(f, c->fd, st);
-	else
+	} else
 		log_infof("forward of port %u: %s", f->port, err.msg);
+	pthread_mutex_lock(&f->mu);
+	c->stream_fd = -1;
+	pthread_mutex_unlock(&f->mu);
 	engine_stream_destroy(st);
 	shutdown(c->fd, SHUT_RDWR);
+	atomic_fetch_sub(&conns_total, 1);
 
 	pthread_mutex_lock(&f->mu);
 	for (struct conn **pp = &f->conns; *pp; pp = &(*pp)->next) {
@@ -171,10 +194,16 @@ static void *conn_main(void *arg)
 static void accept_one(struct forward *f)
 {
 	int fd = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			usleep(100 * 1000); /* the pending connection keeps the listener ready: no spin */
 		return;
+	}
 	pthread_mutex_lock(&f->mu);
-	if (atomic_load(&f->closing) || f->nconns >= FORWARD_CONNS_MAX) {
+	if (atomic_load(&f->closing) || f->nconns >= FORWARD_CONNS_MAX ||
+	    atomic_fetch_add(&conns_total, 1) >= FORWARD_CONNS_TOTAL) {
+		if (!atomic_load(&f->closing) && f->nconns < FORWARD_CONNS_MAX)
+			atomic_fetch_sub(&conns_total, 1);
 		f->refused++;
 		pthread_mutex_unlock(&f->mu);
 		close(fd);
@@ -183,6 +212,7 @@ static void accept_one(struct forward *f)
 	struct conn *c = xcalloc(1, sizeof(*c));
 	c->f = f;
 	c->fd = fd;
+	c->stream_fd = -1;
 	c->next = f->conns;
 	f->conns = c;
 	f->nconns++;
@@ -196,6 +226,7 @@ static void accept_one(struct forward *f)
 	if (!started) {
 		f->conns = c->next;
 		f->nconns--;
+		atomic_fetch_sub(&conns_total, 1);
 		close(fd);
 		free(c);
 	}
@@ -217,32 +248,54 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
-/* A listening socket on 127.0.0.1:host_port (0: any free one); 0 with *ret_port, or -errno. */
-static int listen_loopback(unsigned host_port, int *ret_fd, unsigned *ret_port)
+/*
+ * A listening socket on a loopback address of its own, 127.x.y.z (x, y, z
+ * random), at host_port (0: any free one); 127.0.0.1 when the host has no
+ * such address. Its own address is its own site for a browser: cookies are
+ * kept per host, not per port, so a page a sandbox serves shares none with
+ * the other web apps on 127.0.0.1 (and its origin is not one the MCP
+ * endpoint accepts). 0 with *ret_fd, *ret_port and host, or -errno.
+ */
+static int listen_loopback(unsigned host_port, int *ret_fd, unsigned *ret_port, char host[INET_ADDRSTRLEN])
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)host_port) };
 	socklen_t len = sizeof(a);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	unsigned char rnd[3];
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		memset(rnd, 0, sizeof(rnd));
+	/* 127.1-254.0-255.1-254: never 127.0.0.x, never a .0 or .255 last part */
+	a.sin_addr.s_addr = htonl(0x7f000000u | (uint32_t)(1 + rnd[0] % 254) << 16 | (uint32_t)rnd[1] << 8 |
+				  (uint32_t)(1 + rnd[2] % 254));
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	int one = 1;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 64) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0) {
+		close(fd);
+		return -errno;
+	}
+	int r = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	if (r < 0 && errno == EADDRNOTAVAIL) {
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		r = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	}
+	if (r < 0 || listen(fd, 64) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
 		int e = errno;
 		close(fd);
 		return -e;
 	}
 	*ret_fd = fd;
 	*ret_port = ntohs(a.sin_port);
+	inet_ntop(AF_INET, &a.sin_addr, host, INET_ADDRSTRLEN);
 	return 0;
 }
 
 int forward_open(struct engine *e, const char *container, const char *user, unsigned port, unsigned host_port,
-		 struct forward **ret, struct err *err)
+		 void (*touch)(void *arg), void *touch_arg, struct forward **ret, struct err *err)
 {
 	struct forward *f = xcalloc(1, sizeof(*f));
+	f->touch = touch;
+	f->touch_arg = touch_arg;
 	f->engine = e;
 	f->port = port;
 	f->lfd = f->wake[0] = f->wake[1] = -1;
@@ -250,10 +303,10 @@ int forward_open(struct engine *e, const char *container, const char *user, unsi
 	snprintf(f->user, sizeof(f->user), "%s", user);
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->idle, NULL);
-	int r = listen_loopback(host_port, &f->lfd, &f->host_port);
+	int r = listen_loopback(host_port, &f->lfd, &f->host_port, f->host);
 	if (r < 0) {
 		err_set(err, r == -EADDRINUSE ? ERRCODE_INVALID_ARGUMENT : ERRCODE_INTERNAL, r,
-			"cannot listen on 127.0.0.1:%u on the host: %s%s", host_port, strerror(-r),
+			"cannot listen on the host's loopback, port %u: %s%s", host_port, strerror(-r),
 			r == -EADDRINUSE ? " (omit host_port for a free one)" : "");
 	} else if (pipe2(f->wake, O_CLOEXEC) < 0) {
 		r = err_set(err, ERRCODE_INTERNAL, -errno, "pipe: %s", strerror(errno));
@@ -292,12 +345,17 @@ unsigned forward_host_port(const struct forward *f)
 	return f->host_port;
 }
 
+const char *forward_host(const struct forward *f)
+{
+	return f->host;
+}
+
 json_t *forward_json(struct forward *f)
 {
 	pthread_mutex_lock(&f->mu);
-	json_t *j = json_pack("{s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "port", (json_int_t)f->port, "host",
-			      "127.0.0.1", "host_port", (json_int_t)f->host_port, "connections", (json_int_t)f->nconns,
-			      "accepted", (json_int_t)f->accepted, "refused", (json_int_t)f->refused, "bytes_in",
+	json_t *j = json_pack("{s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "port", (json_int_t)f->port, "host", f->host,
+			      "host_port", (json_int_t)f->host_port, "connections", (json_int_t)f->nconns, "accepted",
+			      (json_int_t)f->accepted, "refused", (json_int_t)f->refused, "bytes_in",
 			      (json_int_t)f->bytes_in, "bytes_out", (json_int_t)f->bytes_out);
 	pthread_mutex_unlock(&f->mu);
 	return j;
@@ -314,8 +372,12 @@ void forward_close(struct forward *f)
 	close(f->lfd);
 	pthread_mutex_lock(&f->mu);
 	atomic_store(&f->closing, true);
-	for (struct conn *c = f->conns; c; c = c->next)
-		shutdown(c->fd, SHUT_RDWR); /* its pump sees the end and its thread unlinks it */
+	/* both ends: its pump sees the end at once, whatever the sandbox's side does, and its thread unlinks it */
+	for (struct conn *c = f->conns; c; c = c->next) {
+		shutdown(c->fd, SHUT_RDWR);
+		if (c->stream_fd >= 0)
+			shutdown(c->stream_fd, SHUT_RDWR);
+	}
 	while (f->nconns)
 		pthread_cond_wait(&f->idle, &f->mu);
 	pthread_mutex_unlock(&f->mu);

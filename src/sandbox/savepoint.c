@@ -390,6 +390,9 @@ static void swap_in(struct session_mgr *m, struct session *s, struct session *t)
 	SWAP(pip_jobs);
 	SWAP(warnings);
 #undef SWAP
+	/* its forwards' new connections go to the new container from now on */
+	for (unsigned i = 0; i < s->nforwards; i++)
+		forward_rebind(s->forwards[i], s->container);
 	/* the drop is set up again in the new container, on its first transfer */
 	atomic_store(&s->drop_state, SESSION_DROP_UNKNOWN);
 	atomic_store(&s->drop_made, 0u);
@@ -460,8 +463,6 @@ int savepoint_rollback(struct session_mgr *m, struct call *call, struct session 
 		 * (session_egress, the egress resource) never see it freed, and a
 		 * policy changed meanwhile stays; its relay moves to the new container.
 		 */
-		for (unsigned i = 0; i < s->nforwards; i++)
-			forward_rebind(s->forwards[i], s->container);
 		struct err e2;
 		if (s->egress && egress_move(s->egress, s->engine, call, s->container, &e2) < 0)
 			log_warnf("session %s: egress after the rollback: %s (the next call tries again)", s->id,

@@ -493,6 +493,7 @@ static void adopt(struct session_mgr *m, size_t ei, const char *id, json_t *labe
 			m->list = xreallocarray(m->list, m->cap, sizeof(*m->list));
 		}
 		s->refs = 1;
+		s->mgr = m;
 		m->list[m->len++] = s;
 		m->adopted++;
 	}
@@ -792,9 +793,11 @@ void session_mgr_cleanup(struct session_mgr *m)
 		memcpy(all, m->list, n * sizeof(*all));
 	pthread_mutex_unlock(&m->lock);
 	size_t gone = 0;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		forwards_close(m, all[i]); /* a persistent one's too: no forward thread outlives the engines */
 		if (!all[i]->persistent)
 			all[gone++] = all[i];
+	}
 	remove_containers(m, all, gone);
 	free(all);
 	pool_stop(m->pool);
@@ -1597,6 +1600,7 @@ int session_list_new(struct session_mgr *m, struct session *s, struct session **
 	}
 	s->refs = 2; /* the registry's and the caller's */
 	s->busy = 1;
+	s->mgr = m;
 	m->list[m->len++] = s;
 	pthread_mutex_unlock(&m->lock);
 	*ret = s;
@@ -1904,8 +1908,17 @@ const char *session_pip_job_dir(const struct session *s, const char *package)
 	return json_string_value(json_object_get(s->pip_jobs, package));
 }
 
+/* A connection through a forward is a use of the session: the idle TTL counts from it. */
+static void forward_touch(void *arg)
+{
+	struct session *s = arg;
+	pthread_mutex_lock(&s->mgr->lock);
+	s->last_used = session_now();
+	pthread_mutex_unlock(&s->mgr->lock);
+}
+
 int session_forward_open(struct session_mgr *m, struct session *s, unsigned port, unsigned host_port,
-			 unsigned *ret_host_port, struct err *err)
+			 unsigned *ret_host_port, char ret_host[16], struct err *err)
 {
 	struct forward *f;
 	for (unsigned i = 0; i < s->nforwards; i++)
@@ -1917,14 +1930,20 @@ int session_forward_open(struct session_mgr *m, struct session *s, unsigned port
 		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENOSPC,
 			       "session %s forwards %d ports, the most it may: close one first", s->id,
 			       SESSION_FORWARDS_MAX);
-	int r = forward_open(s->engine, s->container, s->user, port, host_port, &f, err);
+	if (!s->agent_installed)
+		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENOTSUP,
+			       "session %s has no agent (this server was built without musl-gcc, or its image could "
+			       "not take it), and forwards go through it",
+			       s->id);
+	int r = forward_open(s->engine, s->container, s->user, port, host_port, forward_touch, s, &f, err);
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&m->lock);
 	s->forwards[s->nforwards++] = f;
 	pthread_mutex_unlock(&m->lock);
 	*ret_host_port = forward_host_port(f);
-	log_infof("session %s: port %u forwarded to 127.0.0.1:%u", s->id, port, *ret_host_port);
+	snprintf(ret_host, 16, "%s", forward_host(f));
+	log_infof("session %s: port %u forwarded to %s:%u", s->id, port, ret_host, *ret_host_port);
 	return 0;
 }
 

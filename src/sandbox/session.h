@@ -143,6 +143,7 @@ struct session {
 	 */
 	struct forward *forwards[SESSION_FORWARDS_MAX];
 	unsigned nforwards;
+	struct session_mgr *mgr; /* its registry, once listed (a forward's connections mark it used) */
 };
 
 /* Hears a pull's progress: bytes so far, bytes in all (0: not known yet), a line for people (pull.h). */
@@ -263,12 +264,13 @@ void session_pip_job(struct session *s, const char *package, const char *dir);
 /* The job folder of the last background install of package, or NULL (borrowed). */
 const char *session_pip_job_dir(const struct session *s, const char *package);
 /*
- * Forwards port of s's container to 127.0.0.1:host_port on the host (0: a
- * free one); an already forwarded port is -EEXIST. 0 with *ret_host_port,
- * or -errno with err. Only for calls on s's FIFO.
+ * Forwards port of s's container to host_port on a loopback address of the
+ * host (forward.h; 0: a free port); an already forwarded port is -EEXIST.
+ * 0 with *ret_host_port and ret_host (the address), or -errno with err.
+ * Only for calls on s's FIFO.
  */
 int session_forward_open(struct session_mgr *m, struct session *s, unsigned port, unsigned host_port,
-			 unsigned *ret_host_port, struct err *err);
+			 unsigned *ret_host_port, char ret_host[16], struct err *err);
 /* Ends the forward of port (-ENOENT when there is none). */
 int session_forward_close(struct session_mgr *m, struct session *s, unsigned port);
 /* s's forwards as JSON (new reference). */

@@ -7,7 +7,8 @@
 #include "sandbox/session.h"
 #include "tools/tools.h"
 
-/* Starts command (a shell line) as a background job in s and fills res with its id; returns 0. */
-int job_start(struct tool_ctx *ctx, struct session *s, const char *command, struct tool_result *res);
+/* Starts command (a shell line) in workdir as a background job in s and fills res with its id; returns 0. */
+int job_start(struct tool_ctx *ctx, struct session *s, const char *command, const char *workdir,
+	      struct tool_result *res);
 
 #endif

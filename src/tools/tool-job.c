@@ -37,40 +37,59 @@
 #define JOB_WAIT_MAX 120
 
 /*
- * $1 jobs folder, $2 output cap, $3 most running, $4 the command: prints
- * "<id> <pid>". The command runs in a session of its own (setsid), so a
- * signal to its group reaches all it started and not the wrapper, which
- * waits for it and writes its exit status (128+N after signal N).
+ * The scripts, each the prelude and then its own part. The prelude knows a
+ * job's state from its folder: "running" only while the pid it recorded is
+ * alive with the start time it recorded, in this very container (its
+ * hostname, in the folder as host): a folder that came from a checkpoint, or
+ * a pid reused since, is "lost", never another process's.
+ *
+ * start: $1 jobs folder, $2 output cap, $3 most running, $4 workdir, $5 the
+ * command; prints "<id> <pid>". The wrapper runs in a session of its own (a
+ * cancelled start's kill does not reach it) and the command in another (a
+ * signal to its group does not reach the wrapper), which records its exit
+ * status (128+N after signal N) once all its output is written.
+ *
+ * list: $1 jobs folder: one line per job, the newest 200, "<id> <state>
+ * <rc|-> <started> <pid> <cpu ticks> <rss KiB> <out bytes> <command>", the
+ * command's first 200 bytes on one line; cpu and rss add up its process
+ * group (awk over /proc; 0 without awk).
+ *
+ * output: $1 job folder, $2 offset, $3 tail bytes (0: from offset), $4 wait
+ * s, $5 bytes at most: waits up to $4 s for output past $2 while the job
+ * runs, then prints "<size> <start> <rc|-> <state>" and the bytes.
+ *
+ * signal: $1 job folder, $2 signal name: the job's process group, while any
+ * of it lives (also after its leader ended), in this container; exit 5 when
+ * nothing is left to signal.
  */
 static const char start_script[] =
-	"set -u; j=$1; cap=$2; max=$3; mkdir -p \"$j\" || exit 1\n"
-	"n=0; for d in \"$j\"/*/; do [ -d \"$d\" ] || continue; [ -e \"$d/rc\" ] && continue;\n"
-	"  p=$(cat \"$d/pid\" 2>/dev/null) && kill -0 \"$p\" 2>/dev/null && n=$((n+1)); done\n"
+	"me=$(cat /proc/sys/kernel/hostname)\n"
+	"alive() { [ \"$(cat \"$1/host\" 2>/dev/null)\" = \"$me\" ] || return 1; set -- $(cat \"$1/pid\" 2>/dev/null) 0 0\n"
+	"  [ \"$1\" -gt 1 ] 2>/dev/null && [ \"$(sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d' ' -f20)\" = \"$2\" ]; }\n"
+	"state() { if [ -e \"$1/rc\" ]; then echo exited; elif alive \"$1\"; then echo running; else echo lost; fi; }\n"
+	"set -u; j=$1; cap=$2; max=$3; wd=$4; mkdir -p \"$j\" || exit 1\n"
+	"n=0; for d in \"$j\"/*/; do [ -d \"$d\" ] && [ ! -e \"$d/rc\" ] && alive \"$d\" && n=$((n+1)); done\n"
 	"[ \"$n\" -ge \"$max\" ] && { echo \"$n running\"; exit 3; }\n"
 	"i=1; while ! mkdir \"$j/$i\" 2>/dev/null; do i=$((i+1)); [ \"$i\" -gt 100000 ] && exit 1; done\n"
-	"d=$j/$i; printf '%s' \"$4\" > \"$d/command\"; date +%s > \"$d/started\"; : > \"$d/out\"\n"
-	"sh -c 'd=$1; cap=$2; S=; command -v setsid >/dev/null 2>&1 && S=setsid\n"
+	"d=$j/$i; printf '%s' \"$5\" > \"$d/command\"; date +%s > \"$d/started\"; : > \"$d/out\"; echo \"$me\" > \"$d/host\"\n"
+	"S=; command -v setsid >/dev/null 2>&1 && S=setsid\n"
+	"$S sh -c 'd=$1; cap=$2; cd \"$3\" || exit 1; S=; command -v setsid >/dev/null 2>&1 && S=setsid\n"
 	"  B=; command -v stdbuf >/dev/null 2>&1 && B=\"stdbuf -o0\"\n"
-	"  ( $S sh -c \"echo \\$\\$ > \\\"\\$0/pid.part\\\"; mv \\\"\\$0/pid.part\\\" \\\"\\$0/pid\\\"; exec sh -c \\\"\\$1\\\"\" \\\n"
-	"      \"$d\" \"$3\" & wait $!; echo $? > \"$d/rc.part\"; mv \"$d/rc.part\" \"$d/rc\" ) 2>&1 < /dev/null |\n"
-	"  { $B head -c \"$cap\" >> \"$d/out\"; cat > /dev/null; }' sandbox-mcp-job \"$d\" \"$cap\" \"$4\" \\\n"
+	"  ( $S sh -c \"echo \\$\\$ \\$(sed \\\"s/.*) //\\\" /proc/\\$\\$/stat | cut -d\\\" \\\" -f20) > \\\"\\$0/pid.part\\\"; mv \\\"\\$0/pid.part\\\" \\\"\\$0/pid\\\"; exec sh -c \\\"\\$1\\\"\" \\\n"
+	"      \"$d\" \"$4\" & wait $!; echo $? > \"$d/rc.part\"; mv \"$d/rc.part\" \"$d/rc\" ) 2>&1 < /dev/null |\n"
+	"  { $B head -c \"$cap\" >> \"$d/out\"; cat > /dev/null; }' sandbox-mcp-job \"$d\" \"$cap\" \"$wd\" \"$5\" \\\n"
 	"  < /dev/null > /dev/null 2>&1 &\n"
 	"k=0; while [ ! -s \"$d/pid\" ] && [ \"$k\" -lt 500 ]; do sleep 0.01; k=$((k+1)); done\n"
-	"echo \"$i $(cat \"$d/pid\" 2>/dev/null || echo 0)\"\n";
+	"echo \"$i $(cut -d' ' -f1 \"$d/pid\" 2>/dev/null || echo 0)\"\n";
 
-/*
- * $1 jobs folder: one line per job, "<id> <state> <rc|-> <started> <pid>
- * <cpu ticks> <rss KiB> <out bytes> <command>", the command's first 200
- * bytes on one line. cpu and rss add up the job's process group (awk over
- * /proc; 0 without awk). state: running, exited, or lost (it ended without
- * an exit status: its container was replaced, by a rollback).
- */
 static const char list_script[] =
-	"j=$1; [ -d \"$j\" ] || exit 0; T=$(getconf CLK_TCK 2>/dev/null || echo 100)\n"
-	"for d in \"$j\"/*/; do [ -d \"$d\" ] || continue; i=$(basename \"$d\")\n"
-	"  p=$(cat \"$d/pid\" 2>/dev/null || echo 0); rc=$(cat \"$d/rc\" 2>/dev/null || echo -)\n"
-	"  if [ \"$rc\" != - ]; then st=exited; elif [ \"$p\" -gt 0 ] && kill -0 \"$p\" 2>/dev/null; then st=running;\n"
-	"  else st=lost; fi\n"
+	"me=$(cat /proc/sys/kernel/hostname)\n"
+	"alive() { [ \"$(cat \"$1/host\" 2>/dev/null)\" = \"$me\" ] || return 1; set -- $(cat \"$1/pid\" 2>/dev/null) 0 0\n"
+	"  [ \"$1\" -gt 1 ] 2>/dev/null && [ \"$(sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d' ' -f20)\" = \"$2\" ]; }\n"
+	"state() { if [ -e \"$1/rc\" ]; then echo exited; elif alive \"$1\"; then echo running; else echo lost; fi; }\n"
+	"j=$1; [ -d \"$j\" ] || exit 0\n"
+	"for i in $(ls \"$j\" | grep -E '^[0-9]+$' | sort -n | tail -200); do d=$j/$i\n"
+	"  p=$(cut -d' ' -f1 \"$d/pid\" 2>/dev/null || echo 0); rc=$(cat \"$d/rc\" 2>/dev/null || echo -); st=$(state \"$d\")\n"
 	"  u=0; r=0; if [ \"$st\" = running ] && command -v awk >/dev/null 2>&1; then\n"
 	"    set -- $(cat /proc/[0-9]*/stat 2>/dev/null | awk -v g=\"$p\" '{ s=$0; sub(/.*\\) /, \"\", s);\n"
 	"      split(s, f, \" \"); if (f[3] == g) { u += f[12] + f[13]; r += f[22] } } END { print u+0, r+0 }')\n"
@@ -79,27 +98,28 @@ static const char list_script[] =
 	"    \"$u\" \"$r\" \"$(wc -c < \"$d/out\" 2>/dev/null || echo 0)\" \"$(head -c 200 \"$d/command\" | tr '\\n\\t' '  ')\"\n"
 	"done\n";
 
-/*
- * $1 job folder, $2 offset, $3 tail bytes (0: read from offset), $4 wait s,
- * $5 bytes at most: waits up to $4 s for output past $2 or the job's end,
- * then prints "<size> <start> <rc|-> <state>" and the bytes from start.
- */
 static const char output_script[] =
+	"me=$(cat /proc/sys/kernel/hostname)\n"
+	"alive() { [ \"$(cat \"$1/host\" 2>/dev/null)\" = \"$me\" ] || return 1; set -- $(cat \"$1/pid\" 2>/dev/null) 0 0\n"
+	"  [ \"$1\" -gt 1 ] 2>/dev/null && [ \"$(sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d' ' -f20)\" = \"$2\" ]; }\n"
+	"state() { if [ -e \"$1/rc\" ]; then echo exited; elif alive \"$1\"; then echo running; else echo lost; fi; }\n"
 	"d=$1; off=$2; tl=$3; w=$4; max=$5; [ -d \"$d\" ] || { echo nojob; exit 4; }\n"
-	"k=0; while [ \"$k\" -lt $((w * 10)) ]; do [ \"$(wc -c < \"$d/out\")\" -gt \"$off\" ] && break;\n"
-	"  [ -e \"$d/rc\" ] && break; sleep 0.1; k=$((k+1)); done\n"
+	"k=0; while [ \"$k\" -lt $((w * 10)) ]; do [ \"$(wc -c < \"$d/out\")\" -gt \"$off\" ] && break\n"
+	"  [ \"$(state \"$d\")\" = running ] || break; sleep 0.1; k=$((k+1)); done\n"
 	"sz=$(wc -c < \"$d/out\"); st=$off; [ \"$tl\" -gt 0 ] && { st=$((sz - tl)); [ \"$st\" -lt 0 ] && st=0; }\n"
 	"[ \"$st\" -gt \"$sz\" ] && st=$sz\n"
-	"p=$(cat \"$d/pid\" 2>/dev/null || echo 0); rc=$(cat \"$d/rc\" 2>/dev/null || echo -)\n"
-	"if [ \"$rc\" != - ]; then s=exited; elif [ \"$p\" -gt 0 ] && kill -0 \"$p\" 2>/dev/null; then s=running; "
-	"else s=lost; fi\n"
-	"echo \"$sz $st $rc $s\"; tail -c +$((st + 1)) \"$d/out\" | head -c \"$max\"\n";
+	"echo \"$sz $st $(cat \"$d/rc\" 2>/dev/null || echo -) $(state \"$d\")\"; tail -c +$((st + 1)) \"$d/out\" | head -c \"$max\"\n";
 
-/* $1 job folder, $2 signal name: signals the job's process group. */
 static const char signal_script[] =
-	"d=$1; [ -d \"$d\" ] || { echo nojob; exit 4; }; [ -e \"$d/rc\" ] && { echo ended; exit 5; }\n"
-	"p=$(cat \"$d/pid\" 2>/dev/null || echo 0); [ \"$p\" -gt 1 ] || exit 5\n"
-	"kill -s \"$2\" -- -\"$p\" 2>/dev/null || kill -s \"$2\" \"$p\"\n";
+	"me=$(cat /proc/sys/kernel/hostname)\n"
+	"alive() { [ \"$(cat \"$1/host\" 2>/dev/null)\" = \"$me\" ] || return 1; set -- $(cat \"$1/pid\" 2>/dev/null) 0 0\n"
+	"  [ \"$1\" -gt 1 ] 2>/dev/null && [ \"$(sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d' ' -f20)\" = \"$2\" ]; }\n"
+	"state() { if [ -e \"$1/rc\" ]; then echo exited; elif alive \"$1\"; then echo running; else echo lost; fi; }\n"
+	"d=$1; [ -d \"$d\" ] || { echo nojob; exit 4; }\n"
+	"[ \"$(cat \"$d/host\" 2>/dev/null)\" = \"$me\" ] || { echo ended; exit 5; }\n"
+	"p=$(cut -d' ' -f1 \"$d/pid\" 2>/dev/null || echo 0); [ \"$p\" -gt 1 ] 2>/dev/null || exit 5\n"
+	"kill -0 -- -\"$p\" 2>/dev/null || kill -0 -\"$p\" 2>/dev/null || alive \"$d\" || { echo ended; exit 5; }\n"
+	"kill -s \"$2\" -- -\"$p\" 2>/dev/null || kill -s \"$2\" -\"$p\" 2>/dev/null || kill -s \"$2\" \"$p\"\n";
 
 /* $1 port, $2 url ("" for the port), $3 timeout s: 0 once it answers, 1 when it did not in time. */
 static const char ready_script[] =
@@ -138,7 +158,7 @@ static void jobs_dir(const struct tool_ctx *ctx, char *out, size_t outsz)
  * or -errno with e.
  */
 static int job_exec(struct tool_ctx *ctx, struct session *s, const char *const *argv, int timeout_s,
-		    struct exec_result *xr, char **out, struct err *e)
+		    struct exec_result *xr, char **out, size_t *outlen, struct err *e)
 {
 	struct exec_spec spec = {
 		.argv = argv,
@@ -153,12 +173,16 @@ static int job_exec(struct tool_ctx *ctx, struct session *s, const char *const *
 	struct buf b;
 	buf_init(&b, SIZE_MAX);
 	capture_render(&xr->out, &b);
+	size_t n = b.len;
 	(void)buf_append(&b, "", 1);
 	*out = buf_steal(&b, NULL);
+	if (outlen)
+		*outlen = n;
 	return 0;
 }
 
-int job_start(struct tool_ctx *ctx, struct session *s, const char *command, struct tool_result *res)
+int job_start(struct tool_ctx *ctx, struct session *s, const char *command, const char *workdir,
+	      struct tool_result *res)
 {
 	char dir[PATH_MAX], cap[24], max[8];
 	struct exec_result xr;
@@ -167,10 +191,10 @@ int job_start(struct tool_ctx *ctx, struct session *s, const char *command, stru
 	jobs_dir(ctx, dir, sizeof(dir));
 	snprintf(cap, sizeof(cap), "%llu", (unsigned long long)ctx->svc->cfg->output_save_mb << 20);
 	snprintf(max, sizeof(max), "%d", JOB_MAX);
-	const char *argv[] = { "sh", "-c", start_script, "sandbox-mcp-job", dir, cap, max, command, NULL };
+	const char *argv[] = { "sh", "-c", start_script, "sandbox-mcp-job", dir, cap, max, workdir, command, NULL };
 	int64_t t0 = now_ms();
 	char *out = NULL;
-	int r = job_exec(ctx, s, argv, 30, &xr, &out, &e);
+	int r = job_exec(ctx, s, argv, 30, &xr, &out, NULL, &e);
 	unsigned id = 0;
 	long pid = 0;
 	if (r == 0 && xr.exit_code == 3)
@@ -207,8 +231,9 @@ static json_t *job_line(char *line, long ticks_per_s)
 	if (sscanf(line, "%15s %15s %15s %lld %lld %lld %lld %lld %n", id, state, rc, &started, &pid, &ticks, &rss,
 		   &bytes, &used) != 8)
 		return NULL;
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "job_id", id, "state", state, "command",
-			      line + used, "started", (json_int_t)started, "pid", (json_int_t)pid, "cpu_ms",
+	json_t *j = json_pack("{s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:I}", "job_id", id, "state", state, "command",
+			      json_string_lossy(line + used, strlen(line + used)), "started", (json_int_t)started,
+			      "pid", (json_int_t)pid, "cpu_ms",
 			      (json_int_t)(ticks * 1000 / (ticks_per_s > 0 ? ticks_per_s : 100)), "rss_kb",
 			      (json_int_t)rss, "output_bytes", (json_int_t)bytes);
 	if (strcmp(rc, "-") != 0)
@@ -225,7 +250,7 @@ static int job_list(struct tool_ctx *ctx, struct session *s, struct tool_result 
 	jobs_dir(ctx, dir, sizeof(dir));
 	const char *argv[] = { "sh", "-c", list_script, "sandbox-mcp-job", dir, NULL };
 	char *text = NULL;
-	if (job_exec(ctx, s, argv, 30, &xr, &text, &e) < 0)
+	if (job_exec(ctx, s, argv, 30, &xr, &text, NULL, &e) < 0)
 		return tool_fail(res, &e);
 	json_t *jobs = json_array();
 	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -303,7 +328,8 @@ static int job_output(struct tool_ctx *ctx, struct session *s, json_t *args, str
 			       w,
 			       max,
 			       NULL };
-	if (job_exec(ctx, s, argv, JOB_WAIT_MAX + 30, &xr, &out, &e) < 0)
+	size_t outlen = 0;
+	if (job_exec(ctx, s, argv, JOB_WAIT_MAX + 30, &xr, &out, &outlen, &e) < 0)
 		return tool_fail(res, &e);
 	long long size = 0, start = 0;
 	char rc[16] = "-", state[16] = "";
@@ -318,8 +344,9 @@ static int job_output(struct tool_ctx *ctx, struct session *s, json_t *args, str
 		exec_result_finish(&xr);
 		return tool_fail(res, &e);
 	}
+	/* the bytes as they are, NUL included: the length is the capture's, not strlen's */
 	const char *data = out + used + (out[used] == '\n');
-	size_t n = strlen(data);
+	size_t n = outlen - (size_t)(data - out);
 	json_t *st = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "session_id", s->id, "job_id",
 			       json_string_value(json_object_get(args, "job_id")), "state", state, "offset",
 			       (json_int_t)start, "next_offset", (json_int_t)(start + (long long)n), "size",
@@ -360,7 +387,7 @@ static int job_signal(struct tool_ctx *ctx, struct session *s, json_t *args, str
 	if (!known || job_folder(ctx, args, dir, sizeof(dir), &e) < 0)
 		return tool_fail(res, &e);
 	const char *argv[] = { "sh", "-c", signal_script, "sandbox-mcp-job", dir, sig, NULL };
-	if (job_exec(ctx, s, argv, 30, &xr, &out, &e) < 0)
+	if (job_exec(ctx, s, argv, 30, &xr, &out, NULL, &e) < 0)
 		return tool_fail(res, &e);
 	int code = xr.exit_code;
 	free(out);
@@ -368,7 +395,8 @@ static int job_signal(struct tool_ctx *ctx, struct session *s, json_t *args, str
 	if (code == 4)
 		return tool_fail(res, (no_job(args, &e), &e));
 	if (code == 5) {
-		tool_text(res, "job %s had ended already.", json_string_value(json_object_get(args, "job_id")));
+		tool_text(res, "job %s has ended: nothing of it is left to signal.",
+			  json_string_value(json_object_get(args, "job_id")));
 	} else if (code != 0) {
 		err_set(&e, ERRCODE_ENGINE_ERROR, -EIO, "kill -%s failed (exit %d)", sig, code);
 		return tool_fail(res, &e);
@@ -389,7 +417,7 @@ static bool own_url(const char *url)
 	for (size_t i = 0; i < ARRAY_SIZE(hosts); i++) {
 		size_t n = strlen(hosts[i]);
 		if (strncmp(url, hosts[i], n) == 0 && (url[n] == ':' || url[n] == '/' || url[n] == '\0'))
-			return true;
+			return !strchr(url, '@'); /* no userinfo: http://127.0.0.1:1@example.com/ is example.com */
 	}
 	return false;
 }
@@ -417,7 +445,7 @@ static int job_ready(struct tool_ctx *ctx, struct session *s, json_t *args, stru
 	snprintf(ts, sizeof(ts), "%lld", (long long)(t > 0 && t <= JOB_WAIT_MAX ? t : 30));
 	const char *argv[] = { "python3", "-c", ready_script, ps, url ? url : "", ts, NULL };
 	int64_t t0 = now_ms();
-	if (job_exec(ctx, s, argv, JOB_WAIT_MAX + 30, &xr, &out, &e) < 0)
+	if (job_exec(ctx, s, argv, JOB_WAIT_MAX + 30, &xr, &out, NULL, &e) < 0)
 		return tool_fail(res, &e);
 	int code = xr.exit_code;
 	int64_t ms = now_ms() - t0;

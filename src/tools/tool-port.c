@@ -14,6 +14,7 @@ static int port_open(struct tool_ctx *ctx, struct session *s, json_t *args, stru
 	json_int_t port = json_integer_value(json_object_get(args, "port"));
 	json_int_t host_port = json_integer_value(json_object_get(args, "host_port"));
 	unsigned got = 0;
+	char host[16] = "";
 	struct err e;
 	err_clear(&e);
 	if (port < 1 || port > 65535)
@@ -22,17 +23,22 @@ static int port_open(struct tool_ctx *ctx, struct session *s, json_t *args, stru
 		err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
 			"host_port %lld is privileged: pick one from 1024 to 65535, or omit it for a free one",
 			(long long)host_port);
-	if (e.code || session_forward_open(ctx->svc->sessions, s, (unsigned)port, (unsigned)host_port, &got, &e) < 0)
+	/* over HTTP a principal is not the host's user: it gets a free port, never one it names */
+	else if (host_port && ctx->svc->cfg->http)
+		err_set(&e, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			"host_port is for a server on stdio: over HTTP a forward gets a free port; omit host_port");
+	if (e.code ||
+	    session_forward_open(ctx->svc->sessions, s, (unsigned)port, (unsigned)host_port, &got, host, &e) < 0)
 		return tool_fail(res, &e);
+	char url[64];
+	snprintf(url, sizeof(url), "http://%s:%u/", host, got);
 	tool_text(res,
-		  "Port %lld of session %s is at http://127.0.0.1:%u/ on this machine (loopback only), until the "
+		  "Port %lld of session %s is at %s on this machine (a loopback address of its own), until the "
 		  "session ends or port_forward {action: \"close\", port: %lld}. It reaches only the sandbox's own "
 		  "port, also a server bound to its 127.0.0.1.",
-		  (long long)port, s->id, got, (long long)port);
-	char url[64];
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", got);
+		  (long long)port, s->id, url, (long long)port);
 	tool_structured(res, json_pack("{s:s, s:I, s:s, s:I, s:s}", "session_id", s->id, "port", (json_int_t)port,
-				       "host", "127.0.0.1", "host_port", (json_int_t)got, "url", url));
+				       "host", host, "host_port", (json_int_t)got, "url", url));
 	return 0;
 }
 
@@ -64,8 +70,9 @@ static int port_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 		size_t i;
 		json_t *f;
 		json_array_foreach (list, i, f)
-			tool_text(res, "port %lld -> 127.0.0.1:%lld  connections %lld  accepted %lld",
+			tool_text(res, "port %lld -> %s:%lld  connections %lld  accepted %lld",
 				  (long long)json_integer_value(json_object_get(f, "port")),
+				  json_string_value(json_object_get(f, "host")),
 				  (long long)json_integer_value(json_object_get(f, "host_port")),
 				  (long long)json_integer_value(json_object_get(f, "connections")),
 				  (long long)json_integer_value(json_object_get(f, "accepted")));

@@ -577,12 +577,20 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 	err_clear(&e);
 	if (parse_args(ctx->svc->cfg, args, &a, &e) < 0)
 		return tool_fail(res, &e);
+	if (json_is_true(json_object_get(args, "background")) && !(ctx->svc->cfg->tool_groups & TOOL_GROUP_SERVICES)) {
+		run_args_finish(&a);
+		err_set(&e, ERRCODE_INVALID_ARGUMENT, -EPERM,
+			"background jobs are off on this server (the services tool group is not in SANDBOX_TOOLS): run "
+			"the command in the foreground");
+		return tool_fail(res, &e);
+	}
 	if (json_is_true(json_object_get(args, "background")) &&
-	    (!a.command || a.jstdin || json_object_size(json_object_get(args, "env")))) {
+	    (!a.command || a.jstdin || json_object_size(json_object_get(args, "env")) ||
+	     json_object_get(args, "timeout_s"))) {
 		run_args_finish(&a);
 		err_set(&e, ERRCODE_INVALID_ARGUMENT, -EINVAL,
-			"background takes a shell command alone: no argv, stdin or env (set variables in the command: "
-			"FOO=1 exec ./server)");
+			"background takes a shell command (and workdir) alone: no argv, stdin, env or timeout_s (set "
+			"variables in the command, FOO=1 exec ./server; end a job with job {action: \"signal\"})");
 		return tool_fail(res, &e);
 	}
 	if (tool_session(ctx, args, &s, res) < 0) {
@@ -590,7 +598,7 @@ static int run_command(struct tool_ctx *ctx, json_t *args, struct tool_result *r
 		return 0;
 	}
 	if (json_is_true(json_object_get(args, "background"))) {
-		job_start(ctx, s, a.command, res);
+		job_start(ctx, s, a.command, a.wd, res);
 		run_args_finish(&a);
 		session_put(ctx->svc->sessions, s);
 		return 0;

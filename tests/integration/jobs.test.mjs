@@ -68,6 +68,17 @@ describe('background jobs', suite({ timeout: 600000 }), () => {
     assert.equal(all.next_offset, all.size);
     const tail = await srv.ok('job', { session_id: sid, action: 'output', job_id: st.job_id, tail: 6 });
     assert.equal(tail.output, 'line3\n');
+    // its leader exited, but a child it left lives on: a signal still reaches the group
+    const late = await srv.ok('job', { session_id: sid, action: 'signal', job_id: st.job_id, signal: 'KILL' });
+    assert.equal(late.sent, true);
+    await sleep(300);
+    assert.equal((await srv.sh('ps -eo args | grep -c "^sleep 300" || true', { session_id: sid })).stdout.trim(), '0');
+    // output with a NUL byte is read past it
+    const nul = await srv.ok('run_command', { session_id: sid, background: true, command: 'printf "a\\000b\\n"' });
+    const nout = await srv.ok('job', { session_id: sid, action: 'wait', job_id: nul.job_id, wait_s: 10 });
+    const whole = await srv.ok('job', { session_id: sid, action: 'output', job_id: nul.job_id, offset: 0 });
+    assert.equal(whole.next_offset, 4, JSON.stringify(whole));
+    assert.equal(nout.exit_code, 0);
     // a group signal reaches children that left their parent
     const g = await srv.ok('run_command', { session_id: sid, background: true, command: 'sleep 301 & sleep 302 & wait' });
     await srv.ok('job', { session_id: sid, action: 'signal', job_id: g.job_id, signal: 'KILL' });
@@ -96,6 +107,9 @@ describe('background jobs', suite({ timeout: 600000 }), () => {
     const list = await srv.ok('job', { session_id: s2 });
     assert.equal(list.jobs.length, 16);
     assert.ok(list.jobs.every((j) => j.state === 'lost'), JSON.stringify(list.jobs.map((j) => j.state)));
+    // a lost job's recorded pid is another process now, or none: a signal reaches nothing
+    const stale = await srv.ok('job', { session_id: s2, action: 'signal', job_id: '1', signal: 'KILL' });
+    assert.equal(stale.sent, false);
     await srv.ok('run_command', { session_id: s2, background: true, command: 'sleep 600' });
     await srv.ok('session_close', { session_id: s2 });
     // background takes a shell line alone
