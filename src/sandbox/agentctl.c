@@ -14,6 +14,8 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +83,23 @@ static bool container_stopped(struct agentctl *a);
 bool agentctl_built(void)
 {
 	return AGENT_BIN_LEN > 0;
+}
+
+static char build_id[48];
+static pthread_once_t build_id_once = PTHREAD_ONCE_INIT;
+
+static void build_id_init(void)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a 64 */
+	for (size_t i = 0; i < AGENT_BIN_LEN; i++)
+		h = (h ^ (unsigned char)agent_bin[i]) * 1099511628211ull;
+	snprintf(build_id, sizeof(build_id), "%zu-%016llx", (size_t)AGENT_BIN_LEN, (unsigned long long)h);
+}
+
+const char *agentctl_build_id(void)
+{
+	pthread_once(&build_id_once, build_id_init);
+	return build_id;
 }
 
 int agentctl_install(struct engine *e, struct call *call, const char *container_id, bool into_volume, struct err *err)

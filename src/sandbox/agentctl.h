@@ -41,6 +41,12 @@ struct agentctl;
 /* True when this build carries the agent (musl-gcc was found). */
 bool agentctl_built(void);
 /*
+ * An id of the agent this server carries ("<length>-<FNV-1a 64 hex>"), in
+ * the labels of a checkpoint: a session made from a checkpoint with the same
+ * one has the agent in its image already, and is not sent it again.
+ */
+const char *agentctl_build_id(void);
+/*
  * Copies the agent and the empty drop into a created, not yet started
  * container: with their directory into the root, or (into_volume) into
  * the volume mounted at AGENTCTL_DIR. 0, or -errno with err (-EROFS when the engine refused to

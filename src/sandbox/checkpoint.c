@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "buildconf.h"
 #include "engine/engine-image.h"
+#include "sandbox/agentctl.h"
 #include "sandbox/checkpoint.h"
 #include "sandbox/image.h"
 
@@ -105,6 +106,8 @@ static bool checkpoint_read(json_t *img, struct checkpoint *c)
 			name += 10;
 		c->tagged = c->tagged || (name && image_same_ref(name, tag));
 	}
+	const char *agent = json_string_value(json_object_get(labels, CHECKPOINT_LABEL_AGENT));
+	c->agent_here = agentctl_built() && agent && strcmp(agent, agentctl_build_id()) == 0;
 	c->settings = label_json(labels, CHECKPOINT_LABEL_SETTINGS, JSON_OBJECT);
 	c->history = label_json(labels, CHECKPOINT_LABEL_HISTORY, JSON_ARRAY);
 	return true;
@@ -266,6 +269,8 @@ static void checkpoint_labels(json_t *config, const char *id, const char *sessio
 	json_object_set_new(labels, CHECKPOINT_LABEL_SESSION_NAME, json_string(session_name));
 	json_object_set_new(labels, CHECKPOINT_LABEL_PARENT, json_string(spec->parent ? spec->parent : ""));
 	json_object_set_new(labels, CHECKPOINT_LABEL_KIND, json_string(checkpoint_kind_name(spec->kind)));
+	/* "" when the session had no agent installed: its image then holds none to reuse */
+	json_object_set_new(labels, CHECKPOINT_LABEL_AGENT, json_string(spec->agent ? agentctl_build_id() : ""));
 	snprintf(num, sizeof(num), "%lld", (long long)created_ms);
 	json_object_set_new(labels, CHECKPOINT_LABEL_CREATED, json_string(num));
 	snprintf(num, sizeof(num), "%u", spec->cells);
@@ -310,6 +315,7 @@ int checkpoint_make(struct engine *e, struct call *call, const char *container, 
 	ret->created = created_ms / 1000;
 	ret->cells = spec->cells;
 	ret->tagged = true;
+	ret->agent_here = spec->agent && agentctl_built();
 	ret->settings = json_incref(spec->settings);
 	ret->history = spec->history ? json_deep_copy(spec->history) : json_array();
 	return 0;

@@ -38,6 +38,7 @@
 #define CHECKPOINT_LABEL_CELLS CHECKPOINT_LABEL ".cells"
 #define CHECKPOINT_LABEL_SETTINGS CHECKPOINT_LABEL ".settings"
 #define CHECKPOINT_LABEL_HISTORY CHECKPOINT_LABEL ".history"
+#define CHECKPOINT_LABEL_AGENT CHECKPOINT_LABEL ".agent"
 /* Bytes of a session's history a checkpoint keeps (as JSON, in a label); past it the export says "truncated". */
 #define CHECKPOINT_HISTORY_MAX (8u << 10)
 
@@ -59,6 +60,7 @@ struct checkpoint {
 	unsigned cells;	       /* run_python cells its interpreter had run when it was taken */
 	int64_t size;	       /* bytes it adds to what it was made from */
 	bool tagged;	       /* still under its tag (a deleted one may linger untagged until its children go) */
+	bool agent_here;       /* its image holds this server\'s agent (agentctl_build_id), installed */
 	json_t *settings;      /* owned: image, image_id, user, memory_mb, cpus, network, runtime, engine, egress */
 	json_t *history;       /* owned: the session's steps for session_export (an array) */
 	struct engine *engine; /* where it lives (set by whoever listed it) */
@@ -92,6 +94,7 @@ struct checkpoint_spec {
 	const char *owner;  /* image_owner's form */
 	const char *parent; /* the checkpoint the container was made from, or "" */
 	unsigned cells;
+	bool agent;	  /* the session\'s container has this server\'s agent installed */
 	json_t *settings; /* borrowed */
 	json_t *history;  /* borrowed; may be NULL */
 };

@@ -162,7 +162,8 @@ static int plan_from(struct session_mgr *m, const struct checkpoint *c, struct p
 					 .base_image = image,
 					 .base_id = image_id,
 					 .user = user,
-					 .history = c->history };
+					 .history = c->history,
+					 .ready = c->agent_here };
 	return 0;
 }
 
@@ -288,6 +289,7 @@ static int checkpoint_locked(struct session_mgr *m, struct call *call, struct se
 					.owner = owner,
 					.parent = s->checkpoint,
 					.cells = pyrepl_cells(s->repl),
+					.agent = s->agent_installed,
 					.settings = settings,
 					.history = s->history };
 	r = checkpoint_make(e, call, s->container, s->id, s->name, config, &spec, ret, err);
@@ -439,7 +441,8 @@ int savepoint_rollback(struct session_mgr *m, struct call *call, struct session 
 					.base_id = s->image_id,
 					.user = s->user,
 					.id = s->id,
-					.history = ret->history };
+					.history = ret->history,
+					.ready = ret->agent_here };
 	p.o = (struct session_opts){ .name = s->name,
 				     .persistent = s->persistent,
 				     .network = s->network,

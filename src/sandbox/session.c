@@ -1431,7 +1431,7 @@ static json_t *container_body(const struct session_mgr *m, const struct session 
  * hardening checked. 0, or -errno (the caller removes the container).
  */
 static int container_ready(struct session_mgr *m, struct call *call, struct engine *eng, struct session *s,
-			   bool with_agent, struct err *err)
+			   bool with_agent, bool prepared, struct err *err)
 {
 	const struct config *cfg = m->cfg;
 	json_t *inspect = NULL;
@@ -1443,7 +1443,10 @@ static int container_ready(struct session_mgr *m, struct call *call, struct engi
 	 * A numeric user gets it made (the engine keeps a tar header's owner); a
 	 * named non-root user is the image's own, which provides its workspace.
 	 */
-	if (sscanf(s->user, "%u:%u", &uid, &gid) == 2 || sscanf(s->user, "%u", &uid) == 1) {
+	if (prepared) {
+		/* a checkpoint of this server's: its image has the workspace and this very agent */
+		s->agent_installed = with_agent;
+	} else if (sscanf(s->user, "%u:%u", &uid, &gid) == 2 || sscanf(s->user, "%u", &uid) == 1) {
 		if (!strchr(s->user, ':'))
 			gid = uid;
 		struct buf tar;
@@ -1454,7 +1457,7 @@ static int container_ready(struct session_mgr *m, struct call *call, struct engi
 					       tar.len, err);
 		buf_finish(&tar);
 	}
-	if (r == 0 && with_agent) {
+	if (r == 0 && with_agent && !prepared) {
 		r = agentctl_install(eng, call, s->container, s->read_only, err);
 		s->agent_installed = r == 0;
 	}
@@ -1572,7 +1575,8 @@ int session_container_new(struct session_mgr *m, struct call *call, const struct
 		return r;
 	}
 	s->warnings = warnings;
-	if ((r = container_ready(m, call, eng, s, with_agent, err)) == 0 && o->egress && !o->no_relay)
+	if ((r = container_ready(m, call, eng, s, with_agent, o->from && o->from->ready, err)) == 0 && o->egress &&
+	    !o->no_relay)
 		r = egress_begin(m, call, eng, s, o, err);
 	if (r < 0) {
 		session_remove_container(m, s);

@@ -193,6 +193,7 @@ struct session_from {
 	const char *user;	/* "uid:gid" its sessions ran as */
 	const char *id;		/* keep this session id (an idle snapshot brought back); NULL: a new one */
 	json_t *history;	/* the steps session_export replays (copied); may be NULL */
+	bool ready;		/* its image has this server's agent and the workspace: nothing to copy in */
 };
 
 /* es: the server's engines (borrowed; outlives the manager). */

@@ -41,10 +41,13 @@
  * job's state from its folder: "running" only while the pid it recorded is
  * alive with the start time it recorded, in this very container (its
  * hostname, in the folder as host): a folder that came from a checkpoint, or
- * a pid reused since, is "lost", never another process's.
+ * a pid reused since, is "lost", never another process's. A job whose pid
+ * is not written yet (the start answers before it is) counts as running
+ * for 30 s. Only shell builtins in the per-job checks: a fork costs ~1 ms.
  *
  * start: $1 jobs folder, $2 output cap, $3 most running, $4 workdir, $5 the
- * command; prints "<id> <pid>". The wrapper runs in a session of its own (a
+ * command; prints "<id>" at once (the pid is in the list once the job
+ * runs). The wrapper runs in a session of its own (a
  * cancelled start's kill does not reach it) and the command in another (a
  * signal to its group does not reach the wrapper), which records its exit
  * status (128+N after signal N) once all its output is written.
@@ -63,45 +66,52 @@
  * nothing is left to signal.
  */
 static const char start_script[] =
-	"me=$(cat /proc/sys/kernel/hostname)\n"
-	"alive() { [ \"$(cat \"$1/host\" 2>/dev/null)\" = \"$me\" ] || return 1; set -- $(cat \"$1/pid\" 2>/dev/null) 0 0\n"
-	"  [ \"$1\" -gt 1 ] 2>/dev/null && [ \"$(sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d' ' -f20)\" = \"$2\" ]; }\n"
+	"read -r me < /proc/sys/kernel/hostname\n"
+	"alive() { h=; read -r h < \"$1/host\" 2>/dev/null; [ \"$h\" = \"$me\" ] || return 1\n"
+	"  if [ ! -e \"$1/pid\" ]; then a=0; read -r a < \"$1/started\" 2>/dev/null; [ $(( $(date +%s) - a )) -lt 30 ]; return; fi\n"
+	"  p=0; t=; read -r p t < \"$1/pid\" 2>/dev/null || return 1; [ \"$p\" -gt 1 ] 2>/dev/null || return 1\n"
+	"  s=; read -r s < \"/proc/$p/stat\" 2>/dev/null || return 1; s=${s##*) }; set -- $s; [ \"${20}\" = \"$t\" ]; }\n"
 	"state() { if [ -e \"$1/rc\" ]; then echo exited; elif alive \"$1\"; then echo running; else echo lost; fi; }\n"
 	"set -u; j=$1; cap=$2; max=$3; wd=$4; mkdir -p \"$j\" || exit 1\n"
 	"n=0; for d in \"$j\"/*/; do [ -d \"$d\" ] && [ ! -e \"$d/rc\" ] && alive \"$d\" && n=$((n+1)); done\n"
 	"[ \"$n\" -ge \"$max\" ] && { echo \"$n running\"; exit 3; }\n"
 	"i=1; while ! mkdir \"$j/$i\" 2>/dev/null; do i=$((i+1)); [ \"$i\" -gt 100000 ] && exit 1; done\n"
 	"d=$j/$i; printf '%s' \"$5\" > \"$d/command\"; date +%s > \"$d/started\"; : > \"$d/out\"; echo \"$me\" > \"$d/host\"\n"
+	"inner='c=$1; s=; read -r s < /proc/$$/stat; s=${s##*) }; set -- $s; echo \"$$ ${20}\" > \"$0/pid.part\"\n"
+	"mv \"$0/pid.part\" \"$0/pid\"; exec sh -c \"$c\"'\n"
 	"S=; command -v setsid >/dev/null 2>&1 && S=setsid\n"
-	"$S sh -c 'd=$1; cap=$2; cd \"$3\" || exit 1; S=; command -v setsid >/dev/null 2>&1 && S=setsid\n"
+	"$S sh -c 'd=$1; cap=$2; cd \"$3\" || { echo 1 > \"$d/rc\"; exit 1; }; S=; command -v setsid >/dev/null 2>&1 && S=setsid\n"
 	"  B=; command -v stdbuf >/dev/null 2>&1 && B=\"stdbuf -o0\"\n"
-	"  ( $S sh -c \"echo \\$\\$ \\$(sed \\\"s/.*) //\\\" /proc/\\$\\$/stat | cut -d\\\" \\\" -f20) > \\\"\\$0/pid.part\\\"; mv \\\"\\$0/pid.part\\\" \\\"\\$0/pid\\\"; exec sh -c \\\"\\$1\\\"\" \\\n"
-	"      \"$d\" \"$4\" & wait $!; echo $? > \"$d/rc.part\"; mv \"$d/rc.part\" \"$d/rc\" ) 2>&1 < /dev/null |\n"
-	"  { $B head -c \"$cap\" >> \"$d/out\"; cat > /dev/null; }' sandbox-mcp-job \"$d\" \"$cap\" \"$wd\" \"$5\" \\\n"
+	"  ( $S sh -c \"$5\" \"$d\" \"$4\" & wait $!; echo $? > \"$d/rc.part\"; mv \"$d/rc.part\" \"$d/rc\" ) 2>&1 < /dev/null |\n"
+	"  { $B head -c \"$cap\" >> \"$d/out\"; cat > /dev/null; }' sandbox-mcp-job \"$d\" \"$cap\" \"$wd\" \"$5\" \"$inner\" \\\n"
 	"  < /dev/null > /dev/null 2>&1 &\n"
-	"k=0; while [ ! -s \"$d/pid\" ] && [ \"$k\" -lt 500 ]; do sleep 0.01; k=$((k+1)); done\n"
-	"echo \"$i $(cut -d' ' -f1 \"$d/pid\" 2>/dev/null || echo 0)\"\n";
+	"echo \"$i\"\n";
 
 static const char list_script[] =
-	"me=$(cat /proc/sys/kernel/hostname)\n"
-	"alive() { [ \"$(cat \"$1/host\" 2>/dev/null)\" = \"$me\" ] || return 1; set -- $(cat \"$1/pid\" 2>/dev/null) 0 0\n"
-	"  [ \"$1\" -gt 1 ] 2>/dev/null && [ \"$(sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d' ' -f20)\" = \"$2\" ]; }\n"
+	"read -r me < /proc/sys/kernel/hostname\n"
+	"alive() { h=; read -r h < \"$1/host\" 2>/dev/null; [ \"$h\" = \"$me\" ] || return 1\n"
+	"  if [ ! -e \"$1/pid\" ]; then a=0; read -r a < \"$1/started\" 2>/dev/null; [ $(( $(date +%s) - a )) -lt 30 ]; return; fi\n"
+	"  p=0; t=; read -r p t < \"$1/pid\" 2>/dev/null || return 1; [ \"$p\" -gt 1 ] 2>/dev/null || return 1\n"
+	"  s=; read -r s < \"/proc/$p/stat\" 2>/dev/null || return 1; s=${s##*) }; set -- $s; [ \"${20}\" = \"$t\" ]; }\n"
 	"state() { if [ -e \"$1/rc\" ]; then echo exited; elif alive \"$1\"; then echo running; else echo lost; fi; }\n"
 	"j=$1; [ -d \"$j\" ] || exit 0\n"
 	"for i in $(ls \"$j\" | grep -E '^[0-9]+$' | sort -n | tail -200); do d=$j/$i\n"
-	"  p=$(cut -d' ' -f1 \"$d/pid\" 2>/dev/null || echo 0); rc=$(cat \"$d/rc\" 2>/dev/null || echo -); st=$(state \"$d\")\n"
+	"  p=0; read -r p x < \"$d/pid\" 2>/dev/null; rc=-; read -r rc < \"$d/rc\" 2>/dev/null; st=$(state \"$d\")\n"
 	"  u=0; r=0; if [ \"$st\" = running ] && command -v awk >/dev/null 2>&1; then\n"
 	"    set -- $(cat /proc/[0-9]*/stat 2>/dev/null | awk -v g=\"$p\" '{ s=$0; sub(/.*\\) /, \"\", s);\n"
 	"      split(s, f, \" \"); if (f[3] == g) { u += f[12] + f[13]; r += f[22] } } END { print u+0, r+0 }')\n"
 	"    u=$1; r=$(( $2 * 4 )); fi\n"
-	"  printf '%s %s %s %s %s %s %s %s %s\\n' \"$i\" \"$st\" \"$rc\" \"$(cat \"$d/started\" 2>/dev/null || echo 0)\" \"$p\" \\\n"
+	"  sa=0; read -r sa < \"$d/started\" 2>/dev/null\n"
+	"  printf '%s %s %s %s %s %s %s %s %s\\n' \"$i\" \"$st\" \"${rc:--}\" \"$sa\" \"${p:-0}\" \\\n"
 	"    \"$u\" \"$r\" \"$(wc -c < \"$d/out\" 2>/dev/null || echo 0)\" \"$(head -c 200 \"$d/command\" | tr '\\n\\t' '  ')\"\n"
 	"done\n";
 
 static const char output_script[] =
-	"me=$(cat /proc/sys/kernel/hostname)\n"
-	"alive() { [ \"$(cat \"$1/host\" 2>/dev/null)\" = \"$me\" ] || return 1; set -- $(cat \"$1/pid\" 2>/dev/null) 0 0\n"
-	"  [ \"$1\" -gt 1 ] 2>/dev/null && [ \"$(sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d' ' -f20)\" = \"$2\" ]; }\n"
+	"read -r me < /proc/sys/kernel/hostname\n"
+	"alive() { h=; read -r h < \"$1/host\" 2>/dev/null; [ \"$h\" = \"$me\" ] || return 1\n"
+	"  if [ ! -e \"$1/pid\" ]; then a=0; read -r a < \"$1/started\" 2>/dev/null; [ $(( $(date +%s) - a )) -lt 30 ]; return; fi\n"
+	"  p=0; t=; read -r p t < \"$1/pid\" 2>/dev/null || return 1; [ \"$p\" -gt 1 ] 2>/dev/null || return 1\n"
+	"  s=; read -r s < \"/proc/$p/stat\" 2>/dev/null || return 1; s=${s##*) }; set -- $s; [ \"${20}\" = \"$t\" ]; }\n"
 	"state() { if [ -e \"$1/rc\" ]; then echo exited; elif alive \"$1\"; then echo running; else echo lost; fi; }\n"
 	"d=$1; off=$2; tl=$3; w=$4; max=$5; [ -d \"$d\" ] || { echo nojob; exit 4; }\n"
 	"k=0; while [ \"$k\" -lt $((w * 10)) ]; do [ \"$(wc -c < \"$d/out\")\" -gt \"$off\" ] && break\n"
@@ -111,13 +121,16 @@ static const char output_script[] =
 	"echo \"$sz $st $(cat \"$d/rc\" 2>/dev/null || echo -) $(state \"$d\")\"; tail -c +$((st + 1)) \"$d/out\" | head -c \"$max\"\n";
 
 static const char signal_script[] =
-	"me=$(cat /proc/sys/kernel/hostname)\n"
-	"alive() { [ \"$(cat \"$1/host\" 2>/dev/null)\" = \"$me\" ] || return 1; set -- $(cat \"$1/pid\" 2>/dev/null) 0 0\n"
-	"  [ \"$1\" -gt 1 ] 2>/dev/null && [ \"$(sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d' ' -f20)\" = \"$2\" ]; }\n"
+	"read -r me < /proc/sys/kernel/hostname\n"
+	"alive() { h=; read -r h < \"$1/host\" 2>/dev/null; [ \"$h\" = \"$me\" ] || return 1\n"
+	"  if [ ! -e \"$1/pid\" ]; then a=0; read -r a < \"$1/started\" 2>/dev/null; [ $(( $(date +%s) - a )) -lt 30 ]; return; fi\n"
+	"  p=0; t=; read -r p t < \"$1/pid\" 2>/dev/null || return 1; [ \"$p\" -gt 1 ] 2>/dev/null || return 1\n"
+	"  s=; read -r s < \"/proc/$p/stat\" 2>/dev/null || return 1; s=${s##*) }; set -- $s; [ \"${20}\" = \"$t\" ]; }\n"
 	"state() { if [ -e \"$1/rc\" ]; then echo exited; elif alive \"$1\"; then echo running; else echo lost; fi; }\n"
 	"d=$1; [ -d \"$d\" ] || { echo nojob; exit 4; }\n"
-	"[ \"$(cat \"$d/host\" 2>/dev/null)\" = \"$me\" ] || { echo ended; exit 5; }\n"
-	"p=$(cut -d' ' -f1 \"$d/pid\" 2>/dev/null || echo 0); [ \"$p\" -gt 1 ] 2>/dev/null || exit 5\n"
+	"h=; read -r h < \"$d/host\" 2>/dev/null; [ \"$h\" = \"$me\" ] || { echo ended; exit 5; }\n"
+	"k=0; while [ ! -e \"$d/pid\" ] && [ ! -e \"$d/rc\" ] && [ \"$k\" -lt 200 ]; do sleep 0.01; k=$((k+1)); done\n"
+	"p=0; read -r p x < \"$d/pid\" 2>/dev/null; [ \"$p\" -gt 1 ] 2>/dev/null || exit 5\n"
 	"kill -0 -- -\"$p\" 2>/dev/null || kill -0 -\"$p\" 2>/dev/null || alive \"$d\" || { echo ended; exit 5; }\n"
 	"kill -s \"$2\" -- -\"$p\" 2>/dev/null || kill -s \"$2\" -\"$p\" 2>/dev/null || kill -s \"$2\" \"$p\"\n";
 
@@ -167,7 +180,10 @@ static int job_exec(struct tool_ctx *ctx, struct session *s, const char *const *
 		.timeout_ms = timeout_s * 1000,
 		.cap = 2 * (JOB_READ_MAX + 4096),
 	};
-	int r = exec_run(session_engine(s), ctx->call, s->container, &spec, xr, e);
+	int r;
+	/* through the session's agent when it has one (a round trip, not an exec's three) */
+	if (!session_agent_run(session_engine(s), ctx->call, s, &spec, xr, e, &r))
+		r = exec_run(session_engine(s), ctx->call, s->container, &spec, xr, e);
 	if (r < 0)
 		return tool_session_gone(ctx, s, r, e);
 	struct buf b;
@@ -196,13 +212,12 @@ int job_start(struct tool_ctx *ctx, struct session *s, const char *command, cons
 	char *out = NULL;
 	int r = job_exec(ctx, s, argv, 30, &xr, &out, NULL, &e);
 	unsigned id = 0;
-	long pid = 0;
 	if (r == 0 && xr.exit_code == 3)
 		r = err_set(&e, ERRCODE_TOO_MANY_PROCESSES, -EAGAIN,
 			    "session %s runs %d background jobs, the most it may: end one with job {action: "
 			    "\"signal\"} first (job {action: \"list\"} shows them)",
 			    s->id, JOB_MAX);
-	else if (r == 0 && (xr.exit_code != 0 || sscanf(out, "%u %ld", &id, &pid) != 2 || pid <= 0))
+	else if (r == 0 && (xr.exit_code != 0 || sscanf(out, "%u", &id) != 1 || id == 0))
 		r = err_set(&e, ERRCODE_ENGINE_ERROR, -EIO, "the background job did not start (exit %d): %.200s",
 			    xr.exit_code, out);
 	if (r == 0 || out)
@@ -211,14 +226,13 @@ int job_start(struct tool_ctx *ctx, struct session *s, const char *command, cons
 	if (r < 0)
 		return tool_fail(res, &e);
 	tool_text(res,
-		  "Job %u started in session %s (pid %ld, %lld ms). job {action: \"output\", job_id: \"%u\"} reads "
-		  "its output; job {action: \"ready\", port: N} waits for a server to listen; job {action: "
+		  "Job %u started in session %s (%lld ms). job {action: \"output\", job_id: \"%u\"} reads its "
+		  "output; job {action: \"ready\", port: N} waits for a server to listen; job {action: "
 		  "\"signal\"} stops it. It ends with the session.",
-		  id, s->id, pid, (long long)(now_ms() - t0), id);
+		  id, s->id, (long long)(now_ms() - t0), id);
 	char idstr[16];
 	snprintf(idstr, sizeof(idstr), "%u", id);
-	tool_structured(res, json_pack("{s:s, s:s, s:I, s:s}", "session_id", s->id, "job_id", idstr, "pid",
-				       (json_int_t)pid, "state", "running"));
+	tool_structured(res, json_pack("{s:s, s:s, s:s}", "session_id", s->id, "job_id", idstr, "state", "running"));
 	return 0;
 }
 

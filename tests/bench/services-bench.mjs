@@ -24,11 +24,11 @@ function row(what, v, unit, anchor, a) {
 }
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 const agent = new http.Agent({ keepAlive: false });
-function get(port, path) {
+function get(host, port, path) {
   return new Promise((res, rej) => {
     const t0 = now();
     let n = 0;
-    http.get({ host: '127.0.0.1', port, path, agent }, (r) => {
+    http.get({ host, port, path, agent }, (r) => {
       r.on('data', (d) => { n += d.length; });
       r.on('end', () => res({ ms: now() - t0, bytes: n }));
     }).on('error', rej);
@@ -66,19 +66,19 @@ try {
     'head -c 104857600 /dev/zero > big.bin && echo hi > small.txt && exec python3 -m http.server 8000'])).stdout.trim();
   const pub = Number((await run('docker', ['port', cid, '8000/tcp'])).stdout.trim().split(':').pop());
   for (let i = 0; i < 100; i++) {
-    try { await get(pub, '/small.txt'); break; } catch { await new Promise((r) => setTimeout(r, 100)); }
+    try { await get('127.0.0.1', pub, '/small.txt'); break; } catch { await new Promise((r) => setTimeout(r, 100)); }
   }
   const fw = [], dp = [];
   for (let i = 0; i < 30; i++) {
-    fw.push((await get(f.host_port, '/small.txt')).ms);
-    dp.push((await get(pub, '/small.txt')).ms);
+    fw.push((await get(f.host, f.host_port, '/small.txt')).ms);
+    dp.push((await get('127.0.0.1', pub, '/small.txt')).ms);
   }
   row('small request through port_forward', median(fw), 'ms', 'docker run -p (same server)', median(dp));
   const tf = [], td = [];
   for (let i = 0; i < 3; i++) {
-    const a = await get(f.host_port, '/big.bin');
+    const a = await get(f.host, f.host_port, '/big.bin');
     tf.push(a.bytes / 1048576 / (a.ms / 1000));
-    const b = await get(pub, '/big.bin');
+    const b = await get('127.0.0.1', pub, '/big.bin');
     td.push(b.bytes / 1048576 / (b.ms / 1000));
   }
   row('100 MiB through port_forward', Math.max(...tf), 'MiB/s', 'docker run -p (same server)', Math.max(...td));

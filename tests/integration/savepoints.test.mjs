@@ -127,7 +127,11 @@ describe('save points', suite({ timeout: 900000 }), () => {
     console.log(`fork of 3 took ${res.structuredContent.ms} ms`);
     assert.deepEqual(forks.map((f) => f.name), ['tree-1', 'tree-2', 'tree-3']);
     assert.equal(new Set(forks.map((f) => f.session_id)).size, 3);
-    for (const [i, f] of forks.entries()) await srv.sh(`echo fork${i} >> shared.txt`, { session_id: f.session_id });
+    for (const [i, f] of forks.entries()) {
+      const st = await srv.sh(`echo fork${i} >> shared.txt`, { session_id: f.session_id });
+      // the agent came with the checkpoint's image (not copied in again) and runs the command
+      assert.equal(typeof st.cpu_ms, 'number', JSON.stringify(st));
+    }
     for (const [i, f] of forks.entries()) {
       const st = await srv.sh('cat shared.txt', { session_id: f.session_id });
       assert.equal(st.stdout, `root\nfork${i}\n`, 'a fork sees only its own write');
