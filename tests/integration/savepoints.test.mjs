@@ -250,6 +250,31 @@ describe('save point caps and limits', suite({ timeout: 600000 }), () => {
     assert.deepEqual(await checkpointImages(), [], 'the exit removed them with the session');
   });
 
+  test('per-principal caps: count across sessions, and bytes', async () => {
+    const srv = await Server.start('savepoint-principal-caps', { SANDBOX_MAX_CHECKPOINTS: 2, SANDBOX_CHECKPOINT_MB: 5,
+      SANDBOX_POOL_SIZE: 0 });
+    const a = (await srv.createSession({ name: 'a' })).session_id;
+    const b = (await srv.createSession({ name: 'b' })).session_id;
+    await srv.ok('session_checkpoint', { session_id: a });
+    await srv.ok('session_checkpoint', { session_id: b });
+    const count = await srv.fails('session_checkpoint', { session_id: a }, 'too_large');
+    assert.match(count.error.message, /SANDBOX_MAX_CHECKPOINTS=2/);
+    // a deleted one frees its place; 8 MiB more written passes the bytes cap on the next
+    const first = (await srv.ok('session_checkpoint', { action: 'list' })).checkpoints[0].checkpoint_id;
+    await srv.ok('session_checkpoint', { action: 'delete', checkpoint: first });
+    await srv.sh('head -c 8388608 /dev/urandom > big.bin', { session_id: a });
+    const imgs = (await docker(['images', '-a', '--filter', `label=${LABEL}`, '--format', '{{.ID}} {{.Repository}}:{{.Tag}} {{.CreatedSince}}'])).stdout;
+    const bigr = await srv.call('session_checkpoint', { session_id: a });
+    assert.ok(!bigr.isError, `${show(bigr)}\n${imgs}`);
+    const big = bigr.structuredContent;
+    assert.ok(big.size > 8e6, JSON.stringify(big));
+    await srv.ok('session_checkpoint', { action: 'delete', checkpoint: (await srv.ok('session_checkpoint', { action: 'list' })).checkpoints.find((c) => c.session_id === b).checkpoint_id });
+    const bytes = await srv.fails('session_checkpoint', { session_id: b }, 'too_large');
+    assert.match(bytes.error.message, /SANDBOX_CHECKPOINT_MB=5/);
+    await srv.close();
+    assert.deepEqual(await checkpointImages(), []);
+  });
+
   test('a killed server\'s checkpoints are swept with its containers', async () => {
     const srv = await Server.start('savepoint-killed', { SANDBOX_POOL_SIZE: 0 });
     const sid = (await srv.createSession()).session_id;
