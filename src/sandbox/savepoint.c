@@ -379,12 +379,19 @@ static void swap_in(struct session_mgr *m, struct session *s, struct session *t)
 		sched_yield();
 	}
 	pthread_mutex_lock(&m->lock);
-	struct session keep = *s;
-#define SWAP(f) (s->f = t->f, t->f = keep.f)
+	char old[ENGINE_ID_LEN + 1];
+	memcpy(old, s->container, sizeof(old));
 	memcpy(s->container, t->container, sizeof(s->container));
-	memcpy(t->container, keep.container, sizeof(t->container));
+	memcpy(t->container, old, sizeof(t->container));
 	memcpy(s->checkpoint, t->checkpoint, sizeof(s->checkpoint));
 	memcpy(s->checkpoint_image, t->checkpoint_image, sizeof(s->checkpoint_image));
+	/* each field whole, both ways: t leaves with what ran in the old container */
+#define SWAP(f)                               \
+	do {                                  \
+		__typeof__(s->f) tmp_ = s->f; \
+		s->f = t->f;                  \
+		t->f = tmp_;                  \
+	} while (0)
 	SWAP(agent_installed);
 	SWAP(agent);
 	SWAP(repl);

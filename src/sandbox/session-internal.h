@@ -94,6 +94,10 @@ int session_container_new(struct session_mgr *m, struct call *call, const struct
 int session_list_new(struct session_mgr *m, struct session *s, struct session **ret, struct err *err);
 /* Removes s's container (errors logged; the engine is marked for the exit's sweep). */
 void session_remove_container(struct session_mgr *m, struct session *s);
+/* Checks that the engine applied the hardening asked for s (an engine may ignore options). */
+int session_verify_hardening(json_t *inspect, const struct session *s, struct err *err);
+/* Notes that engine e may hold a container of this instance that no session holds (swept at exit). */
+void session_mark_orphans(struct session_mgr *m, const struct engine *e);
 /* Frees s and what it holds (its agent, interpreter, egress), not its container. */
 void session_free(struct session *s);
 
