@@ -168,7 +168,7 @@ static void jobs_dir(const struct tool_ctx *ctx, char *out, size_t outsz)
 /*
  * Runs a fixed script as the sandbox user, keeping up to JOB_READ_MAX and a
  * line of stdout whole; 0 with *xr (release it) and *out (stdout, owned),
- * or -errno with e.
+ * or -errno with e (xr released).
  */
 static int job_exec(struct tool_ctx *ctx, struct session *s, const char *const *argv, int timeout_s,
 		    struct exec_result *xr, char **out, size_t *outlen, struct err *e)
@@ -184,8 +184,10 @@ static int job_exec(struct tool_ctx *ctx, struct session *s, const char *const *
 	/* through the session's agent when it has one (a round trip, not an exec's three) */
 	if (!session_agent_run(session_engine(s), ctx->call, s, &spec, xr, e, &r))
 		r = exec_run(session_engine(s), ctx->call, s->container, &spec, xr, e);
-	if (r < 0)
+	if (r < 0) {
+		exec_result_finish(xr); /* what the run took, whichever way it failed */
 		return tool_session_gone(ctx, s, r, e);
+	}
 	struct buf b;
 	buf_init(&b, SIZE_MAX);
 	capture_render(&xr->out, &b);
@@ -220,7 +222,7 @@ int job_start(struct tool_ctx *ctx, struct session *s, const char *command, cons
 	else if (r == 0 && (xr.exit_code != 0 || sscanf(out, "%u", &id) != 1 || id == 0))
 		r = err_set(&e, ERRCODE_ENGINE_ERROR, -EIO, "the background job did not start (exit %d): %.200s",
 			    xr.exit_code, out);
-	if (r == 0 || out)
+	if (out) /* job_exec succeeded */
 		exec_result_finish(&xr);
 	free(out);
 	if (r < 0)
