@@ -312,6 +312,21 @@ static int checkpoint_locked(struct session_mgr *m, struct call *call, struct se
 	return r;
 }
 
+/*
+ * Waits (10 s at most) for the start-up sweep: the caps count what is on the
+ * engine, and checkpoints a dead server left for nothing go in that sweep.
+ */
+static void wait_swept(struct session_mgr *m)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&m->lock);
+	while (!m->swept && !m->stopping && pthread_cond_timedwait(&m->wake, &m->lock, &until) == 0)
+		;
+	pthread_mutex_unlock(&m->lock);
+}
+
 int savepoint_checkpoint(struct session_mgr *m, struct call *call, struct session *s, const char *name,
 			 enum checkpoint_kind kind, struct checkpoint *ret, struct err *err)
 {
@@ -323,6 +338,7 @@ int savepoint_checkpoint(struct session_mgr *m, struct call *call, struct sessio
 			       s->id);
 	if (name && name_check(name, err) < 0)
 		return -EINVAL;
+	wait_swept(m);
 	pthread_mutex_lock(&m->savepoint_lock);
 	int r = checkpoint_locked(m, call, s, name, kind, ret, err);
 	pthread_mutex_unlock(&m->savepoint_lock);

@@ -32,6 +32,7 @@ struct session_mgr {
 	size_t len, cap;
 	bool stopping;
 	bool ready; /* start-up scan done (adoption, cleanup) */
+	bool swept; /* and the checkpoints it left nothing for removed (savepoint_sweep_all) */
 	pthread_t reaper;
 	bool reaper_started;
 	pthread_t starter;

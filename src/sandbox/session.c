@@ -596,8 +596,12 @@ static void *starter_main(void *arg)
 		m->reaper_started = true;
 	pthread_mutex_unlock(&m->lock);
 	pool_start(m->pool);
-	/* after the sweeps, the checkpoints of sessions they removed; calls need not wait for it */
+	/* after the sweeps, the checkpoints of sessions they removed; only a new checkpoint waits for it (caps) */
 	savepoint_sweep_all(m);
+	pthread_mutex_lock(&m->lock);
+	m->swept = true;
+	pthread_cond_broadcast(&m->wake);
+	pthread_mutex_unlock(&m->lock);
 	return NULL;
 }
 

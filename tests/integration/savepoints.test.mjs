@@ -251,16 +251,24 @@ describe('save point caps and limits', suite({ timeout: 600000 }), () => {
   });
 
   test('per-principal caps: count across sessions, and bytes', async () => {
-    const srv = await Server.start('savepoint-principal-caps', { SANDBOX_MAX_CHECKPOINTS: 2, SANDBOX_CHECKPOINT_MB: 5,
-      SANDBOX_POOL_SIZE: 0 });
+    // the caps count every checkpoint of the principal on the engine: a run that failed earlier may have
+    // left some (an idle snapshot waits to be brought back), so the caps here are on top of those
+    const probe = await Server.start('savepoint-caps-probe', { SANDBOX_POOL_SIZE: 0 });
+    const prior = (await probe.ok('session_checkpoint', { action: 'list' })).checkpoints;
+    await probe.close();
+    const n0 = prior.length;
+    const mb0 = Math.ceil(prior.reduce((a, c) => a + c.size, 0) / 1048576);
+    const srv = await Server.start('savepoint-principal-caps', { SANDBOX_MAX_CHECKPOINTS: n0 + 2,
+      SANDBOX_CHECKPOINT_MB: mb0 + 5, SANDBOX_POOL_SIZE: 0 });
     const a = (await srv.createSession({ name: 'a' })).session_id;
     const b = (await srv.createSession({ name: 'b' })).session_id;
     await srv.ok('session_checkpoint', { session_id: a });
     await srv.ok('session_checkpoint', { session_id: b });
     const count = await srv.fails('session_checkpoint', { session_id: a }, 'too_large');
-    assert.match(count.error.message, /SANDBOX_MAX_CHECKPOINTS=2/);
+    assert.match(count.error.message, new RegExp(`SANDBOX_MAX_CHECKPOINTS=${n0 + 2}`));
     // a deleted one frees its place; 8 MiB more written passes the bytes cap on the next
-    const first = (await srv.ok('session_checkpoint', { action: 'list' })).checkpoints[0].checkpoint_id;
+    const first = (await srv.ok('session_checkpoint', { action: 'list' })).checkpoints.find((c) => c.session_id === a)
+      .checkpoint_id;
     await srv.ok('session_checkpoint', { action: 'delete', checkpoint: first });
     await srv.sh('head -c 8388608 /dev/urandom > big.bin', { session_id: a });
     const imgs = (await docker(['images', '-a', '--filter', `label=${LABEL}`, '--format', '{{.ID}} {{.Repository}}:{{.Tag}} {{.CreatedSince}}'])).stdout;
@@ -270,7 +278,7 @@ describe('save point caps and limits', suite({ timeout: 600000 }), () => {
     assert.ok(big.size > 8e6, JSON.stringify(big));
     await srv.ok('session_checkpoint', { action: 'delete', checkpoint: (await srv.ok('session_checkpoint', { action: 'list' })).checkpoints.find((c) => c.session_id === b).checkpoint_id });
     const bytes = await srv.fails('session_checkpoint', { session_id: b }, 'too_large');
-    assert.match(bytes.error.message, /SANDBOX_CHECKPOINT_MB=5/);
+    assert.match(bytes.error.message, new RegExp(`SANDBOX_CHECKPOINT_MB=${mb0 + 5}`));
     await srv.close();
     assert.deepEqual(await checkpointImages(), []);
   });
@@ -289,7 +297,8 @@ describe('save point caps and limits', suite({ timeout: 600000 }), () => {
   test('snapshot on idle: the TTL checkpoints the session; naming it brings it back, here and in the next server', async () => {
     const env = { SANDBOX_IDLE_TTL_S: 2, SANDBOX_IDLE_SNAPSHOT: 1, SANDBOX_POOL_SIZE: 0 };
     const srv = await Server.start('savepoint-idle', env);
-    const sid = (await srv.createSession({ name: 'sleeper' })).session_id;
+    const sleeper = `sleeper-${process.pid}`; // a run that failed may have left a snapshot of another
+    const sid = (await srv.createSession({ name: sleeper })).session_id;
     await srv.ok('file_write', { session_id: sid, path: 'dream.txt', content: 'kept\n' });
     // the default session is closed without a snapshot: no server picks it up implicitly
     const def = (await srv.sh('echo planted > planted.txt')).session_id;
@@ -300,11 +309,11 @@ describe('save point caps and limits', suite({ timeout: 600000 }), () => {
     const fresh = await srv.sh('cat planted.txt 2>/dev/null || echo absent');
     assert.notEqual(fresh.session_id, def);
     assert.equal(fresh.stdout, 'absent\n');
-    const res = await srv.call('file_read', { session_id: 'sleeper', path: 'dream.txt' });
+    const res = await srv.call('file_read', { session_id: sleeper, path: 'dream.txt' });
     assert.ok(!res.isError, show(res));
     assert.match(textOf(res), /brought back from its snapshot .*cells 1-1/);
     assert.match(textOf(res), /kept/);
-    assert.equal((await srv.ok('session_list', {})).sessions.find((x) => x.name === 'sleeper')?.session_id, sid,
+    assert.equal((await srv.ok('session_list', {})).sessions.find((x) => x.name === sleeper)?.session_id, sid,
       'the same id');
     // a paused session is not closed for idleness
     await srv.ok('session_pause', { session_id: sid });
