@@ -313,7 +313,8 @@ static json_t *container_body(const struct session_mgr *m, const struct session 
 	 */
 	json_object_set_new(labels, SESSION_LABEL ".image-ref", json_string(s->image));
 	/* a checkpoint's session: what it was made from, and its lineage's base for the next server */
-	json_object_set_new(labels, SESSION_LABEL ".checkpoint", json_string(s->checkpoint));
+	/* not .checkpoint: that label marks checkpoint images, and a commit keeps its container's label keys */
+	json_object_set_new(labels, SESSION_LABEL ".from-checkpoint", json_string(s->checkpoint));
 	json_object_set_new(labels, SESSION_LABEL ".base-id", json_string(s->image_id));
 	const char *image = s->checkpoint_image[0] ? s->checkpoint_image : s->image_id[0] ? s->image_id : s->image;
 	return json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:i}", "Image", image, "Entrypoint",
