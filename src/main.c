@@ -31,7 +31,9 @@
 #include "sandbox/session.h"
 #include "tools/linksign.h"
 #include "tools/tools.h"
+#include "transport/http/httpcheck.h"
 #include "transport/http/httpd.h"
+#include "transport/http/preview.h"
 #include "transport/stdio.h"
 
 extern char **environ;
@@ -319,16 +321,36 @@ static int discard(void *data, const char *line, size_t len, bool response)
 	return 0;
 }
 
+/* Previews of forwarded ports (preview.h) on --http's address, unless SANDBOX_PREVIEW_URL is off. 0 or -errno. */
+static int previews(const struct tool_services *svc, struct preview **ret, struct err *err)
+{
+	const struct config *cfg = svc->cfg;
+	char host[HTTPCHECK_HOST_MAX + 1];
+	unsigned port;
+
+	*ret = NULL;
+	if (cfg->preview_url && strcmp(cfg->preview_url, "off") == 0)
+		return 0;
+	if (httpcheck_listen_parse(cfg->http, strlen(cfg->http), host, &port) < 0)
+		return 0; /* httpd_start has said what is wrong with it */
+	int r = preview_start(host, (unsigned)cfg->preview_port, cfg->preview_url, svc->sessions, svc->links, ret, err);
+	if (r == 0)
+		log_infof("previews of forwarded ports on %s port %u", host, preview_port(*ret));
+	return r;
+}
+
 /* Serves HTTP until SIGTERM or SIGINT (blocked in every thread: sigwait takes them). 0, or 1 when it cannot start. */
 static int serve_http(struct mcp *m, const struct tool_services *svc, const sigset_t *stop)
 {
 	struct httpd *h = NULL;
+	struct preview *p = NULL;
 	struct err err;
 	int sig = 0;
 
 	err_clear(&err);
-	if (httpd_start(m, svc, &h, &err) < 0) {
+	if (httpd_start(m, svc, &h, &err) < 0 || previews(svc, &p, &err) < 0) {
 		log_errorf("%s", err.msg);
+		httpd_stop(h);
 		return 1;
 	}
 	log_infof("serving MCP on %s://%s/mcp (engine %s)", httpd_tls(h) ? "https" : "http", httpd_address(h),
@@ -341,6 +363,7 @@ static int serve_http(struct mcp *m, const struct tool_services *svc, const sigs
 		httpd_reload(h);
 	}
 	log_infof("stopping on signal %d", sig);
+	preview_stop(p);
 	httpd_stop(h);
 	return 0;
 }

@@ -121,6 +121,11 @@ static const struct opt opts[] = {
 	  "Base URL clients reach the server at, for signed download links (default: the bound address)" },
 	{ "http_link_ttl_s", NULL, OPT_U64, OFF(http_link_ttl_s), 1, 2592000,
 	  "Signed download links expire after this, s" },
+	{ "preview_url", NULL, OPT_STRING, OFF(preview_url), 0, 0,
+	  "Base of preview links, scheme://DOMAIN[:port] (port P of session S at P-S.DOMAIN; default "
+	  "http://localhost:PORT; 'off': no previews)" },
+	{ "preview_port", NULL, OPT_U64, OFF(preview_port), 0, 65535,
+	  "Port previews are served on, on --http's address (default: a free one, in the links)" },
 	{ "http_token_file", NULL, OPT_STRING, OFF(http_token_file), 0, 0,
 	  "File of NAME:TOKEN lines: /mcp then needs Authorization: Bearer TOKEN (re-read on SIGHUP)" },
 	{ "tls_cert", NULL, OPT_STRING, OFF(tls_cert), 0, 0, "PEM certificate (chain) for --http: serve HTTPS" },

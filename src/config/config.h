@@ -94,6 +94,8 @@ struct config {
 	uint64_t http_request_timeout_s; /* a request head and body must arrive within this */
 	char *http_public_url;		 /* base of signed links; NULL or "": the bound address */
 	uint64_t http_link_ttl_s;	 /* signed links live this long */
+	char *preview_url;		 /* previews' base (preview.h); NULL or "": http://localhost:PORT; "off" */
+	uint64_t preview_port;		 /* previews listen here, on --http's address; 0: a free port */
 	char *tls_cert, *tls_key;	 /* PEM files: --http serves HTTPS */
 	char *http_token_file;		 /* NAME:TOKEN lines; NULL or "": no auth (loopback only) */
 	char *images;			 /* image policy patterns (imageref.h), ','-separated; "": the default policy */

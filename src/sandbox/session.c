@@ -1519,6 +1519,28 @@ json_t *session_forwards_json(struct session_mgr *m, struct session *s)
 	return a;
 }
 
+int session_forward_find(struct session_mgr *m, const char *id, unsigned port, char owner[CALL_PRINCIPAL_MAX + 1],
+			 char host[16], unsigned *host_port)
+{
+	int r = -ENOENT;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->len && r < 0; i++) {
+		struct session *s = m->list[i];
+		if (strcmp(s->id, id) != 0)
+			continue;
+		for (unsigned k = 0; k < s->nforwards; k++) {
+			if (forward_port(s->forwards[k]) != port)
+				continue;
+			snprintf(owner, CALL_PRINCIPAL_MAX + 1, "%s", s->owner);
+			snprintf(host, 16, "%s", forward_host(s->forwards[k]));
+			*host_port = forward_host_port(s->forwards[k]);
+			r = 0;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
 char *session_take_notice(struct session_mgr *m, struct session *s)
 {
 	pthread_mutex_lock(&m->lock);

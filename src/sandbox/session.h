@@ -276,6 +276,13 @@ int session_forward_open(struct session_mgr *m, struct session *s, unsigned port
 int session_forward_close(struct session_mgr *m, struct session *s, unsigned port);
 /* s's forwards as JSON (new reference). */
 json_t *session_forwards_json(struct session_mgr *m, struct session *s);
+/*
+ * For the preview server: the owner of the live session id (of any
+ * principal) into owner, and the address its forward of port listens on.
+ * 0, or -ENOENT when there is no such session or forward.
+ */
+int session_forward_find(struct session_mgr *m, const char *id, unsigned port, char owner[CALL_PRINCIPAL_MAX + 1],
+			 char host[16], unsigned *host_port);
 /* The sentence s's next tool call says first (it was brought back from an idle snapshot), or NULL; the caller frees it. */
 char *session_take_notice(struct session_mgr *m, struct session *s);
 /* Most steps a session's history keeps; one {"kind":"truncated"} entry follows them. */

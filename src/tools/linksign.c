@@ -177,3 +177,104 @@ enum linksign_verdict linksign_verify(const struct linksign *l, const char *prin
 		return LINKSIGN_ALTERED;
 	return e < now ? LINKSIGN_EXPIRED : LINKSIGN_OK;
 }
+
+int linksign_set_preview(struct linksign *l, const char *url)
+{
+	size_t n = strlen(url);
+	const char *auth = strstr(url, "://");
+	if (!linksign_base_check(url, n) || !auth || strchr(auth + 3, '/'))
+		return -EINVAL;
+	memcpy(l->preview, url, n + 1);
+	return 0;
+}
+
+bool linksign_preview_enabled(const struct linksign *l)
+{
+	return l && l->preview[0];
+}
+
+static void preview_path(unsigned port, char out[24])
+{
+	snprintf(out, 24, ":preview/%u", port);
+}
+
+int linksign_preview_url(const struct linksign *l, const char *principal, const char *session, unsigned port,
+			 int64_t now, char *out, size_t outsz)
+{
+	char sig[LINKSIGN_SIG_LEN + 1], path[24];
+	int64_t exp = now + (int64_t)l->ttl_s;
+
+	preview_path(port, path);
+	if (!linksign_preview_enabled(l) || mac_hex(l, principal, session, path, exp, sig) < 0)
+		return -EINVAL;
+	const char *auth = strstr(l->preview, "://") + 3;
+	int k = snprintf(out, outsz, "%.*s%u-%s.%s/?%s=%lld.%s", (int)(auth - l->preview), l->preview, port, session,
+			 auth, LINKSIGN_PREVIEW_PARAM, (long long)exp, sig);
+	return k < 0 || (size_t)k >= outsz ? -ENAMETOOLONG : 0;
+}
+
+int linksign_preview_host(const struct linksign *l, const char *host, size_t n, char session[13], unsigned *port)
+{
+	const char *auth = linksign_preview_enabled(l) ? strstr(l->preview, "://") + 3 : NULL;
+	size_t i = 0, an = auth ? strlen(auth) : 0;
+	unsigned p = 0;
+
+	if (!auth)
+		return -1;
+	/* PORT: 1-5 digits, no leading zero, 1-65535 */
+	while (i < n && i < 5 && host[i] >= '0' && host[i] <= '9')
+		p = p * 10 + (unsigned)(host[i++] - '0');
+	if (i == 0 || host[0] == '0' || p > 65535 || i >= n || host[i++] != '-')
+		return -1;
+	for (size_t k = 0; k < 12; k++, i++) {
+		if (i >= n || !((host[i] >= '0' && host[i] <= '9') || (host[i] >= 'a' && host[i] <= 'f')))
+			return -1;
+		session[k] = host[i];
+	}
+	session[12] = '\0';
+	if (i >= n || host[i++] != '.' || n - i != an || strncasecmp(host + i, auth, an) != 0)
+		return -1;
+	*port = p;
+	return 0;
+}
+
+int linksign_preview_cred(const char *s, size_t n, char sep, size_t *pos, char exp[LINKSIGN_EXP_DIGITS + 1],
+			  char sig[LINKSIGN_SIG_LEN + 1])
+{
+	static const char name[] = LINKSIGN_PREVIEW_PARAM "=";
+	const size_t nl = sizeof(name) - 1;
+
+	while (*pos < n) {
+		size_t i = *pos;
+		while (i < n && s[i] == ' ')
+			i++;
+		const char *end = memchr(s + i, sep, n - i);
+		size_t e = end ? (size_t)(end - s) : n;
+		*pos = end ? e + 1 : n;
+		if (e - i < nl || memcmp(s + i, name, nl) != 0)
+			continue;
+		const char *v = s + i + nl, *dot = memchr(v, '.', e - i - nl);
+		if (!dot)
+			continue;
+		size_t en = (size_t)(dot - v), sn = (size_t)(s + e - dot - 1);
+		while (sn && dot[sn] == ' ')
+			sn--; /* a Cookie item's trailing blanks */
+		int64_t ignored;
+		if (linksign_exp_parse(v, en, &ignored) < 0 || linksign_sig_parse(dot + 1, sn) < 0)
+			continue;
+		memcpy(exp, v, en);
+		exp[en] = '\0';
+		memcpy(sig, dot + 1, sn);
+		sig[sn] = '\0';
+		return 0;
+	}
+	return -1;
+}
+
+enum linksign_verdict linksign_preview_verify(const struct linksign *l, const char *principal, const char *session,
+					      unsigned port, const char *exp, const char *sig, int64_t now)
+{
+	char path[24];
+	preview_path(port, path);
+	return linksign_verify(l, principal, session, path, exp, sig, now);
+}

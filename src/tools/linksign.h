@@ -35,8 +35,9 @@ enum linksign_verdict {
 
 struct linksign {
 	unsigned char key[LINKSIGN_KEY_BYTES];
-	char base[LINKSIGN_BASE_MAX + 1]; /* no trailing '/'; "" until linksign_set_base */
-	uint64_t ttl_s;			  /* how long a new link lives */
+	char base[LINKSIGN_BASE_MAX + 1];    /* no trailing '/'; "" until linksign_set_base */
+	char preview[LINKSIGN_BASE_MAX + 1]; /* previews' "scheme://domain[:port]"; "" when off */
+	uint64_t ttl_s;			     /* how long a new link lives */
 };
 
 /* A signer with a fresh random key (aborts when the kernel has no entropy). */
@@ -77,5 +78,41 @@ int linksign_sig_parse(const char *s, size_t n);
  */
 enum linksign_verdict linksign_verify(const struct linksign *l, const char *principal, const char *session,
 				      const char *path, const char *exp, const char *sig, int64_t now);
+
+/*
+ * Previews (docs/jobs.md): port P of session S is served at
+ * scheme://P-S.DOMAIN[:port]/, a host of its own, so each preview is an
+ * origin of its own and none is the server's. The link carries
+ * ?sbx_preview=EXP.SIG once; the preview server trades it for a cookie of
+ * that host. The MAC covers the principal, S and ":preview/P" (a file
+ * link's path is absolute, so no file link is also a preview's).
+ */
+#define LINKSIGN_PREVIEW_PARAM "sbx_preview"
+/* Longest Host of a preview: "65535-" + session id + "." + the base's authority. */
+#define LINKSIGN_PREVIEW_HOST_MAX (LINKSIGN_BASE_MAX + 24)
+
+/* url: http:// or https:// and an authority, no path ("http://localhost:7001"). 0 or -EINVAL. */
+int linksign_set_preview(struct linksign *l, const char *url);
+bool linksign_preview_enabled(const struct linksign *l);
+/* The preview link of port in session for principal, valid for l->ttl_s. 0, -EINVAL or -ENAMETOOLONG. */
+int linksign_preview_url(const struct linksign *l, const char *principal, const char *session, unsigned port,
+			 int64_t now, char *out, size_t outsz);
+/*
+ * Pure: the session (12 lowercase hex digits, into session) and port of a
+ * request's Host, which must be "PORT-SESSION." and then exactly the
+ * preview base's authority (case-insensitive). 0 or -1.
+ */
+int linksign_preview_host(const struct linksign *l, const char *host, size_t n, char session[13], unsigned *port);
+/*
+ * Pure: the next "sbx_preview=EXP.SIG" item at or after *pos in s (items
+ * split at sep: ';' for a Cookie header, '&' for a query), its exp and sig
+ * copied out as strings; items whose exp or sig is not of its form are
+ * skipped. 0 (and *pos past it), or -1 when there is no more. Whether they
+ * are genuine is linksign_preview_verify's to judge.
+ */
+int linksign_preview_cred(const char *s, size_t n, char sep, size_t *pos, char exp[LINKSIGN_EXP_DIGITS + 1],
+			  char sig[LINKSIGN_SIG_LEN + 1]);
+enum linksign_verdict linksign_preview_verify(const struct linksign *l, const char *principal, const char *session,
+					      unsigned port, const char *exp, const char *sig, int64_t now);
 
 #endif

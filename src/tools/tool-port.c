@@ -6,8 +6,29 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "tools/tools.h"
+
+/*
+ * Over HTTP: the signed preview link of port (linksign.h) into out, and as
+ * a resource_link a client can open; false on stdio or when previews are off.
+ */
+static bool preview_link(struct tool_ctx *ctx, struct session *s, unsigned port, struct tool_result *res, char *out,
+			 size_t outsz)
+{
+	if (!linksign_preview_enabled(ctx->svc->links) ||
+	    linksign_preview_url(ctx->svc->links, call_principal(ctx->call), s->id, port, (int64_t)time(NULL), out,
+				 outsz) < 0)
+		return false;
+	char name[48];
+	snprintf(name, sizeof(name), "preview of port %u", port);
+	/* resource_link came with 2025-06-18; older clients have the URL in the text */
+	if (strcmp(ctx->protocol_version, "2025-06-18") >= 0)
+		json_array_append_new(res->content, json_pack("{s:s, s:s, s:s, s:s}", "type", "resource_link", "uri",
+							      out, "name", name, "mimeType", "text/html"));
+	return true;
+}
 
 static int port_open(struct tool_ctx *ctx, struct session *s, json_t *args, struct tool_result *res)
 {
@@ -30,15 +51,21 @@ static int port_open(struct tool_ctx *ctx, struct session *s, json_t *args, stru
 	if (e.code ||
 	    session_forward_open(ctx->svc->sessions, s, (unsigned)port, (unsigned)host_port, &got, host, &e) < 0)
 		return tool_fail(res, &e);
-	char url[64];
+	char url[64], preview[LINKSIGN_BASE_MAX + 256];
 	snprintf(url, sizeof(url), "http://%s:%u/", host, got);
 	tool_text(res,
 		  "Port %lld of session %s is at %s on this machine (a loopback address of its own), until the "
 		  "session ends or port_forward {action: \"close\", port: %lld}. It reaches only the sandbox's own "
 		  "port, also a server bound to its 127.0.0.1.",
 		  (long long)port, s->id, url, (long long)port);
-	tool_structured(res, json_pack("{s:s, s:I, s:s, s:I, s:s}", "session_id", s->id, "port", (json_int_t)port,
-				       "host", host, "host_port", (json_int_t)got, "url", url));
+	json_t *out = json_pack("{s:s, s:I, s:s, s:I, s:s}", "session_id", s->id, "port", (json_int_t)port, "host",
+				host, "host_port", (json_int_t)got, "url", url);
+	if (preview_link(ctx, s, (unsigned)port, res, preview, sizeof(preview))) {
+		tool_text(res, "In a browser: %s (a preview link, valid for %llu s; list gives a fresh one).", preview,
+			  (unsigned long long)ctx->svc->links->ttl_s);
+		json_object_set_new(out, "preview_url", json_string(preview));
+	}
+	tool_structured(res, out);
 	return 0;
 }
 
@@ -69,13 +96,19 @@ static int port_tool(struct tool_ctx *ctx, json_t *args, struct tool_result *res
 		json_t *list = session_forwards_json(ctx->svc->sessions, s);
 		size_t i;
 		json_t *f;
-		json_array_foreach (list, i, f)
-			tool_text(res, "port %lld -> %s:%lld  connections %lld  accepted %lld",
-				  (long long)json_integer_value(json_object_get(f, "port")),
+		json_array_foreach (list, i, f) {
+			char preview[LINKSIGN_BASE_MAX + 256];
+			unsigned port = (unsigned)json_integer_value(json_object_get(f, "port"));
+			tool_text(res, "port %u -> %s:%lld  connections %lld  accepted %lld", port,
 				  json_string_value(json_object_get(f, "host")),
 				  (long long)json_integer_value(json_object_get(f, "host_port")),
 				  (long long)json_integer_value(json_object_get(f, "connections")),
 				  (long long)json_integer_value(json_object_get(f, "accepted")));
+			if (preview_link(ctx, s, port, res, preview, sizeof(preview))) {
+				tool_text(res, "  preview: %s", preview);
+				json_object_set_new(f, "preview_url", json_string(preview));
+			}
+		}
 		if (!json_array_size(list))
 			tool_text(res, "Session %s forwards no ports; port_forward {action: \"open\", port: N} does.",
 				  s->id);
@@ -91,7 +124,8 @@ const struct tool_entry tool_port_forward_entry = {
 	.description = "Make a port of the sandbox (a dev server, an API, a notebook) reachable at "
 		       "127.0.0.1:<host_port> on the machine the server runs on, through the sandbox's agent: works "
 		       "without network and for servers bound to the sandbox's 127.0.0.1. open (port; host_port "
-		       "optional), close (port), list (default). Forwards end with the session.",
+		       "optional), close (port), list (default). Forwards end with the session. Over HTTP, also a "
+		       "signed preview link (preview_url) a browser opens, WebSockets included.",
 	.input_schema =
 		"{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
 		"\"action\":{\"type\":\"string\",\"enum\":[\"open\",\"close\",\"list\"],\"description\":\"open, close "
@@ -103,10 +137,11 @@ const struct tool_entry tool_port_forward_entry = {
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 		"\"port\":{\"type\":\"integer\"},\"host\":{\"type\":\"string\"},"
-		"\"host_port\":{\"type\":\"integer\"},\"url\":{\"type\":\"string\"},"
+		"\"host_port\":{\"type\":\"integer\"},\"url\":{\"type\":\"string\"},\"preview_url\":{\"type\":\"string\"},"
 		"\"closed\":{\"type\":\"boolean\"},\"forwards\":{\"type\":\"array\",\"items\":{\"type\":"
 		"\"object\",\"properties\":{\"port\":{\"type\":\"integer\"},\"host_port\":{\"type\":\"integer\"},"
-		"\"connections\":{\"type\":\"integer\"},\"accepted\":{\"type\":\"integer\"}}}}}}",
+		"\"connections\":{\"type\":\"integer\"},\"accepted\":{\"type\":\"integer\"},"
+		"\"preview_url\":{\"type\":\"string\"}}}}}}",
 	.group = TOOL_GROUP_SERVICES,
 	.read_only = false,
 	.destructive = false,

@@ -19,25 +19,13 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';
 import { serverBin, serverEnv, sleep } from '../lib/rawpipe.mjs';
 import { serverIsSanitized } from '../lib/harness.mjs';
+import { ACCEPT_BOTH, freePort, startServer, post, rawRequest, statusOf } from '../lib/httpserver.mjs';
 
 const BIN = serverBin();
 const INIT = {
   jsonrpc: '2.0', id: 1, method: 'initialize',
   params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'http-e2e', version: '0' } },
 };
-const ACCEPT_BOTH = 'application/json, text/event-stream';
-
-/** A free port on 127.0.0.1 (the kernel's pick, released for the server). */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Runs the server to its exit (a start that must fail); resolves { code, stderr }. */
 function runToExit(args, env = {}) {
@@ -50,49 +38,6 @@ function runToExit(args, env = {}) {
   });
 }
 
-/** Starts `serve --http 127.0.0.1:PORT`; resolves once /health answers. */
-async function startServer(env = {}) {
-  const port = await freePort();
-  const child = spawn(BIN, ['serve', '--http', `127.0.0.1:${port}`],
-    { env: serverEnv(env), stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr = (stderr + d).slice(-8000); });
-  const exited = new Promise((resolve) => child.on('exit', (code, sig) => resolve({ code, sig })));
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20000;
-  for (;;) {
-    try {
-      const r = await fetch(`${base}/health`);
-      if (r.ok) break;
-    } catch { /* not listening yet */ }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`server did not answer /health in 20 s; stderr: ${stderr}`);
-    }
-    await sleep(100);
-  }
-  return {
-    port, base, url: new URL(`${base}/mcp`), child, exited, stderr: () => stderr,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 15000);
-      const r = await exited;
-      clearTimeout(t);
-      return r;
-    },
-  };
-}
-
-/** POST one message; returns { status, headers, text }. */
-async function post(srv, msg, headers = {}) {
-  const r = await fetch(srv.url, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', Accept: ACCEPT_BOTH, ...headers },
-    body: typeof msg === 'string' ? msg : JSON.stringify(msg),
-  });
-  return { status: r.status, headers: r.headers, text: await r.text() };
-}
-
 /** initialize + notifications/initialized over raw HTTP; returns the session id. */
 async function rawSession(srv) {
   const r = await post(srv, INIT);
@@ -102,24 +47,6 @@ async function rawSession(srv) {
   const n = await post(srv, { jsonrpc: '2.0', method: 'notifications/initialized' }, { 'Mcp-Session-Id': sid });
   assert.equal(n.status, 202);
   return sid;
-}
-
-/** Raw HTTP/1.1 over a socket: for headers fetch will not send (Host) and for hanging up. */
-function rawRequest(port, text, { timeoutMs = 10000 } = {}) {
-  return new Promise((resolve, reject) => {
-    const sock = net.connect(port, '127.0.0.1');
-    let data = '';
-    const t = setTimeout(() => { sock.destroy(); reject(new Error(`no answer in ${timeoutMs} ms: ${data}`)); }, timeoutMs);
-    sock.on('data', (d) => { data += d; });
-    sock.on('error', (e) => { clearTimeout(t); reject(e); });
-    sock.on('close', () => { clearTimeout(t); resolve(data); });
-    sock.write(text);
-  });
-}
-
-function statusOf(raw) {
-  const m = /^HTTP\/1\.[01] (\d{3})/.exec(raw);
-  return m ? Number(m[1]) : 0;
 }
 
 function textOf(res) {

@@ -2,7 +2,8 @@
  * test-linksign.c - signed download links (linksign.h): the parsers of the
  * exp and sig a request carries (each value whole and every prefix, at a
  * guard page), the base URL check, and sign/verify round trips with every
- * part altered.
+ * part altered; the same for preview links (their Host, their credential in
+ * a query or a Cookie header).
  */
 #include "testutil.h"
 
@@ -195,6 +196,121 @@ static void test_roundtrip(void **state)
 	linksign_destroy(other);
 }
 
+static int preview_host(const struct linksign *l, const char *v, char session[13], unsigned *port)
+{
+	size_t n = strlen(v);
+	for (size_t k = 0; k < n; k++) {
+		struct guarded g = guarded_copy(v, k);
+		unsigned scratch;
+		(void)linksign_preview_host(l, g.p, k, session, &scratch);
+		guarded_free(&g);
+	}
+	struct guarded g = guarded_copy(v, n);
+	int r = linksign_preview_host(l, g.p, n, session, port);
+	guarded_free(&g);
+	return r;
+}
+
+static void test_preview_host(void **state)
+{
+	struct linksign *l = linksign_create(100);
+	char s[13];
+	unsigned port = 0;
+	(void)state;
+
+	assert_int_equal(preview_host(l, "8000-0a1b2c3d4e5f.localhost:7001", s, &port), -1); /* previews off */
+	assert_int_equal(linksign_set_preview(l, "http://localhost:7001/x"), -EINVAL);	     /* a path */
+	assert_int_equal(linksign_set_preview(l, "ftp://localhost:7001"), -EINVAL);
+	assert_int_equal(linksign_set_preview(l, "http://localhost:7001"), 0);
+	assert_int_equal(preview_host(l, "8000-0a1b2c3d4e5f.localhost:7001", s, &port), 0);
+	assert_string_equal(s, "0a1b2c3d4e5f");
+	assert_int_equal(port, 8000);
+	assert_int_equal(preview_host(l, "65535-0a1b2c3d4e5f.LOCALHOST:7001", s, &port), 0);
+	assert_int_equal(port, 65535);
+	const char *bad[] = {
+		"65536-0a1b2c3d4e5f.localhost:7001",
+		"08000-0a1b2c3d4e5f.localhost:7001",
+		"0-0a1b2c3d4e5f.localhost:7001",
+		"8000-0A1B2C3D4E5F.localhost:7001",
+		"8000-0a1b2c3d4e5.localhost:7001",
+		"8000-0a1b2c3d4e5ff.localhost:7001",
+		"8000-0a1b2c3d4e5f.localhost:7002",
+		"8000-0a1b2c3d4e5f.localhost",
+		"8000-0a1b2c3d4e5f.localhost:70011",
+		"8000-0a1b2c3d4e5f.evil.localhost:7001",
+		"localhost:7001",
+		"-0a1b2c3d4e5f.localhost:7001",
+		"123456-0a1b2c3d4e5f.localhost:7001",
+		"8000_0a1b2c3d4e5f.localhost:7001",
+		"",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(preview_host(l, bad[i], s, &port), -1);
+	linksign_destroy(l);
+}
+
+static void test_preview_cred(void **state)
+{
+	char exp[LINKSIGN_EXP_DIGITS + 1], sig[LINKSIGN_SIG_LEN + 1], h[256];
+	const char *sig64 = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+	size_t pos = 0;
+	(void)state;
+
+	snprintf(h, sizeof(h), "a=b; sbx_preview=12.%s; sbx_preview=x.y; sbx_preview=34.%s ", sig64, sig64);
+	assert_int_equal(linksign_preview_cred(h, strlen(h), ';', &pos, exp, sig), 0);
+	assert_string_equal(exp, "12");
+	assert_string_equal(sig, sig64);
+	assert_int_equal(linksign_preview_cred(h, strlen(h), ';', &pos, exp, sig), 0); /* x.y is skipped */
+	assert_string_equal(exp, "34");
+	assert_int_equal(linksign_preview_cred(h, strlen(h), ';', &pos, exp, sig), -1);
+	const char *none[] = {
+		"",
+		"sbx_preview=",
+		"sbx_preview=12",
+		"sbx_preview=.abc",
+		"xsbx_preview=12.ab",
+		"sbx_preview=1234567890123.00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+	};
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+		pos = 0;
+		struct guarded g = guarded_copy(none[i], strlen(none[i]));
+		assert_int_equal(linksign_preview_cred(g.p, strlen(none[i]), '&', &pos, exp, sig), -1);
+		guarded_free(&g);
+	}
+}
+
+static void test_preview_roundtrip(void **state)
+{
+	struct linksign *l = linksign_create(100);
+	char url[1024], s[13], file[1024];
+	const int64_t now = 1800000000;
+	(void)state;
+
+	assert_int_equal(linksign_preview_url(l, "alice", "0a1b2c3d4e5f", 8000, now, url, sizeof(url)), -EINVAL);
+	assert_int_equal(linksign_set_base(l, "http://127.0.0.1:8080"), 0);
+	assert_int_equal(linksign_set_preview(l, "https://preview.example.com"), 0);
+	assert_int_equal(linksign_preview_url(l, "alice", "0a1b2c3d4e5f", 8000, now, url, sizeof(url)), 0);
+	const char *want = "https://8000-0a1b2c3d4e5f.preview.example.com/?sbx_preview=1800000100.";
+	assert_memory_equal(url, want, strlen(want));
+	unsigned port;
+	assert_int_equal(linksign_preview_host(l, "8000-0a1b2c3d4e5f.preview.example.com", 37, s, &port), 0);
+	char exp[LINKSIGN_EXP_DIGITS + 1], sig[LINKSIGN_SIG_LEN + 1];
+	const char *q = strchr(url, '?') + 1;
+	size_t pos = 0;
+	assert_int_equal(linksign_preview_cred(q, strlen(q), '&', &pos, exp, sig), 0);
+	assert_int_equal(linksign_preview_verify(l, "alice", s, 8000, exp, sig, now), LINKSIGN_OK);
+	assert_int_equal(linksign_preview_verify(l, "alice", s, 8000, exp, sig, now + 101), LINKSIGN_EXPIRED);
+	assert_int_equal(linksign_preview_verify(l, "bob", s, 8000, exp, sig, now), LINKSIGN_ALTERED);
+	assert_int_equal(linksign_preview_verify(l, "alice", s, 8001, exp, sig, now), LINKSIGN_ALTERED);
+	assert_int_equal(linksign_preview_verify(l, "alice", "0a1b2c3d4e50", 8000, exp, sig, now), LINKSIGN_ALTERED);
+	/* a file link's signature is no preview's, nor the other way round */
+	assert_int_equal(linksign_verify(l, "alice", s, ":preview/8000", exp, sig, now), LINKSIGN_OK);
+	assert_int_equal(linksign_url(l, "alice", s, "/8000", "8000", now, file, sizeof(file)), 0);
+	split(file, exp, sig);
+	assert_int_equal(linksign_preview_verify(l, "alice", s, 8000, exp, sig, now), LINKSIGN_ALTERED);
+	linksign_destroy(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -202,6 +318,9 @@ int main(void)
 		cmocka_unit_test(test_sig),
 		cmocka_unit_test(test_base),
 		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_preview_host),
+		cmocka_unit_test(test_preview_cred),
+		cmocka_unit_test(test_preview_roundtrip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
