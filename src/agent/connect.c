@@ -6,6 +6,14 @@
  * pointed at another host, container or the server's side. stdin's end
  * half-closes the connection (shutdown SHUT_WR), so a request-then-read
  * client works; the connection's end ends the program.
+ *
+ * It writes CONNECT_READY first (the server knows the exec has left the
+ * runtime's hands), and dials only once the server has sent one byte,
+ * CONNECT_GO, not passed on: the server starts a few of these ahead of need (forward.c's spares),
+ * and a spare must not hold a connection the app sees (a single-threaded
+ * server would wait on it). A stdin that ends before the byte ends the
+ * program without dialling. The byte, not the client's first data, is the
+ * signal, so servers that speak first (SSH, SMTP, databases) work.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -62,6 +70,17 @@ int connect_main(const char *port)
 	char *end;
 	unsigned long p = strtoul(port, &end, 10);
 	if (*port < '1' || *port > '9' || *end || p > 65535)
+		return 2;
+	/* the server counts the exec as started only now: past this, a freeze of the container is harmless */
+	if (write(1, &(char){ CONNECT_READY }, 1) != 1)
+		return 1;
+	char go;
+	ssize_t g;
+	while ((g = read(0, &go, 1)) < 0 && errno == EINTR)
+		;
+	if (g <= 0)
+		return 0; /* a spare the server let go */
+	if (go != CONNECT_GO)
 		return 2;
 	int fd = dial((unsigned)p);
 	if (fd < 0) {

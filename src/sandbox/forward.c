@@ -9,6 +9,12 @@
  * bound to the sandbox's own 127.0.0.1, and can reach nothing else: the
  * agent dials only its loopback, and only the port given here.
  *
+ * An exec costs tens of ms (create, start, the runtime's spawn), so a
+ * filler thread keeps FORWARD_SPARES of them started ahead of need, each
+ * waiting for CONNECT_GO before it dials (connect.h): a connection takes
+ * one and pays nothing; a burst past them starts its own. A rollback
+ * (forward_rebind) lets the old container's spares go.
+ *
  * Lifetime: forward_close shuts the listener and every live connection,
  * then waits for their threads; the session closes its forwards before it
  * is freed, so no thread outlives what it points at.
@@ -25,8 +31,10 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "agent/connect.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "engine/stream.h"
@@ -46,6 +54,14 @@ struct conn {
 #define FORWARD_CONNS_TOTAL 512
 /* How long a connection whose client has gone waits for the sandbox's side to end, ms. */
 #define FORWARD_GRACE_MS 30000
+/* Execs kept started ahead of need per forward (each an idle agent process in the sandbox). */
+#define FORWARD_SPARES 4
+/* After a spare failed to start (the container is gone or stopped), the next try waits this, s. */
+#define FORWARD_SPARE_RETRY_S 1
+/* How long an exec of the agent may take to start running, ms. */
+#define FORWARD_READY_MS 15000
+/* How long a new connection waits for a hold (a checkpoint's pause) to end before it is closed, s. */
+#define FORWARD_HOLD_WAIT_S 10
 static atomic_uint conns_total;
 
 struct forward {
@@ -63,6 +79,15 @@ struct forward {
 	char user[64];
 	struct conn *conns;
 	unsigned nconns;
+	struct engine_stream *spares[FORWARD_SPARES]; /* started for container, waiting for CONNECT_GO */
+	unsigned nspares;
+	unsigned generation; /* bumped by forward_rebind: a spare started before is let go */
+	pthread_t filler;
+	bool filler_started;
+	pthread_cond_t want; /* a spare was taken, the container changed, a hold ended, or closing */
+	/* forward_hold: no exec starts while held; starting counts those under way */
+	unsigned held, starting;
+	pthread_cond_t settled; /* starting fell to 0 */
 	atomic_bool closing;
 	uint64_t accepted, refused, bytes_in, bytes_out;
 };
@@ -139,35 +164,169 @@ static void pump(struct forward *f, int client, struct engine_stream *st)
 	free(buf);
 }
 
-static void *conn_main(void *arg)
+/*
+ * Under f->mu: waits while f is held (at most wait_s; -1: until it is not)
+ * and counts an exec start in. false: still held, or closing.
+ */
+static bool start_begin(struct forward *f, int wait_s)
 {
-	struct conn *c = arg;
-	struct forward *f = c->f;
-	char port[8], exec_id[ENGINE_ID_LEN + 1], container[ENGINE_ID_LEN + 1], user[64];
-	struct engine_stream *st = NULL;
-	struct err err;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += wait_s;
+	while (f->held && !atomic_load(&f->closing)) {
+		if (wait_s < 0)
+			pthread_cond_wait(&f->want, &f->mu);
+		else if (pthread_cond_timedwait(&f->want, &f->mu, &until) == ETIMEDOUT)
+			break;
+	}
+	if (f->held || atomic_load(&f->closing))
+		return false;
+	f->starting++;
+	return true;
+}
 
-	pthread_mutex_lock(&f->mu);
-	memcpy(container, f->container, sizeof(container));
-	memcpy(user, f->user, sizeof(user));
-	pthread_mutex_unlock(&f->mu);
+/* Under f->mu: an exec start counted in by start_begin is over. */
+static void start_end(struct forward *f)
+{
+	if (--f->starting == 0)
+		pthread_cond_broadcast(&f->settled);
+}
+
+/*
+ * Waits for the agent's CONNECT_READY: one stdout frame of one byte, and
+ * nothing before it. The engine answers an exec start before the runtime has
+ * started the process, and a container frozen meanwhile hangs that start
+ * (and the engine): forward_hold waits for this, not for the answer.
+ */
+static int ready_wait(struct engine_stream *st, int ms)
+{
+	unsigned char fr[STREAM_HEADER_LEN + 1];
+	size_t have = 0;
+	struct buf ahead;
+	buf_init(&ahead, ENGINE_STREAM_AHEAD_MAX);
+	int r = engine_stream_take_buffered(st, &ahead) < 0 || ahead.len > sizeof(fr) ? -EPROTO : 0;
+	if (r == 0) {
+		memcpy(fr, ahead.data ? ahead.data : "", ahead.len);
+		have = ahead.len;
+	}
+	buf_finish(&ahead);
+	int64_t end = now_ms() + ms;
+	while (r == 0 && have < sizeof(fr)) {
+		struct pollfd pfd = { .fd = engine_stream_fd(st), .events = POLLIN };
+		int64_t left = end - now_ms();
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		ssize_t n = read(pfd.fd, fr + have, sizeof(fr) - have);
+		if (n <= 0)
+			r = n < 0 && errno == EINTR ? 0 : -EPIPE;
+		else
+			have += (size_t)n;
+	}
+	/* stdout (1), no padding, a payload of 1 byte, CONNECT_READY */
+	if (r == 0 && !(fr[0] == STREAM_STDOUT && fr[1] == 0 && fr[2] == 0 && fr[3] == 0 && fr[4] == 0 && fr[5] == 0 &&
+			fr[6] == 0 && fr[7] == 1 && fr[8] == CONNECT_READY))
+		r = -EPROTO;
+	return r;
+}
+
+/* Starts `agent --connect PORT` in container as user and waits until it runs: its stream, or NULL with err. */
+static struct engine_stream *conn_exec(struct forward *f, const char *container, const char *user, struct err *err)
+{
+	char port[8], exec_id[ENGINE_ID_LEN + 1];
+	struct engine_stream *st = NULL;
 	snprintf(port, sizeof(port), "%u", f->port);
 	json_t *cfg = json_pack("{s:b, s:b, s:b, s:b, s:b, s:s, s:[s, s, s]}", "AttachStdin", 1, "AttachStdout", 1,
 				"AttachStderr", 1, "Tty", 0, "Privileged", 0, "User", user, "Cmd", AGENTCTL_PATH,
 				"--connect", port);
-	int r = engine_exec_create(f->engine, NULL, container, cfg, exec_id, &err);
+	int r = engine_exec_create(f->engine, NULL, container, cfg, exec_id, err);
 	json_decref(cfg);
 	if (r == 0)
-		r = engine_exec_start(f->engine, NULL, exec_id, &st, &err);
-	if (r == 0) {
+		r = engine_exec_start(f->engine, NULL, exec_id, &st, err);
+	if (r == 0 && (r = ready_wait(st, FORWARD_READY_MS)) < 0) {
+		err_set(err, ERRCODE_ENGINE_ERROR, r, "the agent of port %u did not start: %s", f->port, strerror(-r));
+		engine_stream_destroy(st);
+	}
+	return r == 0 ? st : NULL;
+}
+
+/* Keeps FORWARD_SPARES execs started for the current container until the forward closes. */
+static void *fill_main(void *arg)
+{
+	struct forward *f = arg;
+	char container[ENGINE_ID_LEN + 1], user[64];
+	struct err err;
+
+	pthread_mutex_lock(&f->mu);
+	while (!atomic_load(&f->closing)) {
+		if (f->nspares >= FORWARD_SPARES) {
+			pthread_cond_wait(&f->want, &f->mu);
+			continue;
+		}
+		if (!start_begin(f, -1))
+			continue;
+		unsigned gen = f->generation;
+		memcpy(container, f->container, sizeof(container));
+		memcpy(user, f->user, sizeof(user));
+		pthread_mutex_unlock(&f->mu);
+		struct engine_stream *st = conn_exec(f, container, user, &err);
+		pthread_mutex_lock(&f->mu);
+		start_end(f);
+		if (!st) {
+			log_debugf("forward of port %u: a spare: %s", f->port, err.msg);
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += FORWARD_SPARE_RETRY_S;
+			if (!atomic_load(&f->closing))
+				pthread_cond_timedwait(&f->want, &f->mu, &until);
+		} else if (atomic_load(&f->closing) || gen != f->generation || f->nspares >= FORWARD_SPARES) {
+			pthread_mutex_unlock(&f->mu);
+			engine_stream_destroy(st); /* its agent reads EOF and ends without dialling */
+			pthread_mutex_lock(&f->mu);
+		} else {
+			f->spares[f->nspares++] = st;
+		}
+	}
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+static void *conn_main(void *arg)
+{
+	struct conn *c = arg;
+	struct forward *f = c->f;
+	char container[ENGINE_ID_LEN + 1], user[64];
+	struct engine_stream *st = NULL;
+	struct err err;
+
+	/* a spare is started already; a new exec waits out a hold (an exec into a frozen container hangs) */
+	pthread_mutex_lock(&f->mu);
+	if (f->nspares)
+		st = f->spares[--f->nspares];
+	pthread_cond_signal(&f->want);
+	bool start = !st && start_begin(f, FORWARD_HOLD_WAIT_S);
+	memcpy(container, f->container, sizeof(container));
+	memcpy(user, f->user, sizeof(user));
+	pthread_mutex_unlock(&f->mu);
+	err_set(&err, ERRCODE_INTERNAL, -EAGAIN, "the session stayed paused");
+	if (start) {
+		st = conn_exec(f, container, user, &err);
+		pthread_mutex_lock(&f->mu);
+		start_end(f);
+		pthread_mutex_unlock(&f->mu);
+	}
+	const char go = CONNECT_GO;
+	if (st && engine_stream_write(st, &go, 1) == 0) {
 		pthread_mutex_lock(&f->mu);
 		c->stream_fd = atomic_load(&f->closing) ? -1 : engine_stream_fd(st);
 		pthread_mutex_unlock(&f->mu);
 		if (f->touch)
 			f->touch(f->touch_arg);
 		pump(f, c->fd, st);
-	} else
+	} else if (!st) {
 		log_infof("forward of port %u: %s", f->port, err.msg);
+	}
 	pthread_mutex_lock(&f->mu);
 	c->stream_fd = -1;
 	pthread_mutex_unlock(&f->mu);
@@ -303,6 +462,8 @@ int forward_open(struct engine *e, const char *container, const char *user, unsi
 	snprintf(f->user, sizeof(f->user), "%s", user);
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->idle, NULL);
+	pthread_cond_init(&f->want, NULL);
+	pthread_cond_init(&f->settled, NULL);
 	int r = listen_loopback(host_port, &f->lfd, &f->host_port, f->host);
 	if (r < 0) {
 		err_set(err, r == -EADDRINUSE ? ERRCODE_INVALID_ARGUMENT : ERRCODE_INTERNAL, r,
@@ -312,6 +473,9 @@ int forward_open(struct engine *e, const char *container, const char *user, unsi
 		r = err_set(err, ERRCODE_INTERNAL, -errno, "pipe: %s", strerror(errno));
 	} else if ((r = thread_create_nosig(&f->thread, NULL, accept_main, f)) != 0) {
 		r = err_set(err, ERRCODE_INTERNAL, -r, "cannot start the forward's thread");
+	} else {
+		/* without spares each connection starts its own exec: slower, still right */
+		f->filler_started = thread_create_nosig(&f->filler, NULL, fill_main, f) == 0;
 	}
 	if (r < 0) {
 		if (f->lfd >= 0)
@@ -321,6 +485,8 @@ int forward_open(struct engine *e, const char *container, const char *user, unsi
 				close(f->wake[i]);
 		pthread_mutex_destroy(&f->mu);
 		pthread_cond_destroy(&f->idle);
+		pthread_cond_destroy(&f->want);
+		pthread_cond_destroy(&f->settled);
 		free(f);
 		return r;
 	}
@@ -328,10 +494,43 @@ int forward_open(struct engine *e, const char *container, const char *user, unsi
 	return 0;
 }
 
+/* Takes every spare out of f (under f->mu) into out; their count. */
+static unsigned spares_take(struct forward *f, struct engine_stream *out[FORWARD_SPARES])
+{
+	unsigned n = f->nspares;
+	memcpy(out, f->spares, n * sizeof(out[0]));
+	f->nspares = 0;
+	return n;
+}
+
 void forward_rebind(struct forward *f, const char *container)
 {
+	struct engine_stream *old[FORWARD_SPARES];
 	pthread_mutex_lock(&f->mu);
 	snprintf(f->container, sizeof(f->container), "%s", container);
+	f->generation++;
+	unsigned n = spares_take(f, old);
+	pthread_cond_signal(&f->want);
+	pthread_mutex_unlock(&f->mu);
+	for (unsigned i = 0; i < n; i++)
+		engine_stream_destroy(old[i]);
+}
+
+void forward_hold(struct forward *f)
+{
+	pthread_mutex_lock(&f->mu);
+	f->held++;
+	while (f->starting)
+		pthread_cond_wait(&f->settled, &f->mu);
+	pthread_mutex_unlock(&f->mu);
+}
+
+void forward_release(struct forward *f)
+{
+	pthread_mutex_lock(&f->mu);
+	if (f->held)
+		f->held--;
+	pthread_cond_broadcast(&f->want);
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -378,12 +577,21 @@ void forward_close(struct forward *f)
 		if (c->stream_fd >= 0)
 			shutdown(c->stream_fd, SHUT_RDWR);
 	}
+	pthread_cond_broadcast(&f->want);
 	while (f->nconns)
 		pthread_cond_wait(&f->idle, &f->mu);
 	pthread_mutex_unlock(&f->mu);
+	if (f->filler_started)
+		pthread_join(f->filler, NULL);
+	struct engine_stream *spares[FORWARD_SPARES];
+	unsigned n = spares_take(f, spares); /* the filler is gone: no lock needed */
+	for (unsigned i = 0; i < n; i++)
+		engine_stream_destroy(spares[i]);
 	close(f->wake[0]);
 	close(f->wake[1]);
 	pthread_mutex_destroy(&f->mu);
 	pthread_cond_destroy(&f->idle);
+	pthread_cond_destroy(&f->want);
+	pthread_cond_destroy(&f->settled);
 	free(f);
 }

@@ -27,6 +27,15 @@ int forward_open(struct engine *e, const char *container, const char *user, unsi
 		 void (*touch)(void *arg), void *touch_arg, struct forward **ret, struct err *err);
 /* New connections go to container (a rollback's); the open ones end with the old one. */
 void forward_rebind(struct forward *f, const char *container);
+/*
+ * No exec starts in the container until forward_release (each hold needs
+ * one): returns once those under way have started. For a pause or a
+ * commit's pause, since an exec that starts while the container freezes
+ * hangs in the runtime, and the engine with it. New connections wait up to
+ * 10 s for the release; spares already started are used as they are.
+ */
+void forward_hold(struct forward *f);
+void forward_release(struct forward *f);
 unsigned forward_port(const struct forward *f);
 unsigned forward_host_port(const struct forward *f);
 /* The loopback address it listens on ("127.x.y.z"). */

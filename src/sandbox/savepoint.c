@@ -292,7 +292,9 @@ static int checkpoint_locked(struct session_mgr *m, struct call *call, struct se
 					.agent = s->agent_installed,
 					.settings = settings,
 					.history = s->history };
+	session_forwards_hold(m, s, true); /* the commit pauses the container */
 	r = checkpoint_make(e, call, s->container, s->id, s->name, config, &spec, ret, err);
+	session_forwards_hold(m, s, false);
 	json_decref(config);
 	json_decref(settings);
 	if (r == 0) {
@@ -719,9 +721,13 @@ int savepoint_open(struct session_mgr *m, struct call *call, const char *ref, st
 
 int savepoint_pause(struct session_mgr *m, struct call *call, struct session *s, struct err *err)
 {
+	/* held until the resume: an exec into a frozen container hangs */
+	session_forwards_hold(m, s, true);
 	int r = engine_container_pause(s->engine, call, s->container, err);
-	if (r < 0)
+	if (r < 0) {
+		session_forwards_hold(m, s, false);
 		return r;
+	}
 	pthread_mutex_lock(&m->lock);
 	s->paused = true;
 	s->paused_at = session_now();
@@ -739,6 +745,7 @@ int savepoint_resume(struct session_mgr *m, struct call *call, struct session *s
 	if (!was)
 		return 0;
 	int r = engine_container_unpause(s->engine, call, s->container, err);
+	session_forwards_hold(m, s, false);
 	if (r == 0)
 		log_infof("session %s resumed", s->id);
 	return r;

@@ -1519,6 +1519,18 @@ json_t *session_forwards_json(struct session_mgr *m, struct session *s)
 	return a;
 }
 
+void session_forwards_hold(struct session_mgr *m, struct session *s, bool hold)
+{
+	/* forwards change only by calls on s's FIFO, which this runs on: the list holds still */
+	(void)m;
+	for (unsigned i = 0; i < s->nforwards; i++) {
+		if (hold)
+			forward_hold(s->forwards[i]);
+		else
+			forward_release(s->forwards[i]);
+	}
+}
+
 int session_forward_find(struct session_mgr *m, const char *id, unsigned port, char owner[CALL_PRINCIPAL_MAX + 1],
 			 char host[16], unsigned *host_port)
 {

@@ -148,7 +148,9 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 			json_object_set(config, "Env", cenv);
 		r = flatten(ctx, s, message, config, id, &e_);
 	} else {
+		session_forwards_hold(ctx->svc->sessions, s, true); /* the commit pauses the container */
 		r = image_commit(e, ctx->call, s->container, "", "", message, config, id, &e_);
+		session_forwards_hold(ctx->svc->sessions, s, false);
 	}
 	json_decref(config);
 	if (r < 0) {

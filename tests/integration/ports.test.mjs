@@ -92,6 +92,36 @@ describe('port forwards', suite({ timeout: 600000 }), () => {
     await srv.fails('port_forward', { session_id: sid, action: 'close', port: 2 }, 'invalid_argument');
   });
 
+  test('connections during checkpoints and a pause never start an exec into the frozen container', async () => {
+    // an exec that starts while the container freezes hangs in runc, and the engine with it:
+    // forwards keep spares started ahead, and hold new starts while a commit or a pause freezes it
+    const f = (await srv.ok('port_forward', { session_id: sid })).forwards.find((x) => x.port === 8000);
+    let stop = false;
+    let served = 0;
+    const load = (async () => {
+      while (!stop) {
+        const r = await fetch(`http://${f.host}:${f.host_port}/`).then((x) => x.text().then(() => x.status), () => 0);
+        if (r === 200) served++;
+      }
+    })();
+    try {
+      for (let i = 0; i < 4; i++) {
+        const t0 = Date.now();
+        await srv.ok('session_checkpoint', { session_id: sid, name: `busy-${i}` }, { timeoutMs: 30000 });
+        assert.ok(Date.now() - t0 < 20000, `checkpoint ${i} took ${Date.now() - t0} ms`);
+      }
+      await srv.ok('session_pause', { session_id: sid, action: 'pause' }, { timeoutMs: 30000 });
+      await sleep(500);
+      await srv.ok('session_pause', { session_id: sid, action: 'resume' }, { timeoutMs: 30000 });
+    } finally {
+      stop = true;
+      await load;
+    }
+    assert.ok(served > 10, `served ${served} requests while checkpointing`);
+    assert.equal((await fetch(`http://${f.host}:${f.host_port}/`)).status, 200);
+    for (let i = 0; i < 4; i++) await srv.ok('session_checkpoint', { session_id: sid, action: 'delete', checkpoint: `busy-${i}` });
+  });
+
   test('a forward follows a rollback, and ends with its session', async () => {
     const f = (await srv.ok('port_forward', { session_id: sid })).forwards.find((x) => x.port === 8000);
     await srv.ok('session_checkpoint', { session_id: sid, name: 'web' });
