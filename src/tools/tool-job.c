@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/buf.h"
 #include "base/util.h"
@@ -65,18 +66,21 @@
  * of it lives (also after its leader ended), in this container; exit 5 when
  * nothing is left to signal.
  */
-static const char start_script[] =
-	"read -r me < /proc/sys/kernel/hostname\n"
-	"alive() { h=; read -r h < \"$1/host\" 2>/dev/null; [ \"$h\" = \"$me\" ] || return 1\n"
-	"  if [ ! -e \"$1/pid\" ]; then a=0; read -r a < \"$1/started\" 2>/dev/null; [ $(( $(date +%s) - a )) -lt 30 ]; return; fi\n"
-	"  p=0; t=; read -r p t < \"$1/pid\" 2>/dev/null || return 1; [ \"$p\" -gt 1 ] 2>/dev/null || return 1\n"
-	"  s=; read -r s < \"/proc/$p/stat\" 2>/dev/null || return 1; s=${s##*) }; set -- $s; [ \"${20}\" = \"$t\" ]; }\n"
+/* What every script starts with: me (this container), alive DIR and state DIR; JOB_NOW is the server's clock. */
+#define JOB_PRELUDE                                                                                                             \
+	"read -r me < /proc/sys/kernel/hostname\n"                                                                              \
+	"alive() { h=; read -r h < \"$1/host\" 2>/dev/null; [ \"$h\" = \"$me\" ] || return 1\n"                                 \
+	"  if [ ! -e \"$1/pid\" ]; then a=0; read -r a < \"$1/started\" 2>/dev/null; [ $((JOB_NOW - a)) -lt 30 ]; return; fi\n" \
+	"  p=0; t=; read -r p t < \"$1/pid\" 2>/dev/null || return 1; [ \"$p\" -gt 1 ] 2>/dev/null || return 1\n"               \
+	"  s=; read -r s < \"/proc/$p/stat\" 2>/dev/null || return 1; s=${s##*) }; set -- $s; [ \"${20}\" = \"$t\" ]; }\n"      \
 	"state() { if [ -e \"$1/rc\" ]; then echo exited; elif alive \"$1\"; then echo running; else echo lost; fi; }\n"
+
+static const char start_script[] = JOB_PRELUDE
 	"set -u; j=$1; cap=$2; max=$3; wd=$4; mkdir -p \"$j\" || exit 1\n"
 	"n=0; for d in \"$j\"/*/; do [ -d \"$d\" ] && [ ! -e \"$d/rc\" ] && alive \"$d\" && n=$((n+1)); done\n"
 	"[ \"$n\" -ge \"$max\" ] && { echo \"$n running\"; exit 3; }\n"
 	"i=1; while ! mkdir \"$j/$i\" 2>/dev/null; do i=$((i+1)); [ \"$i\" -gt 100000 ] && exit 1; done\n"
-	"d=$j/$i; printf '%s' \"$5\" > \"$d/command\"; date +%s > \"$d/started\"; : > \"$d/out\"; echo \"$me\" > \"$d/host\"\n"
+	"d=$j/$i; printf '%s' \"$5\" > \"$d/command\"; echo \"$JOB_NOW\" > \"$d/started\"; : > \"$d/out\"; echo \"$me\" > \"$d/host\"\n"
 	"inner='c=$1; s=; read -r s < /proc/$$/stat; s=${s##*) }; set -- $s; echo \"$$ ${20}\" > \"$0/pid.part\"\n"
 	"mv \"$0/pid.part\" \"$0/pid\"; exec sh -c \"$c\"'\n"
 	"S=; command -v setsid >/dev/null 2>&1 && S=setsid\n"
@@ -87,13 +91,7 @@ static const char start_script[] =
 	"  < /dev/null > /dev/null 2>&1 &\n"
 	"echo \"$i\"\n";
 
-static const char list_script[] =
-	"read -r me < /proc/sys/kernel/hostname\n"
-	"alive() { h=; read -r h < \"$1/host\" 2>/dev/null; [ \"$h\" = \"$me\" ] || return 1\n"
-	"  if [ ! -e \"$1/pid\" ]; then a=0; read -r a < \"$1/started\" 2>/dev/null; [ $(( $(date +%s) - a )) -lt 30 ]; return; fi\n"
-	"  p=0; t=; read -r p t < \"$1/pid\" 2>/dev/null || return 1; [ \"$p\" -gt 1 ] 2>/dev/null || return 1\n"
-	"  s=; read -r s < \"/proc/$p/stat\" 2>/dev/null || return 1; s=${s##*) }; set -- $s; [ \"${20}\" = \"$t\" ]; }\n"
-	"state() { if [ -e \"$1/rc\" ]; then echo exited; elif alive \"$1\"; then echo running; else echo lost; fi; }\n"
+static const char list_script[] = JOB_PRELUDE
 	"j=$1; [ -d \"$j\" ] || exit 0\n"
 	"for i in $(ls \"$j\" | grep -E '^[0-9]+$' | sort -n | tail -200); do d=$j/$i\n"
 	"  p=0; read -r p x < \"$d/pid\" 2>/dev/null; rc=-; read -r rc < \"$d/rc\" 2>/dev/null; st=$(state \"$d\")\n"
@@ -106,13 +104,7 @@ static const char list_script[] =
 	"    \"$u\" \"$r\" \"$(wc -c < \"$d/out\" 2>/dev/null || echo 0)\" \"$(head -c 200 \"$d/command\" | tr '\\n\\t' '  ')\"\n"
 	"done\n";
 
-static const char output_script[] =
-	"read -r me < /proc/sys/kernel/hostname\n"
-	"alive() { h=; read -r h < \"$1/host\" 2>/dev/null; [ \"$h\" = \"$me\" ] || return 1\n"
-	"  if [ ! -e \"$1/pid\" ]; then a=0; read -r a < \"$1/started\" 2>/dev/null; [ $(( $(date +%s) - a )) -lt 30 ]; return; fi\n"
-	"  p=0; t=; read -r p t < \"$1/pid\" 2>/dev/null || return 1; [ \"$p\" -gt 1 ] 2>/dev/null || return 1\n"
-	"  s=; read -r s < \"/proc/$p/stat\" 2>/dev/null || return 1; s=${s##*) }; set -- $s; [ \"${20}\" = \"$t\" ]; }\n"
-	"state() { if [ -e \"$1/rc\" ]; then echo exited; elif alive \"$1\"; then echo running; else echo lost; fi; }\n"
+static const char output_script[] = JOB_PRELUDE
 	"d=$1; off=$2; tl=$3; w=$4; max=$5; [ -d \"$d\" ] || { echo nojob; exit 4; }\n"
 	"k=0; while [ \"$k\" -lt $((w * 10)) ]; do [ \"$(wc -c < \"$d/out\")\" -gt \"$off\" ] && break\n"
 	"  [ \"$(state \"$d\")\" = running ] || break; sleep 0.1; k=$((k+1)); done\n"
@@ -120,13 +112,7 @@ static const char output_script[] =
 	"[ \"$st\" -gt \"$sz\" ] && st=$sz\n"
 	"echo \"$sz $st $(cat \"$d/rc\" 2>/dev/null || echo -) $(state \"$d\")\"; tail -c +$((st + 1)) \"$d/out\" | head -c \"$max\"\n";
 
-static const char signal_script[] =
-	"read -r me < /proc/sys/kernel/hostname\n"
-	"alive() { h=; read -r h < \"$1/host\" 2>/dev/null; [ \"$h\" = \"$me\" ] || return 1\n"
-	"  if [ ! -e \"$1/pid\" ]; then a=0; read -r a < \"$1/started\" 2>/dev/null; [ $(( $(date +%s) - a )) -lt 30 ]; return; fi\n"
-	"  p=0; t=; read -r p t < \"$1/pid\" 2>/dev/null || return 1; [ \"$p\" -gt 1 ] 2>/dev/null || return 1\n"
-	"  s=; read -r s < \"/proc/$p/stat\" 2>/dev/null || return 1; s=${s##*) }; set -- $s; [ \"${20}\" = \"$t\" ]; }\n"
-	"state() { if [ -e \"$1/rc\" ]; then echo exited; elif alive \"$1\"; then echo running; else echo lost; fi; }\n"
+static const char signal_script[] = JOB_PRELUDE
 	"d=$1; [ -d \"$d\" ] || { echo nojob; exit 4; }\n"
 	"h=; read -r h < \"$d/host\" 2>/dev/null; [ \"$h\" = \"$me\" ] || { echo ended; exit 5; }\n"
 	"k=0; while [ ! -e \"$d/pid\" ] && [ ! -e \"$d/rc\" ] && [ \"$k\" -lt 200 ]; do sleep 0.01; k=$((k+1)); done\n"
@@ -173,8 +159,13 @@ static void jobs_dir(const struct tool_ctx *ctx, char *out, size_t outsz)
 static int job_exec(struct tool_ctx *ctx, struct session *s, const char *const *argv, int timeout_s,
 		    struct exec_result *xr, char **out, size_t *outlen, struct err *e)
 {
+	/* the time from here: the scripts need it, and `date` would be a fork each */
+	char now[40];
+	snprintf(now, sizeof(now), "JOB_NOW=%lld", (long long)time(NULL));
+	const char *env[] = { now, NULL };
 	struct exec_spec spec = {
 		.argv = argv,
+		.env = env,
 		.workdir = ctx->svc->cfg->workspace,
 		.user = s->user,
 		.timeout_ms = timeout_s * 1000,
