@@ -255,10 +255,27 @@ describe('previews: a forwarded port in a browser, through a signed link', () =>
     assert.ok(pngColours(png) > 2, 'the screenshot is not blank');
   });
 
-  test('another principal cannot forward, or get a preview of, alice\'s session', async () => {
-    const res = await call(TB, 'port_forward', { session_id: alice.structuredContent.session_id, action: 'list' });
-    assert.ok(res.isError);
-    assert.equal(res.structuredContent?.error?.code, 'session_not_found');
+  test('another principal cannot forward, list, signal or read the jobs of alice\'s session', async () => {
+    const sid = alice.structuredContent.session_id;
+    const tries = [
+      ['port_forward', { session_id: sid, action: 'list' }],
+      ['port_forward', { session_id: sid, action: 'open', port: 8000 }],
+      ['port_forward', { session_id: sid, action: 'close', port: 8000 }],
+      ['job', { session_id: sid, action: 'list' }],
+      ['job', { session_id: sid, action: 'output', job_id: '1' }],
+      ['job', { session_id: sid, action: 'signal', job_id: '1', signal: 'KILL' }],
+      ['run_command', { session_id: sid, background: true, command: 'true' }],
+    ];
+    for (const [name, args] of tries) {
+      const res = await call(TB, name, args);
+      assert.ok(res.isError, `${name} ${JSON.stringify(args)}`);
+      assert.equal(res.structuredContent?.error?.code, 'session_not_found', `${name} ${JSON.stringify(args)}`);
+    }
+    // and alice's job and forward are untouched
+    const jobs = (await ok(TA, 'job', { session_id: sid, action: 'list' })).structuredContent.jobs;
+    assert.ok(jobs.some((j) => j.state === 'running'), JSON.stringify(jobs));
+    const u = new URL(alice.structuredContent.preview_url);
+    assert.equal(statusOf(await get(u, { path: '/', cookie: u.search.slice(1) })), 200);
   });
 
   test('one principal holds at most 64 preview connections; the next is 503, and others still get in', { timeout: 120000 }, async () => {
@@ -287,7 +304,9 @@ describe('previews: a forwarded port in a browser, through a signed link', () =>
       over.sock.destroy();
       assert.equal(over.status, 503, 'the 65th of one principal');
       const b = new URL(bob.structuredContent.preview_url);
-      assert.equal(statusOf(await get(b, { path: '/', cookie: b.search.slice(1) })), 200, 'bob still gets in');
+      const bobs = await hold(b);
+      bobs.sock.destroy();
+      assert.equal(bobs.status, 101, 'bob still gets in');
     } finally {
       for (const h of held) h.sock.destroy();
     }
