@@ -15,12 +15,19 @@
 /* The clients, for messages: "claude-desktop, claude-code, gemini, codex". */
 extern const char clientcfg_names[];
 
+/* How the client starts the server. */
+struct clientcfg_launch {
+	const char *self;      /* this binary's absolute path */
+	const char *image;     /* or, when set, `docker run -i --rm` of this server image */
+	const char *host_dirs; /* docker: SANDBOX_HOST_DIRS, each folder mounted at its own path */
+};
+
 /*
- * Writes the configuration for client that starts the server at self (an
- * absolute path) to f. 0; -ENOENT for an unknown client; -EILSEQ when the
- * format cannot hold the path (JSON and TOML need UTF-8); message in err.
+ * Writes the configuration for client that starts the server as how says
+ * to f. 0; -ENOENT for an unknown client; -EILSEQ when the format cannot
+ * hold a path (JSON and TOML need UTF-8); message in err.
  */
-int clientcfg_print(FILE *f, const char *client, const char *self, struct err *err);
+int clientcfg_print(FILE *f, const char *client, const struct clientcfg_launch *how, struct err *err);
 
 /* Writes s as one sh word: single-quoted, each ' spelled '\''. */
 void clientcfg_sh_quote(FILE *f, const char *s);

@@ -86,8 +86,10 @@ static int run_command_line(const struct config *cfg, int argc, char **argv);
 static const struct command commands[] = {
 	{ "serve", "", 0, 0, "Serve MCP on stdin/stdout (the default), or over HTTP with --http", serve },
 	{ "doctor", "", 0, 0, "Check the Docker engine, the default image and the host folders; print fixes", doctor },
-	{ "config", "CLIENT", 1, 1,
-	  "Print what adds this binary to CLIENT: claude-desktop, claude-code, gemini or codex", print_client_config },
+	{ "config", "CLIENT [docker[=IMAGE]]", 1, 2,
+	  "Print what adds this binary to CLIENT: claude-desktop, claude-code, gemini or codex; with docker, "
+	  "`docker run -i` of the server image (default sandbox-mcp:" SANDBOX_VERSION ")",
+	  print_client_config },
 	{ "help", "[COMMAND]", 0, 1, "Show this help, or one command's", help },
 };
 
@@ -514,8 +516,17 @@ static int print_client_config(const struct config *cfg, char **args)
 		return 1;
 	}
 	self[n] = '\0';
+	struct clientcfg_launch how = { .self = self, .host_dirs = cfg->host_dirs };
+	if (args[1] && strcmp(args[1], "docker") == 0) {
+		how.image = "sandbox-mcp:" SANDBOX_VERSION;
+	} else if (args[1] && strncmp(args[1], "docker=", 7) == 0 && args[1][7]) {
+		how.image = args[1] + 7;
+	} else if (args[1]) {
+		fprintf(stderr, "sandbox-mcp: config %s: '%s' is not docker or docker=IMAGE\n", args[0], args[1]);
+		return 2;
+	}
 	err_clear(&err);
-	int r = clientcfg_print(stdout, args[0], self, &err);
+	int r = clientcfg_print(stdout, args[0], &how, &err);
 	if (r < 0) {
 		fprintf(stderr, "sandbox-mcp: %s\n", err.msg);
 		return r == -ENOENT ? 2 : 1;

@@ -154,23 +154,69 @@ static void test_settings_after_command(void **state)
 	config_finish(&c);
 }
 
-/* What clientcfg_print writes for client with binary path self. */
-static char *client_text(const char *client, const char *self, int *ret)
+/* What clientcfg_print writes for client with binary path self, or a docker launch of image. */
+static char *client_launch(const char *client, const char *self, const char *image, const char *dirs, int *ret)
 {
 	char *text = NULL;
 	size_t n = 0;
 	struct err e;
+	struct clientcfg_launch how = { .self = self, .image = image, .host_dirs = dirs };
 	FILE *f = open_memstream(&text, &n);
 	assert_non_null(f);
 	err_clear(&e);
-	*ret = clientcfg_print(f, client, self, &e);
+	*ret = clientcfg_print(f, client, &how, &e);
 	fclose(f);
 	return text;
+}
+
+static char *client_text(const char *client, const char *self, int *ret)
+{
+	return client_launch(client, self, NULL, NULL, ret);
+}
+
+static void test_client_docker(void **state)
+{
+	int r;
+	(void)state;
+	char *t = client_launch("claude-desktop", "/x", "sandbox-mcp:1.2", "/home/a b:/srv/it's", &r);
+	assert_int_equal(r, 0);
+	json_t *j = json_loads(t, 0, NULL);
+	assert_non_null(j);
+	json_t *e = json_object_get(json_object_get(json_object_get(j, "mcpServers"), "sandbox"), "args");
+	const char *want[] = { "run",
+			       "-i",
+			       "--rm",
+			       "-v",
+			       "/var/run/docker.sock:/var/run/docker.sock",
+			       "-v",
+			       "/home/a b:/home/a b",
+			       "-v",
+			       "/srv/it's:/srv/it's",
+			       "-e",
+			       "SANDBOX_HOST_DIRS=/home/a b:/srv/it's",
+			       "sandbox-mcp:1.2" };
+	assert_int_equal(json_array_size(e), sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_string_equal(json_string_value(json_array_get(e, i)), want[i]);
+	json_decref(j);
+	free(t);
+	t = client_launch("claude-code", "/x", "img", "/d", &r);
+	assert_non_null(strstr(t, "-- 'docker' 'run' '-i' '--rm' '-v' '/var/run/docker.sock:/var/run/docker.sock' '-v' "
+				  "'/d:/d' '-e' 'SANDBOX_HOST_DIRS=/d' 'img'\n"));
+	free(t);
+	/* too many folders for one launch: refused, not cut */
+	char many[4096] = "";
+	for (int i = 0; i < 40; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s/d%d", i ? ":" : "", i);
+	t = client_launch("codex", "/x", "img", many, &r);
+	assert_int_equal(r, -E2BIG);
+	free(t);
 }
 
 static void test_client_quoting(void **state)
 {
 	int r;
+	(void)state;
 	char *t = client_text("claude-code", "/a b/it's", &r);
 	assert_int_equal(r, 0);
 	assert_non_null(strstr(t, "claude mcp add -s user sandbox -- '/a b/it'\\''s'\n"));
@@ -500,6 +546,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_flag_stops),
 		cmocka_unit_test(test_settings_after_command),
 		cmocka_unit_test(test_client_quoting),
+		cmocka_unit_test(test_client_docker),
 		cmocka_unit_test(test_docker_host),
 		cmocka_unit_test(test_ssh_host),
 		cmocka_unit_test(test_tls_settings),
