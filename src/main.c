@@ -335,6 +335,9 @@ static int previews(const struct tool_services *svc, struct preview **ret, struc
 		return 0;
 	if (httpcheck_listen_parse(cfg->http, strlen(cfg->http), host, &port) < 0)
 		return 0; /* httpd_start has said what is wrong with it */
+	/* behind a proxy of the operator's (a base URL given): that proxy is the way in, on this host */
+	if (cfg->preview_url && cfg->preview_url[0])
+		snprintf(host, sizeof(host), "127.0.0.1");
 	int r = preview_start(host, (unsigned)cfg->preview_port, cfg->preview_url, svc->sessions, svc->links, ret, err);
 	if (r == 0)
 		log_infof("previews of forwarded ports on %s port %u", host, preview_port(*ret));

@@ -304,7 +304,7 @@ static void *conn_main(void *arg)
 	pthread_mutex_lock(&f->mu);
 	if (f->nspares)
 		st = f->spares[--f->nspares];
-	pthread_cond_signal(&f->want);
+	pthread_cond_broadcast(&f->want); /* the filler, not only a connection waiting out a hold */
 	bool start = !st && start_begin(f, FORWARD_HOLD_WAIT_S);
 	memcpy(container, f->container, sizeof(container));
 	memcpy(user, f->user, sizeof(user));
@@ -510,7 +510,7 @@ void forward_rebind(struct forward *f, const char *container)
 	snprintf(f->container, sizeof(f->container), "%s", container);
 	f->generation++;
 	unsigned n = spares_take(f, old);
-	pthread_cond_signal(&f->want);
+	pthread_cond_broadcast(&f->want);
 	pthread_mutex_unlock(&f->mu);
 	for (unsigned i = 0; i < n; i++)
 		engine_stream_destroy(old[i]);

@@ -1519,16 +1519,25 @@ json_t *session_forwards_json(struct session_mgr *m, struct session *s)
 	return a;
 }
 
-void session_forwards_hold(struct session_mgr *m, struct session *s, bool hold)
+void session_forwards_hold(struct session_mgr *m, const struct session *s, bool hold)
 {
-	/* forwards change only by calls on s's FIFO, which this runs on: the list holds still */
-	(void)m;
-	for (unsigned i = 0; i < s->nforwards; i++) {
-		if (hold)
+	/*
+	 * A hold waits for exec starts under way, so it cannot sit under the
+	 * registry's lock: it runs only on s's FIFO (a checkpoint, a commit, a
+	 * pause, a download), where nothing removes a forward. A release may
+	 * come from beside the FIFO (any call resumes a paused session), so it
+	 * walks the list under the lock, which a forward leaves before it is
+	 * freed (session_forward_close); a release never blocks.
+	 */
+	if (hold) {
+		for (unsigned i = 0; i < s->nforwards; i++)
 			forward_hold(s->forwards[i]);
-		else
-			forward_release(s->forwards[i]);
+		return;
 	}
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < s->nforwards; i++)
+		forward_release(s->forwards[i]);
+	pthread_mutex_unlock(&m->lock);
 }
 
 int session_forward_find(struct session_mgr *m, const char *id, unsigned port, char owner[CALL_PRINCIPAL_MAX + 1],

@@ -276,8 +276,11 @@ int session_forward_open(struct session_mgr *m, struct session *s, unsigned port
 int session_forward_close(struct session_mgr *m, struct session *s, unsigned port);
 /* s's forwards as JSON (new reference). */
 json_t *session_forwards_json(struct session_mgr *m, struct session *s);
-/* Holds (hold true) or releases every forward of s (forward_hold): around anything that pauses its container. */
-void session_forwards_hold(struct session_mgr *m, struct session *s, bool hold);
+/*
+ * Holds (hold true) or releases every forward of s (forward_hold): around
+ * anything that pauses its container. A hold only on s's FIFO.
+ */
+void session_forwards_hold(struct session_mgr *m, const struct session *s, bool hold);
 /*
  * For the preview server: the owner of the live session id (of any
  * principal) into owner, and the address its forward of port listens on.

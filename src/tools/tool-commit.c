@@ -83,6 +83,8 @@ static int flatten(struct tool_ctx *ctx, const struct session *s, const char *me
 
 	struct export_src src = { .ctx = ctx };
 	struct err uerr;
+	/* an exec that starts while the container freezes hangs the engine: forwards start none meanwhile */
+	session_forwards_hold(ctx->svc->sessions, s, true);
 	int r = engine_container_pause(e, ctx->call, s->container, err);
 	if (r == 0) {
 		r = engine_container_export(e, ctx->call, s->container, &src.b, err);
@@ -92,6 +94,7 @@ static int flatten(struct tool_ctx *ctx, const struct session *s, const char *me
 		if (engine_container_unpause(e, NULL, s->container, &uerr) < 0)
 			log_warnf("session %s: unpausing after the export: %s", s->id, uerr.msg);
 	}
+	session_forwards_hold(ctx->svc->sessions, s, false);
 	free(argv);
 	json_decref(changes);
 	return r;

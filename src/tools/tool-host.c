@@ -111,9 +111,14 @@ static int download_direct(struct tool_ctx *ctx, const struct session *s, const 
 	int r = 0;
 
 	*ret_handled = false;
-	if (!path_within(ws, path) || strcmp(path, ws) == 0 ||
-	    engine_container_pause(e, ctx->call, s->container, &perr) < 0)
+	if (!path_within(ws, path) || strcmp(path, ws) == 0)
 		return 0;
+	/* an exec that starts while the container freezes hangs the engine: forwards start none meanwhile */
+	session_forwards_hold(ctx->svc->sessions, s, true);
+	if (engine_container_pause(e, ctx->call, s->container, &perr) < 0) {
+		session_forwards_hold(ctx->svc->sessions, s, false);
+		return 0;
+	}
 	for (const char *p = path + 1; ok;) {
 		const char *slash = strchr(p, '/');
 		struct engine_path_stat st;
@@ -140,6 +145,7 @@ static int download_direct(struct tool_ctx *ctx, const struct session *s, const 
 	/* never left frozen, cancelled or not */
 	if (engine_container_unpause(e, NULL, s->container, &perr) < 0)
 		log_errorf("unpausing the container of session %s failed: %s", s->id, perr.msg);
+	session_forwards_hold(ctx->svc->sessions, s, false);
 	return r;
 }
 

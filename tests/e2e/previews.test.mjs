@@ -231,9 +231,26 @@ describe('previews: a forwarded port in a browser, through a signed link', () =>
       const r = await get(a, { host, cookie: `sbx_preview=${cred(a)}` });
       assert.equal(statusOf(r), 421, `Host ${host}: ${r}`);
     }
-    // the app sees the request as sent, and nothing of another preview
-    const echoed = await get(a, { path: '/cookie', cookie: `sbx_preview=${cred(a)}` });
-    assert.match(echoed, /cookie:sbx_preview=/);
+    // the app gets its own cookies, never the preview's credential (it could send it out through the browser)
+    const echoed = await get(a, { path: '/cookie', cookie: `theme=dark; sbx_preview=${cred(a)}; lang=en` });
+    assert.equal(statusOf(echoed), 200, echoed);
+    assert.match(echoed, /\r\n\r\ncookie:theme=dark; lang=en$/);
+    // one request per connection: a second one pipelined behind a judged one (a pooling proxy's) never reaches the app
+    const piped = await rawRequest(Number(a.port), `GET /cookie HTTP/1.1\r\nHost: ${a.host}\r\nCookie: sbx_preview=${cred(a)}\r\n\r\n` +
+      `GET /cookie HTTP/1.1\r\nHost: ${b.host}\r\nCookie: x=from-bob\r\n\r\n`);
+    assert.equal(piped.match(/HTTP\/1\.[01] \d{3}/g).length, 1, piped);
+    assert.doesNotMatch(piped, /from-bob/);
+    // the link's 303 goes back only to a path of this host, and one that fits
+    for (const [path, want] of [['/a/b', '/a/b'], ['//evil.example/x', '/'], ['/\\evil.example', '/'],
+      [`/${'x'.repeat(600)}`, '/']]) {
+      const r = await get(a, { path: `${path}?sbx_preview=${cred(a)}` });
+      assert.equal(statusOf(r), 303, r);
+      assert.equal(/\r\nLocation: ([^\r]*)\r\n/.exec(r)?.[1], want, path.slice(0, 40));
+      assert.match(r, /\r\nSet-Cookie: sbx_preview=[^;]+; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax\r\n/);
+    }
+    // an absolute-form target goes to this preview's app, as its Host says: it names no other place
+    const abs = await get(a, { path: 'http://evil.example/cookie', cookie: `sbx_preview=${cred(a)}` });
+    assert.match(abs, /^HTTP\/1\.0 \d{3} /, abs);
   });
 
   test('a preview\'s origin cannot call /mcp, with or without a token', async () => {

@@ -16,11 +16,14 @@
  *   - the MAC names the session's owner as the registry knows it now: a
  *     tampered, expired or another session's link gets 403.
  *
- * Then the connection is relayed, head included, to the forward's own
- * loopback listener (forward.c: the agent dials only the sandbox's port),
- * byte for byte until either side ends, so WebSocket upgrades pass. Later
- * requests on that connection go unjudged: it was let in for this preview
- * and leads only there.
+ * Then the request goes on to the forward's own loopback listener
+ * (forward.c: the agent dials only the sandbox's port) with its head
+ * rewritten (previewreq.h: no hop-by-hop headers, no sbx_preview cookie,
+ * "Connection: close"), its body by Content-Length, and the app's answer
+ * comes back until the app closes: one request per connection, so each is
+ * judged (a proxy in front that pools connections cannot slip another
+ * client's request into a judged one). A WebSocket upgrade the app answers
+ * with 101 becomes a tunnel both ways, as the protocol then is.
  *
  * Why it is safe beside /mcp: a preview is an origin of its own (its own
  * host and port), so its scripts cannot read the server's responses; /mcp
@@ -46,6 +49,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "transport/http/preview.h"
+#include "transport/http/previewreq.h"
 
 /* Relayed connections of one principal's previews at once: the others' keep the rest of PREVIEW_CONNS_MAX. */
 #define PREVIEW_PRINCIPAL_CONNS 64
@@ -54,6 +58,12 @@
 /* How long a relay whose one side ended waits for the other, ms. */
 #define PREVIEW_GRACE_MS 30000
 #define PREVIEW_CHUNK (64 * 1024)
+/* The longest path a link's 303 sends the browser back to; a longer one goes to "/". */
+#define PREVIEW_LOCATION_MAX 256
+/* Connections whose first head has not been judged yet, at once: no link, no more of PREVIEW_CONNS_MAX. */
+#define PREVIEW_UNJUDGED_MAX 64
+/* A relay with no byte either way for this long ends, ms (a tab left open; a live-reload socket pings). */
+#define PREVIEW_IDLE_MS (10 * 60 * 1000)
 
 struct pconn {
 	struct preview *p;
@@ -74,6 +84,7 @@ struct preview {
 	pthread_cond_t idle;
 	struct pconn *conns;
 	unsigned nconns;
+	unsigned unjudged; /* of them, still before their first head was judged */
 	atomic_bool closing;
 };
 
@@ -110,8 +121,12 @@ static int read_head(int fd, struct buf *b, struct http_request *req)
 {
 	int64_t deadline = now_ms() + PREVIEW_HEAD_MS;
 	char chunk[4096];
+	size_t seen = 0; /* bytes already searched for the blank line: a head dripped in is parsed once */
 	for (;;) {
-		int r = http_parse_request(b->data ? b->data : "", b->len, req);
+		size_t from = seen > 3 ? seen - 3 : 0;
+		bool whole = b->len > from && memmem(b->data + from, b->len - from, "\r\n\r\n", 4);
+		seen = b->len;
+		int r = whole || b->len > HTTP_PARSE_REQUEST_MAX ? http_parse_request(b->data, b->len, req) : -2;
 		if (r >= 0)
 			return r;
 		if (r == -1) {
@@ -178,13 +193,24 @@ static int trade_link(struct preview *p, int fd, const struct http_request *req,
 	}
 	char extra[640];
 	int64_t age = strtoll(exp, NULL, 10) - (int64_t)time(NULL);
-	/* the path alone: the token leaves the address bar; anything the app's own query held goes too */
-	snprintf(extra, sizeof(extra),
-		 "Location: %.*s\r\nSet-Cookie: " LINKSIGN_PREVIEW_PARAM "=%s.%s; Path=/; Max-Age=%lld; HttpOnly; "
-		 "SameSite=Lax%s\r\n",
-		 (int)(q - req->target.p), req->target.p, exp, sig, (long long)(age > 0 ? age : 0),
-		 p->https ? "; Secure" : "");
-	answer(fd, 303, "See Other", extra, "");
+	/*
+	 * The path alone: the token leaves the address bar; anything the app's
+	 * own query held goes too. Only an origin-form path of this host ("/x",
+	 * not "//evil/x", "/\\evil" or "http://evil/"), and not one so long the
+	 * cookie would not fit: else "/".
+	 */
+	size_t pn = (size_t)(q - req->target.p);
+	const char *path = req->target.p;
+	if (pn == 0 || pn > PREVIEW_LOCATION_MAX || path[0] != '/' || (pn > 1 && (path[1] == '/' || path[1] == '\\')))
+		path = "/", pn = 1;
+	int k = snprintf(extra, sizeof(extra),
+			 "Location: %.*s\r\nSet-Cookie: " LINKSIGN_PREVIEW_PARAM
+			 "=%s.%s; Path=/; Max-Age=%lld; HttpOnly; SameSite=Lax%s\r\n",
+			 (int)pn, path, exp, sig, (long long)(age > 0 ? age : 0), p->https ? "; Secure" : "");
+	if (k < 0 || (size_t)k >= sizeof(extra))
+		answer(fd, 500, "Internal Server Error", NULL, "The preview's answer did not fit.\n");
+	else
+		answer(fd, 303, "See Other", extra, "");
 	return 1;
 }
 
@@ -277,12 +303,14 @@ static void relay(struct preview *p, int fd, int up)
 	char *buf = xmalloc(PREVIEW_CHUNK);
 	struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN }, { .fd = up, .events = POLLIN } };
 	int to[2] = { up, fd };
-	int64_t ended = 0;
+	int64_t ended = 0, last = now_ms();
 	while (!atomic_load(&p->closing) && (pfd[0].fd >= 0 || pfd[1].fd >= 0) &&
-	       !(ended && now_ms() - ended > PREVIEW_GRACE_MS)) {
+	       !(ended && now_ms() - ended > PREVIEW_GRACE_MS) && now_ms() - last < PREVIEW_IDLE_MS) {
 		int pr = poll(pfd, 2, 500);
 		if (pr < 0 && errno != EINTR)
 			break;
+		if (pr > 0)
+			last = now_ms();
 		for (int i = 0; i < 2 && pr > 0; i++) {
 			if (pfd[i].fd < 0 || !pfd[i].revents)
 				continue;
@@ -300,6 +328,70 @@ static void relay(struct preview *p, int fd, int up)
 	free(buf);
 }
 
+/* Sends the body's n bytes: those already read past the head in b, then the rest from fd. false: either side failed. */
+static bool send_body(int fd, int up, const char *ahead, size_t nahead, int64_t n)
+{
+	char chunk[16384];
+	size_t first = nahead < (uint64_t)n ? nahead : (size_t)n;
+	if (!send_all(up, ahead, first))
+		return false;
+	for (int64_t left = n - (int64_t)first; left > 0;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		if (poll(&pfd, 1, PREVIEW_HEAD_MS) <= 0)
+			return false;
+		ssize_t k = recv(fd, chunk, left < (int64_t)sizeof(chunk) ? (size_t)left : sizeof(chunk), 0);
+		if (k <= 0 || !send_all(up, chunk, (size_t)k))
+			return false;
+		left -= k;
+	}
+	return true;
+}
+
+/* The app's answer to the client until the app closes (the client's side is not read: one request). */
+static void drain(struct preview *p, int fd, int up)
+{
+	char *buf = xmalloc(PREVIEW_CHUNK);
+	while (!atomic_load(&p->closing)) {
+		struct pollfd pfd = { .fd = up, .events = POLLIN };
+		int pr = poll(&pfd, 1, PREVIEW_IDLE_MS);
+		ssize_t n = pr > 0 ? recv(up, buf, PREVIEW_CHUNK, 0) : -1;
+		if (n <= 0 || !send_all(fd, buf, (size_t)n))
+			break;
+	}
+	free(buf);
+}
+
+/*
+ * One judged request on to the app: its head rewritten (previewreq.h), its
+ * body, then the answer. An upgrade the app accepts (101) becomes a tunnel
+ * both ways; anything else is one request, one answer, and the end.
+ */
+static void pass(struct preview *p, int fd, int up, const struct http_request *req, const struct buf *b, size_t hl)
+{
+	struct previewreq pr;
+	struct buf head;
+	char why[160];
+	buf_init(&head, HTTP_PARSE_REQUEST_MAX + 64);
+	int status = previewreq_rewrite(req, &pr, &head, why, sizeof(why));
+	if (status) {
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), "\n");
+		answer(fd, (unsigned)status, status == 411 ? "Length Required" : "Bad Request", NULL, why);
+	} else if (send_all(up, head.data, head.len) &&
+		   send_body(fd, up, b->data + hl, b->len - hl, pr.content_length)) {
+		/* an upgrade: the answer's first bytes say whether the app switched (the status line comes whole) */
+		char first[16384];
+		ssize_t n = pr.upgrade ? recv(up, first, sizeof(first), 0) : 0;
+		bool switched = n >= 12 &&
+				(memcmp(first, "HTTP/1.1 101", 12) == 0 || memcmp(first, "HTTP/1.0 101", 12) == 0);
+		bool sent = n <= 0 || send_all(fd, first, (size_t)n);
+		if (sent && switched)
+			relay(p, fd, up);
+		else if (sent && n >= 0)
+			drain(p, fd, up);
+	}
+	buf_finish(&head);
+}
+
 static void *conn_main(void *arg)
 {
 	struct pconn *c = arg;
@@ -311,15 +403,19 @@ static void *conn_main(void *arg)
 
 	buf_init(&b, HTTP_PARSE_REQUEST_MAX + 4096);
 	int hl = read_head(c->fd, &b, &req);
-	if (hl >= 0 && judge(p, c->fd, &req, owner, host, &host_port) == 0 && admit(p, c, owner)) {
+	bool in = hl >= 0 && judge(p, c->fd, &req, owner, host, &host_port) == 0;
+	pthread_mutex_lock(&p->mu);
+	p->unjudged--;
+	pthread_mutex_unlock(&p->mu);
+	if (in && admit(p, c, owner)) {
 		int up = dial(host, host_port);
 		pthread_mutex_lock(&p->mu);
 		c->up = atomic_load(&p->closing) ? -1 : up;
 		pthread_mutex_unlock(&p->mu);
 		if (c->up < 0)
 			answer(c->fd, 502, "Bad Gateway", NULL, "The forward of this port refused the connection.\n");
-		else if (send_all(up, b.data, b.len))
-			relay(p, c->fd, up);
+		else
+			pass(p, c->fd, up, &req, &b, (size_t)hl);
 		if (up >= 0) {
 			pthread_mutex_lock(&p->mu);
 			c->up = -1;
@@ -354,7 +450,7 @@ static void accept_one(struct preview *p)
 		return;
 	}
 	pthread_mutex_lock(&p->mu);
-	if (atomic_load(&p->closing) || p->nconns >= PREVIEW_CONNS_MAX) {
+	if (atomic_load(&p->closing) || p->nconns >= PREVIEW_CONNS_MAX || p->unjudged >= PREVIEW_UNJUDGED_MAX) {
 		pthread_mutex_unlock(&p->mu);
 		close(fd);
 		return;
@@ -366,6 +462,7 @@ static void accept_one(struct preview *p)
 	c->next = p->conns;
 	p->conns = c;
 	p->nconns++;
+	p->unjudged++;
 	pthread_t t;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -373,6 +470,7 @@ static void accept_one(struct preview *p)
 	if (thread_create_nosig(&t, &attr, conn_main, c) != 0) {
 		p->conns = c->next;
 		p->nconns--;
+		p->unjudged--;
 		close(fd);
 		free(c);
 	}
