@@ -166,6 +166,9 @@ test('help, help COMMAND, and messages that name what was wrong', () => {
   assert.match(r.err, /doctor takes no arguments; got 'now'/);
   r = run(['config', 'codex', 'extra']);
   assert.equal(r.code, 2);
+  assert.match(r.err, /config codex: 'extra' is not docker or docker=IMAGE/);
+  r = run(['config', 'codex', 'docker', 'extra']);
+  assert.equal(r.code, 2);
   assert.match(r.err, /'extra' is one argument too many/);
   r = run(['--image', 'x', 'frobnicate']);
   assert.equal(r.code, 2);
