@@ -302,8 +302,15 @@ static void *conn_main(void *arg)
 
 	/* a spare is started already; a new exec waits out a hold (an exec into a frozen container hangs) */
 	pthread_mutex_lock(&f->mu);
-	if (f->nspares)
+	while (!st && f->nspares) {
 		st = f->spares[--f->nspares];
+		/* a spare says nothing until its go: readable means its exec ended (its container restarted) */
+		struct pollfd pfd = { .fd = engine_stream_fd(st), .events = POLLIN };
+		if (poll(&pfd, 1, 0) != 0) {
+			engine_stream_destroy(st);
+			st = NULL;
+		}
+	}
 	pthread_cond_broadcast(&f->want); /* the filler, not only a connection waiting out a hold */
 	bool start = !st && start_begin(f, FORWARD_HOLD_WAIT_S);
 	memcpy(container, f->container, sizeof(container));

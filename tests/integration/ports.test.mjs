@@ -8,7 +8,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { Server, suite, requireEngine, cleanup, show, sleep } from '../lib/harness.mjs';
+import { Server, suite, requireEngine, cleanup, show, sleep, docker } from '../lib/harness.mjs';
 
 /** Connects to 127.0.0.1:port, sends req, resolves with all it got before the close (or '' on refusal). */
 function exchange(host, port, req, ms = 10000) {
@@ -120,6 +120,20 @@ describe('port forwards', suite({ timeout: 600000 }), () => {
     assert.ok(served > 10, `served ${served} requests while checkpointing`);
     assert.equal((await fetch(`http://${f.host}:${f.host_port}/`)).status, 200);
     for (let i = 0; i < 4; i++) await srv.ok('session_checkpoint', { session_id: sid, action: 'delete', checkpoint: `busy-${i}` });
+  });
+
+  test('after its container restarted, the first connection works (no dead spare is handed out)', async () => {
+    const f = (await srv.ok('port_forward', { session_id: sid })).forwards.find((x) => x.port === 8000);
+    const cid = (await srv.ok('session_list', {})).sessions.find((x) => x.session_id === sid).container_id;
+    await sleep(500); // the spares are started
+    assert.equal((await docker(['restart', '-t', '0', cid])).code, 0);
+    await srv.ok('run_command', { session_id: sid, background: true,
+      command: 'cd site && exec python3 -m http.server 8000 --bind 127.0.0.1' });
+    await srv.ok('job', { session_id: sid, action: 'ready', port: 8000 });
+    for (let i = 0; i < 3; i++) {
+      const r = await fetch(`http://${f.host}:${f.host_port}/`).then((x) => x.status, (e) => e.cause?.code ?? 'error');
+      assert.equal(r, 200, `request ${i + 1} after the restart`);
+    }
   });
 
   test('a forward follows a rollback, and ends with its session', async () => {
