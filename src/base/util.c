@@ -6,12 +6,14 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -317,6 +319,37 @@ void close_later(int fd)
 			return;
 	}
 	close(fd);
+}
+
+int thread_start_detached(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int r = pthread_attr_init(&attr);
+	if (r != 0)
+		return r;
+	(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	r = thread_create_nosig(&t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return r;
+}
+
+void accept_until_woken(int lfd, int wake_fd, void (*take)(void *arg, int fd), void *arg)
+{
+	struct pollfd pfd[2] = { { .fd = lfd, .events = POLLIN }, { .fd = wake_fd, .events = POLLIN } };
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			return;
+		if (pfd[1].revents)
+			return;
+		if (!pfd[0].revents)
+			continue;
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			take(arg, fd);
+		else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			usleep(100 * 1000);
+	}
 }
 
 /* Depth past which json_real_digits stops looking (and answers 17, always exact). */

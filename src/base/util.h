@@ -87,6 +87,15 @@ int thread_create_nosig(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(vo
  * (10-40 ms for 50 MiB) happens there, off the caller's answer.
  */
 void close_later(int fd);
+/* thread_create_nosig of a detached thread. 0 or a positive error number. */
+int thread_start_detached(void *(*fn)(void *), void *arg);
+/*
+ * A listener's accept thread: until wake_fd is readable, hands each
+ * connection on lfd (CLOEXEC) to take(arg, fd), which owns it. Out of fds
+ * or memory, it waits 100 ms: the pending connection keeps the listener
+ * ready, so it would spin.
+ */
+void accept_until_woken(int lfd, int wake_fd, void (*take)(void *arg, int fd), void *arg);
 
 /* Monotonic clock in milliseconds / microseconds. */
 int64_t now_ms(void);

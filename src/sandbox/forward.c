@@ -356,15 +356,10 @@ static void *conn_main(void *arg)
 	return NULL;
 }
 
-/* Takes one pending connection: a thread of its own, or closed at once past FORWARD_CONNS_MAX. */
-static void accept_one(struct forward *f)
+/* Takes a new connection: a thread of its own, or closed at once past FORWARD_CONNS_MAX. */
+static void accept_one(void *arg, int fd)
 {
-	int fd = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0) {
-		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-			usleep(100 * 1000); /* the pending connection keeps the listener ready: no spin */
-		return;
-	}
+	struct forward *f = arg;
 	pthread_mutex_lock(&f->mu);
 	if (atomic_load(&f->closing) || f->nconns >= FORWARD_CONNS_MAX ||
 	    atomic_fetch_add(&conns_total, 1) >= FORWARD_CONNS_TOTAL) {
@@ -383,13 +378,7 @@ static void accept_one(struct forward *f)
 	f->conns = c;
 	f->nconns++;
 	f->accepted++;
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	bool started = thread_create_nosig(&t, &attr, conn_main, c) == 0;
-	pthread_attr_destroy(&attr);
-	if (!started) {
+	if (thread_start_detached(conn_main, c) != 0) {
 		f->conns = c->next;
 		f->nconns--;
 		atomic_fetch_sub(&conns_total, 1);
@@ -402,15 +391,7 @@ static void accept_one(struct forward *f)
 static void *accept_main(void *arg)
 {
 	struct forward *f = arg;
-	struct pollfd pfd[2] = { { .fd = f->lfd, .events = POLLIN }, { .fd = f->wake[0], .events = POLLIN } };
-	for (;;) {
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (pfd[1].revents)
-			break;
-		if (pfd[0].revents)
-			accept_one(f);
-	}
+	accept_until_woken(f->lfd, f->wake[0], accept_one, f);
 	return NULL;
 }
 

@@ -440,15 +440,10 @@ static void *conn_main(void *arg)
 	return NULL;
 }
 
-/* Takes one pending connection: a thread of its own, or closed at once past PREVIEW_CONNS_MAX. */
-static void accept_one(struct preview *p)
+/* Takes a new connection: a thread of its own, or closed at once past the caps. */
+static void accept_one(void *arg, int fd)
 {
-	int fd = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0) {
-		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-			usleep(100 * 1000); /* the pending connection keeps the listener ready: no spin */
-		return;
-	}
+	struct preview *p = arg;
 	pthread_mutex_lock(&p->mu);
 	if (atomic_load(&p->closing) || p->nconns >= PREVIEW_CONNS_MAX || p->unjudged >= PREVIEW_UNJUDGED_MAX) {
 		pthread_mutex_unlock(&p->mu);
@@ -463,33 +458,20 @@ static void accept_one(struct preview *p)
 	p->conns = c;
 	p->nconns++;
 	p->unjudged++;
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (thread_create_nosig(&t, &attr, conn_main, c) != 0) {
+	if (thread_start_detached(conn_main, c) != 0) {
 		p->conns = c->next;
 		p->nconns--;
 		p->unjudged--;
 		close(fd);
 		free(c);
 	}
-	pthread_attr_destroy(&attr);
 	pthread_mutex_unlock(&p->mu);
 }
 
 static void *accept_main(void *arg)
 {
 	struct preview *p = arg;
-	struct pollfd pfd[2] = { { .fd = p->lfd, .events = POLLIN }, { .fd = p->wake[0], .events = POLLIN } };
-	for (;;) {
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (pfd[1].revents)
-			break;
-		if (pfd[0].revents)
-			accept_one(p);
-	}
+	accept_until_woken(p->lfd, p->wake[0], accept_one, p);
 	return NULL;
 }
 
