@@ -248,6 +248,20 @@ describe('previews: a forwarded port in a browser, through a signed link', () =>
       assert.equal(/\r\nLocation: ([^\r]*)\r\n/.exec(r)?.[1], want, path.slice(0, 40));
       assert.match(r, /\r\nSet-Cookie: sbx_preview=[^;]+; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax\r\n/);
     }
+    // request framing the app could read two ways is refused before it reaches the app
+    const framing = {
+      'a chunked body': [`Transfer-Encoding: chunked\r\n`, 411],
+      'two different lengths': [`Content-Length: 1\r\nContent-Length: 2\r\n`, 400],
+      'a length that is not a number': [`Content-Length: 1e3\r\n`, 400],
+    };
+    for (const [what, [hdr, want]] of Object.entries(framing)) {
+      const r = await rawRequest(Number(a.port), `POST /cookie HTTP/1.1\r\nHost: ${a.host}\r\n` +
+        `Cookie: sbx_preview=${cred(a)}\r\n${hdr}Connection: close\r\n\r\n0\r\n\r\n`);
+      assert.equal(statusOf(r), want, `${what}: ${r}`);
+    }
+    // a head past 16 KiB: 400, never relayed
+    const huge = await rawRequest(Number(a.port), `GET / HTTP/1.1\r\nHost: ${a.host}\r\nX-Pad: ${'p'.repeat(17000)}\r\n\r\n`);
+    assert.equal(statusOf(huge), 400, huge.slice(0, 200));
     // an absolute-form target goes to this preview's app, as its Host says: it names no other place
     const abs = await get(a, { path: 'http://evil.example/cookie', cookie: `sbx_preview=${cred(a)}` });
     assert.match(abs, /^HTTP\/1\.0 \d{3} /, abs);
