@@ -35,6 +35,7 @@
 #include "agent/agentproto.h"
 #include "agent/connect.h"
 #include "agent/fileops.h"
+#include "agent/guard.h"
 #include "agent/relay.h"
 
 #define AGENT_VERSION "1"
@@ -412,6 +413,14 @@ int main(int argc, char **argv)
 		signal(SIGPIPE, SIG_IGN);
 		return relay_main(argv[2]);
 	}
+	/* --guard PROG ARGS...: the engine's exec path runs a command behind the same filter */
+	if (argc > 2 && strcmp(argv[1], "--guard") == 0)
+		return guard_exec_main(argc - 2, argv + 2);
+	/*
+	 * Everything it forks runs behind the filter (guard.h). A kernel that
+	 * refuses it (no seccomp) leaves fallocate allowed, as the exec path does.
+	 */
+	(void)guard_install();
 	/*
 	 * Non-dumpable: the built-ins it forks are told the names of the drop's
 	 * slots (dropops.h), which must stay secret from the user's other

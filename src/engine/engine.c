@@ -538,6 +538,27 @@ int engine_container_restart(struct engine *e, struct call *call, const char *id
 	return engine_request(e, call, "POST", path, NULL, NULL, NULL, err);
 }
 
+int engine_container_size(struct engine *e, struct call *call, const char *id, int64_t *ret_bytes, struct err *err)
+{
+	char path[128];
+	int status = 0;
+	json_t *j = NULL;
+	CHECK_ID(id);
+	snprintf(path, sizeof(path), "/containers/%s/json?size=1", id);
+	int r = engine_request(e, call, "GET", path, NULL, &status, &j, err);
+	if (r < 0 && status == 404)
+		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT, "the session's container no longer exists");
+	if (r < 0)
+		return r;
+	json_t *v = json_object_get(j, "SizeRw");
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "the engine did not say how much the container wrote");
+	else
+		*ret_bytes = json_integer_value(v);
+	json_decref(j);
+	return r;
+}
+
 /* GET /<kind>/json?all=1&filters={"label":[label]}: the array. */
 int engine_list_by_label(struct engine *e, struct call *call, const char *kind, const char *label, json_t **ret_json,
 			 struct err *err)

@@ -107,6 +107,8 @@ int engine_container_inspect(struct engine *e, struct call *call, const char *id
 int engine_container_remove(struct engine *e, struct call *call, const char *id, struct err *err);
 /* POST /containers/{id}/restart?t=0. */
 int engine_container_restart(struct engine *e, struct call *call, const char *id, struct err *err);
+/* The bytes of the container's writable layer (SizeRw: the engine walks it, so it costs per file). */
+int engine_container_size(struct engine *e, struct call *call, const char *id, int64_t *ret_bytes, struct err *err);
 /* GET /containers/json?all=1&filters={"label":[label]}; ret_json is the array. */
 int engine_container_list(struct engine *e, struct call *call, const char *label, json_t **ret_json, struct err *err);
 /* PUT /containers/{id}/archive?path=... with an uncompressed tar (owners as in the headers). */

@@ -16,6 +16,7 @@
 
 #include "base/log.h"
 #include "sandbox/ceiling.h"
+#include "sandbox/diskguard.h"
 
 /*
  * A probe that outlives this long was left by a server that died in the
@@ -200,12 +201,14 @@ void ceiling_sweep_probes(struct engine *e, struct call *call)
 
 json_t *ceiling_json(struct engine *e, struct call *call, const struct config *cfg, bool may_probe)
 {
-	char quota[256];
+	char quota[256], cap[256];
 
-	return json_pack("{s:I, s:I, s:f, s:f, s:I, s:I, s:s, s:I}", "memory_mb", (json_int_t)cfg->memory_mb,
+	ceiling_quota_state(e, call, cfg, may_probe, quota, sizeof(quota));
+	diskguard_mode(strcmp(quota, "enforced") == 0, (unsigned long long)cfg->workspace_mb, cap, sizeof(cap));
+	return json_pack("{s:I, s:I, s:f, s:f, s:I, s:I, s:s, s:s, s:I}", "memory_mb", (json_int_t)cfg->memory_mb,
 			 "max_memory_mb", (json_int_t)(cfg->max_memory_mb ? cfg->max_memory_mb : cfg->memory_mb),
 			 "cpus", cfg->cpus, "max_cpus", cfg->max_cpus > 0 ? cfg->max_cpus : cfg->cpus, "pids",
-			 (json_int_t)cfg->pids, "workspace_mb", (json_int_t)cfg->workspace_mb, "workspace_quota",
-			 ceiling_quota_state(e, call, cfg, may_probe, quota, sizeof(quota)), "output_save_mb",
+			 (json_int_t)cfg->pids, "workspace_mb", (json_int_t)cfg->workspace_mb, "workspace_quota", quota,
+			 "disk_cap", cap, "output_save_mb",
 			 (json_int_t)cfg->output_save_mb);
 }

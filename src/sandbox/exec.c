@@ -159,8 +159,11 @@ int exec_kill_group(struct engine *e, const char *container_id, const struct exe
 static int create_wrapped(struct engine *e, struct call *call, const char *container_id, const struct exec_spec *spec,
 			  char exec_id[ENGINE_ID_LEN + 1], struct err *err)
 {
-	json_t *cmd = json_pack("[s, s, s, s]", "/bin/sh", "-c", spec->shell_command ? exec_wrapper_sh : exec_wrapper,
-				"sandbox-mcp");
+	json_t *cmd = spec->guard ? json_pack("[s, s]", spec->guard, "--guard") : json_array();
+	json_t *sh = json_pack("[s, s, s, s]", "/bin/sh", "-c", spec->shell_command ? exec_wrapper_sh : exec_wrapper,
+			       "sandbox-mcp");
+	json_array_extend(cmd, sh);
+	json_decref(sh);
 	if (spec->shell_command)
 		json_array_append_new(cmd, json_string_lossy(spec->shell_command, strlen(spec->shell_command)));
 	for (const char *const *a = spec->argv; a && *a; a++)

@@ -48,6 +48,12 @@ struct exec_spec {
 	const char *const *env;	   /* "K=V"..., NULL-terminated, or NULL */
 	const char *workdir;	   /* or NULL for the container's */
 	const char *user;	   /* or NULL for the container's */
+	/*
+	 * The agent's path in the container, or NULL: the wrapper runs behind
+	 * its seccomp filter (agent --guard, src/agent/guard.h), as the agent's
+	 * own commands do. session_guard() gives a session's.
+	 */
+	const char *guard;
 	const char *stdin_data;
 	size_t stdin_len;
 	bool attach_stdin;

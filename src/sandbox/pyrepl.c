@@ -318,6 +318,7 @@ int pyrepl_start(struct engine *e, struct call *call, const struct pyrepl_opts *
 		.env = pyrepl_env,
 		.workdir = o->workdir,
 		.user = o->user,
+		.guard = o->guard,
 		.attach_stdin = true,
 	};
 	if ((r = exec_start(e, call, p->container, &spec, p->exec_id, &p->stream, err)) < 0) {

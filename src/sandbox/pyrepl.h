@@ -57,6 +57,7 @@ struct pyrepl_opts {
 	const char *container_id;
 	const char *user;    /* exec user */
 	const char *workdir; /* the workspace: cwd, and where changed files are looked for */
+	const char *guard;   /* exec_spec.guard */
 };
 
 /* A chunk of the cell's output (stream 1 stdout, 2 stderr). */

@@ -35,6 +35,8 @@ struct session_mgr {
 	bool swept; /* and the checkpoints it left nothing for removed (savepoint_sweep_all) */
 	pthread_t reaper;
 	bool reaper_started;
+	pthread_t guard; /* the disk cap where the engine has no quota (diskguard.h) */
+	bool guard_started;
 	pthread_t starter;
 	bool starter_started;
 	/* creates under way, each holding a place under the limit and its name */

@@ -29,6 +29,7 @@
 #include "sandbox/agentctl.h"
 #include "sandbox/ceiling.h"
 #include "sandbox/checkpoint.h"
+#include "sandbox/diskguard.h"
 #include "sandbox/egress.h"
 #include "sandbox/forward.h"
 #include "sandbox/pool.h"
@@ -594,6 +595,8 @@ static void *starter_main(void *arg)
 	pthread_cond_broadcast(&m->wake);
 	if (!m->stopping && m->cfg->idle_ttl_s > 0 && thread_create_nosig(&m->reaper, NULL, reaper_main, m) == 0)
 		m->reaper_started = true;
+	if (!m->stopping && m->cfg->workspace_mb > 0 && thread_create_nosig(&m->guard, NULL, diskguard_main, m) == 0)
+		m->guard_started = true;
 	pthread_mutex_unlock(&m->lock);
 	pool_start(m->pool);
 	/* after the sweeps, the checkpoints of sessions they removed; only a new checkpoint waits for it (caps) */
@@ -759,6 +762,8 @@ void session_mgr_cleanup(struct session_mgr *m)
 		pthread_join(m->starter, NULL);
 	if (m->reaper_started)
 		pthread_join(m->reaper, NULL);
+	if (m->guard_started)
+		pthread_join(m->guard, NULL);
 	pool_quiesce(m->pool); /* a build under way ends while the sessions go */
 
 	/* stopping is set: session_create adds nothing any more */
@@ -1172,6 +1177,10 @@ int session_get_reporting(struct session_mgr *m, struct call *call, const char *
 		s->last_used = session_now();
 	}
 	pthread_mutex_unlock(&m->lock);
+	if (s && diskguard_admit(m, s, err) < 0) {
+		session_put(m, s);
+		return -ENOSPC;
+	}
 	if (s) {
 		struct err e2;
 		/* a paused session's next call resumes it: a call on a frozen container would hang */
@@ -1254,6 +1263,11 @@ int session_close(struct session_mgr *m, struct call *call, const char *ref, str
 	return r;
 }
 
+const char *session_guard(const struct session *s)
+{
+	return s->agent_installed ? AGENTCTL_PATH : NULL;
+}
+
 struct engine *session_engine(const struct session *s)
 {
 	return s->engine;
@@ -1274,6 +1288,10 @@ json_t *session_json(const struct session *s)
 		json_object_set_new(j, "checkpoint", json_string(s->checkpoint));
 	if (s->paused)
 		json_object_set_new(j, "paused", json_true());
+	if (s->disk_next_ms) /* looked at by the disk guard (diskguard.h) */
+		json_object_set_new(j, "disk_used_mb", json_real((double)(s->disk_used >> 10) / 1024));
+	if (s->disk_frozen)
+		json_object_set_new(j, "disk_stopped", json_true());
 	if (s->nforwards) {
 		json_t *fw = json_array();
 		for (unsigned i = 0; i < s->nforwards; i++)

@@ -143,8 +143,23 @@ struct session {
 	 */
 	struct forward *forwards[SESSION_FORWARDS_MAX];
 	unsigned nforwards;
+	/*
+	 * The disk cap on an engine without a quota (diskguard.h): the bytes
+	 * its writable layer held at the last look (-1: not looked at yet),
+	 * what it may hold while over the cap (0: under it), the times it was
+	 * restarted for it since it last went over, and frozen once that
+	 * reached DISKGUARD_STRIKES. Under the registry's lock.
+	 */
+	int64_t disk_used;
+	int64_t disk_mark;
+	unsigned disk_strikes;
+	bool disk_frozen;
+	int64_t disk_next_ms; /* the guard's thread only: when to look again */
 	struct session_mgr *mgr; /* its registry, once listed (a forward's connections mark it used) */
 };
+
+/* The agent's path when s has one (exec_spec.guard: its commands run behind the agent's filter), else NULL. */
+const char *session_guard(const struct session *s);
 
 /* Hears a pull's progress: bytes so far, bytes in all (0: not known yet), a line for people (pull.h). */
 typedef void (*session_pull_report_fn)(void *arg, double done, double total, const char *msg);

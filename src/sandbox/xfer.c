@@ -261,7 +261,7 @@ int xfer_pull(struct engine *e, struct call *call, const struct session *s, cons
 	if (exec_sh_argv(argv, ARRAY_SIZE(argv), script, "sandbox-mcp-files", args) < 0)
 		return err_set(err, ERRCODE_INTERNAL, -E2BIG, "a transfer script got more than %d arguments",
 			       EXEC_SH_ARGV_MAX - 5);
-	struct exec_spec spec = { .argv = argv, .user = s->user };
+	struct exec_spec spec = { .argv = argv, .user = s->user, .guard = session_guard(s) };
 	if ((r = exec_start(e, call, s->container, &spec, exec_id, &ps.stream, err)) < 0)
 		return r;
 	if ((r = streamio_open(&ps.io, engine_stream_fd(ps.stream), call, err)) < 0) {

@@ -173,6 +173,7 @@ int files_agent(struct tool_ctx *ctx, struct session *s, const char *op, const c
 		.builtin = op,
 		.argv = args,
 		.user = s->user,
+		.guard = session_guard(s),
 		.stdin_data = stdin_data,
 		.stdin_len = stdin_len,
 		.attach_stdin = true,
@@ -217,6 +218,7 @@ int files_run_op(struct tool_ctx *ctx, struct session *s, const char *op, const 
 		struct exec_spec spec = {
 			.argv = argv,
 			.user = s->user,
+			.guard = session_guard(s),
 			.timeout_ms = timeout_ms,
 			.cap = XFER_STDERR_MAX,
 			.on_data = collect_data,

@@ -63,7 +63,9 @@ static json_t *session_info(struct tool_ctx *ctx, json_t *args, struct tool_resu
 	if (tool_session(ctx, args, &s, res) < 0)
 		return NULL;
 	json_t *j = session_json(s);
-	struct exec_spec spec = { .argv = argv, .user = s->user, .timeout_ms = 15000, .cap = 8192 };
+	struct exec_spec spec = {
+		.argv = argv, .user = s->user, .guard = session_guard(s), .timeout_ms = 15000, .cap = 8192
+	};
 	err_clear(&e);
 	if (exec_run(session_engine(s), ctx->call, s->container, &spec, &xr, &e) == 0 && xr.exit_code == 0) {
 		struct buf out;
@@ -245,11 +247,13 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 		  ctx->svc->cfg->image, (unsigned long long)ctx->svc->cfg->memory_mb, ctx->svc->cfg->cpus,
 		  (unsigned long long)ctx->svc->cfg->pids, (unsigned long long)ctx->svc->cfg->timeout_s);
 	tool_text(res,
-		  "Sessions may ask for up to %llu MB and %g CPUs; workspace %s, quota %s; saved output %llu MB per stream",
+		  "Sessions may ask for up to %llu MB and %g CPUs; workspace %s, quota %s; disk cap: %s; saved output %llu "
+		  "MB per stream",
 		  (unsigned long long)json_integer_value(json_object_get(limits, "max_memory_mb")),
 		  json_number_value(json_object_get(limits, "max_cpus")),
 		  ctx->svc->cfg->workspace_mb ? "limited" : "unlimited",
 		  json_string_value(json_object_get(limits, "workspace_quota")),
+		  json_string_value(json_object_get(limits, "disk_cap")),
 		  (unsigned long long)ctx->svc->cfg->output_save_mb);
 	json_object_set_new(out, "limits", limits);
 	json_object_set_new(out, "egress", egress_conf_json(session_egress_conf(ctx->svc->sessions)));
@@ -304,6 +308,7 @@ const struct tool_entry tool_env_info_entry = {
 		"\"max_memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},"
 		"\"max_cpus\":{\"type\":\"number\"},\"pids\":{\"type\":\"integer\"},"
 		"\"workspace_mb\":{\"type\":\"integer\"},\"workspace_quota\":{\"type\":\"string\"},"
+		"\"disk_cap\":{\"type\":\"string\"},"
 		"\"output_save_mb\":{\"type\":\"integer\"}}},"
 		"\"sessions_open\":{\"type\":\"integer\"},\"pool_ready\":{\"type\":\"integer\"},"
 		"\"engines\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":{\"type\":\"object\",\"properties\":{"

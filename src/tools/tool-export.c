@@ -479,6 +479,7 @@ static int push_tmp_files(struct tool_ctx *ctx, struct session *s, struct sessio
 		const char *argv[] = { "/bin/sh", "-c", put, "sandbox-mcp-export", path, NULL };
 		struct exec_spec spec = { .argv = argv,
 					  .user = t->user,
+					  .guard = session_guard(t),
 					  .stdin_data = data.data ? data.data : "",
 					  .stdin_len = data.len,
 					  .attach_stdin = true,
@@ -511,6 +512,7 @@ static int run_steps(struct tool_ctx *ctx, struct session *t, json_t *runs, size
 		const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 		struct exec_spec spec = { .argv = argv,
 					  .user = t->user,
+					  .guard = session_guard(t),
 					  .workdir = wd,
 					  .timeout_ms = ENGINE_LONG_TIMEOUT_MS,
 					  .cap = 4096,

@@ -168,6 +168,7 @@ static int job_exec(struct tool_ctx *ctx, struct session *s, const char *const *
 		.env = env,
 		.workdir = ctx->svc->cfg->workspace,
 		.user = s->user,
+		.guard = session_guard(s),
 		.timeout_ms = timeout_s * 1000,
 		.cap = 2 * (JOB_READ_MAX + 4096),
 	};

@@ -84,7 +84,12 @@ static void on_tick(void *arg)
 /* Starts an interpreter for s; on failure fills res and returns -errno. */
 static int start(struct tool_ctx *ctx, struct session *s, struct pyrepl **ret, struct tool_result *res)
 {
-	struct pyrepl_opts o = { .container_id = s->container, .user = s->user, .workdir = ctx->svc->cfg->workspace };
+	struct pyrepl_opts o = {
+		.container_id = s->container,
+		.user = s->user,
+		.workdir = ctx->svc->cfg->workspace,
+		.guard = session_guard(s),
+	};
 	struct err e;
 	int r;
 

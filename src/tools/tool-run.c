@@ -358,6 +358,7 @@ static int run(struct run_ctx *rc, const struct run_args *a, struct exec_spec *s
 		.env = a->env,
 		.workdir = a->wd,
 		.user = s->user,
+		.guard = session_guard(s),
 		.stdin_data = json_string_value(a->jstdin),
 		.stdin_len = a->jstdin ? json_string_length(a->jstdin) : 0,
 		.attach_stdin = a->jstdin != NULL,

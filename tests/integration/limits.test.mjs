@@ -151,6 +151,117 @@ describe('workspace size (SANDBOX_WORKSPACE_MB=16)', suite({ timeout: 120000 }),
   });
 });
 
+describe('disk cap without an engine quota (SANDBOX_WORKSPACE_MB=64)', suite({ timeout: 240000 }), () => {
+  // overlay2 on ext4 (CI, Docker Desktop) has no quota: the server measures
+  // each session's writable layer and restarts one that goes over the cap.
+  let srv;
+  let quota;
+  const CAP = 64;
+  // 3x the cap in 1 MiB files at about 32 MiB/s, counting what landed
+  const writer = (prefix, n = 3 * CAP) => `i=0; while [ $i -lt ${n} ]; do ` +
+    `head -c 1048576 /dev/zero > ${prefix}$i || break; i=$((i+1)); sleep 0.03; done; echo wrote $i`;
+  const count = async (sid, prefix) => Number((await srv.sh(`ls -1 | grep -c '^${prefix}' || true`,
+    { session_id: sid })).stdout.trim());
+
+  before(async () => {
+    requireEngine();
+    srv = await Server.start('limits-disk', { SANDBOX_TIMEOUT_S: 60, SANDBOX_WORKSPACE_MB: CAP });
+    quota = (await srv.ok('env_info')).limits;
+  });
+
+  after(async () => {
+    await cleanup();
+  });
+
+  test('env_info and doctor say how the cap holds', async () => {
+    if (quota.workspace_quota === 'enforced') {
+      assert.match(quota.disk_cap, /engine's quota: writes past 64 MiB fail with ENOSPC/);
+    } else {
+      assert.match(quota.disk_cap, /measured every 1 s: a session over 64 MiB is restarted.*fallocate is refused/);
+    }
+  });
+
+  test('fallocate is refused inside, through the agent and through run_python', async () => {
+    const s = await srv.createSession();
+    const st = await srv.ok('run_command', { session_id: s.session_id, command: 'fallocate -l 1G big; echo rc=$?' });
+    assert.match(st.stderr, /Operation not supported/, show({ structuredContent: st }));
+    assert.match(st.stdout, /rc=1/, show({ structuredContent: st }));
+    const py = await srv.call('run_python', { session_id: s.session_id,
+      code: 'import ctypes, os\nfd = os.open("p", os.O_CREAT | os.O_WRONLY)\n' +
+        'libc = ctypes.CDLL(None, use_errno=True)\nL = ctypes.c_longlong\n' +
+        'r = libc.fallocate(fd, 0, L(0), L(1 << 30))\nprint("rc", r, "errno", ctypes.get_errno())' });
+    assert.match(show(py), /rc -1 errno 95/, `os.fallocate fails with EOPNOTSUPP (95): ${show(py)}`);
+    const du = await srv.sh('du -sk . | cut -f1', { session_id: s.session_id });
+    assert.ok(Number(du.stdout) < 64 * 1024, `nothing was allocated: ${du.stdout} KiB`);
+    await srv.ok('session_close', { session_id: s.session_id });
+  });
+
+  test('writing 3x the cap stops near it; another session works throughout; strikes stop it', async (t) => {
+    if (quota.workspace_quota === 'enforced') return t.skip('the engine enforces the quota here (ENOSPC)');
+    const a = (await srv.createSession({ name: 'filler' })).session_id;
+    const b = (await srv.createSession({ name: 'bystander' })).session_id;
+    let stop = false;
+    let bystanderRuns = 0;
+    const bystander = (async () => {
+      while (!stop) {
+        const st = await srv.sh('echo alive > alive.txt && cat alive.txt', { session_id: b });
+        assert.equal(st.stdout.trim(), 'alive');
+        bystanderRuns++;
+        await sleep(200);
+      }
+    })();
+    try {
+      const t0 = Date.now();
+      const w = await srv.call('run_command', { session_id: a, command: writer('f') });
+      const took = Date.now() - t0;
+      const wt = w.structuredContent ?? {};
+      assert.ok(!/wrote 192/.test(wt.stdout ?? ''), `the writer was stopped before 3x the cap: ${show(w)}`);
+      // its next call says why, and the files stay
+      const next = await srv.call('run_command', { session_id: a, command: 'echo next' });
+      const txt = (next.content ?? []).map((c) => c.text ?? '').join('\n');
+      assert.match(txt, /over its cap of 64 MiB \(SANDBOX_WORKSPACE_MB\): it was restarted/, txt);
+      const n = await count(a, 'f');
+      assert.ok(n > CAP && n < 3 * CAP, `files kept: ${n} MiB, past the cap and short of 3x (took ${took} ms)`);
+      // the bound: about a second of writing past the cap (32 MiB/s here) and the restart
+      assert.ok(n <= CAP + 48, `stopped within ~1.5 s of writing past the cap: ${n} MiB`);
+      const list = await srv.ok('session_list');
+      const mine = list.sessions.find((x) => x.session_id === a);
+      assert.ok(mine.disk_used_mb >= CAP, `session_list shows the use: ${JSON.stringify(mine)}`);
+
+      // still over: writing more restarts it again; reading and deleting do not
+      await srv.sh('ls | wc -l; du -sh .', { session_id: a });
+      await sleep(1500);
+      await srv.sh('echo still-here', { session_id: a });
+      for (let strike = 2; strike <= 3; strike++) {
+        await srv.call('run_command', { session_id: a, command: writer(`g${strike}_`, 200) });
+        await sleep(1200);
+      }
+      const refused = await srv.fails('run_command', { session_id: a, command: 'echo x' }, 'too_large');
+      assert.match(refused.error.message, /stopped: it went over its disk cap of 64 MiB .* 3 times.*session_close/);
+      const gs = Number((await docker(['exec', (await srv.ok('session_list')).sessions
+        .find((x) => x.session_id === a).container_id, 'sh', '-c', 'ls /workspace | grep -c "^g" || true'])).stdout);
+      assert.ok(gs <= 2 * 48, `each strike wrote at most about a second: ${gs} MiB in all`);
+      assert.ok(bystanderRuns >= 5, `the other session ran ${bystanderRuns} commands meanwhile`);
+      await srv.ok('session_close', { session_id: a });
+    } finally {
+      stop = true;
+      await bystander;
+    }
+  });
+
+  test('a session that deletes its files goes on normally', async () => {
+    const s = (await srv.createSession()).session_id;
+    await srv.call('run_command', { session_id: s, command: writer('h', 100) });
+    await srv.call('run_command', { session_id: s, command: 'rm -f h*' });
+    await sleep(1500);
+    const st = await srv.sh('head -c 20000000 /dev/zero > ok.bin && wc -c < ok.bin', { session_id: s });
+    assert.equal(st.stdout.trim(), '20000000');
+    await sleep(1500);
+    await srv.sh('test -f ok.bin', { session_id: s });
+    await srv.ok('session_close', { session_id: s });
+  });
+});
+
 describe('saved output is capped (SANDBOX_OUTPUT_SAVE_MB default 8)', suite({ timeout: 180000 }), () => {
   let srv;
   let sid;
