@@ -79,8 +79,14 @@ static void look(struct session_mgr *m, struct session *s)
 	}
 	int r = engine_container_size(s->engine, NULL, s->container, &used, &err);
 	int64_t cost = now_ms() - t0;
-	/* a layer of many files costs the engine a walk: look less often, never more than 5% of its time */
-	s->disk_next_ms = t0 + (20 * cost > DISKGUARD_PERIOD_MS ? 20 * cost : DISKGUARD_PERIOD_MS);
+	/*
+	 * A layer of many files costs the engine a walk (about 4 us a file):
+	 * look less often, at most 5% of the engine's time, but at least every
+	 * DISKGUARD_PERIOD_MAX_MS, so that files made to slow the look down do
+	 * not open a long window for writing.
+	 */
+	int64_t wait = 20 * cost < DISKGUARD_PERIOD_MS ? DISKGUARD_PERIOD_MS : 20 * cost;
+	s->disk_next_ms = t0 + (wait > DISKGUARD_PERIOD_MAX_MS ? DISKGUARD_PERIOD_MAX_MS : wait);
 	if (r < 0) {
 		log_debugf("session %s: its disk use: %s", s->id, err.msg);
 		return;

@@ -14,8 +14,9 @@
 struct session;
 struct session_mgr;
 
-/* How often each session's writable layer is looked at (a look that costs c ms waits at least 20 c). */
+/* How often each session's writable layer is looked at (a look that costs c ms waits 20 c, up to the max). */
 #define DISKGUARD_PERIOD_MS 1000
+#define DISKGUARD_PERIOD_MAX_MS 10000
 /*
  * Over the cap, a session may not grow past what it held right after its
  * last restart by more than this (logs, a shell's history) before it is
