@@ -23,23 +23,23 @@
 #define G_SECCOMP_MODE_FILTER 2
 #define G_SECCOMP_RET_ALLOW 0x7fff0000U
 #define G_SECCOMP_RET_ERRNO 0x00050000U
-#define G_BPF_LD_W_ABS 0x20   /* BPF_LD | BPF_W | BPF_ABS */
-#define G_BPF_JEQ_K 0x15      /* BPF_JMP | BPF_JEQ | BPF_K */
-#define G_BPF_RET_K 0x06      /* BPF_RET | BPF_K */
-#define G_DATA_NR 0	      /* offsetof(struct seccomp_data, nr) */
-#define G_DATA_ARCH 4	      /* offsetof(struct seccomp_data, arch) */
+#define G_BPF_LD_W_ABS 0x20 /* BPF_LD | BPF_W | BPF_ABS */
+#define G_BPF_JEQ_K 0x15    /* BPF_JMP | BPF_JEQ | BPF_K */
+#define G_BPF_RET_K 0x06    /* BPF_RET | BPF_K */
+#define G_DATA_NR 0	    /* offsetof(struct seccomp_data, nr) */
+#define G_DATA_ARCH 4	    /* offsetof(struct seccomp_data, arch) */
 
 #if defined(__x86_64__)
-#define G_ARCH 0xc000003eU	/* AUDIT_ARCH_X86_64 */
-#define G_NR 285U		/* __NR_fallocate */
+#define G_ARCH 0xc000003eU		/* AUDIT_ARCH_X86_64 */
+#define G_NR 285U			/* __NR_fallocate */
 #define G_NR_ALIAS (285U | 0x40000000U) /* x32 */
-#define G_ARCH32 0x40000003U	/* AUDIT_ARCH_I386 */
+#define G_ARCH32 0x40000003U		/* AUDIT_ARCH_I386 */
 #define G_NR32 324U
 #elif defined(__aarch64__)
-#define G_ARCH 0xc00000b7U	/* AUDIT_ARCH_AARCH64 */
+#define G_ARCH 0xc00000b7U /* AUDIT_ARCH_AARCH64 */
 #define G_NR 47U
 #define G_NR_ALIAS 47U
-#define G_ARCH32 0x40000028U	/* AUDIT_ARCH_ARM */
+#define G_ARCH32 0x40000028U /* AUDIT_ARCH_ARM */
 #define G_NR32 352U
 #else
 #error "guard.c: add this architecture's fallocate numbers"
@@ -61,14 +61,14 @@ int guard_install(void)
 	const uint32_t deny = G_SECCOMP_RET_ERRNO | (EOPNOTSUPP & 0xffff);
 	struct g_insn f[] = {
 		{ G_BPF_LD_W_ABS, 0, 0, G_DATA_ARCH },
-		{ G_BPF_JEQ_K, 0, 4, G_ARCH },	    /* not native: to the 32-bit check */
+		{ G_BPF_JEQ_K, 0, 4, G_ARCH }, /* not native: to the 32-bit check */
 		{ G_BPF_LD_W_ABS, 0, 0, G_DATA_NR },
-		{ G_BPF_JEQ_K, 6, 0, G_NR },	    /* -> deny */
-		{ G_BPF_JEQ_K, 5, 0, G_NR_ALIAS },  /* -> deny */
+		{ G_BPF_JEQ_K, 6, 0, G_NR },	   /* -> deny */
+		{ G_BPF_JEQ_K, 5, 0, G_NR_ALIAS }, /* -> deny */
 		{ G_BPF_RET_K, 0, 0, G_SECCOMP_RET_ALLOW },
-		{ G_BPF_JEQ_K, 0, 2, G_ARCH32 },    /* neither: allow */
+		{ G_BPF_JEQ_K, 0, 2, G_ARCH32 }, /* neither: allow */
 		{ G_BPF_LD_W_ABS, 0, 0, G_DATA_NR },
-		{ G_BPF_JEQ_K, 1, 0, G_NR32 },	    /* -> deny */
+		{ G_BPF_JEQ_K, 1, 0, G_NR32 }, /* -> deny */
 		{ G_BPF_RET_K, 0, 0, G_SECCOMP_RET_ALLOW },
 		{ G_BPF_RET_K, 0, 0, deny },
 	};

@@ -209,6 +209,5 @@ json_t *ceiling_json(struct engine *e, struct call *call, const struct config *c
 			 "max_memory_mb", (json_int_t)(cfg->max_memory_mb ? cfg->max_memory_mb : cfg->memory_mb),
 			 "cpus", cfg->cpus, "max_cpus", cfg->max_cpus > 0 ? cfg->max_cpus : cfg->cpus, "pids",
 			 (json_int_t)cfg->pids, "workspace_mb", (json_int_t)cfg->workspace_mb, "workspace_quota", quota,
-			 "disk_cap", cap, "output_save_mb",
-			 (json_int_t)cfg->output_save_mb);
+			 "disk_cap", cap, "output_save_mb", (json_int_t)cfg->output_save_mb);
 }

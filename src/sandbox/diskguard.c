@@ -44,26 +44,32 @@ static void restart_over(struct session_mgr *m, struct session *s, int64_t used)
 	struct err err;
 	int64_t after = used;
 
+	/* a call meanwhile would find the container stopped and take the session for gone */
+	pthread_mutex_lock(&m->lock);
+	s->disk_restarting = true;
+	pthread_mutex_unlock(&m->lock);
 	int r = engine_container_restart(s->engine, NULL, s->container, &err);
 	if (r < 0)
 		log_warnf("session %s: restarting it for its disk use failed: %s", s->id, err.msg);
 	else if (engine_container_size(s->engine, NULL, s->container, &after, &err) < 0)
 		after = used;
 	pthread_mutex_lock(&m->lock);
+	s->disk_restarting = false;
+	pthread_cond_broadcast(&m->wake);
 	unsigned strikes = ++s->disk_strikes;
 	s->disk_used = after;
 	s->disk_mark = after > used ? after : used;
 	s->disk_frozen = strikes >= DISKGUARD_STRIKES;
 	free(s->notice);
-	s->notice = xasprintf(
-		"Session %s wrote %.0f MiB to its disk, over its cap of %llu MiB (SANDBOX_WORKSPACE_MB): it was "
-		"restarted, which ended every process in it (background jobs, the Python state); its files are "
-		"kept. Free space now (run_command 'du -sh /workspace/* ~ 2>/dev/null', then rm): until it is under "
-		"the cap, writing more restarts it again, and after %d restarts its calls are refused.",
-		s->id, MIB(used), cap_mb, DISKGUARD_STRIKES);
+	s->notice =
+		xasprintf("Session %s wrote %.0f MiB to its disk, over its cap of %llu MiB (SANDBOX_WORKSPACE_MB): it was "
+			  "restarted, which ended every process in it (background jobs, the Python state); its files are "
+			  "kept. Free space now (run_command 'du -sh /workspace/* ~ 2>/dev/null', then rm): until it is under "
+			  "the cap, writing more restarts it again, and after %d restarts its calls are refused.",
+			  s->id, MIB(used), cap_mb, DISKGUARD_STRIKES);
 	pthread_mutex_unlock(&m->lock);
-	log_warnf("session %s: %.0f MiB written, over the disk cap of %llu MiB: restarted (%u of %d)", s->id,
-		  MIB(used), cap_mb, strikes, DISKGUARD_STRIKES);
+	log_warnf("session %s: %.0f MiB written, over the disk cap of %llu MiB: restarted (%u of %d)", s->id, MIB(used),
+		  cap_mb, strikes, DISKGUARD_STRIKES);
 }
 
 /* One look at s's writable layer; restarts it when it is over the cap. */
@@ -91,6 +97,7 @@ static void look(struct session_mgr *m, struct session *s)
 		log_debugf("session %s: its disk use: %s", s->id, err.msg);
 		return;
 	}
+	log_debugf("session %s: %.1f MiB written (looked in %lld ms)", s->id, MIB(used), (long long)cost);
 	bool over = false;
 	pthread_mutex_lock(&m->lock);
 	s->disk_used = used;

@@ -1176,6 +1176,8 @@ int session_get_reporting(struct session_mgr *m, struct call *call, const char *
 		s->busy++;
 		s->last_used = session_now();
 	}
+	while (s && s->disk_restarting && !m->stopping)
+		pthread_cond_wait(&m->wake, &m->lock);
 	pthread_mutex_unlock(&m->lock);
 	if (s && diskguard_admit(m, s, err) < 0) {
 		session_put(m, s);
@@ -1211,8 +1213,30 @@ void session_put(struct session_mgr *m, struct session *s)
 		session_free(s);
 }
 
-void session_forget(struct session_mgr *m, struct session *s)
+/* Whether s's container is there and running: what a call that failed on it saw may have been a restart. */
+static bool container_running(struct session *s)
 {
+	json_t *j = NULL;
+	struct err err;
+	if (engine_container_inspect(s->engine, NULL, s->container, &j, &err) < 0)
+		return false;
+	json_t *state = json_object_get(j, "State");
+	bool up = json_is_true(json_object_get(state, "Running")) || json_is_true(json_object_get(state, "Restarting"));
+	json_decref(j);
+	return up;
+}
+
+bool session_forget(struct session_mgr *m, struct session *s)
+{
+	pthread_mutex_lock(&m->lock);
+	while (s->disk_restarting && !m->stopping)
+		pthread_cond_wait(&m->wake, &m->lock);
+	pthread_mutex_unlock(&m->lock);
+	/* restarted under the call (the disk guard, a kill's last resort): not gone */
+	if (container_running(s)) {
+		log_infof("session %s: a call found its container stopped, but it runs again: kept", s->id);
+		return false;
+	}
 	pthread_mutex_lock(&m->lock);
 	bool listed = !s->closed;
 	session_unlink_locked(m, s);
@@ -1225,6 +1249,7 @@ void session_forget(struct session_mgr *m, struct session *s)
 	}
 	if (last)
 		session_free(s);
+	return true;
 }
 
 int session_close(struct session_mgr *m, struct call *call, const char *ref, struct err *err)

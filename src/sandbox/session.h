@@ -154,7 +154,8 @@ struct session {
 	int64_t disk_mark;
 	unsigned disk_strikes;
 	bool disk_frozen;
-	int64_t disk_next_ms; /* the guard's thread only: when to look again */
+	bool disk_restarting;	 /* calls wait for the restart to end (session_get, session_forget) */
+	int64_t disk_next_ms;	 /* the guard's thread only: when to look again */
 	struct session_mgr *mgr; /* its registry, once listed (a forward's connections mark it used) */
 };
 
@@ -259,8 +260,11 @@ int session_get_reporting(struct session_mgr *m, struct call *call, const char *
 void session_put(struct session_mgr *m, struct session *s);
 /* Stops and removes the session's container. */
 int session_close(struct session_mgr *m, struct call *call, const char *ref, struct err *err);
-/* Forgets a session whose container is gone (found out by a failed call). */
-void session_forget(struct session_mgr *m, struct session *s);
+/*
+ * Forgets a session whose container is gone (found out by a failed call);
+ * false when it runs after all (it was restarted under the call): kept.
+ */
+bool session_forget(struct session_mgr *m, struct session *s);
 /* The sessions, with their containers' real state (new reference). */
 json_t *session_list_json(struct session_mgr *m, struct call *call);
 /* The engine s's container lives on: every engine call for s goes there. */
