@@ -15,6 +15,9 @@ bin=${1:?usage: image/server/build.sh BINARY [TAG]}
 [ -x "$bin" ] || { echo "build.sh: $bin is not an executable" >&2; exit 2; }
 version=$("$bin" --version | awk '{print $NF}')
 tag=${2:-sandbox-mcp:$version}
+# the MCP Registry pulls the image and checks this label against server.json's name
+name=$(sed -n 's/^  "name": "\([^"]*\)",$/\1/p' "$(dirname "$0")/../../server.json")
+[ -n "$name" ] || { echo "build.sh: no name in server.json" >&2; exit 2; }
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 
@@ -39,5 +42,6 @@ tar -C "$root" --owner=0 --group=0 -c . |
 		-c 'ENTRYPOINT ["/usr/bin/sandbox-mcp"]' \
 		-c 'ENV TMPDIR=/tmp' \
 		-c "LABEL org.opencontainers.image.title=sandbox-mcp org.opencontainers.image.version=$version" \
+		-c "LABEL io.modelcontextprotocol.server.name=$name" \
 		- "$tag" >/dev/null
 echo "$tag"

@@ -8,6 +8,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -66,6 +67,9 @@ describe('the server image, started as `config CLIENT docker` prints', { timeout
     assert.equal(launch.args.at(-1), TAG);
     const size = Number(docker('image', 'inspect', '-f', '{{.Size}}', TAG));
     assert.ok(size < 80e6, `the image is ${size} bytes`);
+    // what the MCP Registry checks before it lists the image (server.json)
+    const label = docker('image', 'inspect', '-f', '{{index .Config.Labels "io.modelcontextprotocol.server.name"}}', TAG);
+    assert.equal(label, JSON.parse(readFileSync(join(ROOT, 'server.json'), 'utf8')).name);
   });
 
   test('it serves stdio like the binary; a killed docker run leaves no sandbox behind', async () => {
