@@ -471,8 +471,9 @@ static int doctor_engine(const struct config *cfg, struct engine *engine, const 
 	ceiling_quota_state(engine, NULL, cfg, true, quota, sizeof(quota));
 	printf("%s  workspace quota: %s\n", strcmp(quota, "enforced") == 0 ? "ok  " : "note", quota);
 	char cap[256];
-	printf("ok    disk cap: %s\n",
-	       diskguard_mode(strcmp(quota, "enforced") == 0, (unsigned long long)cfg->workspace_mb, cap, sizeof(cap)));
+	bool enforced = strcmp(quota, "enforced") == 0;
+	printf("%s  disk cap: %s\n", enforced || agentctl_built() ? "ok  " : "note",
+	       diskguard_mode(enforced, (unsigned long long)cfg->workspace_mb, cap, sizeof(cap)));
 	printf("ok    images: %s%s%s%s; pull %s\n", config_images_summary(cfg),
 	       cfg->images[0] ? "; SANDBOX_IMAGES '" : "", cfg->images, cfg->images[0] ? "'" : "", cfg->pull);
 	printf("ok    networks sessions may join: %s\n", cfg->networks[0] ? cfg->networks : "none (SANDBOX_NETWORKS)");

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -36,6 +37,8 @@ static int list_walk(const char *rel, int level, int depth, bool hidden);
 static int op_list(int argc, char **argv);
 static int rm_tree(int parent, const char *name, char *shown, size_t shown_len);
 static int op_delete(int argc, char **argv);
+static int op_usage(int argc, char **argv);
+static int op_roots(int argc, char **argv);
 
 void fileop_say(const char *fmt, ...)
 {
@@ -364,12 +367,94 @@ static int op_delete(int argc, char **argv)
 	return 0;
 }
 
+/* What usage and roots have found so far (nftw's callback takes no argument). */
+static struct {
+	uint64_t bytes, entries, hidden;
+	char root[PATH_MAX]; /* roots: the last one printed ("" before the first) */
+	size_t root_len;
+	unsigned nroots;
+} walk;
+
+static int usage_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)path;
+	(void)ftw;
+	if (flag == FTW_NS)
+		return 0;
+	/* a folder of the user's own it may not read hides what is in it; the image's (root's) do not count */
+	if (flag == FTW_DNR && st->st_uid == geteuid())
+		walk.hidden++;
+	walk.bytes += (uint64_t)st->st_blocks * 512;
+	walk.entries++;
+	return 0;
+}
+
+/*
+ * usage PATH...: the disk the trees take, each on its own filesystem (blocks,
+ * as du counts them; links not followed, other mounts not entered):
+ * "<bytes> <entries> <hidden>\n", hidden the user's own folders it may not
+ * read. The disk guard's measure (sandbox/diskguard.c), which takes hidden
+ * folders as over the cap.
+ */
+static int op_usage(int argc, char **argv)
+{
+	memset(&walk, 0, sizeof(walk));
+	for (int i = 1; i < argc; i++)
+		if (nftw(argv[i], usage_one, 32, FTW_PHYS | FTW_MOUNT) < 0 && errno != ENOENT) {
+			fileop_say("usage: %s: %s", argv[i], strerror(errno));
+			return EXIT_FAILED;
+		}
+	printf("%llu %llu %llu\n", (unsigned long long)walk.bytes, (unsigned long long)walk.entries,
+	       (unsigned long long)walk.hidden);
+	return 0;
+}
+
+static int roots_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)ftw;
+	if (flag != FTW_D)
+		return 0;
+	/* pre-order: a root's whole tree comes right after it */
+	if (walk.root_len && strncmp(path, walk.root, walk.root_len) == 0 &&
+	    (path[walk.root_len] == '/' || walk.root[walk.root_len - 1] == '/'))
+		return 0;
+	if (st->st_uid != geteuid() && access(path, W_OK) != 0)
+		return 0;
+	if (++walk.nroots > FILEOPS_ROOTS_MAX)
+		return 1;
+	walk.root_len = (size_t)snprintf(walk.root, sizeof(walk.root), "%s", path);
+	printf("%s\n", path);
+	return 0;
+}
+
+/*
+ * roots PATH: the top-most folders under PATH, on its filesystem, that the
+ * user may write or owns (so may make writable): everything it can add to
+ * that filesystem lands under one of them. A line each; more than
+ * FILEOPS_ROOTS_MAX ends it with EXIT_TOO_LARGE (walk PATH whole then).
+ */
+static int op_roots(int argc, char **argv)
+{
+	if (argc != 2)
+		return EXIT_FAILED;
+	memset(&walk, 0, sizeof(walk));
+	int r = nftw(argv[1], roots_one, 32, FTW_PHYS | FTW_MOUNT);
+	if (r == 1)
+		return EXIT_TOO_LARGE;
+	if (r < 0) {
+		fileop_say("roots: %s: %s", argv[1], strerror(errno));
+		return EXIT_FAILED;
+	}
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } ops[] = {
 	{ "read", op_read },	       { "write", op_write },	  { "list", op_list },	     { "delete", op_delete },
 	{ "dropcheck", dropop_check }, { "place", dropop_place }, { "stage", dropop_stage }, { "clear", dropop_clear },
+	{ "usage", op_usage },	       { "roots", op_roots },
 };
 
 bool fileop_known(const char *name)

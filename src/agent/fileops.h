@@ -18,6 +18,10 @@
  *                                   as tar -x does); MODE octal
  *   list   PATH DEPTH HIDDEN        find's -printf records (tool-find.c)
  *   delete PATH RECURSIVE           "file"/"directory", then rm / rmdir
+ *   usage  PATH...                  "<bytes> <entries> <hidden>\n", the
+ *                                   trees' disk use (the disk guard's)
+ *   roots  PATH                     the top-most folders the user may write
+ *                                   or owns under PATH, a line each
  *
  * and the transfers' dropcheck, place, stage and clear (dropops.h).
  *
@@ -30,6 +34,9 @@
 #include <stdint.h>
 
 /* The exit codes of enum xfer_exit (xfer.h), which the server maps to errors. */
+/* Folders roots lists at most. */
+#define FILEOPS_ROOTS_MAX 64
+
 enum {
 	EXIT_TOO_LARGE = 27, /* stage: more than the cap; the server's own */
 	EXIT_NOT_REGULAR = 65,

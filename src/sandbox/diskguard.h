@@ -23,8 +23,19 @@ struct session_mgr;
  * restarted again.
  */
 #define DISKGUARD_SLACK ((int64_t)4 << 20)
+/*
+ * How often the folders a session can write in are walked (blocks, which
+ * count small files as the disk does), and how long a walk may take: longer
+ * counts as over the cap twice in a row (some 500,000 files).
+ */
+#define DISKGUARD_WALK_EVERY_MS 10000
+#define DISKGUARD_WALK_MS 5000
 /* Restarts over the cap, without getting under it, after which its calls are refused. */
 #define DISKGUARD_STRIKES 3
+
+struct diskguard_look;
+/* Frees what the guard kept of a session (session_free). NULL is a no-op. */
+void diskguard_look_free(struct diskguard_look *l);
 
 /* The thread's body (session_mgr starts it when SANDBOX_WORKSPACE_MB is set); ends when the registry stops. */
 void *diskguard_main(void *arg);

@@ -617,6 +617,7 @@ void session_free(struct session *s)
 	json_decref(s->pip_jobs);
 	pyrepl_destroy(s->repl);
 	agentctl_destroy(s->agent);
+	diskguard_look_free(s->disk_look);
 	egress_stop(s->egress);
 	for (unsigned i = 0; i < s->nforwards; i++)
 		forward_close(s->forwards[i]);
@@ -1231,9 +1232,10 @@ bool session_forget(struct session_mgr *m, struct session *s)
 	pthread_mutex_lock(&m->lock);
 	while (s->disk_restarting && !m->stopping)
 		pthread_cond_wait(&m->wake, &m->lock);
+	bool restarted = s->disk_strikes > 0;
 	pthread_mutex_unlock(&m->lock);
-	/* restarted under the call (the disk guard, a kill's last resort): not gone */
-	if (container_running(s)) {
+	/* the disk guard restarted it under the call (diskguard.h): not gone */
+	if (restarted && container_running(s)) {
 		log_infof("session %s: a call found its container stopped, but it runs again: kept", s->id);
 		return false;
 	}
@@ -1313,7 +1315,7 @@ json_t *session_json(const struct session *s)
 		json_object_set_new(j, "checkpoint", json_string(s->checkpoint));
 	if (s->paused)
 		json_object_set_new(j, "paused", json_true());
-	if (s->disk_next_ms) /* looked at by the disk guard (diskguard.h) */
+	if (s->disk_look) /* looked at by the disk guard (diskguard.h) */
 		json_object_set_new(j, "disk_used_mb", json_real((double)(s->disk_used >> 10) / 1024));
 	if (s->disk_frozen)
 		json_object_set_new(j, "disk_stopped", json_true());
@@ -1562,7 +1564,7 @@ json_t *session_forwards_json(struct session_mgr *m, struct session *s)
 	return a;
 }
 
-void session_forwards_hold(struct session_mgr *m, const struct session *s, bool hold)
+void session_forwards_hold(struct session_mgr *m, struct session *s, bool hold)
 {
 	/*
 	 * A hold waits for exec starts under way, so it cannot sit under the
@@ -1573,11 +1575,18 @@ void session_forwards_hold(struct session_mgr *m, const struct session *s, bool 
 	 * freed (session_forward_close); a release never blocks.
 	 */
 	if (hold) {
+		pthread_mutex_lock(&m->lock);
+		s->freezes++;
+		while (s->guard_starting) /* the disk guard's exec start: a moment */
+			pthread_cond_wait(&m->wake, &m->lock);
+		pthread_mutex_unlock(&m->lock);
 		for (unsigned i = 0; i < s->nforwards; i++)
 			forward_hold(s->forwards[i]);
 		return;
 	}
 	pthread_mutex_lock(&m->lock);
+	if (s->freezes)
+		s->freezes--;
 	for (unsigned i = 0; i < s->nforwards; i++)
 		forward_release(s->forwards[i]);
 	pthread_mutex_unlock(&m->lock);

@@ -48,6 +48,7 @@ enum session_drop {
 };
 
 struct agentctl;
+struct diskguard_look;
 struct egress;
 struct egress_conf;
 struct exec_result;
@@ -154,8 +155,15 @@ struct session {
 	int64_t disk_mark;
 	unsigned disk_strikes;
 	bool disk_frozen;
-	bool disk_restarting;	 /* calls wait for the restart to end (session_get, session_forget) */
-	int64_t disk_next_ms;	 /* the guard's thread only: when to look again */
+	bool disk_restarting;		  /* calls wait for the restart to end (session_get, session_forget) */
+	struct diskguard_look *disk_look; /* the guard's own (diskguard.c), set under the lock */
+	/*
+	 * Holds of session_forwards_hold under way (its container frozen or about
+	 * to be), and the guard starting its agent (an exec, which a freeze would
+	 * hang): each waits for the other. Under the registry's lock.
+	 */
+	unsigned freezes;
+	bool guard_starting;
 	struct session_mgr *mgr; /* its registry, once listed (a forward's connections mark it used) */
 };
 
@@ -262,7 +270,7 @@ void session_put(struct session_mgr *m, struct session *s);
 int session_close(struct session_mgr *m, struct call *call, const char *ref, struct err *err);
 /*
  * Forgets a session whose container is gone (found out by a failed call);
- * false when it runs after all (it was restarted under the call): kept.
+ * false when it runs after all (the disk guard restarted it under the call): kept.
  */
 bool session_forget(struct session_mgr *m, struct session *s);
 /* The sessions, with their containers' real state (new reference). */
@@ -299,7 +307,7 @@ json_t *session_forwards_json(struct session_mgr *m, struct session *s);
  * Holds (hold true) or releases every forward of s (forward_hold): around
  * anything that pauses its container. A hold only on s's FIFO.
  */
-void session_forwards_hold(struct session_mgr *m, const struct session *s, bool hold);
+void session_forwards_hold(struct session_mgr *m, struct session *s, bool hold);
 /*
  * For the preview server: the owner of the live session id (of any
  * principal) into owner, and the address its forward of port listens on.

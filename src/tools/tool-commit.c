@@ -33,7 +33,7 @@ static int session_commit_tool(struct tool_ctx *ctx, json_t *args, struct tool_r
 static json_t *commit_config(json_t *parent, json_t *container, const struct session *s, const char *parent_id,
 			     const char *ref, const char *principal);
 static ssize_t export_source(void *arg, void *p, size_t n, struct err *err);
-static int flatten(struct tool_ctx *ctx, const struct session *s, const char *message, json_t *config,
+static int flatten(struct tool_ctx *ctx, struct session *s, const char *message, json_t *config,
 		   char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err);
 
 /*
@@ -74,7 +74,7 @@ static ssize_t export_source(void *arg, void *p, size_t n, struct err *err)
  * Exports the container's filesystem (paused meanwhile, like a commit) and
  * imports it as a one-layer untagged image with config's settings.
  */
-static int flatten(struct tool_ctx *ctx, const struct session *s, const char *message, json_t *config,
+static int flatten(struct tool_ctx *ctx, struct session *s, const char *message, json_t *config,
 		   char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
 {
 	struct engine *e = session_engine(s);

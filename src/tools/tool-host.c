@@ -53,8 +53,8 @@ static int upload_run(struct tool_ctx *ctx, struct session *s, struct hostfs_wal
 static int download_run(struct tool_ctx *ctx, struct session *s, const char *path, const struct tar_limits *lim,
 			struct hostfs_extract *x, struct xfer_result *xr, bool *ret_direct, struct err *err);
 static ssize_t body_source(void *arg, void *p, size_t n);
-static int download_direct(struct tool_ctx *ctx, const struct session *s, const char *path,
-			   const struct tar_limits *lim, struct hostfs_extract *x, bool *ret_handled, struct err *err);
+static int download_direct(struct tool_ctx *ctx, struct session *s, const char *path, const struct tar_limits *lim,
+			   struct hostfs_extract *x, bool *ret_handled, struct err *err);
 static int file_download(struct tool_ctx *ctx, json_t *args, struct tool_result *res);
 static void transfer_limits(const struct config *cfg, struct tar_limits *lim);
 static void describe_skipped(struct tool_result *res, json_t *skipped, const char *what);
@@ -100,8 +100,8 @@ static ssize_t body_source(void *arg, void *p, size_t n)
  * could read itself. Anything else leaves *ret_handled false for the exec'd
  * tar. The stream is read as hostile like any other.
  */
-static int download_direct(struct tool_ctx *ctx, const struct session *s, const char *path,
-			   const struct tar_limits *lim, struct hostfs_extract *x, bool *ret_handled, struct err *err)
+static int download_direct(struct tool_ctx *ctx, struct session *s, const char *path, const struct tar_limits *lim,
+			   struct hostfs_extract *x, bool *ret_handled, struct err *err)
 {
 	struct engine *e = session_engine(s);
 	const char *ws = ctx->svc->cfg->workspace;

@@ -369,7 +369,8 @@ int tool_session_gone(struct tool_ctx *ctx, struct session *s, int r, struct err
 		return r;
 	if (!session_forget(ctx->svc->sessions, s))
 		return err_set(e, ERRCODE_CANCELLED, r,
-			       "session %s was restarted while this call ran (its next call says why): run it again",
+			       "session %s was restarted while this call ran (over its disk cap; its next call says "
+			       "more): run it again",
 			       s->id);
 	return err_set(e, ERRCODE_SESSION_NOT_FOUND, r,
 		       "the container of session %s is gone (removed or stopped outside sandbox-mcp); the session was "
