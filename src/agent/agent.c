@@ -413,6 +413,12 @@ int main(int argc, char **argv)
 		signal(SIGPIPE, SIG_IGN);
 		return relay_main(argv[2]);
 	}
+	/*
+	 * --walker: the disk guard's own agent (sandbox/diskguard.c), the same
+	 * loop; the word only tells it apart in ps. Anything else is refused.
+	 */
+	if (argc > 1 && strcmp(argv[1], "--walker") != 0 && strcmp(argv[1], "--guard") != 0)
+		return 2;
 	/* --guard PROG ARGS...: the engine's exec path runs a command behind the same filter */
 	if (argc > 2 && strcmp(argv[1], "--guard") == 0)
 		return guard_exec_main(argc - 2, argv + 2);

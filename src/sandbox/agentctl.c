@@ -269,6 +269,12 @@ broken:
 int agentctl_start(struct engine *e, struct call *call, const char *container_id, const char *user,
 		   struct agentctl **ret, struct err *err)
 {
+	return agentctl_start_as(e, call, container_id, user, NULL, ret, err);
+}
+
+int agentctl_start_as(struct engine *e, struct call *call, const char *container_id, const char *user, const char *role,
+		      struct agentctl **ret, struct err *err)
+{
 	char exec_id[ENGINE_ID_LEN + 1];
 	int r;
 
@@ -284,6 +290,8 @@ int agentctl_start(struct engine *e, struct call *call, const char *container_id
 
 	json_t *cfg = json_pack("{s:b, s:b, s:b, s:b, s:b, s:[s]}", "AttachStdin", 1, "AttachStdout", 1, "AttachStderr",
 				1, "Tty", 0, "Privileged", 0, "Cmd", AGENTCTL_PATH);
+	if (role)
+		json_array_append_new(json_object_get(cfg, "Cmd"), json_string(role));
 	if (user)
 		json_object_set_new(cfg, "User", json_string(user));
 	r = engine_exec_create(e, call, container_id, cfg, exec_id, err);

@@ -56,6 +56,13 @@ int agentctl_install(struct engine *e, struct call *call, const char *container_
 /* Starts the agent as user and waits for its hello. 0 with *ret, or -errno with err. */
 int agentctl_start(struct engine *e, struct call *call, const char *container_id, const char *user,
 		   struct agentctl **ret, struct err *err);
+/*
+ * The same with role as its one argument, which names it in `ps` and
+ * changes nothing else (AGENTCTL_ROLE_WALKER: the disk guard's).
+ */
+int agentctl_start_as(struct engine *e, struct call *call, const char *container_id, const char *user, const char *role,
+		      struct agentctl **ret, struct err *err);
+#define AGENTCTL_ROLE_WALKER "--walker"
 /* False once the agent is known to be gone; looks at the stream without blocking. */
 bool agentctl_alive(struct agentctl *a);
 /*

@@ -88,7 +88,8 @@ static int agent_op(struct session *s, struct diskguard_look *l, const char *op,
 		s->guard_starting = !frozen;
 		pthread_mutex_unlock(&m->lock);
 		r = frozen ? err_set(err, ERRCODE_CANCELLED, -EAGAIN, "its container is frozen")
-			   : agentctl_start(s->engine, NULL, s->container, s->user, &l->agent, err);
+			   : agentctl_start_as(s->engine, NULL, s->container, s->user, AGENTCTL_ROLE_WALKER, &l->agent,
+					       err);
 		pthread_mutex_lock(&m->lock);
 		s->guard_starting = false;
 		pthread_cond_broadcast(&m->wake);
