@@ -73,7 +73,11 @@ static int serve(const struct config *cfg, char **args);
 static int serve_services(const struct config *cfg, struct janitor *janitor, bool http, const sigset_t *stop);
 static int serve_http(struct mcp *m, const struct tool_services *svc, const sigset_t *stop);
 static int discard(void *data, const char *line, size_t len, bool response);
-static void engine_probe(const struct config *cfg, struct mcp *m);
+struct probe {
+	const struct config *cfg;
+	struct mcp *m;
+};
+static void *engine_probe(void *arg);
 static int doctor(const struct config *cfg, char **args);
 static int doctor_host(const struct config *cfg);
 static int doctor_engines(const struct config *cfg);
@@ -163,15 +167,20 @@ static int engine_create_cfg(const struct config *cfg, int timeout_ms, struct en
 }
 
 /*
- * Asks the engine for its version once, before serving. Clients start a
- * server and call it healthy when it answers initialize, so an engine that
- * does not answer would otherwise surface only at the first tool call: say
- * it on stderr (client logs) and first in the instructions (the model).
+ * Asks the engine for its version once, at start, beside serving (a thread
+ * of its own: clients start the server at every launch, and the engine's
+ * answer took most of the time to the initialize reply). Clients call a
+ * server healthy when it answers initialize, so an engine that does not
+ * answer would otherwise surface only at the first tool call: say it on
+ * stderr (client logs) and first in the instructions (the model), for
+ * every initialize after the probe (most: a client's first line comes after
+ * its own start-up, and an engine that is down is refused at once).
  */
-static void engine_probe(const struct config *cfg, struct mcp *m)
+static void *engine_probe(void *arg)
 {
+	const struct config *cfg = ((struct probe *)arg)->cfg;
+	struct mcp *m = ((struct probe *)arg)->m;
 	struct engine *probe = NULL;
-	struct engine_version ev;
 	struct err err;
 	uint64_t ms = cfg->engine_timeout_s * 1000 < MAIN_ENGINE_PROBE_MS ? cfg->engine_timeout_s * 1000
 									  : MAIN_ENGINE_PROBE_MS;
@@ -179,10 +188,10 @@ static void engine_probe(const struct config *cfg, struct mcp *m)
 	err_clear(&err);
 	int r = engine_create_cfg(cfg, (int)ms, &probe, &err);
 	if (r == 0)
-		r = engine_version(probe, NULL, &ev, &err);
+		r = engine_reachable(probe, (int)ms, &err);
 	engine_destroy(probe);
 	if (r == 0)
-		return;
+		return NULL;
 	log_warnf("the Docker engine does not answer, so every sandbox tool will fail until it does: %s. "
 		  "`sandbox-mcp doctor` checks the setup",
 		  err.msg);
@@ -193,6 +202,7 @@ static void engine_probe(const struct config *cfg, struct mcp *m)
 		 "checks the setup); env_info checks the engine again.",
 		 err.msg);
 	mcp_add_notice(m, notice);
+	return NULL;
 }
 
 static int serve(const struct config *cfg, char **args)
@@ -281,7 +291,8 @@ static int serve_services(const struct config *cfg, struct janitor *janitor, boo
 				     .links = links,
 				     .env_cache = env_cache_create() };
 	struct mcp *m = mcp_create(&svc, out);
-	engine_probe(cfg, m);
+	struct probe probe = { cfg, m };
+	mcp_start_probe(m, engine_probe, &probe);
 	bool idle;
 	int rc = 0;
 	if (http) {

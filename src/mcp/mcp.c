@@ -63,9 +63,16 @@ struct mcp {
 	const struct tool_services *svc;
 	struct out *out; /* stdio's writer, and where log lines outside a call go */
 	struct dispatch *dispatch;
-	struct mcp_peer *stdio;		  /* the peer of mcp_handle_line */
-	atomic_ullong seq;		  /* for keys of calls that run alone */
-	char *instructions;		  /* built once from the tools offered */
+	struct mcp_peer *stdio;		   /* the peer of mcp_handle_line */
+	atomic_ullong seq;		   /* for keys of calls that run alone */
+	char *instructions;		   /* built once from the tools offered; a notice may come first */
+	pthread_mutex_t instructions_lock; /* the engine probe adds its notice from a thread of its own */
+	pthread_t probe;		   /* mcp_start_probe's */
+	bool probing;
+	void *(*probe_fn)(void *);
+	void *probe_arg;
+	bool probed; /* under instructions_lock: the probe ended */
+	pthread_cond_t probe_done;
 	unsigned long long bulk_nonce;	  /* makes this process's bulk markers unguessable */
 	struct notify *resources_changed; /* NULL: no thread, no list_changed */
 	atomic_bool initialized_legacy;	  /* notifications/initialized came: list_changed may go out */
@@ -252,10 +259,47 @@ static void instructions_build(struct mcp *m)
 void mcp_add_notice(struct mcp *m, const char *text)
 {
 	struct buf b;
+	pthread_mutex_lock(&m->instructions_lock);
 	buf_init(&b, strlen(text) + strlen(m->instructions) + 2);
 	(void)buf_printf(&b, "%s %s", text, m->instructions);
 	free(m->instructions);
 	m->instructions = buf_steal(&b, NULL);
+	pthread_mutex_unlock(&m->instructions_lock);
+}
+
+static void *probe_main(void *arg)
+{
+	struct mcp *m = arg;
+	m->probe_fn(m->probe_arg);
+	pthread_mutex_lock(&m->instructions_lock);
+	m->probed = true;
+	pthread_cond_broadcast(&m->probe_done);
+	pthread_mutex_unlock(&m->instructions_lock);
+	return NULL;
+}
+
+void mcp_start_probe(struct mcp *m, void *(*fn)(void *), void *arg)
+{
+	m->probe_fn = fn;
+	m->probe_arg = arg;
+	m->probing = thread_create_nosig(&m->probe, NULL, probe_main, m) == 0;
+	if (!m->probing)
+		probe_main(m);
+}
+
+/*
+ * The instructions (a new reference), once the start-up probe has said
+ * whether the engine answers: a connect on a local socket, microseconds;
+ * at most the probe's timeout elsewhere.
+ */
+static json_t *instructions_json(struct mcp *m)
+{
+	pthread_mutex_lock(&m->instructions_lock);
+	while (m->probe_fn && !m->probed)
+		pthread_cond_wait(&m->probe_done, &m->instructions_lock);
+	json_t *s = json_string(m->instructions);
+	pthread_mutex_unlock(&m->instructions_lock);
+	return s;
 }
 
 struct mcp *mcp_create(const struct tool_services *svc, struct out *out)
@@ -272,6 +316,8 @@ struct mcp *mcp_create(const struct tool_services *svc, struct out *out)
 	if (getrandom(&m->bulk_nonce, sizeof(m->bulk_nonce), GRND_NONBLOCK) != sizeof(m->bulk_nonce))
 		m->bulk_nonce = (unsigned long long)now_ms() ^ (unsigned long long)(uintptr_t)m;
 	instructions_build(m);
+	pthread_mutex_init(&m->instructions_lock, NULL);
+	pthread_cond_init(&m->probe_done, NULL);
 	atomic_init(&m->initialized_legacy, false);
 	/* over HTTP there is no stream for notifications outside a request (GET /mcp is 405) */
 	bool http = svc->cfg->http && svc->cfg->http[0];
@@ -294,11 +340,16 @@ bool mcp_destroy(struct mcp *m)
 	if (!m)
 		return true;
 	log_set_hook(NULL, NULL);
+	if (m->probing)
+		pthread_join(m->probe, NULL); /* bounded: the probe's engine timeout */
+	m->probing = false;
 	if (!dispatch_destroy(m->dispatch, 500))
 		return false;		      /* workers still hold m: the process is about to exit */
 	notify_destroy(m->resources_changed); /* after the workers, which poke it */
 	mcp_peer_put(m->stdio);
 	free(m->instructions);
+	pthread_mutex_destroy(&m->instructions_lock);
+	pthread_cond_destroy(&m->probe_done);
 	free(m);
 	return true;
 }
@@ -413,9 +464,9 @@ static int m_initialize(struct mcp *m, struct req *rq, json_t **ret, struct fail
 				"stays as it was: start a new connection for a new session",
 				first);
 
-	*ret = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", chosen, "capabilities",
+	*ret = json_pack("{s:s, s:o, s:o, s:o}", "protocolVersion", chosen, "capabilities",
 			 capabilities(m->resources_changed != NULL), "serverInfo", server_info(), "instructions",
-			 m->instructions);
+			 instructions_json(m));
 	return 0;
 }
 
@@ -431,8 +482,8 @@ static int m_discover(struct mcp *m, struct req *rq, json_t **ret, struct fail *
 	json_array_append_new(versions, json_string(MCP_VERSION_MODERN));
 	for (size_t i = 0; i < ARRAY_SIZE(legacy_versions); i++)
 		json_array_append_new(versions, json_string(legacy_versions[i]));
-	*ret = json_pack("{s:o, s:o, s:s}", "supportedVersions", versions, "capabilities", capabilities(false),
-			 "instructions", m->instructions);
+	*ret = json_pack("{s:o, s:o, s:o}", "supportedVersions", versions, "capabilities", capabilities(false),
+			 "instructions", instructions_json(m));
 	/* a discover result is modern-shaped whichever era asked */
 	struct req modern = *rq;
 	modern.modern = true;

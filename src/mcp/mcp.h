@@ -74,9 +74,17 @@ bool mcp_destroy(struct mcp *m);
 /*
  * Puts text (one sentence or a few) first in the server instructions, for a
  * fact found at start-up that every client should hear (the engine does not
- * answer). Call before the first line is handled.
+ * answer). Any thread, any time: an initialize answered before it does not
+ * carry it.
  */
 void mcp_add_notice(struct mcp *m, const char *text);
+
+/*
+ * Runs fn(arg) on a thread of its own while m serves (the start-up's engine
+ * probe, which may mcp_add_notice); mcp_destroy waits for it. Without a
+ * thread it runs here.
+ */
+void mcp_start_probe(struct mcp *m, void *(*fn)(void *), void *arg);
 
 /*
  * Handles one input line (without its newline). Protocol errors become
