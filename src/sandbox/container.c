@@ -18,6 +18,7 @@
 #include "sandbox/ceiling.h"
 #include "sandbox/egress.h"
 #include "sandbox/pull.h"
+#include "sandbox/servercontainer.h"
 #include "sandbox/session-internal.h"
 #include "sandbox/session.h"
 #include "sandbox/userdb.h"
@@ -117,6 +118,7 @@ static int read_user_files(struct session_mgr *m, struct engine *e, struct call 
 				   m->instance, SESSION_LABEL ".host", m->host, SESSION_LABEL ".lock", m->lock_path,
 				   SESSION_LABEL ".persistent", "false", SESSION_LABEL ".probe", "user");
 	json_object_set_new(labels, SESSION_LABEL ".proc", json_string(m->proc));
+	json_object_set_new(labels, SERVERCONTAINER_LABEL, json_string(session_server_label(m, e)));
 	/*
 	 * User 0:0: the probe never starts, but Podman resolves the image's USER
 	 * at create time, so an image whose USER its passwd lacks (what the probe
@@ -258,8 +260,9 @@ static json_t *container_body(const struct session_mgr *m, const struct session 
 				   SESSION_LABEL ".persistent", s->persistent ? "true" : "false",
 				   SESSION_LABEL ".created", created, SESSION_LABEL ".user", s->user,
 				   SESSION_LABEL ".network", s->network);
-	/* always set: a label the image carries would otherwise make a session look pooled */
+	/* always set: a label the image carries would otherwise make a session look pooled, or another's */
 	json_object_set_new(labels, SESSION_LABEL ".pool", json_string(pooled ? "1" : "0"));
+	json_object_set_new(labels, SERVERCONTAINER_LABEL, json_string(session_server_label(m, s->engine)));
 	json_object_set_new(labels, SESSION_LABEL ".proc", json_string(m->proc));
 	json_t *env = json_array();
 	const char *key;

@@ -21,6 +21,8 @@ struct session_mgr {
 	char lock_dir[PATH_MAX];
 	char lock_path[PATH_MAX + 32]; /* this instance's lock, named in the .lock label */
 	char proc[96];		       /* "<pid>:<start time>:<boot id>" of this process, the .proc label */
+	char self[ENGINE_ID_LEN + 1];  /* the container this server runs in, or "" (servercontainer.h) */
+	atomic_uint self_on;	       /* bit i: that container is on engine i, so its sessions there say so */
 	int lock_fd;
 	json_t *users;	/* image id -> "uid:gid" its sessions run as (image_user) */
 	json_t *held;	/* instance -> fd of the dead instance's lock this one took over */
@@ -101,6 +103,8 @@ void session_remove_container(struct session_mgr *m, struct session *s);
 int session_verify_hardening(json_t *inspect, const struct session *s, struct err *err);
 /* Notes that engine e may hold a container of this instance that no session holds (swept at exit). */
 void session_mark_orphans(struct session_mgr *m, const struct engine *e);
+/* The .server label for a container on engine e: this server's container when it is on e, else "". */
+const char *session_server_label(const struct session_mgr *m, const struct engine *e);
 /* Frees s and what it holds (its agent, interpreter, egress), not its container. */
 void session_free(struct session *s);
 

@@ -35,6 +35,7 @@
 #include "sandbox/pool.h"
 #include "sandbox/pyrepl.h"
 #include "sandbox/savepoint.h"
+#include "sandbox/servercontainer.h"
 #include "sandbox/session-internal.h"
 #include "sandbox/session.h"
 
@@ -96,6 +97,7 @@ int session_mgr_create(const struct config *cfg, struct engines *es, struct sess
 	session_random_hex(m->instance, SESSION_INSTANCE_LEN);
 	if (gethostname(m->host, sizeof(m->host) - 1) < 0)
 		snprintf(m->host, sizeof(m->host), "unknown");
+	servercontainer_self(m->self);
 	unsigned long long start = 0;
 	char boot[40];
 	if (proc_start(getpid(), &start) == 0 && boot_id(boot) == 0)
@@ -128,6 +130,14 @@ int session_mgr_create(const struct config *cfg, struct engines *es, struct sess
 	}
 	*ret = m;
 	return 0;
+}
+
+const char *session_server_label(const struct session_mgr *m, const struct engine *e)
+{
+	for (size_t i = 0; i < engines_count(m->engines) && i < 32; i++)
+		if (engines_at(m->engines, i) == e)
+			return atomic_load(&m->self_on) & (1u << i) ? m->self : "";
+	return "";
 }
 
 const char *session_mgr_instance(const struct session_mgr *m)
@@ -497,6 +507,27 @@ static void listed_read(json_t *c, struct listed *l)
 }
 
 /*
+ * Whether the server container a container's .server label names is gone
+ * from engine e (the label is set only when that container was on e, so
+ * not found there is gone). servers caches the engine's answers.
+ */
+static bool server_gone(struct session_mgr *m, struct engine *e, json_t *labels, json_t *servers)
+{
+	const char *server = json_string_value(json_object_get(labels, SERVERCONTAINER_LABEL));
+	struct err err;
+	if (!server || !engine_id_valid(server) || strcmp(server, m->self) == 0)
+		return false;
+	json_t *known = json_object_get(servers, server);
+	if (known)
+		return json_is_false(known);
+	int r = servercontainer_running(e, server, &err);
+	if (r < 0)
+		return false; /* the engine did not say: a later scan decides */
+	json_object_set_new(servers, server, json_boolean(r == 1));
+	return r == 0;
+}
+
+/*
  * One engine's part of the start-up scan. An engine that does not answer
  * now is skipped: its leftovers wait for a later server's scan.
  */
@@ -513,11 +544,24 @@ static void sweep(struct session_mgr *m, size_t ei)
 			  engines_name(m->engines, ei), err.msg);
 		return;
 	}
+	json_t *servers = json_object(); /* server container id -> running, asked once per sweep */
 	json_array_foreach (list, i, c) {
 		struct listed l;
 		listed_read(c, &l);
-		if (!engine_id_valid(l.id) || !l.inst || strcmp(l.inst, m->instance) == 0 ||
-		    owner_state(m, l.labels) != OWNER_DEAD)
+		if (!engine_id_valid(l.id) || !l.inst || strcmp(l.inst, m->instance) == 0)
+			continue;
+		enum owner o = owner_state(m, l.labels);
+		if (o == OWNER_UNKNOWN && server_gone(m, e, l.labels, servers)) {
+			/* its server's container is gone: nothing can hand its persistent sessions over safely */
+			if (l.persistent && !l.pooled)
+				continue;
+			log_infof("removing container %.12s left by instance %s, whose server container is gone", l.id,
+				  l.inst);
+			if (engine_container_remove(e, NULL, l.id, &err) < 0)
+				log_warnf("removing %.12s: %s", l.id, err.msg);
+			continue;
+		}
+		if (o != OWNER_DEAD)
 			continue;
 		/* a warm-pool member is never adopted, whatever else its labels say */
 		if (l.persistent && !l.pooled) {
@@ -529,6 +573,7 @@ static void sweep(struct session_mgr *m, size_t ei)
 		if (engine_container_remove(e, NULL, l.id, &err) < 0)
 			log_warnf("removing %.12s: %s", l.id, err.msg);
 	}
+	json_decref(servers);
 	json_decref(list);
 	ceiling_sweep_probes(e, NULL);
 }
@@ -587,6 +632,13 @@ static void *starter_main(void *arg)
 {
 	struct session_mgr *m = arg;
 
+	/* before any session is made: their labels say whether this server's container is on their engine */
+	for (size_t i = 0; i < engines_count(m->engines) && i < 32; i++)
+		if (servercontainer_on(engines_at(m->engines, i), m->self)) {
+			atomic_fetch_or(&m->self_on, 1u << i);
+			log_infof("this server runs in container %.12s on engine %s: its sessions there name it",
+				  m->self, engines_name(m->engines, i));
+		}
 	for (size_t i = 0; i < engines_count(m->engines); i++)
 		sweep(m, i);
 	prune_locks(m);

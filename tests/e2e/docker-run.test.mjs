@@ -3,7 +3,8 @@
 // `sandbox-mcp config CLIENT docker` prints, through the official SDK's stdio
 // transport. It serves stdio like the binary; a client that kills its
 // `docker run` leaves no sandbox behind within seconds; two servers in two
-// containers on one engine leave each other's sessions alone.
+// containers on one engine leave each other's sessions alone; a server
+// container the engine killed has its sandboxes removed by the next server.
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -107,6 +108,28 @@ describe('the server image, started as `config CLIENT docker` prints', { timeout
     assert.equal(r.structuredContent.stdout, 'b\n', 'b\'s session is its own, untouched');
     await b.client.close();
     await until('b\'s containers are removed when b ends', () => !alive(ib[0]));
+    await a.client.close().catch(() => {});
+  });
+
+  test('a server container killed by the engine: the next server on it removes its sandboxes', async () => {
+    const before = new Set(sandboxes().map((c) => c.id));
+    const a = await connect(launch);
+    await a.client.callTool({ name: 'run_command', arguments: { command: 'echo a' } });
+    const [ia] = newInstances(before);
+    assert.ok(ia);
+    const [server] = serverContainers();
+    const labels = JSON.parse(docker('inspect', '-f', '{{json .Config.Labels}}',
+      sandboxes().find((c) => c.instance === ia).id));
+    assert.equal(labels['io.sandbox-mcp.server'], server, 'its sessions name the server\'s container');
+    docker('kill', server); // not its client: no end of stdin, no cleanup, its janitor dies with it
+    await until('the server container is gone', () => serverContainers().length === 0);
+    await sleep(1500);
+    assert.ok(alive(ia), 'nothing removed them yet');
+    const b = await connect(launch); // its start-up scan asks the engine for a's container
+    await until('a\'s sandboxes are removed by the next server', () => !alive(ia));
+    const r = await b.client.callTool({ name: 'run_command', arguments: { command: 'echo b' } });
+    assert.equal(r.structuredContent.stdout, 'b\n');
+    await b.client.close();
     await a.client.close().catch(() => {});
   });
 });
