@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/dropops.h"
@@ -370,40 +371,118 @@ static int op_delete(int argc, char **argv)
 /* What usage and roots have found so far (nftw's callback takes no argument). */
 static struct {
 	uint64_t bytes, entries, hidden;
+	time_t since; /* usage: entries changed before this are the image's */
+	ino_t *seen;  /* usage: inodes of more than one link counted so far (a hash set) */
+	size_t nseen;
 	char root[PATH_MAX]; /* roots: the last one printed ("" before the first) */
 	size_t root_len;
 	unsigned nroots;
 } walk;
 
-static int usage_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/*
+ * One entry: its blocks, at least FILEOPS_ENTRY_MIN (so that empty files,
+ * which take inodes and no blocks, count too), once per inode, and only if
+ * it changed since the session began (ctime, which no user can set back).
+ */
+static void usage_count(const struct stat *st)
 {
-	(void)path;
-	(void)ftw;
-	if (flag == FTW_NS)
-		return 0;
-	/* a folder of the user's own it may not read hides what is in it; the image's (root's) do not count */
-	if (flag == FTW_DNR && st->st_uid == geteuid())
-		walk.hidden++;
-	walk.bytes += (uint64_t)st->st_blocks * 512;
+	if (st->st_ctime < walk.since)
+		return;
+	if (st->st_nlink > 1 && !S_ISDIR(st->st_mode)) {
+		/* open addressing in twice the slots it fills at most; inode 0 is never a file's */
+		size_t i = (size_t)(st->st_ino * 0x9e3779b97f4a7c15ULL) & (2 * FILEOPS_LINKS_MAX - 1);
+		while (walk.seen[i] && walk.seen[i] != st->st_ino)
+			i = (i + 1) & (2 * FILEOPS_LINKS_MAX - 1);
+		if (walk.seen[i])
+			return;
+		if (walk.nseen == FILEOPS_LINKS_MAX) {
+			walk.hidden++; /* more linked files than it keeps track of: counts as hidden */
+			return;
+		}
+		walk.seen[i] = st->st_ino;
+		walk.nseen++;
+	}
+	uint64_t b = (uint64_t)st->st_blocks * 512;
+	walk.bytes += b < FILEOPS_ENTRY_MIN ? FILEOPS_ENTRY_MIN : b;
 	walk.entries++;
-	return 0;
 }
 
 /*
- * usage PATH...: the disk the trees take, each on its own filesystem (blocks,
- * as du counts them; links not followed, other mounts not entered):
- * "<bytes> <entries> <hidden>\n", hidden the user's own folders it may not
- * read. The disk guard's measure (sandbox/diskguard.c), which takes hidden
- * folders as over the cap.
+ * Walks the folder open at fd (on device dev) depth levels down. What the
+ * user may not read or search of its own, or of another's it may write, is
+ * hidden; what vanished meanwhile is skipped; other mounts are not entered.
+ */
+static void usage_dir(int fd, dev_t dev, unsigned depth)
+{
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		walk.hidden++;
+		return;
+	}
+	for (struct dirent *de; (de = readdir(d));) {
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				walk.hidden++; /* a folder it may read but not search */
+			continue;
+		}
+		if (st.st_dev != dev)
+			continue;
+		usage_count(&st);
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		if (depth >= FILEOPS_DEPTH_MAX) {
+			walk.hidden++;
+			continue;
+		}
+		int cfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd < 0) {
+			if (errno != ENOENT &&
+			    (st.st_uid == geteuid() || faccessat(dirfd(d), de->d_name, W_OK, 0) == 0))
+				walk.hidden++;
+			continue;
+		}
+		usage_dir(cfd, dev, depth + 1);
+	}
+	closedir(d);
+}
+
+/*
+ * usage SINCE PATH...: the disk the trees under PATH take, each on its own
+ * filesystem, counting what changed since SINCE's last change (the agent's
+ * folder, made with the container): "<bytes> <entries> <hidden>\n". The
+ * disk guard's measure (sandbox/diskguard.c), which takes hidden as over
+ * the cap.
  */
 static int op_usage(int argc, char **argv)
 {
+	struct stat st;
+	if (argc < 2 || stat(argv[1], &st) < 0)
+		return EXIT_FAILED;
 	memset(&walk, 0, sizeof(walk));
-	for (int i = 1; i < argc; i++)
-		if (nftw(argv[i], usage_one, 32, FTW_PHYS | FTW_MOUNT) < 0 && errno != ENOENT) {
-			fileop_say("usage: %s: %s", argv[i], strerror(errno));
-			return EXIT_FAILED;
+	walk.since = st.st_ctime - 1;
+	walk.seen = calloc(2 * FILEOPS_LINKS_MAX, sizeof(*walk.seen));
+	if (!walk.seen)
+		return EXIT_FAILED;
+	for (int i = 2; i < argc; i++) {
+		if (lstat(argv[i], &st) < 0) {
+			if (errno != ENOENT)
+				walk.hidden++;
+			continue;
 		}
+		usage_count(&st);
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		int fd = open(argv[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			walk.hidden++;
+		else
+			usage_dir(fd, st.st_dev, 0);
+	}
+	free(walk.seen);
 	printf("%llu %llu %llu\n", (unsigned long long)walk.bytes, (unsigned long long)walk.entries,
 	       (unsigned long long)walk.hidden);
 	return 0;

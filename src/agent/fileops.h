@@ -18,8 +18,9 @@
  *                                   as tar -x does); MODE octal
  *   list   PATH DEPTH HIDDEN        find's -printf records (tool-find.c)
  *   delete PATH RECURSIVE           "file"/"directory", then rm / rmdir
- *   usage  PATH...                  "<bytes> <entries> <hidden>\n", the
- *                                   trees' disk use (the disk guard's)
+ *   usage  SINCE PATH...            "<bytes> <entries> <hidden>\n", the
+ *                                   trees' disk use since SINCE changed (the
+ *                                   disk guard's)
  *   roots  PATH                     the top-most folders the user may write
  *                                   or owns under PATH, a line each
  *
@@ -36,6 +37,10 @@
 /* The exit codes of enum xfer_exit (xfer.h), which the server maps to errors. */
 /* Folders roots lists at most. */
 #define FILEOPS_ROOTS_MAX 64
+/* usage: levels it walks down (deeper counts as hidden), linked inodes it tells apart, the least an entry counts. */
+#define FILEOPS_DEPTH_MAX 128
+#define FILEOPS_LINKS_MAX 65536
+#define FILEOPS_ENTRY_MIN 4096
 
 enum {
 	EXIT_TOO_LARGE = 27, /* stage: more than the cap; the server's own */

@@ -19,11 +19,16 @@
  *
  * SizeRw counts bytes, not blocks: a million one-byte files are 1 MB to it
  * and 4 GiB to the disk. So every DISKGUARD_WALK_EVERY_MS an agent of the
- * guard's own walks the folders the sandbox user can write in (found once)
- * and counts blocks, less what they held of the image at the first walk. A
- * read_only session writes only its workspace volume, which SizeRw leaves
- * out: that is walked at each look. A folder of the user's it may not read,
- * or a walk past DISKGUARD_WALK_MS, counts as over the cap.
+ * guard's own walks the folders the sandbox user can write in (found once,
+ * with the container's volumes) and counts blocks of what changed since the
+ * container was made. A read_only session writes only its workspace volume,
+ * which SizeRw leaves out: that is walked at each look. What the user keeps
+ * from the walk, and walks that fail twice in a row, count as over the cap.
+ *
+ * Not seen: files deleted while a process holds them open (each at most
+ * SANDBOX_WORKSPACE_MB, RLIMIT_FSIZE; a restart frees them), and writes
+ * between two looks. One thread looks at every session in turn, so a
+ * session whose looks are slow (many files) slows the others' looks.
  *
  * Restarting instead of freezing: a frozen container hangs any exec started
  * into it (the call that was running, its kill), and nothing a frozen
@@ -50,12 +55,11 @@
 
 /* What the guard's thread keeps of a session (session.disk_look); nothing else touches it. */
 struct diskguard_look {
-	int64_t next_ms;      /* when to look again */
-	int64_t walk_next_ms; /* when to walk its roots again */
-	int64_t walked;	      /* what the last walk found, less base */
-	int64_t base;	      /* what the roots held that the session did not write (the image's part) */
-	bool based;
-	unsigned timeouts;     /* walks in a row that took too long */
+	int64_t next_ms;		   /* when to look again */
+	int64_t walk_next_ms;		   /* when to walk its roots again */
+	int64_t walked;			   /* what the last walk found */
+	unsigned fails;			   /* walks in a row that failed or took too long */
+	char container[ENGINE_ID_LEN + 1]; /* the session's container when this was made (a rollback swaps it) */
 	int64_t layer_at_walk; /* SizeRw when it was last walked: much less since means files went, walk again */
 	int64_t layer_ms;      /* what the engine's count cost at the last look */
 	char *roots;	       /* the folders it can write in, a line each (the agent's roots), or NULL */
@@ -71,143 +75,174 @@ void diskguard_look_free(struct diskguard_look *l)
 	free(l);
 }
 
-/* Runs the agent's built-in op with args through the guard's own agent; its stdout into out. */
-static int agent_op(struct session *s, struct diskguard_look *l, const char *op, const char *const *args,
-		    struct exec_result *xr, struct err *err)
+/* Runs the agent's built-in op with args in the guard's own agent, started first if need be. */
+static int agent_op_unfrozen(struct session *s, struct diskguard_look *l, const char *op, const char *const *args,
+			     struct exec_result *xr, struct err *err)
 {
+	int r;
 	if (l->agent && !agentctl_alive(l->agent)) {
 		agentctl_destroy(l->agent);
 		l->agent = NULL;
 	}
-	int r;
-	if (!l->agent) {
-		/* never an exec start while a freeze is under way: runc would hang it */
-		struct session_mgr *m = s->mgr;
-		pthread_mutex_lock(&m->lock);
-		bool frozen = s->freezes > 0 || s->paused;
-		s->guard_starting = !frozen;
-		pthread_mutex_unlock(&m->lock);
-		r = frozen ? err_set(err, ERRCODE_CANCELLED, -EAGAIN, "its container is frozen")
-			   : agentctl_start_as(s->engine, NULL, s->container, s->user, AGENTCTL_ROLE_WALKER, &l->agent,
-					       err);
-		pthread_mutex_lock(&m->lock);
-		s->guard_starting = false;
-		pthread_cond_broadcast(&m->wake);
-		pthread_mutex_unlock(&m->lock);
-		if (r < 0) {
-			exec_result_init(xr, 0);
-			return r;
-		}
+	if (!l->agent &&
+	    (r = agentctl_start_as(s->engine, NULL, l->container, s->user, AGENTCTL_ROLE_WALKER, &l->agent, err)) < 0) {
+		exec_result_init(xr, 0);
+		return r;
 	}
-	struct exec_spec spec = { .builtin = op, .argv = args, .timeout_ms = DISKGUARD_WALK_MS, .cap = 8192 };
+	struct exec_spec spec = { .builtin = op, .argv = args, .timeout_ms = DISKGUARD_WALK_MS, .cap = 64 << 10 };
 	r = agentctl_run(l->agent, NULL, &spec, xr, err);
 	if (r == -EAGAIN)
 		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "the disk guard's agent is gone");
 	return r;
 }
 
-/* The folders s can write in: found once (a walk of its root filesystem), then walked each time. */
-static int find_roots(struct session_mgr *m, struct session *s, struct diskguard_look *l, struct err *err)
+/*
+ * agent_op_unfrozen, never while a freeze is under way: an exec started into
+ * a frozen container hangs in runc, and a walk stalled by a freeze would
+ * time out and end in the engine's restart. A freeze waits for it
+ * (session_forwards_hold), as it does for a forward's exec starts.
+ */
+static int agent_op(struct session *s, struct diskguard_look *l, const char *op, const char *const *args,
+		    struct exec_result *xr, struct err *err)
 {
-	if (s->read_only) {
-		/* the root is read-only: the workspace volume is all it writes (it is not on the root's filesystem) */
-		l->roots = xstrdup(m->cfg->workspace);
-		return 0;
+	struct session_mgr *m = s->mgr;
+	pthread_mutex_lock(&m->lock);
+	bool frozen = s->freezes > 0 || s->paused;
+	s->guard_busy = !frozen;
+	pthread_mutex_unlock(&m->lock);
+	int r = frozen ? (exec_result_init(xr, 0), err_set(err, ERRCODE_CANCELLED, -EAGAIN, "its container is frozen"))
+		       : agent_op_unfrozen(s, l, op, args, xr, err);
+	pthread_mutex_lock(&m->lock);
+	s->guard_busy = false;
+	pthread_cond_broadcast(&m->wake);
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+/* Adds to roots the volumes the container has besides the agent's: an image's VOLUME lines, a read_only workspace. */
+static void add_volumes(struct session *s, struct diskguard_look *l, struct buf *roots)
+{
+	json_t *j = NULL, *mnt;
+	struct err err;
+	size_t i;
+	if (engine_container_inspect(s->engine, NULL, l->container, &j, &err) < 0)
+		return;
+	json_array_foreach (json_object_get(j, "Mounts"), i, mnt) {
+		const char *type = json_string_value(json_object_get(mnt, "Type"));
+		const char *dest = json_string_value(json_object_get(mnt, "Destination"));
+		if (type && dest && strcmp(type, "volume") == 0 && strcmp(dest, AGENTCTL_DIR) != 0 &&
+		    !strchr(dest, '\n'))
+			(void)buf_printf(roots, "%s%s", roots->len ? "\n" : "", dest);
 	}
+	json_decref(j);
+}
+
+/*
+ * The folders s can write in, found once: those of its root filesystem the
+ * agent finds ("roots"; a read_only root has none), and its volumes.
+ */
+static int find_roots(struct session *s, struct diskguard_look *l, struct err *err)
+{
 	struct exec_result xr;
-	const char *args[] = { "/", NULL };
-	int r = agent_op(s, l, "roots", args, &xr, err);
-	if (r == 0 && xr.exit_code == EXIT_TOO_LARGE)
-		l->roots = xstrdup("/"); /* too many places: walk everything */
-	else if (r == 0 && xr.exit_code == 0 && xr.out.head.len)
-		l->roots = xstrndup(xr.out.head.data, xr.out.head.len);
+	struct buf roots;
+	int r = 0;
+	buf_init(&roots, SIZE_MAX);
+	if (!s->read_only) {
+		const char *args[] = { "/", NULL };
+		r = agent_op(s, l, "roots", args, &xr, err);
+		/* too many places, or more than it said: walk everything */
+		if (r == 0 && (xr.exit_code == EXIT_TOO_LARGE || xr.out.total > xr.out.head.len))
+			(void)buf_append_str(&roots, "/");
+		else if (r == 0 && xr.exit_code == 0)
+			(void)buf_append(&roots, xr.out.head.data, xr.out.head.len);
+		else if (r == 0)
+			r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "the agent could not list the folders (exit %d)",
+				    xr.exit_code);
+		exec_result_finish(&xr);
+	}
+	while (roots.len && roots.data[roots.len - 1] == '\n')
+		roots.len--;
+	if (r == 0)
+		add_volumes(s, l, &roots);
+	if (r == 0 && roots.len)
+		l->roots = buf_steal(&roots, NULL);
 	else if (r == 0)
-		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "the agent found no folder to walk (exit %d)",
-			    xr.exit_code);
-	exec_result_finish(&xr);
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -ENOENT, "no folder to walk");
+	buf_finish(&roots);
 	return r;
 }
 
 /*
  * Walks s's roots ("usage", agent/fileops.h) in its own agent, so that a walk
- * is a fork in the container, never an exec (which a freeze would hang). It
- * counts blocks: a million one-byte files are 4 GiB here, 1 MB to SizeRw.
- * *ret_hidden: a folder of the sandbox user's that it may not read, or a
- * tree too big to walk in DISKGUARD_WALK_MS; either counts as over the cap.
+ * is a fork in the container, never an exec. It counts blocks (a million
+ * one-byte files are 4 GiB to it, 1 MB to SizeRw), at least 4 KiB an entry
+ * (empty files take inodes), each inode once, and only what changed since
+ * the agent's folder was made with the container (ctime, which no user can
+ * set back): the image's files are not the session's. *ret_hidden: a folder
+ * the user keeps from it, or DISKGUARD_FAILS walks in a row that failed or
+ * took over DISKGUARD_WALK_MS (a killed walker, a tree too big); either
+ * counts as over the cap.
  */
-static int walk_roots(struct session_mgr *m, struct session *s, struct diskguard_look *l, int64_t *ret,
-		      bool *ret_hidden, struct err *err)
+static int walk_roots(struct session *s, struct diskguard_look *l, int64_t *ret, bool *ret_hidden, struct err *err)
 {
 	int r;
-	if (!l->roots && (r = find_roots(m, s, l, err)) < 0)
+	*ret_hidden = false;
+	if (!l->roots && (r = find_roots(s, l, err)) < 0) {
+		*ret_hidden = ++l->fails >= DISKGUARD_FAILS;
 		return r;
-	const char *args[FILEOPS_ROOTS_MAX + 2];
+	}
+	const char *args[FILEOPS_ROOTS_MAX + 16];
 	size_t n = 0;
 	_cleanup_free_ char *copy = xstrdup(l->roots);
-	for (char *save = NULL, *p = strtok_r(copy, "\n", &save); p && n <= FILEOPS_ROOTS_MAX;
+	args[n++] = AGENTCTL_DIR;
+	for (char *save = NULL, *p = strtok_r(copy, "\n", &save); p && n < ARRAY_SIZE(args) - 1;
 	     p = strtok_r(NULL, "\n", &save))
 		args[n++] = p;
 	args[n] = NULL;
 	struct exec_result xr;
 	unsigned long long bytes, entries, hidden;
 	r = agent_op(s, l, "usage", args, &xr, err);
-	*ret_hidden = false;
-	if (r < 0) {
-		/* err says why */
-	} else if (xr.timed_out) {
-		/* twice in a row: once may be a loaded machine */
-		*ret = 0;
-		*ret_hidden = ++l->timeouts >= 2;
-		if (!*ret_hidden)
-			r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the walk took over %d ms", DISKGUARD_WALK_MS);
-	} else {
-		l->timeouts = 0;
-		char line[128];
-		snprintf(line, sizeof(line), "%.*s", (int)xr.out.head.len, xr.out.head.data ? xr.out.head.data : "");
-		if (xr.exit_code != 0 || sscanf(line, "%llu %llu %llu", &bytes, &entries, &hidden) != 3)
-			r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "the agent could not walk (exit %d)",
-				    xr.exit_code);
-		else
-			*ret = (int64_t)(bytes > INT64_MAX ? INT64_MAX : bytes), *ret_hidden = hidden > 0;
-	}
+	char line[128];
+	snprintf(line, sizeof(line), "%.*s", (int)xr.out.head.len, xr.out.head.data ? xr.out.head.data : "");
+	if (r == 0 && xr.timed_out)
+		r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the walk took over %d ms", DISKGUARD_WALK_MS);
+	else if (r == 0 && (xr.exit_code != 0 || sscanf(line, "%llu %llu %llu", &bytes, &entries, &hidden) != 3))
+		r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "the agent could not walk (exit %d)", xr.exit_code);
 	exec_result_finish(&xr);
-	return r;
+	/* a freeze is no failure of the walk's: nothing counts then */
+	if (r < 0 && r != -EAGAIN) {
+		*ret_hidden = ++l->fails >= DISKGUARD_FAILS;
+		return r;
+	}
+	if (r < 0)
+		return r;
+	l->fails = 0;
+	*ret = (int64_t)(bytes > INT64_MAX ? INT64_MAX : bytes);
+	*ret_hidden = hidden > 0;
+	return 0;
 }
 
 /*
  * The bytes s wrote: the larger of its layer as the engine counts it
- * (SizeRw, each look) and the blocks under its roots less the image's part
- * (every DISKGUARD_WALK_EVERY_MS); a read_only session's workspace volume,
- * which SizeRw leaves out, is walked at each look.
+ * (SizeRw, each look) and the blocks under its roots (every
+ * DISKGUARD_WALK_EVERY_MS, and again at once when the layer shrank); a
+ * read_only session, whose workspace volume SizeRw leaves out, is walked at
+ * each look.
  */
-static int measure(struct session_mgr *m, struct session *s, struct diskguard_look *l, int64_t *ret, bool *ret_hidden,
-		   struct err *err)
+static int measure(struct session *s, struct diskguard_look *l, int64_t *ret, bool *ret_hidden, struct err *err)
 {
 	int64_t layer = 0, t0 = now_ms();
 	int r;
 	*ret_hidden = false;
-	if (!s->read_only && (r = engine_container_size(s->engine, NULL, s->container, &layer, err)) < 0)
+	if (!s->read_only && (r = engine_container_size(s->engine, NULL, l->container, &layer, err)) < 0)
 		return r;
 	l->layer_ms = now_ms() - t0;
-	pthread_mutex_lock(&m->lock);
-	bool frozen = s->freezes > 0; /* a walk now would stall and time out: next time */
-	pthread_mutex_unlock(&m->lock);
 	if (layer + DISKGUARD_SLACK < l->layer_at_walk)
 		l->walk_next_ms = 0;
-	if (s->agent_installed && !frozen && (s->read_only || t0 >= l->walk_next_ms)) {
-		int64_t blocks = 0;
+	if (s->agent_installed && (s->read_only || t0 >= l->walk_next_ms)) {
 		struct err werr;
-		if (walk_roots(m, s, l, &blocks, ret_hidden, &werr) < 0) {
+		if (walk_roots(s, l, &l->walked, ret_hidden, &werr) < 0)
 			log_debugf("session %s: walking its folders: %s", s->id, werr.msg);
-			if (s->read_only) {
-				*err = werr;
-				return -EIO;
-			}
-		} else if (!*ret_hidden) {
-			if (!l->based) /* what the roots held at the first walk and the layer did not is the image's */
-				l->base = blocks > layer ? blocks - layer : 0, l->based = true;
-			l->walked = blocks > l->base ? blocks - l->base : 0;
-		}
 		l->walk_next_ms = t0 + DISKGUARD_WALK_EVERY_MS;
 		l->layer_at_walk = layer;
 	}
@@ -228,12 +263,12 @@ static void restart_over(struct session_mgr *m, struct session *s, int64_t used,
 	pthread_mutex_lock(&m->lock);
 	s->disk_restarting = true;
 	pthread_mutex_unlock(&m->lock);
-	int r = engine_container_restart(s->engine, NULL, s->container, &err);
+	int r = engine_container_restart(s->engine, NULL, l->container, &err);
 	if (r < 0) {
 		log_warnf("session %s: restarting it for its disk use failed: %s", s->id, err.msg);
 	} else {
 		l->walk_next_ms = 0; /* walked again: what it holds now is its mark */
-		if (measure(m, s, l, &after, &hidden, &err) < 0)
+		if (measure(s, l, &after, &hidden, &err) < 0)
 			after = used;
 	}
 	pthread_mutex_lock(&m->lock);
@@ -266,25 +301,32 @@ static void look(struct session_mgr *m, struct session *s)
 	int64_t used = 0, t0 = now_ms();
 	struct err err;
 
-	if (!s->disk_look) {
-		struct diskguard_look *l = xcalloc(1, sizeof(*l));
-		pthread_mutex_lock(&m->lock);
-		s->disk_look = l;
-		pthread_mutex_unlock(&m->lock);
+	/* the container now (a rollback swaps it under the lock): a new one is looked at afresh */
+	pthread_mutex_lock(&m->lock);
+	struct diskguard_look *l = s->disk_look, *old = NULL;
+	if (l && strcmp(l->container, s->container) != 0) {
+		old = l;
+		l = NULL;
 	}
-	struct diskguard_look *l = s->disk_look;
+	if (!l) {
+		l = xcalloc(1, sizeof(*l));
+		snprintf(l->container, sizeof(l->container), "%s", s->container);
+		s->disk_look = l;
+	}
+	pthread_mutex_unlock(&m->lock);
+	diskguard_look_free(old);
 	if (engine_storage_opt_state(s->engine, NULL, 0) > 0 && !s->read_only) {
 		l->next_ms = t0 + 60 * 1000; /* the engine's quota holds: ENOSPC inside */
 		return;
 	}
 	bool unwalkable = false;
-	int r = measure(m, s, l, &used, &unwalkable, &err);
+	int r = measure(s, l, &used, &unwalkable, &err);
 	int64_t cost = l->layer_ms; /* the engine's part; a walk costs the session's own CPU */
 	/*
 	 * A layer of many files costs the engine a walk (about 4 us a file):
-	 * look less often, at most 5% of the engine's time, but at least every
+	 * look less often (a twentieth of the time on it), but at least every
 	 * DISKGUARD_PERIOD_MAX_MS, so that files made to slow the look down do
-	 * not open a long window for writing.
+	 * not open a long window for writing; that bound costs the engine more.
 	 */
 	int64_t wait = 20 * cost < DISKGUARD_PERIOD_MS ? DISKGUARD_PERIOD_MS : 20 * cost;
 	l->next_ms = t0 + (wait > DISKGUARD_PERIOD_MAX_MS ? DISKGUARD_PERIOD_MAX_MS : wait);

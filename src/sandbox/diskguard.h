@@ -30,6 +30,8 @@ struct session_mgr;
  */
 #define DISKGUARD_WALK_EVERY_MS 10000
 #define DISKGUARD_WALK_MS 5000
+/* Walks in a row that failed or ran out of time, after which a session counts as over the cap. */
+#define DISKGUARD_FAILS 2
 /* Restarts over the cap, without getting under it, after which its calls are refused. */
 #define DISKGUARD_STRIKES 3
 

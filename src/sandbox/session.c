@@ -1629,7 +1629,7 @@ void session_forwards_hold(struct session_mgr *m, struct session *s, bool hold)
 	if (hold) {
 		pthread_mutex_lock(&m->lock);
 		s->freezes++;
-		while (s->guard_starting) /* the disk guard's exec start: a moment */
+		while (s->guard_busy) /* the disk guard's exec start or walk: DISKGUARD_WALK_MS at most */
 			pthread_cond_wait(&m->wake, &m->lock);
 		pthread_mutex_unlock(&m->lock);
 		for (unsigned i = 0; i < s->nforwards; i++)

@@ -159,11 +159,11 @@ struct session {
 	struct diskguard_look *disk_look; /* the guard's own (diskguard.c), set under the lock */
 	/*
 	 * Holds of session_forwards_hold under way (its container frozen or about
-	 * to be), and the guard starting its agent (an exec, which a freeze would
-	 * hang): each waits for the other. Under the registry's lock.
+	 * to be), and the disk guard starting its agent (an exec, which a freeze
+	 * would hang) or walking: each waits for the other. Under the registry's lock.
 	 */
 	unsigned freezes;
-	bool guard_starting;
+	bool guard_busy;
 	struct session_mgr *mgr; /* its registry, once listed (a forward's connections mark it used) */
 };
 

@@ -213,6 +213,7 @@ static int run(struct engine *e, struct call *call, const struct session *s, con
 			       EXEC_SH_ARGV_MAX - 5);
 	spec->argv = argv;
 	spec->user = s->user;
+	spec->guard = session_guard(s);
 	spec->timeout_ms = XFER_TIMEOUT_MS;
 	spec->cap = XFER_CAPTURE;
 

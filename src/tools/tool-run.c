@@ -182,6 +182,13 @@ static void spill_start(struct run_ctx *rc, int stream)
 	json_t *body = json_pack("{s:b, s:b, s:b, s:b, s:s, s:[s, s, s, s, s]}", "AttachStdin", 1, "AttachStdout", 1,
 				 "AttachStderr", 1, "Tty", 0, "User", rc->s->user, "Cmd", "/bin/sh", "-c", script,
 				 "sandbox-mcp-save", sp->path);
+	/* behind the agent's filter like every command (the script runs programs found on PATH) */
+	const char *guard = session_guard(rc->s);
+	if (guard) {
+		json_t *cmd = json_object_get(body, "Cmd");
+		json_array_insert_new(cmd, 0, json_string("--guard"));
+		json_array_insert_new(cmd, 0, json_string(guard));
+	}
 	int r = engine_exec_create(e, NULL, rc->s->container, body, sp->exec_id, &err);
 	json_decref(body);
 	if (r == 0)

@@ -78,7 +78,8 @@ async function during(cid, fn) {
 
 /** exec_create events of anything but the agent itself (a restarted agent is one) or this test's own docker execs. */
 function foreignExecs(events) {
-  return events.filter((a) => a.startsWith('exec_create') && !/\/\.sandbox-mcp\/agent/.test(a) &&
+  // the agent's own execs are not (its loop, --walker, --connect); `agent --guard PROG` runs PROG
+  return events.filter((a) => a.startsWith('exec_create') && !/\/\.sandbox-mcp\/agent(?! --guard)/.test(a) &&
     !/^exec_create: (kill|find|ls|stat|chmod|ps) /.test(a));
 }
 

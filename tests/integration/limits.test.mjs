@@ -194,6 +194,16 @@ describe('disk cap without an engine quota (SANDBOX_WORKSPACE_MB=64)', suite({ t
         'libc = ctypes.CDLL(None, use_errno=True)\nL = ctypes.c_longlong\n' +
         'r = libc.fallocate(fd, 0, L(0), L(1 << 30))\nprint("rc", r, "errno", ctypes.get_errno())' });
     assert.match(show(py), /rc -1 errno 95/, `os.fallocate fails with EOPNOTSUPP (95): ${show(py)}`);
+    // the ioctl that allocates like fallocate (FS_IOC_RESVSP64), and io_uring, which can run it past a filter
+    const io = await srv.call('run_python', { session_id: s.session_id,
+      code: 'import ctypes, fcntl, os, struct\nfd = os.open("q", os.O_CREAT | os.O_WRONLY)\n' +
+        'r = struct.pack("hhxxxxqqiI4i", 0, 0, 0, 1 << 30, 0, 0, 0, 0, 0, 0)\n' +
+        'try:\n    fcntl.ioctl(fd, 0x4030582a, r)\n    print("resvsp allocated")\n' +
+        'except OSError as e:\n    print("resvsp errno", e.errno)\n' +
+        'libc = ctypes.CDLL(None, use_errno=True)\np = ctypes.create_string_buffer(120)\n' +
+        'print("uring", libc.syscall(425, 1, p), ctypes.get_errno())' });
+    assert.match(show(io), /resvsp errno 95/, show(io));
+    assert.match(show(io), /uring -1 95/, show(io));
     const du = await srv.sh('du -sk . | cut -f1', { session_id: s.session_id });
     assert.ok(Number(du.stdout) < 64 * 1024, `nothing was allocated: ${du.stdout} KiB`);
     await srv.ok('session_close', { session_id: s.session_id });
