@@ -188,7 +188,8 @@ static int walk_roots(struct session *s, struct diskguard_look *l, int64_t *ret,
 	int r;
 	*ret_hidden = false;
 	if (!l->roots && (r = find_roots(s, l, err)) < 0) {
-		*ret_hidden = ++l->fails >= DISKGUARD_FAILS;
+		/* a freeze is no failure of the walk's: nothing counts then */
+		*ret_hidden = r != -EAGAIN && ++l->fails >= DISKGUARD_FAILS;
 		return r;
 	}
 	const char *args[FILEOPS_ROOTS_MAX + 16];
