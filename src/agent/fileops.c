@@ -371,8 +371,8 @@ static int op_delete(int argc, char **argv)
 /* What usage and roots have found so far (nftw's callback takes no argument). */
 static struct {
 	uint64_t bytes, entries, hidden;
-	time_t since; /* usage: entries changed before this are the image's */
-	ino_t *seen;  /* usage: inodes of more than one link counted so far (a hash set) */
+	struct timespec since; /* usage: entries changed before this are the image's (or a checkpoint's) */
+	ino_t *seen;	       /* usage: inodes of more than one link counted so far (a hash set) */
 	size_t nseen;
 	char root[PATH_MAX]; /* roots: the last one printed ("" before the first) */
 	size_t root_len;
@@ -386,7 +386,8 @@ static struct {
  */
 static void usage_count(const struct stat *st)
 {
-	if (st->st_ctime < walk.since)
+	if (st->st_ctim.tv_sec < walk.since.tv_sec ||
+	    (st->st_ctim.tv_sec == walk.since.tv_sec && st->st_ctim.tv_nsec < walk.since.tv_nsec))
 		return;
 	if (st->st_nlink > 1 && !S_ISDIR(st->st_mode)) {
 		/* open addressing in twice the slots it fills at most; inode 0 is never a file's */
@@ -452,18 +453,34 @@ static void usage_dir(int fd, dev_t dev, unsigned depth)
 
 /*
  * usage SINCE PATH...: the disk the trees under PATH take, each on its own
- * filesystem, counting what changed since SINCE's last change (the agent's
- * folder, made with the container): "<bytes> <entries> <hidden>\n". The
+ * filesystem, counting what changed since SINCE, "@<seconds>.<nanoseconds>" (the
+ * container's creation) or a path made with the container (its last
+ * change): "<bytes> <entries> <hidden>\n". The
  * disk guard's measure (sandbox/diskguard.c), which takes hidden as over
  * the cap.
  */
 static int op_usage(int argc, char **argv)
 {
 	struct stat st;
-	if (argc < 2 || stat(argv[1], &st) < 0)
+	char *end;
+	if (argc < 2)
 		return EXIT_FAILED;
 	memset(&walk, 0, sizeof(walk));
-	walk.since = st.st_ctime - 1;
+	/* "@SECONDS.NANOSECONDS" (the container's creation, as the engine says), or a path made with it */
+	if (argv[1][0] == '@') {
+		errno = 0;
+		long long t = strtoll(argv[1] + 1, &end, 10);
+		long ns = 0;
+		if (!errno && *end == '.')
+			ns = strtol(end + 1, &end, 10);
+		if (errno || *end || end == argv[1] + 1 || ns < 0 || ns > 999999999)
+			return EXIT_FAILED;
+		walk.since = (struct timespec){ .tv_sec = (time_t)t, .tv_nsec = ns };
+	} else if (stat(argv[1], &st) == 0) {
+		walk.since = (struct timespec){ .tv_sec = st.st_ctime - 1 };
+	} else {
+		return EXIT_FAILED;
+	}
 	walk.seen = calloc(2 * FILEOPS_LINKS_MAX, sizeof(*walk.seen));
 	if (!walk.seen)
 		return EXIT_FAILED;

@@ -60,6 +60,7 @@ struct diskguard_look {
 	int64_t walked;			   /* what the last walk found */
 	unsigned fails;			   /* walks in a row that failed or took too long */
 	char container[ENGINE_ID_LEN + 1]; /* the session's container when this was made (a rollback swaps it) */
+	char since[32];			   /* "@<seconds>": the container's creation on the engine's clock, or "" */
 	int64_t layer_at_walk; /* SizeRw when it was last walked: much less since means files went, walk again */
 	int64_t layer_ms;      /* what the engine's count cost at the last look */
 	char *roots;	       /* the folders it can write in, a line each (the agent's roots), or NULL */
@@ -119,7 +120,40 @@ static int agent_op(struct session *s, struct diskguard_look *l, const char *op,
 	return r;
 }
 
-/* Adds to roots the volumes the container has besides the agent's: an image's VOLUME lines, a read_only workspace. */
+/*
+ * An RFC 3339 time as the engine writes Created ("2026-11-29T18:41:31.123Z",
+ * or with an offset) in unix seconds and nanoseconds. 0, or -1 when it is not one.
+ */
+static int rfc3339_time(const char *t, long long *ret_s, long *ret_ns)
+{
+	struct tm tm = { 0 };
+	int n = 0, oh = 0, om = 0;
+	long ns = 0, scale = 100000000;
+	if (!t || sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+			 &tm.tm_sec, &n) != 6)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	const char *p = t + n;
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+			ns += (*p - '0') * scale;
+	long long secs = (long long)timegm(&tm);
+	if (*p != 'Z' || p[1] != '\0') {
+		if ((*p != '+' && *p != '-') || sscanf(p + 1, "%2d:%2d", &oh, &om) != 2)
+			return -1;
+		secs += *p == '+' ? -(oh * 3600 + om * 60) : oh * 3600 + om * 60;
+	}
+	*ret_s = secs;
+	*ret_ns = ns;
+	return 0;
+}
+
+/*
+ * From the container's inspect: when it was made (what the walk counts from:
+ * not what a checkpoint's layers or the image hold), and its volumes besides
+ * the agent's (an image's VOLUME lines, a read_only workspace) as roots.
+ */
 static void add_volumes(struct session *s, struct diskguard_look *l, struct buf *roots)
 {
 	json_t *j = NULL, *mnt;
@@ -127,6 +161,10 @@ static void add_volumes(struct session *s, struct diskguard_look *l, struct buf 
 	size_t i;
 	if (engine_container_inspect(s->engine, NULL, l->container, &j, &err) < 0)
 		return;
+	long long made;
+	long made_ns;
+	if (rfc3339_time(json_string_value(json_object_get(j, "Created")), &made, &made_ns) == 0 && made > 0)
+		snprintf(l->since, sizeof(l->since), "@%lld.%09ld", made, made_ns);
 	json_array_foreach (json_object_get(j, "Mounts"), i, mnt) {
 		const char *type = json_string_value(json_object_get(mnt, "Type"));
 		const char *dest = json_string_value(json_object_get(mnt, "Destination"));
@@ -177,8 +215,9 @@ static int find_roots(struct session *s, struct diskguard_look *l, struct err *e
  * is a fork in the container, never an exec. It counts blocks (a million
  * one-byte files are 4 GiB to it, 1 MB to SizeRw), at least 4 KiB an entry
  * (empty files take inodes), each inode once, and only what changed since
- * the agent's folder was made with the container (ctime, which no user can
- * set back): the image's files are not the session's. *ret_hidden: a folder
+ * the container was made (ctime, which no user can set back, against the
+ * engine's Created): the image's and a checkpoint's files are not the
+ * session's writes. *ret_hidden: a folder
  * the user keeps from it, or DISKGUARD_FAILS walks in a row that failed or
  * took over DISKGUARD_WALK_MS (a killed walker, a tree too big); either
  * counts as over the cap.
@@ -195,7 +234,7 @@ static int walk_roots(struct session *s, struct diskguard_look *l, int64_t *ret,
 	const char *args[FILEOPS_ROOTS_MAX + 16];
 	size_t n = 0;
 	_cleanup_free_ char *copy = xstrdup(l->roots);
-	args[n++] = AGENTCTL_DIR;
+	args[n++] = l->since[0] ? l->since : AGENTCTL_DIR;
 	for (char *save = NULL, *p = strtok_r(copy, "\n", &save); p && n < ARRAY_SIZE(args) - 1;
 	     p = strtok_r(NULL, "\n", &save))
 		args[n++] = p;

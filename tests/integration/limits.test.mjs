@@ -298,6 +298,23 @@ describe('disk cap without an engine quota (SANDBOX_WORKSPACE_MB=64)', suite({ t
     await srv.ok('session_close', { session_id: s });
   });
 
+  test('a fork counts its own writes, not what its checkpoint holds', async (t) => {
+    if (quota.workspace_quota === 'enforced') return t.skip('the engine enforces the quota here (ENOSPC)');
+    const p = (await srv.createSession({ name: 'disk-parent' })).session_id;
+    await srv.sh('head -c 40000000 /dev/urandom > a.bin', { session_id: p });
+    await srv.ok('session_checkpoint', { session_id: p });
+    const f = await srv.ok('session_fork', { session_id: p, count: 1 });
+    const fid = (f.sessions ?? f.forks ?? [f])[0].session_id;
+    await srv.sh('head -c 40000000 /dev/urandom > b.bin', { session_id: fid });
+    await sleep(12000); // past a walk of its folders (every 10 s)
+    const r = await srv.call('run_command', { session_id: fid, command: 'echo ok' });
+    assert.doesNotMatch(show(r), /over its cap/, 'its 38 MiB of own writes are under the cap of 64');
+    const mine = (await srv.ok('session_list')).sessions.find((x) => x.session_id === fid);
+    assert.ok(mine.disk_used_mb > 30 && mine.disk_used_mb < 50, `its own writes only: ${mine.disk_used_mb} MiB`);
+    await srv.ok('session_close', { session_id: fid });
+    await srv.ok('session_close', { session_id: p });
+  });
+
   test('a session that deletes its files goes on normally', async () => {
     const s = (await srv.createSession()).session_id;
     await srv.call('run_command', { session_id: s, command: writer('h', 100) });
