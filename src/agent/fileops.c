@@ -374,7 +374,10 @@ static struct {
 	struct timespec since; /* usage: entries changed before this are the image's (or a checkpoint's) */
 	ino_t *seen;	       /* usage: inodes of more than one link counted so far (a hash set) */
 	size_t nseen;
-	char root[PATH_MAX]; /* roots: the last one printed ("" before the first) */
+	long long deadline_ms; /* usage: CLOCK_MONOTONIC ms past which it stops (0: none) */
+	bool late;	       /* usage: it stopped there */
+	uint64_t visits;       /* usage: entries looked at, counted or not */
+	char root[PATH_MAX];   /* roots: the last one printed ("" before the first) */
 	size_t root_len;
 	unsigned nroots;
 } walk;
@@ -413,6 +416,17 @@ static void usage_count(const struct stat *st)
  * user may not read or search of its own, or of another's it may write, is
  * hidden; what vanished meanwhile is skipped; other mounts are not entered.
  */
+/* Whether the walk is past its deadline (looked at every 256 entries: a clock read is not free). */
+static bool usage_late(void)
+{
+	struct timespec ts;
+	if (walk.late || !walk.deadline_ms || (++walk.visits & 255) != 0)
+		return walk.late;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	walk.late = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 > walk.deadline_ms;
+	return walk.late;
+}
+
 static void usage_dir(int fd, dev_t dev, unsigned depth)
 {
 	DIR *d = fdopendir(fd);
@@ -421,7 +435,7 @@ static void usage_dir(int fd, dev_t dev, unsigned depth)
 		walk.hidden++;
 		return;
 	}
-	for (struct dirent *de; (de = readdir(d));) {
+	for (struct dirent *de; !usage_late() && (de = readdir(d));) {
 		struct stat st;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
@@ -452,7 +466,7 @@ static void usage_dir(int fd, dev_t dev, unsigned depth)
 }
 
 /*
- * usage SINCE PATH...: the disk the trees under PATH take, each on its own
+ * usage SINCE MS PATH...: the disk the trees under PATH take, each on its own
  * filesystem, counting what changed since SINCE, "@<seconds>.<nanoseconds>" (the
  * container's creation) or a path made with the container (its last
  * change): "<bytes> <entries> <hidden>\n". The
@@ -481,10 +495,20 @@ static int op_usage(int argc, char **argv)
 	} else {
 		return EXIT_FAILED;
 	}
+	/* MS: how long it may walk (0: no end); past that it answers EXIT_TOO_LARGE, not a figure */
+	errno = 0;
+	long long ms = argc > 2 ? strtoll(argv[2], &end, 10) : -1;
+	if (errno || ms < 0 || *end)
+		return EXIT_FAILED;
+	if (ms) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		walk.deadline_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + ms;
+	}
 	walk.seen = calloc(2 * FILEOPS_LINKS_MAX, sizeof(*walk.seen));
 	if (!walk.seen)
 		return EXIT_FAILED;
-	for (int i = 2; i < argc; i++) {
+	for (int i = 3; i < argc && !walk.late; i++) {
 		if (lstat(argv[i], &st) < 0) {
 			if (errno != ENOENT)
 				walk.hidden++;
@@ -500,6 +524,8 @@ static int op_usage(int argc, char **argv)
 			usage_dir(fd, st.st_dev, 0);
 	}
 	free(walk.seen);
+	if (walk.late)
+		return EXIT_TOO_LARGE;
 	printf("%llu %llu %llu\n", (unsigned long long)walk.bytes, (unsigned long long)walk.entries,
 	       (unsigned long long)walk.hidden);
 	return 0;

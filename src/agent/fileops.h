@@ -18,9 +18,9 @@
  *                                   as tar -x does); MODE octal
  *   list   PATH DEPTH HIDDEN        find's -printf records (tool-find.c)
  *   delete PATH RECURSIVE           "file"/"directory", then rm / rmdir
- *   usage  SINCE PATH...            "<bytes> <entries> <hidden>\n", the
- *                                   trees' disk use since SINCE changed (the
- *                                   disk guard's)
+ *   usage  SINCE MS PATH...         "<bytes> <entries> <hidden>\n", the
+ *                                   trees' disk use since SINCE, within MS ms
+ *                                   (EXIT_TOO_LARGE past them; the disk guard's)
  *   roots  PATH                     the top-most folders the user may write
  *                                   or owns under PATH, a line each
  *

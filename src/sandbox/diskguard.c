@@ -90,7 +90,8 @@ static int agent_op_unfrozen(struct session *s, struct diskguard_look *l, const 
 		exec_result_init(xr, 0);
 		return r;
 	}
-	struct exec_spec spec = { .builtin = op, .argv = args, .timeout_ms = DISKGUARD_WALK_MS, .cap = 64 << 10 };
+	/* the walk keeps its own time (usage's MS): this is a backstop, whose kill may take the engine's restart */
+	struct exec_spec spec = { .builtin = op, .argv = args, .timeout_ms = 4 * DISKGUARD_WALK_MS, .cap = 64 << 10 };
 	r = agentctl_run(l->agent, NULL, &spec, xr, err);
 	if (r == -EAGAIN)
 		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "the disk guard's agent is gone");
@@ -108,7 +109,7 @@ static int agent_op(struct session *s, struct diskguard_look *l, const char *op,
 {
 	struct session_mgr *m = s->mgr;
 	pthread_mutex_lock(&m->lock);
-	bool frozen = s->freezes > 0 || s->paused;
+	bool frozen = s->freezes > 0 || s->paused || m->stopping;
 	s->guard_busy = !frozen;
 	pthread_mutex_unlock(&m->lock);
 	int r = frozen ? (exec_result_init(xr, 0), err_set(err, ERRCODE_CANCELLED, -EAGAIN, "its container is frozen"))
@@ -234,7 +235,10 @@ static int walk_roots(struct session *s, struct diskguard_look *l, int64_t *ret,
 	const char *args[FILEOPS_ROOTS_MAX + 16];
 	size_t n = 0;
 	_cleanup_free_ char *copy = xstrdup(l->roots);
+	char ms[16];
+	snprintf(ms, sizeof(ms), "%d", DISKGUARD_WALK_MS);
 	args[n++] = l->since[0] ? l->since : AGENTCTL_DIR;
+	args[n++] = ms;
 	for (char *save = NULL, *p = strtok_r(copy, "\n", &save); p && n < ARRAY_SIZE(args) - 1;
 	     p = strtok_r(NULL, "\n", &save))
 		args[n++] = p;
@@ -244,7 +248,7 @@ static int walk_roots(struct session *s, struct diskguard_look *l, int64_t *ret,
 	r = agent_op(s, l, "usage", args, &xr, err);
 	char line[128];
 	snprintf(line, sizeof(line), "%.*s", (int)xr.out.head.len, xr.out.head.data ? xr.out.head.data : "");
-	if (r == 0 && xr.timed_out)
+	if (r == 0 && (xr.timed_out || xr.exit_code == EXIT_TOO_LARGE))
 		r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the walk took over %d ms", DISKGUARD_WALK_MS);
 	else if (r == 0 && (xr.exit_code != 0 || sscanf(line, "%llu %llu %llu", &bytes, &entries, &hidden) != 3))
 		r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "the agent could not walk (exit %d)", xr.exit_code);
@@ -395,6 +399,15 @@ static void look(struct session_mgr *m, struct session *s)
 		restart_over(m, s, used, unwalkable);
 }
 
+/* The server is exiting: the rest of a round is skipped, no walker is started (the exit waits for this thread). */
+static bool stopping(struct session_mgr *m)
+{
+	pthread_mutex_lock(&m->lock);
+	bool r = m->stopping;
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
 void *diskguard_main(void *arg)
 {
 	struct session_mgr *m = arg;
@@ -421,7 +434,7 @@ void *diskguard_main(void *arg)
 			due[n++] = s;
 		}
 		pthread_mutex_unlock(&m->lock);
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n && !stopping(m); i++)
 			look(m, due[i]);
 		pthread_mutex_lock(&m->lock);
 		for (size_t i = 0; i < n; i++)
