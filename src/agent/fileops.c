@@ -411,11 +411,6 @@ static void usage_count(const struct stat *st)
 	walk.entries++;
 }
 
-/*
- * Walks the folder open at fd (on device dev) depth levels down. What the
- * user may not read or search of its own, or of another's it may write, is
- * hidden; what vanished meanwhile is skipped; other mounts are not entered.
- */
 /* Whether the walk is past its deadline (looked at every 256 entries: a clock read is not free). */
 static bool usage_late(void)
 {
@@ -427,6 +422,11 @@ static bool usage_late(void)
 	return walk.late;
 }
 
+/*
+ * Walks the folder open at fd (on device dev) depth levels down. What the
+ * user may not read or search of its own, or of another's it may write, is
+ * hidden; what vanished meanwhile is skipped; other mounts are not entered.
+ */
 static void usage_dir(int fd, dev_t dev, unsigned depth)
 {
 	DIR *d = fdopendir(fd);
@@ -466,10 +466,10 @@ static void usage_dir(int fd, dev_t dev, unsigned depth)
 }
 
 /*
- * usage SINCE MS PATH...: the disk the trees under PATH take, each on its own
- * filesystem, counting what changed since SINCE, "@<seconds>.<nanoseconds>" (the
- * container's creation) or a path made with the container (its last
- * change): "<bytes> <entries> <hidden>\n". The
+ * usage SINCE MS PATH...: the disk the trees under PATH take, each on its
+ * own filesystem, counting what changed since SINCE ("@<seconds>.<ns>", the
+ * container's creation, or a path made with it: its last change), within
+ * MS ms (EXIT_TOO_LARGE past them): "<bytes> <entries> <hidden>\n". The
  * disk guard's measure (sandbox/diskguard.c), which takes hidden as over
  * the cap.
  */

@@ -1294,13 +1294,16 @@ bool session_forget(struct session_mgr *m, struct session *s)
 	pthread_mutex_lock(&m->lock);
 	bool listed = !s->closed;
 	session_unlink_locked(m, s);
-	bool last = listed && --s->refs == 0;
 	pthread_mutex_unlock(&m->lock);
 	/* a container stopped from outside is still there; a persistent one waits to be adopted again */
 	if (listed && !s->persistent) {
 		session_remove_container(m, s);
 		savepoint_closed(m, s, false);
 	}
+	/* the registry's reference goes last, as in session_close */
+	pthread_mutex_lock(&m->lock);
+	bool last = listed && --s->refs == 0;
+	pthread_mutex_unlock(&m->lock);
 	if (last)
 		session_free(s);
 	return true;
@@ -1332,11 +1335,14 @@ int session_close(struct session_mgr *m, struct call *call, const char *ref, str
 		pthread_mutex_unlock(&m->lock);
 		return r;
 	}
-	bool last = --s->refs == 0;
 	pthread_mutex_unlock(&m->lock);
 	log_infof("session %s closed", s->id);
 	if (r == 0)
 		savepoint_closed(m, s, true);
+	/* the registry's reference goes last: another holder (the disk guard) may free s once it is gone */
+	pthread_mutex_lock(&m->lock);
+	bool last = --s->refs == 0;
+	pthread_mutex_unlock(&m->lock);
 	if (last)
 		session_free(s);
 	return r;
