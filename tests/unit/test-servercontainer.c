@@ -41,21 +41,21 @@ static void test_host_and_bad(void **state)
 	      "99 30 0:70 / /var/lib/docker/containers/" ID "/mounts/shm rw - tmpfs shm rw\n",
 	      out);
 	assert_string_equal(out, "");
-	/* a container's hostname file mounted somewhere else */
-	parse("98 30 254:0 /var/lib/docker/containers/" ID "/hostname /mnt/hostname rw - ext4 /dev/vda rw\n", out);
-	assert_string_equal(out, "");
-	/* a short or non-hex id, an id not ended by '/', a line cut short */
-	parse("98 30 254:0 /var/lib/docker/containers/0816ef3a/hostname /etc/hostname rw\n", out);
-	assert_string_equal(out, "");
-	parse("98 30 254:0 /containers/" ID "X/hostname /etc/hostname rw\n", out);
-	assert_string_equal(out, "");
-	parse("98 30 254:0 /containers/" ID "/hostname", out);
-	assert_string_equal(out, "");
-	parse("", out);
-	assert_string_equal(out, "");
-	/* a mount point that only starts like /etc/hostname */
-	parse("98 30 254:0 /containers/" ID "/hostname /etc/hostnames rw\n", out);
-	assert_string_equal(out, "");
+	static const char *const bad[] = {
+		/* a container's hostname file mounted somewhere else */
+		"98 30 254:0 /var/lib/docker/containers/" ID "/hostname /mnt/hostname rw - ext4 /dev/vda rw\n",
+		/* a short or non-hex id, an id not ended by '/', a line cut short, nothing */
+		"98 30 254:0 /var/lib/docker/containers/0816ef3a/hostname /etc/hostname rw\n",
+		"98 30 254:0 /containers/" ID "X/hostname /etc/hostname rw\n",
+		"98 30 254:0 /containers/" ID "/hostname",
+		"",
+		/* a mount point that only starts like /etc/hostname */
+		"98 30 254:0 /containers/" ID "/hostname /etc/hostnames rw\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		parse(bad[i], out);
+		assert_string_equal(out, "");
+	}
 }
 
 int main(void)
