@@ -70,7 +70,8 @@ static void on_signal(int sig);
 static int engine_create_cfg(const struct config *cfg, int timeout_ms, struct engine **ret, struct err *err);
 static void usage(FILE *f);
 static int serve(const struct config *cfg, char **args);
-static int serve_services(const struct config *cfg, struct janitor *janitor, bool http, const sigset_t *stop);
+static int serve_services(const struct config *cfg, struct janitor *janitor, bool http, const sigset_t *stop,
+			  bool *ret_done);
 static int serve_http(struct mcp *m, const struct tool_services *svc, const sigset_t *stop);
 static int discard(void *data, const char *line, size_t len, bool response);
 struct probe {
@@ -234,13 +235,18 @@ static int serve(const struct config *cfg, char **args)
 	/* HTTP: before any thread starts, so that only sigwait in serve_http takes them */
 	if (http)
 		pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	int rc = serve_services(cfg, janitor, http, &stop);
-	janitor_release(janitor);
+	bool done = true;
+	int rc = serve_services(cfg, janitor, http, &stop, &done);
+	if (done)
+		janitor_release(janitor);
+	else
+		janitor_leave(janitor); /* the engine was slow: the janitor removes the rest */
 	return rc;
 }
 
-/* serve's services: made, served through, ended. The exit status. */
-static int serve_services(const struct config *cfg, struct janitor *janitor, bool http, const sigset_t *stop)
+/* serve's services: made, served through, ended. The exit status; *ret_done false: removals left to the janitor. */
+static int serve_services(const struct config *cfg, struct janitor *janitor, bool http, const sigset_t *stop,
+			  bool *ret_done)
 {
 	struct err err;
 	struct engines *engines = NULL;
@@ -319,6 +325,8 @@ static int serve_services(const struct config *cfg, struct janitor *janitor, boo
 		 */
 		_exit(rc);
 	}
+	session_mgr_cleanup(sessions);
+	*ret_done = session_mgr_exit_done(sessions);
 	session_mgr_destroy(sessions);
 	env_cache_destroy(svc.env_cache);
 	out_destroy(out);

@@ -217,6 +217,19 @@ int parse_double(const char *s, double min, double max, double *ret)
 	return 0;
 }
 
+struct timespec realtime_after_ms(int64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
 int64_t now_ms(void)
 {
 	return now_us() / 1000;

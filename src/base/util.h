@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -100,6 +101,8 @@ void accept_until_woken(int lfd, int wake_fd, void (*take)(void *arg, int fd), v
 /* Monotonic clock in milliseconds / microseconds. */
 int64_t now_ms(void);
 int64_t now_us(void);
+/* The wall clock ms from now, for pthread_cond_timedwait on a default condition variable. */
+struct timespec realtime_after_ms(int64_t ms);
 
 /* Makes a JSON string of arbitrary bytes, replacing invalid UTF-8 with U+FFFD (new reference). */
 struct json_t;

@@ -65,6 +65,7 @@ struct diskguard_look {
 	int64_t layer_ms;      /* what the engine's count cost at the last look */
 	char *roots;	       /* the folders it can write in, a line each (the agent's roots), or NULL */
 	struct agentctl *agent;
+	struct call *stop; /* the guard's calls (session_mgr.guard_stop): cancelled when the server exits */
 };
 
 void diskguard_look_free(struct diskguard_look *l)
@@ -85,14 +86,14 @@ static int agent_op_unfrozen(struct session *s, struct diskguard_look *l, const 
 		agentctl_destroy(l->agent);
 		l->agent = NULL;
 	}
-	if (!l->agent &&
-	    (r = agentctl_start_as(s->engine, NULL, l->container, s->user, AGENTCTL_ROLE_WALKER, &l->agent, err)) < 0) {
+	if (!l->agent && (r = agentctl_start_as(s->engine, l->stop, l->container, s->user, AGENTCTL_ROLE_WALKER,
+						&l->agent, err)) < 0) {
 		exec_result_init(xr, 0);
 		return r;
 	}
 	/* the walk keeps its own time (usage's MS): this is a backstop, whose kill may take the engine's restart */
 	struct exec_spec spec = { .builtin = op, .argv = args, .timeout_ms = 4 * DISKGUARD_WALK_MS, .cap = 64 << 10 };
-	r = agentctl_run(l->agent, NULL, &spec, xr, err);
+	r = agentctl_run(l->agent, l->stop, &spec, xr, err);
 	if (r == -EAGAIN)
 		r = err_set(err, ERRCODE_ENGINE_ERROR, -EIO, "the disk guard's agent is gone");
 	return r;
@@ -160,7 +161,7 @@ static void add_volumes(struct session *s, struct diskguard_look *l, struct buf 
 	json_t *j = NULL, *mnt;
 	struct err err;
 	size_t i;
-	if (engine_container_inspect(s->engine, NULL, l->container, &j, &err) < 0)
+	if (engine_container_inspect(s->engine, l->stop, l->container, &j, &err) < 0)
 		return;
 	long long made;
 	long made_ns;
@@ -278,7 +279,7 @@ static int measure(struct session *s, struct diskguard_look *l, int64_t *ret, bo
 	int64_t layer = 0, t0 = now_ms();
 	int r;
 	*ret_hidden = false;
-	if (!s->read_only && (r = engine_container_size(s->engine, NULL, l->container, &layer, err)) < 0)
+	if (!s->read_only && (r = engine_container_size(s->engine, l->stop, l->container, &layer, err)) < 0)
 		return r;
 	l->layer_ms = now_ms() - t0;
 	if (layer + DISKGUARD_SLACK < l->layer_at_walk)
@@ -307,7 +308,7 @@ static void restart_over(struct session_mgr *m, struct session *s, int64_t used,
 	pthread_mutex_lock(&m->lock);
 	s->disk_restarting = true;
 	pthread_mutex_unlock(&m->lock);
-	int r = engine_container_restart(s->engine, NULL, l->container, &err);
+	int r = engine_container_restart(s->engine, m->guard_stop, l->container, &err);
 	if (r < 0) {
 		log_warnf("session %s: restarting it for its disk use failed: %s", s->id, err.msg);
 	} else {
@@ -357,6 +358,7 @@ static void look(struct session_mgr *m, struct session *s)
 		snprintf(l->container, sizeof(l->container), "%s", s->container);
 		s->disk_look = l;
 	}
+	l->stop = m->guard_stop;
 	pthread_mutex_unlock(&m->lock);
 	diskguard_look_free(old);
 	if (engine_storage_opt_state(s->engine, NULL, 0) > 0 && !s->read_only) {
@@ -414,11 +416,7 @@ void *diskguard_main(void *arg)
 
 	pthread_mutex_lock(&m->lock);
 	while (!m->stopping) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)(DISKGUARD_PERIOD_MS % 1000) * 1000000L;
-		ts.tv_sec += DISKGUARD_PERIOD_MS / 1000 + ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
+		struct timespec ts = realtime_after_ms(DISKGUARD_PERIOD_MS);
 		pthread_cond_timedwait(&m->wake, &m->lock, &ts);
 		if (m->stopping)
 			break;

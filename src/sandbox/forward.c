@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "agent/connect.h"
+#include "base/call.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "engine/stream.h"
@@ -46,7 +47,8 @@
 struct conn {
 	struct forward *f;
 	int fd;
-	int stream_fd; /* the exec stream's socket once it runs, else -1 (under f->mu) */
+	int stream_fd;	    /* the exec stream's socket once it runs, else -1 (under f->mu) */
+	struct call *start; /* cancels its exec's start when the forward closes */
 	struct conn *next;
 };
 
@@ -84,7 +86,8 @@ struct forward {
 	unsigned generation; /* bumped by forward_rebind: a spare started before is let go */
 	pthread_t filler;
 	bool filler_started;
-	pthread_cond_t want; /* a spare was taken, the container changed, a hold ended, or closing */
+	struct call *fill_start; /* cancels the filler's exec start when the forward closes */
+	pthread_cond_t want;	 /* a spare was taken, the container changed, a hold ended, or closing */
 	/* forward_hold: no exec starts while held; starting counts those under way */
 	unsigned held, starting;
 	pthread_cond_t settled; /* starting fell to 0 */
@@ -198,7 +201,12 @@ static void start_end(struct forward *f)
  * started the process, and a container frozen meanwhile hangs that start
  * (and the engine): forward_hold waits for this, not for the answer.
  */
-static int ready_wait(struct engine_stream *st, int ms)
+static void shut_stream(void *arg)
+{
+	shutdown(engine_stream_fd(arg), SHUT_RDWR);
+}
+
+static int ready_wait(struct engine_stream *st, struct call *call, int ms)
 {
 	unsigned char fr[STREAM_HEADER_LEN + 1];
 	size_t have = 0;
@@ -210,6 +218,8 @@ static int ready_wait(struct engine_stream *st, int ms)
 		have = ahead.len;
 	}
 	buf_finish(&ahead);
+	if (r == 0 && call_arm(call, shut_stream, st) < 0)
+		return -ECANCELED;
 	int64_t end = now_ms() + ms;
 	while (r == 0 && have < sizeof(fr)) {
 		struct pollfd pfd = { .fd = engine_stream_fd(st), .events = POLLIN };
@@ -228,11 +238,18 @@ static int ready_wait(struct engine_stream *st, int ms)
 	if (r == 0 && !(fr[0] == STREAM_STDOUT && fr[1] == 0 && fr[2] == 0 && fr[3] == 0 && fr[4] == 0 && fr[5] == 0 &&
 			fr[6] == 0 && fr[7] == 1 && fr[8] == CONNECT_READY))
 		r = -EPROTO;
+	call_disarm(call);
 	return r;
 }
 
-/* Starts `agent --connect PORT` in container as user and waits until it runs: its stream, or NULL with err. */
-static struct engine_stream *conn_exec(struct forward *f, const char *container, const char *user, struct err *err)
+/*
+ * Starts `agent --connect PORT` in container as user and waits until it runs:
+ * its stream, or NULL with err. forward_close cancels call: an engine that
+ * does not answer (an exec into a container being removed can hang) must not
+ * hold the forward, or the server's exit, for the engine's whole timeout.
+ */
+static struct engine_stream *conn_exec(struct forward *f, struct call *call, const char *container, const char *user,
+				       struct err *err)
 {
 	char port[8], exec_id[ENGINE_ID_LEN + 1];
 	struct engine_stream *st = NULL;
@@ -240,11 +257,11 @@ static struct engine_stream *conn_exec(struct forward *f, const char *container,
 	json_t *cfg = json_pack("{s:b, s:b, s:b, s:b, s:b, s:s, s:[s, s, s]}", "AttachStdin", 1, "AttachStdout", 1,
 				"AttachStderr", 1, "Tty", 0, "Privileged", 0, "User", user, "Cmd", AGENTCTL_PATH,
 				"--connect", port);
-	int r = engine_exec_create(f->engine, NULL, container, cfg, exec_id, err);
+	int r = engine_exec_create(f->engine, call, container, cfg, exec_id, err);
 	json_decref(cfg);
 	if (r == 0)
-		r = engine_exec_start(f->engine, NULL, exec_id, &st, err);
-	if (r == 0 && (r = ready_wait(st, FORWARD_READY_MS)) < 0) {
+		r = engine_exec_start(f->engine, call, exec_id, &st, err);
+	if (r == 0 && (r = ready_wait(st, call, FORWARD_READY_MS)) < 0) {
 		err_set(err, ERRCODE_ENGINE_ERROR, r, "the agent of port %u did not start: %s", f->port, strerror(-r));
 		engine_stream_destroy(st);
 	}
@@ -270,7 +287,7 @@ static void *fill_main(void *arg)
 		memcpy(container, f->container, sizeof(container));
 		memcpy(user, f->user, sizeof(user));
 		pthread_mutex_unlock(&f->mu);
-		struct engine_stream *st = conn_exec(f, container, user, &err);
+		struct engine_stream *st = conn_exec(f, f->fill_start, container, user, &err);
 		pthread_mutex_lock(&f->mu);
 		start_end(f);
 		if (!st) {
@@ -318,7 +335,7 @@ static void *conn_main(void *arg)
 	pthread_mutex_unlock(&f->mu);
 	err_set(&err, ERRCODE_INTERNAL, -EAGAIN, "the session stayed paused");
 	if (start) {
-		st = conn_exec(f, container, user, &err);
+		st = conn_exec(f, c->start, container, user, &err);
 		pthread_mutex_lock(&f->mu);
 		start_end(f);
 		pthread_mutex_unlock(&f->mu);
@@ -350,6 +367,7 @@ static void *conn_main(void *arg)
 	}
 	f->nconns--;
 	close(c->fd);
+	call_destroy(c->start);
 	free(c);
 	pthread_cond_broadcast(&f->idle);
 	pthread_mutex_unlock(&f->mu);
@@ -374,6 +392,7 @@ static void accept_one(void *arg, int fd)
 	c->f = f;
 	c->fd = fd;
 	c->stream_fd = -1;
+	c->start = call_create(NULL, "", NULL, NULL, NULL);
 	c->next = f->conns;
 	f->conns = c;
 	f->nconns++;
@@ -383,6 +402,7 @@ static void accept_one(void *arg, int fd)
 		f->nconns--;
 		atomic_fetch_sub(&conns_total, 1);
 		close(fd);
+		call_destroy(c->start);
 		free(c);
 	}
 	pthread_mutex_unlock(&f->mu);
@@ -463,6 +483,7 @@ int forward_open(struct engine *e, const char *container, const char *user, unsi
 		r = err_set(err, ERRCODE_INTERNAL, -r, "cannot start the forward's thread");
 	} else {
 		/* without spares each connection starts its own exec: slower, still right */
+		f->fill_start = call_create(NULL, "", NULL, NULL, NULL);
 		f->filler_started = thread_create_nosig(&f->filler, NULL, fill_main, f) == 0;
 	}
 	if (r < 0) {
@@ -560,7 +581,10 @@ void forward_close(struct forward *f)
 	pthread_mutex_lock(&f->mu);
 	atomic_store(&f->closing, true);
 	/* both ends: its pump sees the end at once, whatever the sandbox's side does, and its thread unlinks it */
+	if (f->fill_start)
+		call_cancel(f->fill_start);
 	for (struct conn *c = f->conns; c; c = c->next) {
+		call_cancel(c->start);
 		shutdown(c->fd, SHUT_RDWR);
 		if (c->stream_fd >= 0)
 			shutdown(c->stream_fd, SHUT_RDWR);
@@ -571,6 +595,7 @@ void forward_close(struct forward *f)
 	pthread_mutex_unlock(&f->mu);
 	if (f->filler_started)
 		pthread_join(f->filler, NULL);
+	call_destroy(f->fill_start);
 	struct engine_stream *spares[FORWARD_SPARES];
 	unsigned n = spares_take(f, spares); /* the filler is gone: no lock needed */
 	for (unsigned i = 0; i < n; i++)

@@ -19,5 +19,11 @@ int janitor_start(const struct config *cfg, struct janitor **ret);
 void janitor_arm(struct janitor *j, const char *instance);
 /* The exit has done its removals: the janitor ends without a look. Frees j; NULL is fine. */
 void janitor_release(struct janitor *j);
+/*
+ * The exit left removals undone (the engine was slow, session_mgr_exit_done):
+ * the janitor does them once this process has ended, as after a kill. Frees j;
+ * NULL is fine.
+ */
+void janitor_leave(struct janitor *j);
 
 #endif

@@ -77,14 +77,7 @@ struct pool *pool_create(const struct config *cfg, struct session_mgr *m, const 
 /* Waits on p->wake (lock held) for at most ms. */
 static void wait_ms(struct pool *p, int64_t ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = realtime_after_ms(ms);
 	pthread_cond_timedwait(&p->wake, &p->lock, &ts);
 }
 

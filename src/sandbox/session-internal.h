@@ -39,6 +39,9 @@ struct session_mgr {
 	bool reaper_started;
 	pthread_t guard; /* the disk cap where the engine has no quota (diskguard.h) */
 	bool guard_started;
+	struct call
+		*guard_stop;   /* the guard's engine calls: cancelled at exit, so the join never waits on the engine */
+	atomic_bool exit_left; /* the exit cancelled removals the engine was slow with: the janitor's */
 	pthread_t starter;
 	bool starter_started;
 	/* creates under way, each holding a place under the limit and its name */

@@ -140,6 +140,11 @@ const char *session_server_label(const struct session_mgr *m, const struct engin
 	return "";
 }
 
+bool session_mgr_exit_done(struct session_mgr *m)
+{
+	return !atomic_load(&m->exit_left);
+}
+
 const char *session_mgr_instance(const struct session_mgr *m)
 {
 	return m->instance;
@@ -647,8 +652,10 @@ static void *starter_main(void *arg)
 	pthread_cond_broadcast(&m->wake);
 	if (!m->stopping && m->cfg->idle_ttl_s > 0 && thread_create_nosig(&m->reaper, NULL, reaper_main, m) == 0)
 		m->reaper_started = true;
-	if (!m->stopping && m->cfg->workspace_mb > 0 && thread_create_nosig(&m->guard, NULL, diskguard_main, m) == 0)
-		m->guard_started = true;
+	if (!m->stopping && m->cfg->workspace_mb > 0) {
+		m->guard_stop = call_create(NULL, "", NULL, NULL, NULL);
+		m->guard_started = thread_create_nosig(&m->guard, NULL, diskguard_main, m) == 0;
+	}
 	pthread_mutex_unlock(&m->lock);
 	pool_start(m->pool);
 	/* after the sweeps, the checkpoints of sessions they removed; only a new checkpoint waits for it (caps) */
@@ -698,14 +705,29 @@ static void forwards_close(struct session_mgr *m, struct session *s)
 		forward_close(fw[i]);
 }
 
-void session_remove_container(struct session_mgr *m, struct session *s)
+/* How long the exit waits for the engine's removals, ms (remove_containers). */
+#define SESSION_EXIT_REMOVE_MS 8000
+
+/* Removes s's container; call, if given, is the exit's, cancelled past its time (remove_containers). */
+static void remove_with(struct session_mgr *m, struct session *s, struct call *call)
 {
 	struct err err;
 	forwards_close(m, s);
-	if (engine_container_remove(s->engine, NULL, s->container, &err) < 0) {
-		log_warnf("removing the container of session %s: %s", s->id, err.msg);
-		session_mark_orphans(m, s->engine);
+	if (engine_container_remove(s->engine, call, s->container, &err) == 0)
+		return;
+	if (call && call_cancelled(call)) {
+		log_infof("session %s: the engine took over %d s to remove its container; the janitor goes on after the exit",
+			  s->id, SESSION_EXIT_REMOVE_MS / 1000);
+		atomic_store(&m->exit_left, true);
+		return;
 	}
+	log_warnf("removing the container of session %s: %s", s->id, err.msg);
+	session_mark_orphans(m, s->engine);
+}
+
+void session_remove_container(struct session_mgr *m, struct session *s)
+{
+	remove_with(m, s, NULL);
 }
 
 /*
@@ -767,36 +789,82 @@ void session_reap_instance(struct engines *es, const char *instance)
 struct removal {
 	struct session_mgr *m;
 	struct session *s;
+	struct call *call; /* cancelled past the exit's time */
 	pthread_t thread;
-	bool threaded;
+	bool done; /* under m->lock */
 };
 
 static void *removal_main(void *arg)
 {
 	struct removal *r = arg;
-	session_remove_container(r->m, r->s);
+	remove_with(r->m, r->s, r->call);
+	pthread_mutex_lock(&r->m->lock);
+	r->done = true;
+	pthread_cond_broadcast(&r->m->wake);
+	pthread_mutex_unlock(&r->m->lock);
 	return NULL;
+}
+
+/* Waits for k removals until deadline; cancels those still under way then. */
+static void removals_wait(struct session_mgr *m, struct removal *r, size_t k, int64_t deadline)
+{
+	bool done[SESSION_REMOVE_PARALLEL];
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		size_t left = 0;
+		for (size_t j = 0; j < k; j++)
+			left += !(done[j] = r[j].done);
+		if (!left || now_ms() >= deadline)
+			break;
+		struct timespec ts = realtime_after_ms(deadline - now_ms());
+		pthread_cond_timedwait(&m->wake, &m->lock, &ts);
+	}
+	pthread_mutex_unlock(&m->lock);
+	for (size_t j = 0; j < k; j++)
+		if (!done[j])
+			call_cancel(r[j].call); /* its request ends at once; the thread logs it */
 }
 
 /*
  * Removes the containers of all[0..n), one thread each (in batches): an exit
  * with several sessions and a pool takes about one removal's time, within
- * the few seconds a client leaves a server between EOF and SIGKILL.
+ * the few seconds a client leaves a server between EOF and SIGKILL. An engine
+ * slower than SESSION_EXIT_REMOVE_MS (a container whose shim is busy ending
+ * hundreds of execs took dockerd 30 s) does not hold the exit: the rest is
+ * left to the janitor (session_mgr_exit_done), as after a kill.
  */
 static void remove_containers(struct session_mgr *m, struct session **all, size_t n)
 {
+	int64_t deadline = now_ms() + SESSION_EXIT_REMOVE_MS;
 	for (size_t i = 0; i < n; i += SESSION_REMOVE_PARALLEL) {
-		struct removal r[SESSION_REMOVE_PARALLEL];
-		size_t k = n - i < SESSION_REMOVE_PARALLEL ? n - i : SESSION_REMOVE_PARALLEL;
-		for (size_t j = 0; j < k; j++) {
-			r[j] = (struct removal){ .m = m, .s = all[i + j] };
-			r[j].threaded = k > 1 && thread_create_nosig(&r[j].thread, NULL, removal_main, &r[j]) == 0;
-			if (!r[j].threaded)
-				session_remove_container(m, all[i + j]);
+		if (now_ms() >= deadline) {
+			atomic_store(&m->exit_left, true);
+			log_infof("%zu containers are left to the janitor: the engine took over %d s", n - i,
+				  SESSION_EXIT_REMOVE_MS / 1000);
+			return;
 		}
-		for (size_t j = 0; j < k; j++)
-			if (r[j].threaded)
+		struct removal r[SESSION_REMOVE_PARALLEL];
+		size_t k = n - i < SESSION_REMOVE_PARALLEL ? n - i : SESSION_REMOVE_PARALLEL, started = 0;
+		for (size_t j = 0; j < k; j++) {
+			r[j] = (struct removal){ .m = m,
+						 .s = all[i + j],
+						 .call = call_create(NULL, "", NULL, NULL, NULL) };
+			if (thread_create_nosig(&r[j].thread, NULL, removal_main, &r[j]) != 0)
+				break;
+			started++;
+		}
+		if (started < k)
+			log_warnf("no thread for a removal: %zu removed one after another", k - started);
+		for (size_t j = started; j < k; j++) {
+			remove_with(m, r[j].s, NULL);
+			r[j].done = true;
+		}
+		removals_wait(m, r, k, deadline);
+		for (size_t j = 0; j < k; j++) {
+			if (j < started)
 				pthread_join(r[j].thread, NULL);
+			call_destroy(r[j].call);
+		}
 	}
 }
 
@@ -815,8 +883,12 @@ void session_mgr_cleanup(struct session_mgr *m)
 		pthread_join(m->starter, NULL);
 	if (m->reaper_started)
 		pthread_join(m->reaper, NULL);
+	if (m->guard_stop)
+		call_cancel(m->guard_stop);
 	if (m->guard_started)
 		pthread_join(m->guard, NULL);
+	call_destroy(m->guard_stop);
+	m->guard_stop = NULL;
 	pool_quiesce(m->pool); /* a build under way ends while the sessions go */
 
 	/* stopping is set: session_create adds nothing any more */
@@ -835,7 +907,8 @@ void session_mgr_cleanup(struct session_mgr *m)
 	remove_containers(m, all, gone);
 	free(all);
 	pool_stop(m->pool);
-	unsigned orphans = atomic_load(&m->orphans);
+	/* a slow engine's removals are the janitor's now, and so is this second look */
+	unsigned orphans = atomic_load(&m->exit_left) ? 0 : atomic_load(&m->orphans);
 	for (size_t i = 0; i < engines_count(m->engines) && i < ENGINES_MAX; i++)
 		if (orphans & (1u << i))
 			sweep_own(m, i);

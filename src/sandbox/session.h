@@ -226,6 +226,11 @@ int session_mgr_create(const struct config *cfg, struct engines *es, struct sess
 void session_mgr_start(struct session_mgr *m);
 /* Stops the reaper and removes this instance's non-persistent containers (idempotent). */
 void session_mgr_cleanup(struct session_mgr *m);
+/*
+ * After session_mgr_cleanup: false when it left removals to the janitor (the
+ * engine took longer than the exit waits): janitor_leave, not janitor_release.
+ */
+bool session_mgr_exit_done(struct session_mgr *m);
 /* session_mgr_cleanup, then frees everything. */
 void session_mgr_destroy(struct session_mgr *m);
 const char *session_mgr_instance(const struct session_mgr *m);

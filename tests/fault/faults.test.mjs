@@ -191,6 +191,35 @@ describe('a container the engine made but would not start or remove', { timeout:
   });
 });
 
+describe('an engine too slow to remove a container at exit', { timeout: 90000 }, () => {
+  test('a stalled DELETE: the server exits in about 8 s, not the engine timeout; its janitor removes it', async () => {
+    const fake = await FakeEngine.start('none');
+    let srv;
+    try {
+      // a long engine timeout: waiting it out would be the bug
+      srv = await startServer('slow-exit', fake, { SANDBOX_ENGINE_TIMEOUT_S: '30' });
+      await srv.createSession({ name: 'slow' });
+      await fake.setFault('stall', 'DELETE /containers/*', 1); // the server's removal; the janitor's goes through
+      const t0 = Date.now();
+      await withTimeout(srv.endStdin(), 25000, 'server exit');
+      const secs = (Date.now() - t0) / 1000;
+      assert.equal(srv.exit.code, 0, `clean exit: ${JSON.stringify(srv.exit)}; stderr: ${srv.stderrTail.slice(-1000)}`);
+      assert.ok(secs >= 7 && secs < 15, `exited ${secs.toFixed(1)} s after EOF (waits 8 s, the engine timeout is 30 s)`);
+      assert.match(srv.stderrTail, /janitor goes on after the exit/);
+      assert.ok(fake.faults().some((l) => l.includes('DELETE')), 'the removal met the stall');
+      const until = Date.now() + 20000;
+      while (fake.containers().leaked.length && Date.now() < until) {
+        await new Promise((r) => setTimeout(r, 200));
+        await fake.sync();
+      }
+      assert.deepEqual(fake.containers().leaked, [], `the janitor removed it: ${fake.requests().slice(-6).join(' | ')}`);
+    } finally {
+      await srv?.close();
+      await fake.stop();
+    }
+  });
+});
+
 /** env_info's pool_ready once it equals n (polled for up to timeoutMs); throws past it. */
 async function poolReady(srv, n, timeoutMs = 30000) {
   const until = Date.now() + timeoutMs;

@@ -2,7 +2,7 @@
 // stopped, one POST to /mcp, and raw HTTP/1.1 over a socket (for headers
 // fetch will not send, such as Host).
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
 import { serverBin, serverEnv, sleep } from './rawpipe.mjs';
 
@@ -46,7 +46,14 @@ export async function startServer(env = {}) {
     port, base, url: new URL(`${base}/mcp`), child, exited, stderr: () => stderr,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 15000);
+      // a server that does not end in 15 s: its threads' stacks go into
+      // stderr() (where the failing assertion prints it), then SIGKILL
+      const t = setTimeout(() => {
+        const g = spawnSync('gdb', ['-p', String(child.pid), '-batch', '-ex', 'thread apply all bt'],
+          { encoding: 'utf8', timeout: 20000 });
+        stderr += `\n--- still running 15 s after SIGTERM; its threads:\n${g.stdout ?? g.error}`;
+        child.kill('SIGKILL');
+      }, 15000);
       const r = await exited;
       clearTimeout(t);
       return r;
