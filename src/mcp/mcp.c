@@ -22,6 +22,7 @@
 
 #include "base/jsonscan.h"
 #include "base/log.h"
+#include "base/protover.h"
 #include "buildconf.h"
 #include "mcp/bulk.h"
 #include "mcp/dispatch.h"
@@ -42,8 +43,6 @@
 
 /* Freshness hint for list results: the tool set is fixed for the process. */
 #define MCP_LIST_TTL_MS 300000
-
-static const char *const legacy_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
 
 /*
  * One client's legacy-era state: stdio has one, the HTTP transport one per
@@ -362,7 +361,7 @@ struct mcp_peer *mcp_peer_create(struct mcp *m, const char *principal)
 	atomic_init(&p->refs, 1);
 	pthread_mutex_init(&p->lock, NULL);
 	atomic_init(&p->legacy_log_level, -1);
-	snprintf(p->version, sizeof(p->version), "%s", MCP_VERSION_LEGACY_NEWEST);
+	snprintf(p->version, sizeof(p->version), "%s", PROTOVER_LEGACY_NEWEST);
 	return p;
 }
 
@@ -440,13 +439,11 @@ static void finish_result(const struct req *rq, unsigned flags, json_t *result)
 static int m_initialize(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
 {
 	const char *asked = json_string_value(json_object_get(rq->params, "protocolVersion"));
-	const char *chosen = MCP_VERSION_LEGACY_NEWEST;
-
 	if (!asked)
 		return fail_set(f, RPC_INVALID_PARAMS, "initialize: params.protocolVersion must be a string");
-	for (size_t i = 0; i < ARRAY_SIZE(legacy_versions); i++)
-		if (strcmp(asked, legacy_versions[i]) == 0)
-			chosen = legacy_versions[i];
+	const char *chosen = protover_legacy_find(asked);
+	if (!chosen)
+		chosen = PROTOVER_LEGACY_NEWEST;
 
 	/* a second initialize would renegotiate under calls already made: the first one stands */
 	char first[sizeof(rq->peer->version)];
@@ -479,9 +476,11 @@ static int m_ping(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
 static int m_discover(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
 {
 	json_t *versions = json_array();
-	json_array_append_new(versions, json_string(MCP_VERSION_MODERN));
-	for (size_t i = 0; i < ARRAY_SIZE(legacy_versions); i++)
-		json_array_append_new(versions, json_string(legacy_versions[i]));
+	json_array_append_new(versions, json_string(PROTOVER_MODERN));
+	size_t nlegacy;
+	const char *const *legacy = protover_legacy(&nlegacy);
+	for (size_t i = 0; i < nlegacy; i++)
+		json_array_append_new(versions, json_string(legacy[i]));
 	*ret = json_pack("{s:o, s:o, s:o}", "supportedVersions", versions, "capabilities", capabilities(false),
 			 "instructions", instructions_json(m));
 	/* a discover result is modern-shaped whichever era asked */
@@ -790,7 +789,7 @@ static void call_run(struct call *c, void *data)
 	json_t *result = json_pack("{s:O}", "content", res.content);
 	if (res.is_error)
 		json_object_set_new(result, "isError", json_true());
-	if (res.structured && strcmp(cd->version, "2025-06-18") >= 0)
+	if (res.structured && protover_structured(cd->version))
 		json_object_set(result, "structuredContent", res.structured);
 	struct req rq = { .modern = cd->modern };
 	finish_result(&rq, 0, result);
@@ -870,21 +869,21 @@ static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out
 		rq.progress_token = NULL;
 
 	if (pv) {
-		if (!json_is_string(pv) || strcmp(json_string_value(pv), MCP_VERSION_MODERN) != 0) {
+		if (!json_is_string(pv) || strcmp(json_string_value(pv), PROTOVER_MODERN) != 0) {
 			/* only what _meta may carry: legacy versions need initialize instead */
 			json_t *supported = json_array();
-			json_array_append_new(supported, json_string(MCP_VERSION_MODERN));
+			json_array_append_new(supported, json_string(PROTOVER_MODERN));
 			json_t *data = json_pack("{s:o, s:O}", "supported", supported, "requested", pv);
 			char text[200];
 			snprintf(text, sizeof(text), "Unsupported protocol version%s%.40s; this server speaks %s",
 				 json_is_string(pv) ? " " : "", json_is_string(pv) ? json_string_value(pv) : "",
-				 MCP_VERSION_MODERN);
+				 PROTOVER_MODERN);
 			reply_error(out, rm->id, RPC_UNSUPPORTED_VERSION, text, data);
 			json_decref(empty);
 			return;
 		}
 		rq.modern = true;
-		rq.version = MCP_VERSION_MODERN;
+		rq.version = PROTOVER_MODERN;
 		const char *lvl = json_string_value(json_object_get(meta, "io.modelcontextprotocol/logLevel"));
 		enum log_level l;
 		if (lvl && log_level_parse(lvl, &l) == 0)
@@ -910,7 +909,7 @@ static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out
 	}
 	if (rq.modern && (md->flags & METHOD_LEGACY_ONLY)) {
 		char text[200];
-		snprintf(text, sizeof(text), "Method %s is not part of protocol %s", rm->method, MCP_VERSION_MODERN);
+		snprintf(text, sizeof(text), "Method %s is not part of protocol %s", rm->method, PROTOVER_MODERN);
 		reply_error(out, rm->id, RPC_METHOD_NOT_FOUND, text, NULL);
 		json_decref(empty);
 		return;
@@ -922,8 +921,7 @@ static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out
 		if (!init) {
 			reply_error(out, rm->id, RPC_INVALID_REQUEST,
 				    "Server not initialized: send initialize first, or put "
-				    "io.modelcontextprotocol/protocolVersion \"" MCP_VERSION_MODERN
-				    "\" in params._meta",
+				    "io.modelcontextprotocol/protocolVersion \"" PROTOVER_MODERN "\" in params._meta",
 				    NULL);
 			json_decref(empty);
 			return;

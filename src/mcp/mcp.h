@@ -16,10 +16,6 @@
 #include "mcp/rpc.h"
 #include "tools/tools.h"
 
-/* Protocol versions, newest first. */
-#define MCP_VERSION_MODERN "2026-07-28"
-#define MCP_VERSION_LEGACY_NEWEST "2025-11-25"
-
 /* Worker threads at most (calls on different sessions run in parallel). */
 #define MCP_WORKERS_MAX 32
 /*

@@ -16,6 +16,7 @@
 #include "base/base64.h"
 #include "base/log.h"
 #include "base/pathsafe.h"
+#include "base/protover.h"
 #include "base/util.h"
 #include "mcp/resources.h"
 #include "mcp/rpc.h"
@@ -25,8 +26,6 @@
 #define URI_SCHEME "sandbox://"
 /* A session's egress log and policy (docs/egress.md): sandbox-egress://{session}. */
 #define EGRESS_SCHEME "sandbox-egress://"
-/* What the helpers shared with the tools see as the protocol (it only gates resource links). */
-#define CTX_VERSION "2025-11-25"
 /* Bytes of find output read per session. */
 #define LIST_OUTPUT_MAX (1u << 20)
 /* Longest cursor accepted. */
@@ -115,7 +114,7 @@ static int cmp_uri(const void *a, const void *b)
 /* Appends the files of one running session's workspace to out. */
 static void list_session(const struct tool_services *svc, struct call *call, const char *sid, json_t *out)
 {
-	struct tool_ctx ctx = { .svc = svc, .call = call, .protocol_version = CTX_VERSION };
+	struct tool_ctx ctx = { .svc = svc, .call = call, .protocol_version = PROTOVER_LEGACY_NEWEST };
 	struct session *s;
 	struct err e;
 	struct buf text;
@@ -273,7 +272,7 @@ int resources_read(const struct tool_services *svc, struct call *call, json_t *p
 {
 	const char *uri = json_string_value(json_object_get(params, "uri"));
 	char sid[RESOURCES_SESSION_REF_MAX + 1], path[PATHSAFE_MAX + 1];
-	struct tool_ctx ctx = { .svc = svc, .call = call, .protocol_version = CTX_VERSION };
+	struct tool_ctx ctx = { .svc = svc, .call = call, .protocol_version = PROTOVER_LEGACY_NEWEST };
 	struct session *s;
 	struct buf data;
 	uint64_t size = 0, cap = files_max_bytes(svc->cfg);

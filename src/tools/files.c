@@ -11,6 +11,7 @@
 #include "base/base64.h"
 #include "base/log.h"
 #include "base/pathsafe.h"
+#include "base/protover.h"
 #include "sandbox/exec.h"
 #include "tools/files.h"
 
@@ -334,7 +335,7 @@ void files_link(struct tool_ctx *ctx, struct tool_result *res, const struct sess
 		const char *mime)
 {
 	char uri[FILES_URI_MAX];
-	if (strcmp(ctx->protocol_version, "2025-06-18") < 0 || files_uri(s, path, uri, sizeof(uri)) < 0)
+	if (!protover_structured(ctx->protocol_version) || files_uri(s, path, uri, sizeof(uri)) < 0)
 		return;
 	const char *name = strrchr(path, '/') + 1;
 	json_t *link = json_pack("{s:s, s:s, s:s}", "type", "resource_link", "uri", uri, "name", name);

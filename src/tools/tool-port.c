@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/protover.h"
 #include "tools/tools.h"
 
 /*
@@ -24,7 +25,7 @@ static bool preview_link(struct tool_ctx *ctx, struct session *s, unsigned port,
 	char name[48];
 	snprintf(name, sizeof(name), "preview of port %u", port);
 	/* resource_link came with 2025-06-18; older clients have the URL in the text */
-	if (strcmp(ctx->protocol_version, "2025-06-18") >= 0)
+	if (protover_structured(ctx->protocol_version))
 		json_array_append_new(res->content, json_pack("{s:s, s:s, s:s, s:s}", "type", "resource_link", "uri",
 							      out, "name", name, "mimeType", "text/html"));
 	return true;

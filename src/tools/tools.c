@@ -14,6 +14,7 @@
 
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/protover.h"
 #include "sandbox/savepoint.h"
 #include "tools/schema.h"
 #include "tools/tools.h"
@@ -176,7 +177,7 @@ json_t *tools_list_json(unsigned groups, const char *v)
 {
 	json_t *arr = json_array();
 	/* title and outputSchema exist from 2025-06-18 on */
-	bool rich = strcmp(v, "2025-06-18") >= 0;
+	bool rich = protover_structured(v);
 
 	for (size_t i = 0; i < ARRAY_SIZE(tool_table); i++) {
 		const struct tool_entry *t = tool_table[i];

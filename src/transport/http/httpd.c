@@ -55,6 +55,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/pathsafe.h"
+#include "base/protover.h"
 #include "base/util.h"
 #include "mcp/rpc.h"
 #include "tools/files.h"
@@ -73,8 +74,6 @@
 /* Random bytes in an Mcp-Session-Id (hex-encoded: twice as many characters). */
 #define HTTPD_SID_BYTES 16
 #define HTTPD_SID_LEN (2 * HTTPD_SID_BYTES)
-
-static const char *const known_versions[] = { "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
 
 struct msession {
 	char id[HTTPD_SID_LEN + 1];
@@ -183,7 +182,6 @@ static void client_gone(struct exchange *x);
 static int handling(struct httpd *h, struct exchange *x, bool on);
 static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max);
 static const char *header(struct MHD_Connection *c, const char *name);
-static bool version_known(const char *v);
 static void sid_make(char *out);
 static struct mcp_peer *session_new(struct httpd *h, const char *principal, char *ret_sid);
 static struct mcp_peer *session_find(struct httpd *h, const char *principal, const char *sid);
@@ -700,7 +698,7 @@ static enum MHD_Result download(struct httpd *h, struct MHD_Connection *c, const
 	ref[slash - rest] = '\0';
 	struct call *call = call_create(NULL, "files", NULL, NULL, NULL);
 	call_set_principal(call, principal ? principal : "");
-	struct tool_ctx ctx = { .svc = h->svc, .call = call, .protocol_version = MCP_VERSION_LEGACY_NEWEST };
+	struct tool_ctx ctx = { .svc = h->svc, .call = call, .protocol_version = PROTOVER_LEGACY_NEWEST };
 	int r;
 	if (!principal) {
 		enum linksign_verdict v = link_session(h, c, ref, path, &s);
@@ -1037,7 +1035,7 @@ static struct mcp_peer *route(void *arg, const struct mcp_msg_info *info)
 		} else {
 			refuse = MHD_HTTP_BAD_REQUEST;
 			why = "Bad Request: Mcp-Session-Id header is required; send initialize first, or name protocol "
-			      "version " MCP_VERSION_MODERN " in params._meta";
+			      "version " PROTOVER_MODERN " in params._meta";
 		}
 	} else if (x->sid_bad || !(peer = session_find(h, x->principal, x->sid_in))) {
 		refuse = MHD_HTTP_NOT_FOUND;
@@ -1056,12 +1054,17 @@ static struct mcp_peer *route(void *arg, const struct mcp_msg_info *info)
 	return peer;
 }
 
-static bool version_known(const char *v)
+/* A request's unknown MCP-Protocol-Version: 400, naming the versions this server speaks. */
+static enum MHD_Result reply_bad_version(struct MHD_Connection *c)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(known_versions); i++)
-		if (strcmp(v, known_versions[i]) == 0)
-			return true;
-	return false;
+	char msg[256];
+	size_t n;
+	const char *const *legacy = protover_legacy(&n);
+	int len = snprintf(msg, sizeof(msg), "Bad Request: unsupported MCP-Protocol-Version; this server speaks %s",
+			   PROTOVER_MODERN);
+	for (size_t i = 0; i < n && len > 0 && (size_t)len < sizeof(msg); i++)
+		len += snprintf(msg + len, sizeof(msg) - (size_t)len, "%s%s", i + 1 < n ? ", " : " and ", legacy[i]);
+	return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST, msg);
 }
 
 /* The body is in: hand it to mcp, wait for its answer, send it in the form the client accepts. */
@@ -1082,10 +1085,8 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 	if (!json_ok && !sse_ok)
 		return reply_rpc_error(c, MHD_HTTP_NOT_ACCEPTABLE, RPC_INVALID_REQUEST,
 				       "Not Acceptable: Accept must allow application/json or text/event-stream");
-	if (pv && !version_known(pv))
-		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
-				       "Bad Request: unsupported MCP-Protocol-Version; this server speaks 2026-07-28, "
-				       "2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05");
+	if (pv && !protover_known(pv))
+		return reply_bad_version(c);
 	if (x->body.len == 0)
 		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_PARSE_ERROR,
 				       "Parse error: the body is empty; POST one JSON-RPC message");
