@@ -374,10 +374,12 @@ static struct {
 	struct timespec since; /* usage: entries changed before this are the image's (or a checkpoint's) */
 	ino_t *seen;	       /* usage: inodes of more than one link counted so far (a hash set) */
 	size_t nseen;
-	long long deadline_ms; /* usage: CLOCK_MONOTONIC ms past which it stops (0: none) */
-	bool late;	       /* usage: it stopped there */
-	uint64_t visits;       /* usage: entries looked at, counted or not */
-	char root[PATH_MAX];   /* roots: the last one printed ("" before the first) */
+	long long deadline_ms;	      /* usage: CLOCK_MONOTONIC ms past which it stops (0: none) */
+	bool late;		      /* usage: it stopped there */
+	uint64_t visits;	      /* usage: entries looked at, counted or not */
+	dev_t devs[FILEOPS_DEVS_MAX]; /* usage: the filesystems its roots are on */
+	unsigned ndevs;
+	char root[PATH_MAX]; /* roots: the last one printed ("" before the first) */
 	size_t root_len;
 	unsigned nroots;
 } walk;
@@ -386,29 +388,37 @@ static struct {
  * One entry: its blocks, at least FILEOPS_ENTRY_MIN (so that empty files,
  * which take inodes and no blocks, count too), once per inode, and only if
  * it changed since the session began (ctime, which no user can set back).
+ * The bytes it counts, 0 if none.
  */
-static void usage_count(const struct stat *st)
+static uint64_t usage_count(const struct stat *st)
 {
 	if (st->st_ctim.tv_sec < walk.since.tv_sec ||
 	    (st->st_ctim.tv_sec == walk.since.tv_sec && st->st_ctim.tv_nsec < walk.since.tv_nsec))
-		return;
-	if (st->st_nlink > 1 && !S_ISDIR(st->st_mode)) {
+		return 0;
+	/* linked twice, or deleted and open (its fds are found one by one) */
+	if (st->st_nlink != 1 && !S_ISDIR(st->st_mode)) {
 		/* open addressing in twice the slots it fills at most; inode 0 is never a file's */
 		size_t i = (size_t)(st->st_ino * 0x9e3779b97f4a7c15ULL) & (2 * FILEOPS_LINKS_MAX - 1);
 		while (walk.seen[i] && walk.seen[i] != st->st_ino)
 			i = (i + 1) & (2 * FILEOPS_LINKS_MAX - 1);
 		if (walk.seen[i])
-			return;
+			return 0;
 		if (walk.nseen == FILEOPS_LINKS_MAX) {
 			walk.hidden++; /* more linked files than it keeps track of: counts as hidden */
-			return;
+			return 0;
 		}
 		walk.seen[i] = st->st_ino;
 		walk.nseen++;
 	}
 	uint64_t b = (uint64_t)st->st_blocks * 512;
-	walk.bytes += b < FILEOPS_ENTRY_MIN ? FILEOPS_ENTRY_MIN : b;
-	walk.entries++;
+	return b < FILEOPS_ENTRY_MIN ? FILEOPS_ENTRY_MIN : b;
+}
+
+static void usage_add(const struct stat *st)
+{
+	uint64_t b = usage_count(st);
+	walk.bytes += b;
+	walk.entries += b > 0;
 }
 
 /* Whether the walk is past its deadline (looked at every 256 entries: a clock read is not free). */
@@ -446,7 +456,7 @@ static void usage_dir(int fd, dev_t dev, unsigned depth)
 		}
 		if (st.st_dev != dev)
 			continue;
-		usage_count(&st);
+		usage_add(&st);
 		if (!S_ISDIR(st.st_mode))
 			continue;
 		if (depth >= FILEOPS_DEPTH_MAX) {
@@ -465,11 +475,61 @@ static void usage_dir(int fd, dev_t dev, unsigned depth)
 	closedir(d);
 }
 
+static bool usage_dev_known(dev_t dev)
+{
+	for (unsigned i = 0; i < walk.ndevs; i++)
+		if (walk.devs[i] == dev)
+			return true;
+	return false;
+}
+
+/*
+ * Files deleted while a process still holds them open: no folder shows
+ * them and the engine's count of the layer leaves them out, yet their
+ * blocks stay taken until the last close. Found through /proc/PID/fd of the
+ * processes this user may look into (its own, and it can start no other
+ * user's), counted as any file is (once, if changed since SINCE) when they
+ * are on one of the roots' filesystems: not a pipe, a memfd or a tmpfs.
+ */
+static uint64_t usage_unlinked(void)
+{
+	uint64_t bytes = 0;
+	DIR *proc = opendir("/proc");
+	if (!proc)
+		return 0;
+	for (struct dirent *p; !usage_late() && (p = readdir(proc));) {
+		char path[64];
+		size_t n = strlen(p->d_name);
+		if (p->d_name[0] < '1' || p->d_name[0] > '9' || n > 20 || strspn(p->d_name, "0123456789") != n)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.20s/fd", p->d_name);
+		int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		DIR *d = fd < 0 ? NULL : fdopendir(fd);
+		if (!d) {
+			if (fd >= 0)
+				close(fd);
+			continue; /* another user's, or gone */
+		}
+		for (struct dirent *de; !usage_late() && (de = readdir(d));) {
+			struct stat st;
+			/* follows the magic link to the open file, deleted or not */
+			if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, 0) < 0)
+				continue;
+			if (S_ISREG(st.st_mode) && st.st_nlink == 0 && usage_dev_known(st.st_dev))
+				bytes += usage_count(&st);
+		}
+		closedir(d);
+	}
+	closedir(proc);
+	return bytes;
+}
+
 /*
  * usage SINCE MS PATH...: the disk the trees under PATH take, each on its
  * own filesystem, counting what changed since SINCE ("@<seconds>.<ns>", the
  * container's creation, or a path made with it: its last change), within
- * MS ms (EXIT_TOO_LARGE past them): "<bytes> <entries> <hidden>\n". The
+ * MS ms (EXIT_TOO_LARGE past them), and the files on their filesystems
+ * deleted but still open: "<bytes> <entries> <hidden> <unlinked>\n". The
  * disk guard's measure (sandbox/diskguard.c), which takes hidden as over
  * the cap.
  */
@@ -514,7 +574,9 @@ static int op_usage(int argc, char **argv)
 				walk.hidden++;
 			continue;
 		}
-		usage_count(&st);
+		usage_add(&st);
+		if (!usage_dev_known(st.st_dev) && walk.ndevs < FILEOPS_DEVS_MAX)
+			walk.devs[walk.ndevs++] = st.st_dev;
 		if (!S_ISDIR(st.st_mode))
 			continue;
 		int fd = open(argv[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -523,11 +585,12 @@ static int op_usage(int argc, char **argv)
 		else
 			usage_dir(fd, st.st_dev, 0);
 	}
+	uint64_t unlinked = walk.late ? 0 : usage_unlinked();
 	free(walk.seen);
 	if (walk.late)
 		return EXIT_TOO_LARGE;
-	printf("%llu %llu %llu\n", (unsigned long long)walk.bytes, (unsigned long long)walk.entries,
-	       (unsigned long long)walk.hidden);
+	printf("%llu %llu %llu %llu\n", (unsigned long long)walk.bytes, (unsigned long long)walk.entries,
+	       (unsigned long long)walk.hidden, (unsigned long long)unlinked);
 	return 0;
 }
 

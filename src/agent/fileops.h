@@ -18,9 +18,11 @@
  *                                   as tar -x does); MODE octal
  *   list   PATH DEPTH HIDDEN        find's -printf records (tool-find.c)
  *   delete PATH RECURSIVE           "file"/"directory", then rm / rmdir
- *   usage  SINCE MS PATH...         "<bytes> <entries> <hidden>\n", the
- *                                   trees' disk use since SINCE, within MS ms
- *                                   (EXIT_TOO_LARGE past them; the disk guard's)
+ *   usage  SINCE MS PATH...         "<bytes> <entries> <hidden> <unlinked>\n",
+ *                                   the trees' disk use since SINCE, within MS
+ *                                   ms (EXIT_TOO_LARGE past them; the disk
+ *                                   guard's); unlinked: files on their disks
+ *                                   deleted but still open
  *   roots  PATH                     the top-most folders the user may write
  *                                   or owns under PATH, a line each
  *
@@ -41,6 +43,8 @@
 #define FILEOPS_DEPTH_MAX 128
 #define FILEOPS_LINKS_MAX 65536
 #define FILEOPS_ENTRY_MIN 4096
+/* Filesystems usage tells apart for its files deleted but held open (the roots' own, at most). */
+#define FILEOPS_DEVS_MAX 16
 
 enum {
 	EXIT_TOO_LARGE = 27, /* stage: more than the cap; the server's own */

@@ -58,6 +58,7 @@ struct diskguard_look {
 	int64_t next_ms;		   /* when to look again */
 	int64_t walk_next_ms;		   /* when to walk its roots again */
 	int64_t walked;			   /* what the last walk found */
+	int64_t unlinked;		   /* and the files deleted but still open it found */
 	unsigned fails;			   /* walks in a row that failed or took too long */
 	char container[ENGINE_ID_LEN + 1]; /* the session's container when this was made (a rollback swaps it) */
 	char since[32];			   /* "@<seconds>": the container's creation on the engine's clock, or "" */
@@ -245,13 +246,14 @@ static int walk_roots(struct session *s, struct diskguard_look *l, int64_t *ret,
 		args[n++] = p;
 	args[n] = NULL;
 	struct exec_result xr;
-	unsigned long long bytes, entries, hidden;
+	unsigned long long bytes, entries, hidden, unlinked;
 	r = agent_op(s, l, "usage", args, &xr, err);
 	char line[128];
 	snprintf(line, sizeof(line), "%.*s", (int)xr.out.head.len, xr.out.head.data ? xr.out.head.data : "");
 	if (r == 0 && (xr.timed_out || xr.exit_code == EXIT_TOO_LARGE))
 		r = err_set(err, ERRCODE_TIMEOUT, -ETIMEDOUT, "the walk took over %d ms", DISKGUARD_WALK_MS);
-	else if (r == 0 && (xr.exit_code != 0 || sscanf(line, "%llu %llu %llu", &bytes, &entries, &hidden) != 3))
+	else if (r == 0 &&
+		 (xr.exit_code != 0 || sscanf(line, "%llu %llu %llu %llu", &bytes, &entries, &hidden, &unlinked) != 4))
 		r = err_set(err, ERRCODE_ENGINE_ERROR, -EPROTO, "the agent could not walk (exit %d)", xr.exit_code);
 	exec_result_finish(&xr);
 	/* a freeze is no failure of the walk's: nothing counts then */
@@ -262,7 +264,8 @@ static int walk_roots(struct session *s, struct diskguard_look *l, int64_t *ret,
 	if (r < 0)
 		return r;
 	l->fails = 0;
-	*ret = (int64_t)(bytes > INT64_MAX ? INT64_MAX : bytes);
+	*ret = (int64_t)(bytes > INT64_MAX / 2 ? INT64_MAX / 2 : bytes);
+	l->unlinked = (int64_t)(unlinked > INT64_MAX / 2 ? INT64_MAX / 2 : unlinked);
 	*ret_hidden = hidden > 0;
 	return 0;
 }
@@ -270,9 +273,10 @@ static int walk_roots(struct session *s, struct diskguard_look *l, int64_t *ret,
 /*
  * The bytes s wrote: the larger of its layer as the engine counts it
  * (SizeRw, each look) and the blocks under its roots (every
- * DISKGUARD_WALK_EVERY_MS, and again at once when the layer shrank); a
- * read_only session, whose workspace volume SizeRw leaves out, is walked at
- * each look.
+ * DISKGUARD_WALK_EVERY_MS, and again at once when the layer shrank), plus
+ * the files deleted but still open that the walk found (neither count has
+ * them); a read_only session, whose workspace volume SizeRw leaves out, is
+ * walked at each look.
  */
 static int measure(struct session *s, struct diskguard_look *l, int64_t *ret, bool *ret_hidden, struct err *err)
 {
@@ -291,7 +295,7 @@ static int measure(struct session *s, struct diskguard_look *l, int64_t *ret, bo
 		l->walk_next_ms = t0 + DISKGUARD_WALK_EVERY_MS;
 		l->layer_at_walk = layer;
 	}
-	*ret = layer > l->walked ? layer : l->walked;
+	*ret = (layer > l->walked ? layer : l->walked) + l->unlinked;
 	return 0;
 }
 

@@ -327,6 +327,28 @@ describe('disk cap without an engine quota (SANDBOX_WORKSPACE_MB=64)', suite({ t
     await srv.ok('session_close', { session_id: p });
   });
 
+  test('a file deleted while still open counts', async () => {
+    // no folder shows it and SizeRw leaves it out, yet its blocks stay taken
+    const s = (await srv.createSession()).session_id;
+    const hold = 'python3 -c "\nimport os, time\nf = open(\'gone.bin\', \'wb\')\nos.unlink(\'gone.bin\')\n' +
+      `try:\n    for i in range(${3 * CAP}):\n        f.write(b\'\\\\0\' * 1048576); f.flush(); time.sleep(0.05)\n` +
+      'except OSError as e:\n    print(\'stopped\', e.errno, flush=True)\nprint(\'holding\', flush=True)\ntime.sleep(600)"';
+    const job = await srv.ok('run_command', { session_id: s, background: true, command: hold });
+    if (quota.workspace_quota === 'enforced') {
+      await sleep(8000); // 3x the cap at 20 MiB/s: ENOSPC within 4 s
+      const out = await srv.ok('job', { session_id: s, action: 'output', job_id: job.job_id, offset: 0 });
+      assert.match(JSON.stringify(out), /stopped 28/, 'the quota stopped the writes with ENOSPC');
+    } else {
+      let said = '';
+      for (let i = 0; i < 40 && !/over its cap of 64 MiB/.test(said); i++) {
+        await sleep(1000);
+        said = show(await srv.call('run_command', { session_id: s, command: 'true' }));
+      }
+      assert.match(said, /over its cap of 64 MiB/, `the open, deleted file was counted: ${said}`);
+    }
+    await srv.ok('session_close', { session_id: s });
+  });
+
   test('a session that deletes its files goes on normally', async () => {
     const s = (await srv.createSession()).session_id;
     await srv.call('run_command', { session_id: s, command: writer('h', 100) });
