@@ -30,9 +30,23 @@ int engine_image_inspect(struct engine *e, struct call *call, const char *name, 
 	return r;
 }
 
+/* How often an image list is asked again after Podman's race below. */
+#define IMAGE_LIST_TRIES 3
+
 int engine_image_list(struct engine *e, struct call *call, const char *label, json_t **ret_json, struct err *err)
 {
-	return engine_list_by_label(e, call, "images", label, ret_json, err);
+	/*
+	 * Podman sizes every image it lists and fails the whole list (500,
+	 * "image not known") when another client removes an image meanwhile, even
+	 * one the filter leaves out: a list races with every other server's (and
+	 * user's) removals. Asked again, it answers.
+	 */
+	for (int i = 1;; i++) {
+		int r = engine_list_by_label(e, call, "images", label, ret_json, err);
+		if (r == 0 || i == IMAGE_LIST_TRIES || !engine_is_podman(e) || !strstr(err->msg, "image not known") ||
+		    (call && call_cancelled(call)))
+			return r;
+	}
 }
 
 int engine_image_tag(struct engine *e, struct call *call, const char *id, const char *repo, const char *tag,
