@@ -845,14 +845,12 @@ static void remove_containers(struct session_mgr *m, struct session **all, size_
 		}
 		struct removal r[SESSION_REMOVE_PARALLEL];
 		size_t k = n - i < SESSION_REMOVE_PARALLEL ? n - i : SESSION_REMOVE_PARALLEL, started = 0;
-		for (size_t j = 0; j < k; j++) {
+		for (size_t j = 0; j < k; j++)
 			r[j] = (struct removal){ .m = m,
 						 .s = all[i + j],
 						 .call = call_create(NULL, "", NULL, NULL, NULL) };
-			if (thread_create_nosig(&r[j].thread, NULL, removal_main, &r[j]) != 0)
-				break;
+		while (started < k && thread_create_nosig(&r[started].thread, NULL, removal_main, &r[started]) == 0)
 			started++;
-		}
 		if (started < k)
 			log_warnf("no thread for a removal: %zu removed one after another", k - started);
 		for (size_t j = started; j < k; j++) {
