@@ -1,7 +1,8 @@
 /*
- * session-internal.h - the registry's insides, shared by session.c and
- * savepoint.c (checkpoints, rollback, forks, pause) and nothing else:
- * tools see session.h only.
+ * session-internal.h - the registry's insides, shared by session.c,
+ * savepoint.c (checkpoints, rollback, forks, pause), container.c,
+ * diskguard.c and scan.c (the start-up scan) and nothing else: tools see
+ * session.h only.
  */
 #ifndef SESSION_INTERNAL_H
 #define SESSION_INTERNAL_H
