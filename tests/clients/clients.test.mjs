@@ -19,12 +19,13 @@
 //    containers, warm pool members included, not leave them to the next
 //    server's start-up scan.
 
-import { test, describe, after } from 'node:test';
+import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startFakeModel } from './lib/fake-model.mjs';
 import { runClaude, runGemini, runCodex, runDir } from './lib/clients.mjs';
 import { lastMain, toolResults } from './lib/transcript.mjs';
@@ -103,6 +104,20 @@ const CLIENTS = [
 ];
 
 const only = process.env.CLIENTS_ONLY?.split(',');
+
+// CLIENTS_DOCKER=1: each client starts the server image (image/server/build.sh
+// of SANDBOX_MCP_BIN) the way `sandbox-mcp config CLIENT docker=TAG` prints
+// it: Docker Desktop's install path (README), through a real client.
+if (process.env.CLIENTS_DOCKER === '1') {
+  const tag = `sandbox-mcp-clients:${process.pid}`;
+  before(() => {
+    const build = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'image', 'server', 'build.sh');
+    const b = spawnSync(build, [process.env.SANDBOX_MCP_BIN, tag], { encoding: 'utf8' });
+    assert.equal(b.status, 0, `image/server/build.sh: ${b.stderr}`);
+    process.env.CLIENTS_DOCKER_TAG = tag;
+  });
+  after(() => spawnSync('docker', ['rmi', '-f', tag]));
+}
 
 for (const c of CLIENTS) {
   if (only && !only.includes(c.name)) continue;

@@ -2,7 +2,7 @@
 // temp HOME per run (no real config read or written), telemetry and update
 // checks off, every model URL on 127.0.0.1, and a hard timeout.
 
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -12,20 +12,31 @@ const here = dirname(fileURLToPath(import.meta.url));
 const bin = (name) => join(here, '..', 'node_modules', '.bin', name);
 
 /**
- * The server binary and the environment it needs (DOCKER_HOST, SANDBOX_*).
- * Its XDG_RUNTIME_DIR is the run's own (runDir), so the lock it names in its
- * containers' labels tells that run's containers from any other's.
+ * The server's command, arguments and the environment it needs (DOCKER_HOST,
+ * SANDBOX_*). Its XDG_RUNTIME_DIR is the run's own (runDir), so the lock it
+ * names in its containers' labels tells that run's containers from any
+ * other's. With CLIENTS_DOCKER_TAG, the server image of that tag started as
+ * `sandbox-mcp config CLIENT docker=TAG` prints it, given that environment
+ * (-e NAME: docker passes the value the client sets) and the run dir at the
+ * same path.
  */
 export function serverSpec(home) {
-  const command = process.env.SANDBOX_MCP_BIN;
-  if (!command) throw new Error('SANDBOX_MCP_BIN is not set: point it at the built server');
+  const server = process.env.SANDBOX_MCP_BIN;
+  if (!server) throw new Error('SANDBOX_MCP_BIN is not set: point it at the built server');
   const env = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (k.startsWith('SANDBOX_') || ['DOCKER_HOST', 'ASAN_OPTIONS', 'UBSAN_OPTIONS'].includes(k)) env[k] = v;
   }
   env.SANDBOX_LOG_LEVEL = 'debug';
   env.XDG_RUNTIME_DIR = runDir(home);
-  return { command, env };
+  const tag = process.env.CLIENTS_DOCKER_TAG;
+  if (!tag) return { command: server, args: [], env };
+  const printed = JSON.parse(execFileSync(server, ['config', 'claude-desktop', `docker=${tag}`], { encoding: 'utf8' }))
+    .mcpServers.sandbox;
+  const args = [...printed.args];
+  const extra = Object.keys(env).filter((k) => k !== 'SANDBOX_MCP_BIN').flatMap((k) => ['-e', k]);
+  args.splice(args.lastIndexOf(tag), 0, ...extra, '-v', `${runDir(home)}:${runDir(home)}`);
+  return { command: printed.command, args, env };
 }
 
 /** The server's XDG_RUNTIME_DIR in a run's temp HOME: its lock file is under sandbox-mcp/ there. */
@@ -126,7 +137,7 @@ export async function runClaude(modelUrl, prompt, { timeoutMs }) {
   const server = serverSpec(home);
   const mcpConfig = join(home, 'mcp.json');
   writeFileSync(mcpConfig, JSON.stringify({
-    mcpServers: { sandbox: { type: 'stdio', command: server.command, args: [], env: server.env } },
+    mcpServers: { sandbox: { type: 'stdio', command: server.command, args: server.args, env: server.env } },
   }));
   const debugFile = join(home, 'claude-debug.log');
   const env = baseEnv(home, {
@@ -164,7 +175,7 @@ export async function runGemini(modelUrl, prompt, { timeoutMs }) {
   const settingsDir = join(home, '.gemini');
   mkdirSync(settingsDir, { recursive: true });
   writeFileSync(join(settingsDir, 'settings.json'), JSON.stringify({
-    mcpServers: { sandbox: { command: server.command, args: [], env: server.env, trust: true, timeout: 600000 } },
+    mcpServers: { sandbox: { command: server.command, args: server.args, env: server.env, trust: true, timeout: 600000 } },
     security: { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: false } },
     privacy: { usageStatisticsEnabled: false },
     telemetry: { enabled: false },
@@ -237,7 +248,7 @@ stream_max_retries = 0
 
 [mcp_servers.sandbox]
 command = ${toml(server.command)}
-args = []
+args = ${JSON.stringify(server.args)}
 startup_timeout_sec = 60
 tool_timeout_sec = 600
 # the script's calls run without asking (exec has nobody to ask)
