@@ -6,9 +6,9 @@
 #   image/server/build.sh BINARY [TAG]     TAG defaults to sandbox-mcp:VERSION
 #
 # Offline: the files come from this machine (the binary, the shared
-# libraries ldd names for it and for libarchive, which it loads when a tool
-# needs it, and the CA bundle for TLS engines), put in a tree and handed to
-# `docker import` with the entry point. Prints the tag.
+# libraries ldd names for it and for the ones it opens when a run needs them:
+# libarchive, GnuTLS, libmicrohttpd; and the CA bundle for TLS engines), put
+# in a tree and handed to `docker import` with the entry point. Prints the tag.
 set -euo pipefail
 
 bin=${1:?usage: image/server/build.sh BINARY [TAG]}
@@ -29,8 +29,14 @@ mkdir -p "$root/usr/bin"
 # without its debug sections: a third of the size
 strip -o "$root/usr/bin/sandbox-mcp" "$bin" 2>/dev/null || cp "$bin" "$root/usr/bin/sandbox-mcp"
 chmod 0755 "$root/usr/bin/sandbox-mcp"
-archive=$(ldconfig -p | awk '/libarchive\.so\.13 .*x86-64|libarchive\.so\.13 \(libc6,AArch64/{print $NF; exit}')
-for f in $(libs_of "$bin"; [ -n "$archive" ] && { echo "$archive"; libs_of "$archive"; }); do put "$f"; done
+# the libraries it opens when a run needs them (base/dynlib.h): file transfers,
+# TLS engines, serve --http
+opened=
+for so in libarchive.so.13 libgnutls.so.30 libmicrohttpd.so.12; do
+	f=$(ldconfig -p | awk -v so="$so" '$1 == so && /x86-64|AArch64/ {print $NF; exit}')
+	[ -n "$f" ] && opened="$opened $f"
+done
+for f in $(libs_of "$bin"; for o in $opened; do echo "$o"; libs_of "$o"; done); do put "$f"; done
 [ -f /etc/ssl/certs/ca-certificates.crt ] && put /etc/ssl/certs/ca-certificates.crt
 mkdir -p "$root/etc" "$root/tmp" "$root/run" "$root/workspace"
 chmod 1777 "$root/tmp"

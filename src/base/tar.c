@@ -20,14 +20,15 @@
  */
 #include <archive.h>
 #include <archive_entry.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/dynlib.h"
 #include "base/pathsafe.h"
 #include "base/tar.h"
+#include "base/util.h"
 
 /* Every libarchive function this module calls. */
 #define TAR_LIBARCHIVE_FUNCS(X)                    \
@@ -118,24 +119,18 @@ static ssize_t fd_pull(void *arg, void *p, size_t n);
 
 static void la_load(void)
 {
-	void *h = dlopen("libarchive.so.13", RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		h = dlopen("libarchive.so", RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		snprintf(la_error, sizeof(la_error), "%s", dlerror());
-		la_status = -ENOENT;
-		return;
-	}
-#define RESOLVE(fn)                                                               \
-	*(void **)&la.fn = dlsym(h, #fn);                                         \
-	if (!la.fn) {                                                             \
-		snprintf(la_error, sizeof(la_error), "libarchive lacks %s", #fn); \
-		la_status = -ENOENT;                                              \
-		return;                                                           \
-	}
-	TAR_LIBARCHIVE_FUNCS(RESOLVE)
-#undef RESOLVE
-	la_status = 0;
+	static const char *const sonames[] = { "libarchive.so.13", "libarchive.so", NULL };
+	static const char *const names[] = {
+#define NAME(fn) #fn,
+		TAR_LIBARCHIVE_FUNCS(NAME)
+#undef NAME
+	};
+	void **const slots[] = {
+#define SLOT(fn) (void **)&la.fn,
+		TAR_LIBARCHIVE_FUNCS(SLOT)
+#undef SLOT
+	};
+	la_status = dynlib_open(sonames, names, slots, ARRAY_SIZE(names), la_error, sizeof(la_error));
 }
 
 static int la_ready(struct err *err)

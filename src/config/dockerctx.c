@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <gnutls/crypto.h>
 #include <jansson.h>
+#include <nettle/sha2.h>
 
 #include "base/util.h"
 #include "config/dockerctx.h"
@@ -119,9 +119,11 @@ int dockerctx_current(const char *config_dir, char *ret, size_t n, struct err *e
 /* The directory name the CLI gives a context: the hex sha256 of its name. */
 static int name_digest(const char *name, char hex[65])
 {
-	unsigned char d[32];
-	if (gnutls_hash_fast(GNUTLS_DIG_SHA256, name, strlen(name), d) < 0)
-		return -EIO;
+	unsigned char d[SHA256_DIGEST_SIZE];
+	struct sha256_ctx c;
+	sha256_init(&c);
+	sha256_update(&c, strlen(name), (const uint8_t *)name);
+	sha256_digest(&c, sizeof(d), d);
 	for (int i = 0; i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", d[i]);
 	return 0;

@@ -18,6 +18,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
+#include "base/dynlib.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "engine/tls.h"
@@ -34,6 +35,73 @@
 #define TLS_RELAY_STACK (256 * 1024)
 /* A refusal explains a closed connection this soon after it (tls_take_refusal). */
 #define TLS_REFUSAL_FRESH_MS 60000
+
+/*
+ * GnuTLS is opened when the first TLS engine is set up (base/dynlib.h):
+ * loading it and its eight libraries at every exec took longer than the
+ * rest of the server's start-up, and most servers talk to a local socket.
+ */
+#define TLS_GNUTLS_FUNCS(X)                             \
+	X(gnutls_alert_get)                             \
+	X(gnutls_alert_get_name)                        \
+	X(gnutls_bye)                                   \
+	X(gnutls_certificate_allocate_credentials)      \
+	X(gnutls_certificate_client_get_request_status) \
+	X(gnutls_certificate_free_credentials)          \
+	X(gnutls_certificate_set_x509_key_file)         \
+	X(gnutls_certificate_set_x509_system_trust)     \
+	X(gnutls_certificate_set_x509_trust_file)       \
+	X(gnutls_credentials_set)                       \
+	X(gnutls_deinit)                                \
+	X(gnutls_error_is_fatal)                        \
+	X(gnutls_handshake)                             \
+	X(gnutls_handshake_set_timeout)                 \
+	X(gnutls_init)                                  \
+	X(gnutls_record_check_pending)                  \
+	X(gnutls_record_get_direction)                  \
+	X(gnutls_record_recv)                           \
+	X(gnutls_record_send)                           \
+	X(gnutls_server_name_set)                       \
+	X(gnutls_session_get_verify_cert_status)        \
+	X(gnutls_session_set_verify_cert)               \
+	X(gnutls_set_default_priority)                  \
+	X(gnutls_strerror)                              \
+	X(gnutls_transport_set_int2)
+
+static struct {
+#define DECLARE(fn) __typeof__(fn) *fn;
+	TLS_GNUTLS_FUNCS(DECLARE)
+#undef DECLARE
+} gt;
+
+static pthread_once_t gt_once = PTHREAD_ONCE_INIT;
+static int gt_status; /* 0 loaded, -ENOENT not loadable */
+static char gt_error[200];
+
+static void gt_load(void)
+{
+	static const char *const sonames[] = { "libgnutls.so.30", "libgnutls.so", NULL };
+	static const char *const names[] = {
+#define NAME(fn) #fn,
+		TLS_GNUTLS_FUNCS(NAME)
+#undef NAME
+	};
+	void **const slots[] = {
+#define SLOT(fn) (void **)&gt.fn,
+		TLS_GNUTLS_FUNCS(SLOT)
+#undef SLOT
+	};
+	gt_status = dynlib_open(sonames, names, slots, ARRAY_SIZE(names), gt_error, sizeof(gt_error));
+}
+
+static int gt_ready(struct err *err)
+{
+	pthread_once(&gt_once, gt_load);
+	if (gt_status < 0)
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, gt_status,
+			       "TLS: cannot load GnuTLS (%s): install the libgnutls30 package", gt_error);
+	return 0;
+}
 
 struct tls_ctx {
 	int refs; /* the owner's and one per live stream: a session must not outlive its credentials */
@@ -112,7 +180,7 @@ static struct tls_ctx *ctx_ref(struct tls_ctx *t)
 static void ctx_unref(struct tls_ctx *t)
 {
 	if (t && __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		gnutls_certificate_free_credentials(t->cred);
+		gt.gnutls_certificate_free_credentials(t->cred);
 		free(t);
 	}
 }
@@ -120,32 +188,35 @@ static void ctx_unref(struct tls_ctx *t)
 int tls_ctx_create(const char *ca, const char *cert, const char *key, bool verify, struct tls_ctx **ret,
 		   struct err *err)
 {
+	int r = gt_ready(err);
+	if (r < 0)
+		return r;
 	struct tls_ctx *t = xcalloc(1, sizeof(*t));
-	int r = gnutls_certificate_allocate_credentials(&t->cred);
+	r = gt.gnutls_certificate_allocate_credentials(&t->cred);
 
 	t->refs = 1;
 	t->verify = verify;
 	if (r < 0) {
 		free(t);
-		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -ENOMEM, "TLS: %s", gnutls_strerror(r));
+		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -ENOMEM, "TLS: %s", gt.gnutls_strerror(r));
 	}
 	if (ca) {
-		r = gnutls_certificate_set_x509_trust_file(t->cred, ca, GNUTLS_X509_FMT_PEM);
+		r = gt.gnutls_certificate_set_x509_trust_file(t->cred, ca, GNUTLS_X509_FMT_PEM);
 		if (r <= 0) {
 			tls_ctx_destroy(t);
 			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EINVAL,
 				       "TLS: cannot read a CA certificate from %s (%s): check DOCKER_CERT_PATH or --tlscacert",
-				       ca, r == 0 ? "no certificate in it" : gnutls_strerror(r));
+				       ca, r == 0 ? "no certificate in it" : gt.gnutls_strerror(r));
 		}
 		snprintf(t->ca, sizeof(t->ca), "the CA in %s", ca);
 	} else {
-		r = gnutls_certificate_set_x509_system_trust(t->cred);
+		r = gt.gnutls_certificate_set_x509_system_trust(t->cred);
 		if (r < 0) {
 			tls_ctx_destroy(t);
 			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EINVAL,
 				       "TLS: no CA given and the system trust store cannot be read (%s): put ca.pem in "
 				       "DOCKER_CERT_PATH or pass --tlscacert",
-				       gnutls_strerror(r));
+				       gt.gnutls_strerror(r));
 		}
 		snprintf(t->ca, sizeof(t->ca), "the system trust store (no ca.pem in DOCKER_CERT_PATH)");
 	}
@@ -157,12 +228,12 @@ int tls_ctx_create(const char *ca, const char *cert, const char *key, bool verif
 				       "only %s was found",
 				       cert ? cert : key);
 		}
-		r = gnutls_certificate_set_x509_key_file(t->cred, cert, key, GNUTLS_X509_FMT_PEM);
+		r = gt.gnutls_certificate_set_x509_key_file(t->cred, cert, key, GNUTLS_X509_FMT_PEM);
 		if (r < 0) {
 			tls_ctx_destroy(t);
 			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EINVAL,
 				       "TLS: cannot load the client certificate %s with key %s: %s", cert, key,
-				       gnutls_strerror(r));
+				       gt.gnutls_strerror(r));
 		}
 		t->have_cert = true;
 	}
@@ -186,7 +257,7 @@ static int handshake_error(struct tls_ctx *t, gnutls_session_t s, int r, const c
 			   struct err *err)
 {
 	if (r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
-		unsigned st = gnutls_session_get_verify_cert_status(s);
+		unsigned st = gt.gnutls_session_get_verify_cert_status(s);
 		if (st & GNUTLS_CERT_SIGNER_NOT_FOUND)
 			return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPROTO,
 				       "TLS: the engine at %s presented a certificate from an unknown CA (not signed by %s): "
@@ -204,8 +275,8 @@ static int handshake_error(struct tls_ctx *t, gnutls_session_t s, int r, const c
 			       "TLS: the engine's certificate at %s is not trusted (status 0x%x)", display, st);
 	}
 	if (r == GNUTLS_E_FATAL_ALERT_RECEIVED) {
-		gnutls_alert_description_t a = gnutls_alert_get(s);
-		const char *name = gnutls_alert_get_name(a);
+		gnutls_alert_description_t a = gt.gnutls_alert_get(s);
+		const char *name = gt.gnutls_alert_get_name(a);
 		if (a == GNUTLS_A_BAD_CERTIFICATE || a == GNUTLS_A_UNKNOWN_CA || a == GNUTLS_A_CERTIFICATE_REQUIRED ||
 		    a == GNUTLS_A_UNSUPPORTED_CERTIFICATE || a == GNUTLS_A_CERTIFICATE_UNKNOWN ||
 		    a == GNUTLS_A_HANDSHAKE_FAILURE)
@@ -226,9 +297,9 @@ static int handshake_error(struct tls_ctx *t, gnutls_session_t s, int r, const c
 		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPROTO,
 			       "TLS: %s does not answer in TLS (%s): it may be a plain-HTTP port; unset "
 			       "DOCKER_TLS_VERIFY or use the engine's TLS port",
-			       display, gnutls_strerror(r));
+			       display, gt.gnutls_strerror(r));
 	return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, -EPROTO, "TLS: handshake with %s failed: %s", display,
-		       gnutls_strerror(r));
+		       gt.gnutls_strerror(r));
 }
 
 static int set_nonblock(int fd)
@@ -250,7 +321,7 @@ static void early_failure(struct tls_stream *st, int n)
 	if (st->got_data || atomic_load(&st->aborted))
 		return;
 	if (n == GNUTLS_E_FATAL_ALERT_RECEIVED)
-		st->suspect = gnutls_alert_get_name(gnutls_alert_get(st->s));
+		st->suspect = gt.gnutls_alert_get_name(gt.gnutls_alert_get(st->s));
 	else if (st->t->have_cert && (n == GNUTLS_E_PULL_ERROR || n == GNUTLS_E_PUSH_ERROR))
 		st->suspect = "the connection was reset before any answer, as a TLS 1.3 engine does when it "
 			      "refuses the client certificate";
@@ -280,7 +351,7 @@ void tls_stream_abort(struct tls_stream *st)
 
 bool tls_stream_pending(struct tls_stream *st)
 {
-	return gnutls_record_check_pending(st->s) > 0;
+	return gt.gnutls_record_check_pending(st->s) > 0;
 }
 
 /* One gnutls_record_recv as read(2) on a non-blocking socket would answer. */
@@ -288,7 +359,7 @@ static ssize_t recv_record(struct tls_stream *st, void *buf, size_t n)
 {
 	ssize_t got;
 	do
-		got = gnutls_record_recv(st->s, buf, n);
+		got = gt.gnutls_record_recv(st->s, buf, n);
 	while (got == GNUTLS_E_INTERRUPTED);
 	if (got > 0) {
 		st->got_data = true;
@@ -300,7 +371,7 @@ static ssize_t recv_record(struct tls_stream *st, void *buf, size_t n)
 	publish_refusal(st);
 	if (got == 0 || got == GNUTLS_E_PREMATURE_TERMINATION)
 		return 0;
-	log_debugf("TLS: read: %s", gnutls_strerror((int)got));
+	log_debugf("TLS: read: %s", gt.gnutls_strerror((int)got));
 	return got == GNUTLS_E_PULL_ERROR ? -ECONNRESET : -EPROTO;
 }
 
@@ -342,7 +413,7 @@ int tls_stream_send_all(struct tls_stream *st, const void *p, size_t n, int time
 	int64_t deadline = now_ms() + timeout_ms;
 	while (off < n) {
 		/* after GNUTLS_E_AGAIN the same call is repeated with the same arguments, as GnuTLS asks */
-		ssize_t w = gnutls_record_send(st->s, (const char *)p + off, n - off);
+		ssize_t w = gt.gnutls_record_send(st->s, (const char *)p + off, n - off);
 		if (w >= 0) {
 			off += (size_t)w;
 			deadline = now_ms() + timeout_ms;
@@ -356,7 +427,8 @@ int tls_stream_send_all(struct tls_stream *st, const void *p, size_t n, int time
 			return w == GNUTLS_E_PUSH_ERROR || w == GNUTLS_E_PREMATURE_TERMINATION ? -EPIPE : -EPROTO;
 		}
 		int64_t left = deadline - now_ms();
-		struct pollfd pfd = { .fd = st->fd, .events = gnutls_record_get_direction(st->s) ? POLLOUT : POLLIN };
+		struct pollfd pfd = { .fd = st->fd,
+				      .events = gt.gnutls_record_get_direction(st->s) ? POLLOUT : POLLIN };
 		int r = left > 0 ? poll(&pfd, 1, (int)left) : 0;
 		if (r == 0)
 			return -EAGAIN;
@@ -371,7 +443,7 @@ void tls_stream_close(struct tls_stream *st)
 	if (!st)
 		return;
 	publish_refusal(st);
-	gnutls_deinit(st->s);
+	gt.gnutls_deinit(st->s);
 	close(st->fd);
 	ctx_unref(st->t);
 	free(st);
@@ -423,7 +495,7 @@ static bool pump_up(struct relay *rl)
 	}
 	while (u->off < u->len) {
 		/* after GNUTLS_E_AGAIN the same call is repeated with the same arguments, as GnuTLS asks */
-		ssize_t w = gnutls_record_send(s, u->buf + u->off, u->len - u->off);
+		ssize_t w = gt.gnutls_record_send(s, u->buf + u->off, u->len - u->off);
 		if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED)
 			return true;
 		if (w < 0) {
@@ -435,7 +507,7 @@ static bool pump_up(struct relay *rl)
 	u->len = u->off = 0;
 	if (rl->app_eof && !rl->bye_done) {
 		/* the caller's shutdown(SHUT_WR): a close_notify, which the engine reads as EOF */
-		int r = gnutls_bye(s, GNUTLS_SHUT_WR);
+		int r = gt.gnutls_bye(s, GNUTLS_SHUT_WR);
 		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
 			return true;
 		rl->bye_done = true;
@@ -453,13 +525,13 @@ static void *relay_main(void *arg)
 			break;
 		if (rl->net_eof && rl->down.len == 0 && rl->app_eof && rl->bye_done)
 			break;
-		if (gnutls_record_check_pending(s) > 0 && rl->down.len == 0)
+		if (gt.gnutls_record_check_pending(s) > 0 && rl->down.len == 0)
 			continue;
 		struct pollfd p[2] = { { .fd = rl->st->fd }, { .fd = rl->app } };
 		if (rl->down.len == 0 && !rl->net_eof)
 			p[0].events |= POLLIN;
 		if (rl->up.len > 0 || (rl->app_eof && !rl->bye_done))
-			p[0].events |= gnutls_record_get_direction(s) ? POLLOUT : POLLIN;
+			p[0].events |= gt.gnutls_record_get_direction(s) ? POLLOUT : POLLIN;
 		if (rl->up.len == 0 && !rl->app_eof)
 			p[1].events |= POLLIN;
 		if (rl->down.len > 0)
@@ -517,20 +589,20 @@ static int session_new(struct tls_ctx *t, int tcp_fd, const char *host, gnutls_s
 {
 	gnutls_session_t s;
 	/* MSG_NOSIGNAL on every send: an engine gone away is an error, never SIGPIPE */
-	int r = gnutls_init(&s, GNUTLS_CLIENT | GNUTLS_NO_SIGNAL);
+	int r = gt.gnutls_init(&s, GNUTLS_CLIENT | GNUTLS_NO_SIGNAL);
 	if (r < 0)
 		return r;
-	if ((r = gnutls_set_default_priority(s)) == 0 &&
-	    (r = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, t->cred)) == 0 && !is_ip_literal(host))
-		r = gnutls_server_name_set(s, GNUTLS_NAME_DNS, host, strlen(host));
+	if ((r = gt.gnutls_set_default_priority(s)) == 0 &&
+	    (r = gt.gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, t->cred)) == 0 && !is_ip_literal(host))
+		r = gt.gnutls_server_name_set(s, GNUTLS_NAME_DNS, host, strlen(host));
 	if (r < 0) {
-		gnutls_deinit(s);
+		gt.gnutls_deinit(s);
 		return r;
 	}
 	/* verifies the chain and that the certificate names host (DNS or IP subjectAltName) */
 	if (t->verify)
-		gnutls_session_set_verify_cert(s, host, 0);
-	gnutls_transport_set_int(s, tcp_fd);
+		gt.gnutls_session_set_verify_cert(s, host, 0);
+	gt.gnutls_transport_set_int2(s, tcp_fd, tcp_fd);
 	*ret = s;
 	return 0;
 }
@@ -544,15 +616,15 @@ int tls_open(struct tls_ctx *t, int tcp_fd, const char *host, const char *displa
 	if (r < 0) {
 		close(tcp_fd);
 		return err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r == GNUTLS_E_MEMORY_ERROR ? -ENOMEM : -EPROTO,
-			       "TLS: cannot set up a session with %s: %s", display, gnutls_strerror(r));
+			       "TLS: cannot set up a session with %s: %s", display, gt.gnutls_strerror(r));
 	}
-	gnutls_handshake_set_timeout(s, (unsigned)timeout_ms);
+	gt.gnutls_handshake_set_timeout(s, (unsigned)timeout_ms);
 	do
-		r = gnutls_handshake(s);
-	while (r < 0 && !gnutls_error_is_fatal(r));
+		r = gt.gnutls_handshake(s);
+	while (r < 0 && !gt.gnutls_error_is_fatal(r));
 	if (r < 0) {
 		r = handshake_error(t, s, r, host, display, err);
-	} else if (gnutls_certificate_client_get_request_status(s) && !t->have_cert) {
+	} else if (gt.gnutls_certificate_client_get_request_status(s) && !t->have_cert) {
 		/*
 		 * An engine run with --tlsverify asks for a client certificate.
 		 * Under TLS 1.3 it refuses a missing one only after our side of
@@ -567,7 +639,7 @@ int tls_open(struct tls_ctx *t, int tcp_fd, const char *host, const char *displa
 		err_set(err, ERRCODE_DOCKER_UNAVAILABLE, r, "TLS: %s", strerror(-r));
 	}
 	if (r < 0) {
-		gnutls_deinit(s);
+		gt.gnutls_deinit(s);
 		close(tcp_fd);
 		return r;
 	}

@@ -12,8 +12,7 @@
 #include <strings.h>
 #include <sys/random.h>
 
-#include <gnutls/crypto.h>
-#include <gnutls/gnutls.h>
+#include <nettle/hmac.h>
 
 #include "base/buf.h"
 #include "base/util.h"
@@ -90,17 +89,18 @@ static int mac_hex(const struct linksign *l, const char *principal, const char *
 		   char out[LINKSIGN_SIG_LEN + 1])
 {
 	static const char hex[] = "0123456789abcdef";
-	unsigned char digest[32];
+	unsigned char digest[SHA256_DIGEST_SIZE];
+	struct hmac_sha256_ctx h;
 	struct buf m;
-	int r;
 
 	buf_init(&m, SIZE_MAX);
 	(void)buf_printf(&m, "sandbox-mcp link v1\n%zu:%s\n%zu:%s\n%zu:%s\n%lld", strlen(principal), principal,
 			 strlen(session), session, strlen(path), path, (long long)exp);
-	r = gnutls_hmac_fast(GNUTLS_MAC_SHA256, l->key, sizeof(l->key), m.data, m.len, digest);
+	hmac_sha256_set_key(&h, sizeof(l->key), l->key);
+	hmac_sha256_update(&h, m.len, (const uint8_t *)m.data);
+	hmac_sha256_digest(&h, sizeof(digest), digest);
+	explicit_bzero(&h, sizeof(h)); /* holds the key */
 	buf_finish(&m);
-	if (r < 0)
-		return -EIO;
 	for (size_t i = 0; i < sizeof(digest); i++) {
 		out[2 * i] = hex[digest[i] >> 4];
 		out[2 * i + 1] = hex[digest[i] & 15];

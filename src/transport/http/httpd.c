@@ -53,6 +53,7 @@
 #include <microhttpd.h>
 
 #include "base/buf.h"
+#include "base/dynlib.h"
 #include "base/log.h"
 #include "base/pathsafe.h"
 #include "base/protover.h"
@@ -187,9 +188,65 @@ static struct mcp_peer *session_new(struct httpd *h, const char *principal, char
 static struct mcp_peer *session_find(struct httpd *h, const char *principal, const char *sid);
 static bool session_end(struct httpd *h, const char *principal, const char *sid);
 
+/*
+ * libmicrohttpd is opened when `serve --http` starts (base/dynlib.h): it
+ * links GnuTLS, and loading both at every exec of a stdio server took
+ * longer than the rest of its start-up.
+ */
+#define HTTPD_MHD_FUNCS(X)                   \
+	X(MHD_add_response_header)           \
+	X(MHD_create_response_from_buffer)   \
+	X(MHD_create_response_from_callback) \
+	X(MHD_destroy_response)              \
+	X(MHD_get_connection_info)           \
+	X(MHD_get_connection_values)         \
+	X(MHD_lookup_connection_value)       \
+	X(MHD_queue_response)                \
+	X(MHD_start_daemon)                  \
+	X(MHD_stop_daemon)
+
+static struct {
+#define DECLARE(fn) __typeof__(fn) *fn;
+	HTTPD_MHD_FUNCS(DECLARE)
+#undef DECLARE
+} mhd;
+
+static pthread_once_t mhd_once = PTHREAD_ONCE_INIT;
+static int mhd_status; /* 0 loaded, -ENOENT not loadable */
+static char mhd_error[200];
+
+static void mhd_load(void)
+{
+	static const char *const sonames[] = { "libmicrohttpd.so.12", "libmicrohttpd.so", NULL };
+	static const char *const names[] = {
+#define NAME(fn) #fn,
+		HTTPD_MHD_FUNCS(NAME)
+#undef NAME
+	};
+	void **const slots[] = {
+#define SLOT(fn) (void **)&mhd.fn,
+		HTTPD_MHD_FUNCS(SLOT)
+#undef SLOT
+	};
+	mhd_status = dynlib_open(sonames, names, slots, ARRAY_SIZE(names), mhd_error, sizeof(mhd_error));
+}
+
+static int mhd_ready(struct err *err)
+{
+	pthread_once(&mhd_once, mhd_load);
+	if (mhd_status < 0)
+		return err_set(err, ERRCODE_INTERNAL, mhd_status,
+			       "serve --http: cannot load libmicrohttpd (%s): install the libmicrohttpd12 package",
+			       mhd_error);
+	return 0;
+}
+
 int httpd_start(struct mcp *m, const struct tool_services *svc, struct httpd **ret, struct err *err)
 {
 	const char *listen = svc->cfg->http;
+	int r = mhd_ready(err);
+	if (r < 0)
+		return r;
 	struct httpd *h = xcalloc(1, sizeof(*h));
 	struct sockaddr_storage sa;
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
@@ -260,13 +317,13 @@ int httpd_start(struct mcp *m, const struct tool_services *svc, struct httpd **r
 		err_set(err, ERRCODE_INTERNAL, -errno, "pipe: %s", strerror(errno));
 		goto fail;
 	}
-	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-				     MHD_OPTION_CONNECTION_LIMIT,
-				     (unsigned)(HTTPD_CONNECTIONS_MAX + HTTPD_CONNECTIONS_SPARE),
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)svc->cfg->http_timeout_s,
-				     MHD_OPTION_THREAD_STACK_SIZE, (size_t)HTTPD_THREAD_STACK,
-				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
-				     on_connection, h, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+	h->daemon = mhd.MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
+					 (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
+					 (unsigned)(HTTPD_CONNECTIONS_MAX + HTTPD_CONNECTIONS_SPARE),
+					 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)svc->cfg->http_timeout_s,
+					 MHD_OPTION_THREAD_STACK_SIZE, (size_t)HTTPD_THREAD_STACK,
+					 MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+					 on_connection, h, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
 	if (!h->daemon) {
 		err_set(err, ERRCODE_INTERNAL, -EADDRINUSE,
 			"cannot serve HTTP%s on %s: the port is in use, the address is not this host's%s",
@@ -305,7 +362,7 @@ void httpd_stop(struct httpd *h)
 		client_gone(x);
 	pthread_mutex_unlock(&h->lock);
 	poke(h->stop[1]);
-	MHD_stop_daemon(h->daemon);
+	mhd.MHD_stop_daemon(h->daemon);
 	httpwatch_destroy(h->watch);
 	for (size_t i = 0; i < HTTPD_SESSIONS_MAX; i++) {
 		if (h->sessions[i].peer) {
@@ -448,7 +505,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	struct httpd *h = cls;
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		atomic_fetch_add(&h->connections, 1);
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ci = mhd.MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 		*socket_context = ci ? httpwatch_add(h->watch, ci->connect_fd) : NULL;
 	} else {
 		atomic_fetch_sub(&h->connections, 1);
@@ -460,32 +517,32 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 /* The connection's httpwatch entry (NULL when it could not be made). */
 static struct httpwatch_conn *watch_entry(struct MHD_Connection *c)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const union MHD_ConnectionInfo *ci = mhd.MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	return ci ? ci->socket_context : NULL;
 }
 
 static const char *header(struct MHD_Connection *c, const char *name)
 {
-	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+	return mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
 /* A whole response; sid, when set, goes out as Mcp-Session-Id. */
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *body, size_t n,
 			     const char *sid)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)body, MHD_RESPMEM_MUST_COPY);
+	struct MHD_Response *r = mhd.MHD_create_response_from_buffer(n, (void *)body, MHD_RESPMEM_MUST_COPY);
 	if (!r)
 		return MHD_NO;
 	if (type)
-		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+		(void)mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (sid)
-		(void)MHD_add_response_header(r, "Mcp-Session-Id", sid);
+		(void)mhd.MHD_add_response_header(r, "Mcp-Session-Id", sid);
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE");
+		(void)mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE");
 	if (status == MHD_HTTP_UNAUTHORIZED)
-		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"sandbox-mcp\"");
-	enum MHD_Result res = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
+		(void)mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"sandbox-mcp\"");
+	enum MHD_Result res = mhd.MHD_queue_response(c, status, r);
+	mhd.MHD_destroy_response(r);
 	return res;
 }
 
@@ -552,7 +609,7 @@ static enum MHD_Result guard(struct httpd *h, struct MHD_Connection *c, bool lin
 		return reply_rpc_error(c, MHD_HTTP_UNAUTHORIZED, RPC_INVALID_REQUEST,
 				       "Unauthorized: send Authorization: Bearer TOKEN with a token of the server's "
 				       "--http-token-file");
-	(void)MHD_get_connection_values(c, MHD_HEADER_KIND, length_field, &len);
+	(void)mhd.MHD_get_connection_values(c, MHD_HEADER_KIND, length_field, &len);
 	if (len.bad)
 		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
 				       "Bad Request: Content-Length is malformed or given twice with different values");
@@ -585,8 +642,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (strcmp(url, "/health") == 0)
 			return health(h, c, method);
 		if (strncmp(url, "/files/", 7) == 0 && strcmp(method, "GET") == 0) {
-			bool link = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sig") ||
-				    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "exp");
+			bool link = mhd.MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sig") ||
+				    mhd.MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "exp");
 			enum MHD_Result r = guard(h, c, link, principal, &refused);
 			return refused ? r : download(h, c, url + 7, link ? NULL : principal);
 		}
@@ -742,8 +799,8 @@ static enum MHD_Result download(struct httpd *h, struct MHD_Connection *c, const
 static enum linksign_verdict link_session(struct httpd *h, struct MHD_Connection *c, const char *ref, const char *path,
 					  struct session **ret)
 {
-	const char *exp = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "exp");
-	const char *sig = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sig");
+	const char *exp = mhd.MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "exp");
+	const char *sig = mhd.MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sig");
 	struct session *s = NULL;
 	struct err err;
 
@@ -771,16 +828,16 @@ static enum linksign_verdict link_session(struct httpd *h, struct MHD_Connection
  */
 static enum MHD_Result reply_file(struct MHD_Connection *c, const char *mime, const char *data, size_t n)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)data, MHD_RESPMEM_MUST_COPY);
+	struct MHD_Response *r = mhd.MHD_create_response_from_buffer(n, (void *)data, MHD_RESPMEM_MUST_COPY);
 	if (!r)
 		return MHD_NO;
-	(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, mime);
-	(void)MHD_add_response_header(r, "Content-Security-Policy", "sandbox; default-src 'none'; img-src data:");
-	(void)MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	(void)MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
-	(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "private, no-store");
-	enum MHD_Result res = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
+	(void)mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, mime);
+	(void)mhd.MHD_add_response_header(r, "Content-Security-Policy", "sandbox; default-src 'none'; img-src data:");
+	(void)mhd.MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	(void)mhd.MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	(void)mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "private, no-store");
+	enum MHD_Result res = mhd.MHD_queue_response(c, MHD_HTTP_OK, r);
+	mhd.MHD_destroy_response(r);
 	return res;
 }
 
@@ -829,7 +886,7 @@ static struct exchange *exchange_create(struct httpd *h, struct MHD_Connection *
 {
 	struct exchange *x = xcalloc(1, sizeof(*x));
 	snprintf(x->principal, sizeof(x->principal), "%s", principal);
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	const union MHD_ConnectionInfo *ci = mhd.MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	const char *sid = header(c, "Mcp-Session-Id");
 
 	x->h = h;
@@ -1131,15 +1188,16 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 	const char *sid = x->sid_new[0] ? x->sid_new : NULL;
 	if (!x->ended && !(x->answered && (!sse_ok || x->head == x->tail))) {
 		pthread_mutex_unlock(&x->lock);
-		struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, x, NULL);
+		struct MHD_Response *r = mhd.MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, x,
+									       NULL);
 		if (!r)
 			return MHD_NO;
-		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+		(void)mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+		(void)mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
 		if (sid)
-			(void)MHD_add_response_header(r, "Mcp-Session-Id", sid);
-		enum MHD_Result res = MHD_queue_response(c, MHD_HTTP_OK, r);
-		MHD_destroy_response(r);
+			(void)mhd.MHD_add_response_header(r, "Mcp-Session-Id", sid);
+		enum MHD_Result res = mhd.MHD_queue_response(c, MHD_HTTP_OK, r);
+		mhd.MHD_destroy_response(r);
 		return res;
 	}
 	struct line *last = x->tail;
