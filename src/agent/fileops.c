@@ -483,31 +483,13 @@ static bool usage_dev_known(dev_t dev)
 	return false;
 }
 
-/* Whether /proc/PID (open at dir) is a process whose real uid is this user's. */
-static bool usage_proc_mine(int dir)
-{
-	char buf[1024];
-	int fd = openat(dir, "status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	const char *uid = strstr(buf, "\nUid:");
-	return uid && strtoul(uid + 5, NULL, 10) == (unsigned long)getuid();
-}
-
 /*
  * Files deleted while a process still holds them open: no folder shows
  * them and the engine's count of the layer leaves them out, yet their
  * blocks stay taken until the last close. Found through /proc/PID/fd of the
  * processes this user may look into (its own, and it can start no other
  * user's), counted as any file is (once, if changed since SINCE) when they
- * are on one of the roots' filesystems: not a pipe, a memfd or a tmpfs. A
- * process of this user whose fds it may not read (it made itself
- * non-dumpable, or runs a file it may not read) hides them: hidden.
+ * are on one of the roots' filesystems: not a pipe, a memfd or a tmpfs.
  */
 static uint64_t usage_unlinked(void)
 {
@@ -520,14 +502,8 @@ static uint64_t usage_unlinked(void)
 		size_t n = strlen(p->d_name);
 		if (p->d_name[0] < '1' || p->d_name[0] > '9' || n > 20 || strspn(p->d_name, "0123456789") != n)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%.20s", p->d_name);
-		int pd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (pd < 0)
-			continue; /* gone */
-		int fd = openat(pd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0 && errno == EACCES && usage_proc_mine(pd))
-			walk.hidden++;
-		close(pd);
+		snprintf(path, sizeof(path), "/proc/%.20s/fd", p->d_name);
+		int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		DIR *d = fd < 0 ? NULL : fdopendir(fd);
 		if (!d) {
 			if (fd >= 0)

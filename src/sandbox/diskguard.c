@@ -335,8 +335,7 @@ static void restart_over(struct session_mgr *m, struct session *s, int64_t used,
 			  "writing more restarts it again, and after %d restarts its calls are refused.",
 			  s->id, MIB(used),
 			  unwalkable
-				  ? " and holds folders the server may not read, processes that hide their open files or more "
-				    "files than it can count, which counts as"
+				  ? " and holds folders the server may not read or more files than it can count, which counts as"
 				  : "",
 			  cap_mb, DISKGUARD_STRIKES);
 	pthread_mutex_unlock(&m->lock);
