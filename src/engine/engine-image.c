@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/log.h"
 #include "base/util.h"
 #include "engine/compat.h"
 #include "engine/engine-image.h"
@@ -30,21 +31,26 @@ int engine_image_inspect(struct engine *e, struct call *call, const char *name, 
 	return r;
 }
 
-/* How often an image list is asked again after Podman's race below. */
-#define IMAGE_LIST_TRIES 3
+/* How often a call is made again after Podman's storage race (podman_race). */
+#define IMAGE_RACE_TRIES 3
+
+/*
+ * Whether a failed call met Podman 4.3's storage race: it fails a whole call
+ * with 500 "image not known" when another client removes an image meanwhile,
+ * even one the call is not about (a list sizes every image; a commit checks
+ * whether the image its tag leaves becomes dangling). So a call races with
+ * every other server's, and user's, removals; made again, it succeeds.
+ */
+static bool podman_race(struct engine *e, struct call *call, const struct err *err)
+{
+	return engine_is_podman(e) && strstr(err->msg, "image not known") && !(call && call_cancelled(call));
+}
 
 int engine_image_list(struct engine *e, struct call *call, const char *label, json_t **ret_json, struct err *err)
 {
-	/*
-	 * Podman sizes every image it lists and fails the whole list (500,
-	 * "image not known") when another client removes an image meanwhile, even
-	 * one the filter leaves out: a list races with every other server's (and
-	 * user's) removals. Asked again, it answers.
-	 */
 	for (int i = 1;; i++) {
 		int r = engine_list_by_label(e, call, "images", label, ret_json, err);
-		if (r == 0 || i == IMAGE_LIST_TRIES || !engine_is_podman(e) || !strstr(err->msg, "image not known") ||
-		    (call && call_cancelled(call)))
+		if (r == 0 || i == IMAGE_RACE_TRIES || !podman_race(e, call, err))
 			return r;
 	}
 }
@@ -68,9 +74,9 @@ static int image_id_copy(const char *s, char ret_id[ENGINE_IMAGE_ID_MAX], const 
 	return 0;
 }
 
-int engine_commit(struct engine *e, struct call *call, const char *container_id, const char *repo, const char *tag,
-		  const char *comment, json_t *config, const char *const *changes, char ret_id[ENGINE_IMAGE_ID_MAX],
-		  struct err *err)
+static int commit_once(struct engine *e, struct call *call, const char *container_id, const char *repo, const char *tag,
+		       const char *comment, json_t *config, const char *const *changes,
+		       char ret_id[ENGINE_IMAGE_ID_MAX], struct err *err)
 {
 	struct buf path;
 	char erepo[1024], etag[512], ecomment[2048];
@@ -118,6 +124,18 @@ int engine_commit(struct engine *e, struct call *call, const char *container_id,
 		r = image_id_copy(json_string_value(json_object_get(j, "Id")), ret_id, "commit", err);
 	json_decref(j);
 	return engine_long_close(call, conn, r, err);
+}
+
+int engine_commit(struct engine *e, struct call *call, const char *container_id, const char *repo, const char *tag,
+		  const char *comment, json_t *config, const char *const *changes, char ret_id[ENGINE_IMAGE_ID_MAX],
+		  struct err *err)
+{
+	for (int i = 1;; i++) {
+		int r = commit_once(e, call, container_id, repo, tag, comment, config, changes, ret_id, err);
+		if (r == 0 || i == IMAGE_RACE_TRIES || !podman_race(e, call, err))
+			return r;
+		log_infof("commit of %.12s met Podman's image race (%s): once more", container_id, err->msg);
+	}
 }
 
 int engine_image_remove(struct engine *e, struct call *call, const char *name, struct err *err)
