@@ -137,6 +137,11 @@ bool session_mgr_exit_done(struct session_mgr *m)
 	return !atomic_load(&m->exit_left);
 }
 
+const char *session_mgr_container(const struct session_mgr *m)
+{
+	return m->self;
+}
+
 const char *session_mgr_instance(const struct session_mgr *m)
 {
 	return m->instance;

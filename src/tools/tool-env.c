@@ -234,6 +234,10 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 				config_to_json(ctx->svc->cfg), "engine", engine);
 
 	json_object_set_new(json_object_get(out, "server"), "agent", json_boolean(agentctl_built()));
+	/* started from its image (docker run -i): which container, for `docker logs` and the like */
+	const char *self = session_mgr_container(ctx->svc->sessions);
+	if (self[0])
+		json_object_set_new(json_object_get(out, "server"), "container", json_stringn(self, 12));
 	tool_text(res, "sandbox-mcp %s (protocol %s); %s", SANDBOX_VERSION, ctx->protocol_version,
 		  agentctl_built()
 			  ? "commands run through the in-sandbox agent (sandbox-mcp-agent)"
@@ -293,7 +297,8 @@ const struct tool_entry tool_env_info_entry = {
 	.output_schema =
 		"{\"type\":\"object\",\"properties\":{"
 		"\"server\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"agent\":{\"type\":\"boolean\"},"
-		"\"version\":{\"type\":\"string\"},\"protocol_version\":{\"type\":\"string\"}}},"
+		"\"version\":{\"type\":\"string\"},\"protocol_version\":{\"type\":\"string\"},"
+		"\"container\":{\"type\":\"string\",\"description\":\"the container the server runs in (docker run -i)\"}}},"
 		"\"config\":{\"type\":\"object\",\"properties\":{\"image\":{\"type\":\"string\"},"
 		"\"memory_mb\":{\"type\":\"integer\"},\"cpus\":{\"type\":\"number\"},\"pids\":{\"type\":\"integer\"},"
 		"\"timeout_s\":{\"type\":\"integer\"},\"idle_ttl_s\":{\"type\":\"integer\"},"

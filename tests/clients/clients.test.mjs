@@ -167,6 +167,11 @@ for (const c of CLIENTS) {
       const turnsSeen = model.log.filter((e) => e.kind === 'main').map((e) => e.turn);
       assert.ok(turnsSeen.includes(turns.length),
         why(`the client came back after every turn (turns seen: ${turnsSeen.join(', ')})`));
+      if (process.env.CLIENTS_DOCKER === '1') {
+        // env_info names the container the server runs in only when it runs in one
+        const env = got.get('env')?.text ?? '';
+        assert.match(env, /"container":\s*"[0-9a-f]{12}"/, why(`the server ran in its image: ${env.slice(0, 800)}`));
+      }
     });
 
     check('every tool result reached the model', {}, () => {
