@@ -33,7 +33,8 @@ chmod 0755 "$root/usr/bin/sandbox-mcp"
 # TLS engines, serve --http
 opened=
 for so in libarchive.so.13 libgnutls.so.30 libmicrohttpd.so.12; do
-	f=$(ldconfig -p | awk -v so="$so" '$1 == so && /x86-64|AArch64/ {print $NF; exit}')
+	# awk reads to the end: an early exit would kill ldconfig with SIGPIPE, fatal under pipefail
+	f=$(ldconfig -p | awk -v so="$so" '$1 == so && /x86-64|AArch64/ && !f {f = $NF} END {print f}')
 	[ -n "$f" ] && opened="$opened $f"
 done
 for f in $(libs_of "$bin"; for o in $opened; do echo "$o"; libs_of "$o"; done); do put "$f"; done
