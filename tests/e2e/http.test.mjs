@@ -204,6 +204,17 @@ describe('hostile and broken HTTP clients', () => {
     assert.equal(r.code, 0, `exit after SIGTERM: ${JSON.stringify(r)}; ${srv.stderr()}`);
   });
 
+  test('an MCP-Protocol-Version the server does not speak is 400, naming the ones it does', async () => {
+    const list = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
+    for (const v of ['1999-01-01', '2025-06-1', '2025-06-180', 'x'.repeat(4000), '2026-07-28 '.repeat(3)]) {
+      const r = await post(srv, list, { 'MCP-Protocol-Version': v });
+      assert.equal(r.status, 400, `${v.slice(0, 20)}: ${r.text}`);
+      assert.match(r.text, /speaks 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05/, r.text);
+    }
+    const ok = await post(srv, { jsonrpc: '2.0', id: 2, method: 'ping', params: {} }, { 'MCP-Protocol-Version': '2025-06-18' });
+    assert.doesNotMatch(ok.text, /unsupported MCP-Protocol-Version/, 'a version it speaks passes the check');
+  });
+
   test('GET /health answers without MCP', async () => {
     const r = await fetch(`${srv.base}/health`);
     const j = await r.json();
