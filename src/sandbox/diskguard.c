@@ -276,24 +276,38 @@ static int walk_roots(struct session *s, struct diskguard_look *l, int64_t *ret,
  * DISKGUARD_WALK_EVERY_MS, and again at once when the layer shrank), plus
  * the files deleted but still open that the walk found (neither count has
  * them); a read_only session, whose workspace volume SizeRw leaves out, is
- * walked at each look.
+ * walked at each look. When the engine cannot count (a layer of so many
+ * files that SizeRw outlasts the engine timeout), the walk alone counts,
+ * at each look: skipping it would let exactly such a layer grow unseen.
  */
 static int measure(struct session *s, struct diskguard_look *l, int64_t *ret, bool *ret_hidden, struct err *err)
 {
 	int64_t layer = 0, t0 = now_ms();
+	bool layer_counted = !s->read_only;
 	int r;
 	*ret_hidden = false;
-	if (!s->read_only && (r = engine_container_size(s->engine, l->stop, l->container, &layer, err)) < 0)
-		return r;
+	if (layer_counted && (r = engine_container_size(s->engine, l->stop, l->container, &layer, err)) < 0) {
+		/* gone or exiting: nothing to count; anything else: the walk must */
+		if (r == -ENOENT || r == -ECANCELED || call_cancelled(l->stop) || !s->agent_installed)
+			return r;
+		log_debugf("session %s: the engine's count failed (%s): walking instead", s->id, err->msg);
+		layer_counted = false;
+	}
 	l->layer_ms = now_ms() - t0;
 	if (layer + DISKGUARD_SLACK < l->layer_at_walk)
 		l->walk_next_ms = 0;
-	if (s->agent_installed && (s->read_only || t0 >= l->walk_next_ms)) {
+	if (s->agent_installed && (!layer_counted || t0 >= l->walk_next_ms)) {
 		struct err werr;
-		if (walk_roots(s, l, &l->walked, ret_hidden, &werr) < 0)
+		r = walk_roots(s, l, &l->walked, ret_hidden, &werr);
+		if (r < 0)
 			log_debugf("session %s: walking its folders: %s", s->id, werr.msg);
 		l->walk_next_ms = t0 + DISKGUARD_WALK_EVERY_MS;
 		l->layer_at_walk = layer;
+		/* neither count this time: the walk's failures add up to "hidden" */
+		if (r < 0 && !layer_counted && !*ret_hidden) {
+			*err = werr;
+			return r;
+		}
 	}
 	*ret = (layer > l->walked ? layer : l->walked) + l->unlinked;
 	return 0;

@@ -362,6 +362,58 @@ describe('disk cap without an engine quota (SANDBOX_WORKSPACE_MB=64)', suite({ t
   });
 });
 
+// Docker only: on Podman a 2 s engine timeout would fail its slower creates
+// first; the fallback it shows is the server's, the same for every engine.
+describe('a layer the engine cannot count in time (SANDBOX_ENGINE_TIMEOUT_S=2)', suite({ timeout: 240000,
+  ...(PODMAN ? { skip: 'a 2 s engine timeout is too short for Podman\'s creates' } : {}) }), () => {
+  // A layer of enough entries makes the engine's count (SizeRw, ~4 us an
+  // entry) outlast the engine timeout. Hard links to a few files make the
+  // entries without blocks (the walk counts an inode once), so that the
+  // session is under its cap until it writes; then only the walk can see it.
+  const CAP = 64;
+  let srv;
+
+  before(async () => {
+    requireEngine();
+    srv = await Server.start('limits-slow-size', { SANDBOX_ENGINE_TIMEOUT_S: 2, SANDBOX_WORKSPACE_MB: CAP,
+      SANDBOX_POOL_SIZE: 0, SANDBOX_TIMEOUT_S: 60 });
+  });
+
+  after(async () => {
+    await cleanup();
+  });
+
+  test('the walk counts what it wrote: restarted over the cap', async () => {
+    if ((await srv.ok('env_info')).limits.workspace_quota === 'enforced') return; // ENOSPC holds there
+    const s = await srv.createSession();
+    // rounds of 120,000 links until the engine's count takes well past the timeout (at most 12 rounds)
+    let ms = 0;
+    for (let round = 0; round < 12 && ms < 3000; round++) {
+      const made = await srv.ok('run_command', { session_id: s.session_id, timeout_s: 120, command: 'python3 -c "\nimport os\n' +
+        `os.makedirs('l${round}')\nfor j in range(2):\n    f = 'l${round}/f%d' % j\n    open(f, 'w').close()\n` +
+        '    for i in range(60000): os.link(f, \'%s-%d\' % (f, i))"' });
+      assert.equal(made.exit_code, 0, JSON.stringify(made));
+      const t0 = Date.now();
+      const r = await docker(['container', 'inspect', '--size', '--format', '{{.SizeRw}}', s.container_id], { timeoutMs: 60000 });
+      ms = Date.now() - t0;
+      assert.equal(r.code, 0, r.stderr);
+    }
+    assert.ok(ms >= 3000, `the engine counts the layer in ${ms} ms, under the 2 s timeout and a margin`);
+    console.log(`the engine counted the layer in ${ms} ms`);
+    // 3x the cap, in files under the per-file limit
+    await srv.sh(`for i in 1 2 3; do head -c ${CAP * MiB - MiB} /dev/zero > big$i.bin; done`, { session_id: s.session_id });
+    // the engine's count fails at each look (every 10 s at most): the walk must count
+    let said = '';
+    for (let i = 0; i < 40 && !/over its cap of 64 MiB/.test(said); i++) {
+      await sleep(1000);
+      said = show(await srv.call('run_command', { session_id: s.session_id, command: 'true' }));
+    }
+    assert.match(said, /over its cap of 64 MiB/, `counted by the walk while the engine's count timed out: ${said}`);
+    // removing that many entries can outlast the 2 s timeout too: the suite's cleanup removes it then
+    await srv.call('session_close', { session_id: s.session_id });
+  });
+});
+
 describe('saved output is capped (SANDBOX_OUTPUT_SAVE_MB default 8)', suite({ timeout: 180000 }), () => {
   let srv;
   let sid;
