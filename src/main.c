@@ -253,10 +253,6 @@ static int serve_services(const struct config *cfg, struct janitor *janitor, boo
 	int r;
 
 	err_clear(&err);
-	if ((r = tools_init(&err)) < 0) {
-		log_errorf("%s", err.msg);
-		return 1;
-	}
 	/* the allowed host directories, canonicalised and opened once, now */
 	struct hostfs *hostfs = NULL;
 	if ((r = hostfs_create(cfg->host_dirs, &hostfs, &err)) < 0) {
@@ -298,7 +294,7 @@ static int serve_services(const struct config *cfg, struct janitor *janitor, boo
 				     .env_cache = env_cache_create() };
 	struct mcp *m = mcp_create(&svc, out);
 	struct probe probe = { cfg, m };
-	mcp_start_probe(m, engine_probe, &probe);
+	mcp_start_probe(m, engine_probe, &probe, engine_endpoint(svc.engine)->kind == ENDPOINT_UNIX);
 	bool idle;
 	int rc = 0;
 	if (http) {

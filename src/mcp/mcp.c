@@ -277,11 +277,11 @@ static void *probe_main(void *arg)
 	return NULL;
 }
 
-void mcp_start_probe(struct mcp *m, void *(*fn)(void *), void *arg)
+void mcp_start_probe(struct mcp *m, void *(*fn)(void *), void *arg, bool quick)
 {
 	m->probe_fn = fn;
 	m->probe_arg = arg;
-	m->probing = thread_create_nosig(&m->probe, NULL, probe_main, m) == 0;
+	m->probing = !quick && thread_create_nosig(&m->probe, NULL, probe_main, m) == 0;
 	if (!m->probing)
 		probe_main(m);
 }
@@ -323,7 +323,7 @@ struct mcp *mcp_create(const struct tool_services *svc, struct out *out)
 	m->resources_changed = http ? NULL
 				    : notify_create(out, "notifications/resources/list_changed", MCP_LIST_CHANGED_MS);
 	if (!m->resources_changed && !http)
-		log_warnf("no thread for resources/list_changed: clients see new files when they list again");
+		log_warnf("no resources/list_changed: clients see new files when they list again");
 	log_set_hook(log_bridge, m);
 	return m;
 }
@@ -506,6 +506,9 @@ static int m_set_level(struct mcp *m, struct req *rq, json_t **ret, struct fail 
 
 static int m_tools_list(struct mcp *m, struct req *rq, json_t **ret, struct fail *f)
 {
+	struct err e;
+	if (tools_init(&e) < 0)
+		return fail_set(f, RPC_INTERNAL_ERROR, "%s", e.msg);
 	*ret = json_pack("{s:o}", "tools", tools_list_json(m->svc->cfg->tool_groups, rq->version));
 	return 0;
 }
@@ -759,7 +762,7 @@ static void call_run(struct call *c, void *data)
 	current_call = cd;
 	tool_result_init(&res);
 	err_clear(&e);
-	if (schema_validate(tools_input_schema(cd->tool), cd->args, &e) < 0) {
+	if (tools_init(&e) < 0 || schema_validate(tools_input_schema(cd->tool), cd->args, &e) < 0) {
 		tool_fail(&res, &e);
 	} else {
 		int r = cd->tool->handler(&ctx, cd->args, &res);

@@ -76,11 +76,13 @@ bool mcp_destroy(struct mcp *m);
 void mcp_add_notice(struct mcp *m, const char *text);
 
 /*
- * Runs fn(arg) on a thread of its own while m serves (the start-up's engine
- * probe, which may mcp_add_notice); mcp_destroy waits for it. Without a
- * thread it runs here.
+ * Runs fn(arg), the start-up's engine probe (which may mcp_add_notice), on a
+ * thread of its own while m serves, or here when quick is set (a local
+ * socket: a connect, microseconds, less than starting a thread and waiting
+ * for it to be scheduled); mcp_destroy waits for the thread. Without a
+ * thread it runs here too.
  */
-void mcp_start_probe(struct mcp *m, void *(*fn)(void *), void *arg);
+void mcp_start_probe(struct mcp *m, void *(*fn)(void *), void *arg, bool quick);
 
 /*
  * Handles one input line (without its newline). Protocol errors become

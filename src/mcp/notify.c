@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/log.h"
 #include "base/util.h"
 #include "mcp/notify.h"
 #include "mcp/rpc.h"
@@ -29,6 +30,7 @@ struct notify {
 	pthread_t thread;
 	pthread_mutex_t lock; /* guards what follows */
 	pthread_cond_t wake;
+	bool started, failed; /* the thread, made at the first poke (not on the way to the first reply) */
 	bool pending, stop;
 	int64_t last_ms; /* when the last one went out; 0: never */
 };
@@ -61,13 +63,6 @@ struct notify *notify_create(struct out *out, const char *method, int interval_m
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&n->wake, &ca);
 	pthread_condattr_destroy(&ca);
-	if (thread_create_nosig(&n->thread, NULL, notify_main, n) != 0) {
-		pthread_cond_destroy(&n->wake);
-		pthread_mutex_destroy(&n->lock);
-		free(n->line);
-		free(n);
-		return NULL;
-	}
 	return n;
 }
 
@@ -76,6 +71,12 @@ void notify_poke(struct notify *n)
 	if (!n)
 		return;
 	pthread_mutex_lock(&n->lock);
+	if (!n->started && !n->failed) {
+		n->started = thread_create_nosig(&n->thread, NULL, notify_main, n) == 0;
+		n->failed = !n->started;
+		if (n->failed)
+			log_warnf("no thread for notifications: clients see new files when they list again");
+	}
 	n->pending = true;
 	pthread_cond_signal(&n->wake);
 	pthread_mutex_unlock(&n->lock);
@@ -88,8 +89,10 @@ void notify_destroy(struct notify *n)
 	pthread_mutex_lock(&n->lock);
 	n->stop = true;
 	pthread_cond_signal(&n->wake);
+	bool started = n->started;
 	pthread_mutex_unlock(&n->lock);
-	pthread_join(n->thread, NULL);
+	if (started)
+		pthread_join(n->thread, NULL);
 	pthread_cond_destroy(&n->wake);
 	pthread_mutex_destroy(&n->lock);
 	free(n->line);

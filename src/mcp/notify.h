@@ -13,7 +13,12 @@
 
 struct notify;
 
-/* Sends method (params {}) on out; NULL if the thread cannot start. Release with notify_destroy. */
+/*
+ * Sends method (params {}) on out; NULL if its line cannot be made. The
+ * thread starts at the first poke (a start-up makes no thread it may never
+ * need; if it cannot start then, the pokes are dropped, with a warning).
+ * Release with notify_destroy.
+ */
 struct notify *notify_create(struct out *out, const char *method, int interval_ms);
 
 /* Something changed: send now, or when interval_ms since the last one have passed. */

@@ -114,6 +114,7 @@ static int read_user_files(struct session_mgr *m, struct engine *e, struct call 
 {
 	char probe[ENGINE_ID_LEN + 1];
 	json_t *warnings = NULL;
+	session_wait_known(m); /* m->proc */
 	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1", SESSION_LABEL ".instance",
 				   m->instance, SESSION_LABEL ".host", m->host, SESSION_LABEL ".lock", m->lock_path,
 				   SESSION_LABEL ".persistent", "false", SESSION_LABEL ".probe", "user");
@@ -466,6 +467,7 @@ int session_container_new(struct session_mgr *m, struct call *call, const struct
 
 	/* the agent is copied in before start (container_ready) */
 	bool with_agent = agentctl_built();
+	session_wait_known(m); /* m->proc, for the labels */
 	json_t *body = container_body(m, s, o, pooled, fallback, with_agent);
 	r = ceiling_container_create(eng, call, cfg, body, s->container, &warnings, err);
 	json_decref(body);

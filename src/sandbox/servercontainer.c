@@ -76,6 +76,13 @@ void servercontainer_self(char out[ENGINE_ID_LEN + 1])
 	char *text = NULL;
 	size_t n = 0;
 	out[0] = '\0';
+	/*
+	 * Outside a container (Docker makes /.dockerenv, Podman
+	 * /run/.containerenv) nothing is read: a host's mountinfo lists every
+	 * container's mounts, and reading it was a tenth of the start-up.
+	 */
+	if (access("/.dockerenv", F_OK) < 0 && access("/run/.containerenv", F_OK) < 0)
+		return;
 	if (read_small_file("/proc/self/mountinfo", SERVERCONTAINER_MOUNTINFO_MAX, &text, &n) == 0)
 		servercontainer_parse(text, n, out);
 	free(text);

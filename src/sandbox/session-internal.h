@@ -21,6 +21,7 @@ struct session_mgr {
 	char host[65];
 	char lock_dir[PATH_MAX];
 	char lock_path[PATH_MAX + 32]; /* this instance's lock, named in the .lock label */
+	/* proc and self: set by the starter thread first thing, then known (session_wait_known) */
 	char proc[96];		       /* "<pid>:<start time>:<boot id>" of this process, the .proc label */
 	char self[ENGINE_ID_LEN + 1];  /* the container this server runs in, or "" (servercontainer.h) */
 	atomic_uint self_on;	       /* bit i: that container is on engine i, so its sessions there say so */
@@ -34,6 +35,7 @@ struct session_mgr {
 	struct session **list;
 	size_t len, cap;
 	bool stopping;
+	bool known; /* proc and self are set */
 	bool ready; /* start-up scan done (adoption, cleanup) */
 	bool swept; /* and the checkpoints it left nothing for removed (savepoint_sweep_all) */
 	pthread_t reaper;
@@ -80,6 +82,8 @@ int64_t session_now(void);
 void session_random_hex(char *out, size_t n);
 /* Waits for the start-up scan (adoption, cleanup) to end. */
 void session_wait_ready(struct session_mgr *m);
+/* Blocks until proc and self are set (the starter's first step, microseconds). */
+void session_wait_known(struct session_mgr *m);
 bool session_name_valid(const char *name);
 /* "uid:gid" in numbers, neither 0: the only user a session made from labels may run as. */
 bool session_user_valid(const char *u);

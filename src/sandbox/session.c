@@ -91,9 +91,6 @@ int session_mgr_create(const struct config *cfg, struct engines *es, struct sess
 	session_random_hex(m->instance, SESSION_INSTANCE_LEN);
 	if (gethostname(m->host, sizeof(m->host) - 1) < 0)
 		snprintf(m->host, sizeof(m->host), "unknown");
-	servercontainer_self(m->self);
-	if (scan_proc_id(m->proc, sizeof(m->proc)) < 0)
-		m->proc[0] = '\0';
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_mutex_init(&m->savepoint_lock, NULL);
 	pthread_mutex_init(&m->restore_lock, NULL);
@@ -137,8 +134,9 @@ bool session_mgr_exit_done(struct session_mgr *m)
 	return !atomic_load(&m->exit_left);
 }
 
-const char *session_mgr_container(const struct session_mgr *m)
+const char *session_mgr_container(struct session_mgr *m)
 {
+	session_wait_known(m);
 	return m->self;
 }
 
@@ -157,6 +155,14 @@ void session_mgr_start(struct session_mgr *m)
 		return;
 	}
 	starter_main(m);
+}
+
+void session_wait_known(struct session_mgr *m)
+{
+	pthread_mutex_lock(&m->lock);
+	while (!m->known)
+		pthread_cond_wait(&m->wake, &m->lock);
+	pthread_mutex_unlock(&m->lock);
 }
 
 /* Blocks until the start-up scan is done. */
@@ -178,6 +184,14 @@ static void *starter_main(void *arg)
 {
 	struct session_mgr *m = arg;
 
+	/* who this server is: each reads /proc (mountinfo alone is ~0.1 ms), so not on the way to the first reply */
+	servercontainer_self(m->self);
+	if (scan_proc_id(m->proc, sizeof(m->proc)) < 0)
+		m->proc[0] = '\0';
+	pthread_mutex_lock(&m->lock);
+	m->known = true;
+	pthread_cond_broadcast(&m->wake);
+	pthread_mutex_unlock(&m->lock);
 	scan_run(m);
 	pthread_mutex_lock(&m->lock);
 	m->ready = true;

@@ -235,7 +235,7 @@ bool session_mgr_exit_done(struct session_mgr *m);
 void session_mgr_destroy(struct session_mgr *m);
 const char *session_mgr_instance(const struct session_mgr *m);
 /* The container this server runs in (its full id, servercontainer.h), or "" when it runs on a host. */
-const char *session_mgr_container(const struct session_mgr *m);
+const char *session_mgr_container(struct session_mgr *m);
 /*
  * The exit of an instance whose server died without one (janitor.h):
  * removes its containers that are not persistent sessions on every engine

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,8 +72,17 @@ struct parsed_schemas {
 	json_t *output;
 };
 
-/* Filled once by tools_init before any thread starts; read-only afterwards. */
+/*
+ * Parsed once, by the first tools/list or call (tools_init): some 60 KB of
+ * JSON, one to four milliseconds that the initialize reply no longer waits
+ * for. Read-only afterwards; the state and the result under schemas_lock.
+ */
 static struct parsed_schemas schemas[ARRAY_SIZE(tool_table)];
+static pthread_mutex_t schemas_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t schemas_done = PTHREAD_COND_INITIALIZER;
+static enum { SCHEMAS_NONE, SCHEMAS_PARSING, SCHEMAS_READY } schemas_state;
+static struct err schemas_err;
+static int schemas_r;
 
 static const char error_schema[] =
 	"{\"type\":\"object\",\"description\":\"Present when the call failed\","
@@ -85,7 +95,7 @@ static size_t tool_index(const struct tool_entry *t);
 static size_t text_size(const struct tool_result *res, bool exact);
 static size_t dump_size(const json_t *v, bool exact);
 
-int tools_init(struct err *err)
+static int schemas_parse(struct err *err)
 {
 	json_error_t jerr;
 
@@ -114,13 +124,42 @@ int tools_init(struct err *err)
 	return 0;
 }
 
+int tools_init(struct err *err)
+{
+	pthread_mutex_lock(&schemas_lock);
+	if (schemas_state == SCHEMAS_NONE) {
+		struct err e;
+		err_clear(&e);
+		schemas_state = SCHEMAS_PARSING;
+		pthread_mutex_unlock(&schemas_lock);
+		int r = schemas_parse(&e);
+		pthread_mutex_lock(&schemas_lock);
+		schemas_r = r;
+		schemas_err = e;
+		schemas_state = SCHEMAS_READY;
+		pthread_cond_broadcast(&schemas_done);
+	}
+	while (schemas_state == SCHEMAS_PARSING)
+		pthread_cond_wait(&schemas_done, &schemas_lock);
+	int r = schemas_r;
+	if (r < 0)
+		*err = schemas_err;
+	pthread_mutex_unlock(&schemas_lock);
+	return r;
+}
+
 void tools_finish(void)
 {
+	pthread_mutex_lock(&schemas_lock);
+	while (schemas_state == SCHEMAS_PARSING)
+		pthread_cond_wait(&schemas_done, &schemas_lock);
 	for (size_t i = 0; i < ARRAY_SIZE(tool_table); i++) {
 		json_decref(schemas[i].input);
 		json_decref(schemas[i].output);
 		schemas[i].input = schemas[i].output = NULL;
 	}
+	schemas_state = SCHEMAS_NONE;
+	pthread_mutex_unlock(&schemas_lock);
 }
 
 static size_t tool_index(const struct tool_entry *t)

@@ -98,13 +98,19 @@ struct tool_entry {
 	const char *instructions;
 };
 
-/* Parses and checks every schema once; call before serving. 0 or -EINVAL with err. */
+/*
+ * Parses and checks every schema, once: a later call (or one while another
+ * thread parses) returns that result. 0 or -EINVAL with err. Call it before
+ * tools_input_schema or tools_list_json: the server does at its first
+ * tools/list or call, not at start-up (the initialize reply needs none).
+ */
 int tools_init(struct err *err);
+/* Frees the schemas (waiting for a parse under way); tools_init parses again. */
 void tools_finish(void);
 
 /* The enabled tool called name, or NULL. */
 const struct tool_entry *tools_find(const char *name, unsigned groups);
-/* The input schema parsed by tools_init (borrowed). */
+/* The input schema parsed by a successful tools_init (borrowed). */
 const json_t *tools_input_schema(const struct tool_entry *t);
 /* tools/list "tools" array for this protocol version (new reference). */
 json_t *tools_list_json(unsigned groups, const char *protocol_version);

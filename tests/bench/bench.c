@@ -33,9 +33,9 @@
  *   remote: run_command and the 50 MiB transfers beside docker exec/cp over
  *   the endpoint of the environment (tests/bench/remote.sh: unix, TLS, ssh)
  *
- * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|fileops|remote|pool]
+ * Usage: bench SANDBOX_MCP_BIN [rounds] [files|save|run|pull|fileops|remote|pool|spawn]
  *        ("files", "save", "pull", "fileops", "remote", "pool": only those rows, pull needs docker-registry; "run": up
- *        to the run_command rows)
+ *        to the run_command rows; "spawn": only the first row)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1019,6 +1019,24 @@ int main(int argc, char **argv)
 		a[i] = run_cli(tv);
 	}
 	row("spawn -> initialize reply (median)", median(v, rounds), "ms", "fork+exec /bin/true", median(a, rounds));
+	/* what a client waits for before it can offer the tools: initialize, then tools/list */
+	for (int i = 0; i < rounds; i++) {
+		struct server s;
+		int64_t t0 = now_us();
+		server_start(&s);
+		free(server_call(&s, 1, "initialize", init_params));
+		static const char initialized[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+		if (write_full(s.in, initialized, strlen(initialized)) < 0)
+			abort();
+		free(server_call(&s, 2, "tools/list", "{}"));
+		v[i] = (double)(now_us() - t0) / 1000.0;
+		server_stop(&s);
+		char *tv[] = { "/bin/true", NULL };
+		a[i] = run_cli(tv);
+	}
+	row("spawn -> tools/list reply (median)", median(v, rounds), "ms", "fork+exec /bin/true", median(a, rounds));
+	if (argc > 3 && strcmp(argv[3], "spawn") == 0)
+		return 0;
 
 	/* 2. idle RSS */
 	struct server s;

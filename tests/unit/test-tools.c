@@ -6,6 +6,7 @@
  */
 #include "testutil.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include <jansson.h>
@@ -98,10 +99,49 @@ static void test_limits_in_descriptions(void **state)
 		fail_msg("%d limits are only in the schema keywords (see above)", bad);
 }
 
+#define RACERS 8
+
+static void *racer(void *arg)
+{
+	struct err e;
+	*(int *)arg = tools_init(&e);
+	return NULL;
+}
+
+/* The schemas are parsed at the first tools/list or call: two at once parse once, and neither sees half. */
+static void test_init_concurrent(void **state)
+{
+	pthread_t th[RACERS];
+	int r[RACERS];
+	for (int round = 0; round < 20; round++) {
+		for (int i = 0; i < RACERS; i++) {
+			r[i] = 1;
+			assert_int_equal(pthread_create(&th[i], NULL, racer, &r[i]), 0);
+		}
+		const json_t *first = NULL;
+		for (int i = 0; i < RACERS; i++) {
+			assert_int_equal(pthread_join(th[i], NULL), 0);
+			assert_int_equal(r[i], 0);
+		}
+		/* every tool's schema is there, the same one for every caller */
+		for (size_t i = 0; i < tools_count(); i++) {
+			const json_t *in = tools_input_schema(tools_at(i));
+			assert_non_null(in);
+			assert_true(json_is_object(json_object_get(in, "properties")));
+		}
+		first = tools_input_schema(tools_at(0));
+		struct err e;
+		assert_int_equal(tools_init(&e), 0);
+		assert_ptr_equal(first, tools_input_schema(tools_at(0)));
+		tools_finish(); /* and parsed again by the next round */
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_limits_in_descriptions),
+		cmocka_unit_test(test_init_concurrent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
