@@ -238,7 +238,8 @@ static int env_info(struct tool_ctx *ctx, json_t *args, struct tool_result *res)
 	const char *self = session_mgr_container(ctx->svc->sessions);
 	if (self[0])
 		json_object_set_new(json_object_get(out, "server"), "container", json_stringn(self, 12));
-	tool_text(res, "sandbox-mcp %s (protocol %s); %s", SANDBOX_VERSION, ctx->protocol_version,
+	tool_text(res, "sandbox-mcp %s (protocol %s)%s%.*s; %s", SANDBOX_VERSION, ctx->protocol_version,
+		  self[0] ? ", running in container " : "", self[0] ? 12 : 0, self,
 		  agentctl_built()
 			  ? "commands run through the in-sandbox agent (sandbox-mcp-agent)"
 			  : "built without the in-sandbox agent (no musl-gcc): commands take the engine's exec path");
