@@ -471,12 +471,19 @@ int engine_version(struct engine *e, struct call *call, struct engine_version *r
 	return 0;
 }
 
-int engine_container_create(struct engine *e, struct call *call, json_t *body, char ret_id[ENGINE_ID_LEN + 1],
-			    json_t **ret_warnings, struct err *err)
+/* POST /containers/create, with ?name= when name is set. */
+static int create(struct engine *e, struct call *call, const char *name, json_t *body, char ret_id[ENGINE_ID_LEN + 1],
+		  json_t **ret_warnings, struct err *err)
 {
 	json_t *j = NULL;
 	int status = 0;
-	int r = engine_request(e, call, "POST", "/containers/create", body, &status, &j, err);
+	char path[128];
+	if (name && (strlen(name) > 64 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(name)))
+		return err_set(err, ERRCODE_INTERNAL, -EINVAL, "not a container name this server makes: %.80s", name);
+	snprintf(path, sizeof(path), "/containers/create%s%s", name ? "?name=" : "", name ? name : "");
+	int r = engine_request(e, call, "POST", path, body, &status, &j, err);
+	if (r < 0 && status == 409 && name)
+		return err_set(err, ERRCODE_ENGINE_ERROR, -EEXIST, "a container named %s exists", name);
 	if (r < 0)
 		return r; /* a 404 is a missing image or network: engine_error_message tells which */
 	const char *id = json_string_value(json_object_get(j, "Id"));
@@ -492,6 +499,18 @@ int engine_container_create(struct engine *e, struct call *call, json_t *body, c
 	}
 	json_decref(j);
 	return 0;
+}
+
+int engine_container_create(struct engine *e, struct call *call, json_t *body, char ret_id[ENGINE_ID_LEN + 1],
+			    json_t **ret_warnings, struct err *err)
+{
+	return create(e, call, NULL, body, ret_id, ret_warnings, err);
+}
+
+int engine_container_create_named(struct engine *e, struct call *call, const char *name, json_t *body,
+				  char ret_id[ENGINE_ID_LEN + 1], struct err *err)
+{
+	return create(e, call, name, body, ret_id, NULL, err);
 }
 
 int engine_container_start(struct engine *e, struct call *call, const char *id, struct err *err)

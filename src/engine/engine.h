@@ -101,6 +101,13 @@ int engine_storage_opt_state(struct engine *e, char *ret_why, size_t n);
 /* POST /containers/create; ret_id receives the 64-hex id. */
 int engine_container_create(struct engine *e, struct call *call, json_t *body, char ret_id[ENGINE_ID_LEN + 1],
 			    json_t **ret_warnings, struct err *err);
+/*
+ * The same with a name (lower-case letters, digits and '-', at most 64): the
+ * engine gives a name to one container at a time, so -EEXIST (a 409) says
+ * another has it. What servers use as a lock only the engine can hold.
+ */
+int engine_container_create_named(struct engine *e, struct call *call, const char *name, json_t *body,
+				  char ret_id[ENGINE_ID_LEN + 1], struct err *err);
 int engine_container_start(struct engine *e, struct call *call, const char *id, struct err *err);
 int engine_container_inspect(struct engine *e, struct call *call, const char *id, json_t **ret_json, struct err *err);
 /* POST /containers/{id}/kill then DELETE ?force=1&v=1; a container already gone is success. */

@@ -105,6 +105,17 @@ static int read_image_file(struct engine *e, struct call *call, const char *cont
 	return r;
 }
 
+json_t *session_instance_labels(struct session_mgr *m, const struct engine *e)
+{
+	session_wait_known(m); /* m->proc */
+	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1", SESSION_LABEL ".instance",
+				   m->instance, SESSION_LABEL ".host", m->host, SESSION_LABEL ".lock", m->lock_path,
+				   SESSION_LABEL ".persistent", "false");
+	json_object_set_new(labels, SESSION_LABEL ".proc", json_string(m->proc));
+	json_object_set_new(labels, SERVERCONTAINER_LABEL, json_string(session_server_label(m, e)));
+	return labels;
+}
+
 /*
  * The image's /etc/passwd and /etc/group, read from a container that is
  * created and removed without ever starting: nothing of the image runs.
@@ -114,12 +125,8 @@ static int read_user_files(struct session_mgr *m, struct engine *e, struct call 
 {
 	char probe[ENGINE_ID_LEN + 1];
 	json_t *warnings = NULL;
-	session_wait_known(m); /* m->proc */
-	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", SESSION_LABEL, "1", SESSION_LABEL ".instance",
-				   m->instance, SESSION_LABEL ".host", m->host, SESSION_LABEL ".lock", m->lock_path,
-				   SESSION_LABEL ".persistent", "false", SESSION_LABEL ".probe", "user");
-	json_object_set_new(labels, SESSION_LABEL ".proc", json_string(m->proc));
-	json_object_set_new(labels, SERVERCONTAINER_LABEL, json_string(session_server_label(m, e)));
+	json_t *labels = session_instance_labels(m, e);
+	json_object_set_new(labels, SESSION_LABEL ".probe", json_string("user"));
 	/*
 	 * User 0:0: the probe never starts, but Podman resolves the image's USER
 	 * at create time, so an image whose USER its passwd lacks (what the probe

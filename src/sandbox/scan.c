@@ -1,8 +1,9 @@
 /*
  * scan.c - the start-up scan: which server owns each labelled container
  * (its lock file held, its process alive, its server container running),
- * and what the dead ones left: persistent sessions adopted, the rest
- * removed, stale lock files pruned. Also the sweep of one instance's
+ * and what the dead ones left: persistent sessions adopted (through the
+ * dead lock on a host, a claim the engine names when only the engine can
+ * tell: claim()), the rest removed, stale lock files pruned. Also the sweep of one instance's
  * containers that the exit and the janitor do.
  *
  * Ownership is proven, never assumed: a container whose owner cannot be
@@ -395,6 +396,65 @@ static bool server_gone(struct session_mgr *m, struct engine *e, json_t *labels,
 }
 
 /*
+ * A claim on dead instance inst's persistent sessions when only the engine
+ * can say it died (its server container is gone, and with it the lock file
+ * that hands sessions over on a host): a never-started container named
+ * sandbox-mcp-claim-<inst>, which the engine lets one server make. It bears
+ * this instance's labels, so it goes with this server (the exit's sweep,
+ * the janitor); a claim whose maker is gone is removed and made again. 1:
+ * this server holds it; 0: a live server does, or the engine did not say.
+ * claims caches the answer per sweep.
+ */
+static int claim(struct session_mgr *m, struct engine *e, const char *inst, const char *image, json_t *servers,
+		 json_t *claims)
+{
+	json_t *known = json_object_get(claims, inst);
+	if (known)
+		return json_is_true(known);
+	char name[64], id[ENGINE_ID_LEN + 1];
+	struct err err;
+	snprintf(name, sizeof(name), "sandbox-mcp-claim-%s", inst);
+	json_t *labels = session_instance_labels(m, e);
+	json_object_set_new(labels, SESSION_LABEL ".claim", json_string(inst));
+	json_t *body = json_pack("{s:s, s:[s], s:o, s:b, s:{s:s}}", "Image", image ? image : "", "Cmd", "true",
+				 "Labels", labels, "NetworkDisabled", 1, "HostConfig", "NetworkMode", "none");
+	int held = 0;
+	for (int tries = 0; tries < 2 && body && image; tries++) {
+		int r = engine_container_create_named(e, NULL, name, body, id, &err);
+		if (r == 0 || r != -EEXIST) {
+			held = r == 0;
+			if (r < 0)
+				log_warnf("claiming the sessions of instance %s: %s", inst, err.msg);
+			break;
+		}
+		/* made by another server: hands off while it lives */
+		json_t *j = NULL;
+		if (engine_container_inspect(e, NULL, name, &j, &err) < 0)
+			break;
+		json_t *their = json_object_get(json_object_get(j, "Config"), "Labels");
+		const char *by = json_string_value(json_object_get(their, SESSION_LABEL ".instance"));
+		enum owner o = by && strcmp(by, m->instance) == 0 ? OWNER_ALIVE : owner_state(m, their);
+		bool mine = by && strcmp(by, m->instance) == 0;
+		bool gone = !mine && (o == OWNER_DEAD || (o == OWNER_UNKNOWN && server_gone(m, e, their, servers)));
+		const char *cid = json_string_value(json_object_get(j, "Id"));
+		/* by its id: another server may have replaced it meanwhile, and that claim stands */
+		if (gone && engine_id_valid(cid) && engine_container_remove(e, NULL, cid, &err) < 0)
+			gone = false;
+		json_decref(j);
+		held = mine;
+		if (!gone)
+			break;
+	}
+	json_decref(body);
+	json_object_set_new(claims, inst, json_boolean(held));
+	if (held)
+		session_mark_orphans(m, e); /* no session holds the claim: the exit's sweep removes it */
+	if (held)
+		log_infof("claimed the persistent sessions of instance %s, whose server container is gone", inst);
+	return held;
+}
+
+/*
  * One engine's part of the start-up scan. An engine that does not answer
  * now is skipped: its leftovers wait for a later server's scan.
  */
@@ -412,6 +472,7 @@ static void sweep(struct session_mgr *m, size_t ei)
 		return;
 	}
 	json_t *servers = json_object(); /* server container id -> running, asked once per sweep */
+	json_t *claims = json_object();	 /* dead instance -> this server holds its claim */
 	json_array_foreach (list, i, c) {
 		struct listed l;
 		listed_read(c, &l);
@@ -419,9 +480,13 @@ static void sweep(struct session_mgr *m, size_t ei)
 			continue;
 		enum owner o = owner_state(m, l.labels);
 		if (o == OWNER_UNKNOWN && server_gone(m, e, l.labels, servers)) {
-			/* its server's container is gone: nothing can hand its persistent sessions over safely */
-			if (l.persistent && !l.pooled)
+			/* its server's container is gone: its persistent sessions go to the server that claims them */
+			if (l.persistent && !l.pooled) {
+				const char *image = json_string_value(json_object_get(c, "ImageID"));
+				if (claim(m, e, l.inst, image, servers, claims) == 1)
+					adopt(m, ei, l.id, l.labels, json_string_value(json_object_get(c, "State")));
 				continue;
+			}
 			log_infof("removing container %.12s left by instance %s, whose server container is gone", l.id,
 				  l.inst);
 			if (engine_container_remove(e, NULL, l.id, &err) < 0)
@@ -440,6 +505,7 @@ static void sweep(struct session_mgr *m, size_t ei)
 		if (engine_container_remove(e, NULL, l.id, &err) < 0)
 			log_warnf("removing %.12s: %s", l.id, err.msg);
 	}
+	json_decref(claims);
 	json_decref(servers);
 	json_decref(list);
 	ceiling_sweep_probes(e, NULL);

@@ -113,6 +113,12 @@ int session_verify_hardening(json_t *inspect, const struct session *s, struct er
 void session_mark_orphans(struct session_mgr *m, const struct engine *e);
 /* The .server label for a container on engine e: this server's container when it is on e, else "". */
 const char *session_server_label(const struct session_mgr *m, const struct engine *e);
+/*
+ * The labels that make a container on e this instance's and nothing more
+ * (not persistent, no session): what the scans, the exit and the janitor
+ * go by. For the containers that are no session: probes, claims.
+ */
+json_t *session_instance_labels(struct session_mgr *m, const struct engine *e);
 /* Frees s and what it holds (its agent, interpreter, egress), not its container. */
 void session_free(struct session *s);
 

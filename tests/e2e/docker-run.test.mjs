@@ -4,7 +4,8 @@
 // transport. It serves stdio like the binary; a client that kills its
 // `docker run` leaves no sandbox behind within seconds; two servers in two
 // containers on one engine leave each other's sessions alone; a server
-// container the engine killed has its sandboxes removed by the next server.
+// container the engine killed has its sandboxes removed by the next server,
+// and its persistent sessions adopted by one next server (the claim).
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -131,5 +132,40 @@ describe('the server image, started as `config CLIENT docker` prints', { timeout
     assert.equal(r.structuredContent.stdout, 'b\n');
     await b.client.close();
     await a.client.close().catch(() => {});
+  });
+
+  test('a persistent session outlives its server container: one next server claims it', async () => {
+    const name = `keep-${process.pid}`;
+    const call = (c, args) => c.client.callTool({ name: 'run_command', arguments: { session_id: name, ...args } });
+    const a = await connect(launch);
+    const made = await a.client.callTool({ name: 'session_create', arguments: { name, persistent: true } });
+    assert.ok(!made.isError, JSON.stringify(made));
+    const kept = made.structuredContent.container_id;
+    const dead = docker('inspect', '-f', '{{index .Config.Labels "io.sandbox-mcp.instance"}}', kept);
+    await call(a, { command: 'echo kept > /workspace/k.txt' });
+    docker('kill', serverContainers()[0]); // no cleanup at all: the session stays behind
+    await until('the server container is gone', () => serverContainers().length === 0);
+    await a.client.close().catch(() => {});
+    // two servers at once: the engine lets one of them name the claim
+    const [b, c] = await Promise.all([connect(launch), connect(launch)]);
+    const got = await Promise.all([b, c].map((x) => call(x, { command: 'cat /workspace/k.txt' })));
+    const owners = got.filter((r) => !r.isError);
+    assert.equal(owners.length, 1, `exactly one server adopted it: ${JSON.stringify(got)}`);
+    assert.equal(owners[0].structuredContent.stdout, 'kept\n');
+    assert.match(JSON.stringify(got.find((r) => r.isError)), /session_not_found|no session/);
+    const claims = () => docker('ps', '-a', '-q', '--filter', `label=io.sandbox-mcp.claim=${dead}`)
+      .split('\n').filter(Boolean);
+    assert.equal(claims().length, 1, 'one claim, by the server that adopted it');
+    // both end cleanly: the claim goes with its server, the session stays for the next one
+    await Promise.all([b.client.close(), c.client.close()]);
+    await until('the claim is removed with its server', () => claims().length === 0);
+    assert.ok(docker('ps', '-q', '--no-trunc').includes(kept), 'the persistent session is still running');
+    const d = await connect(launch);
+    const r = await call(d, { command: 'cat /workspace/k.txt' });
+    assert.equal(r.structuredContent?.stdout, 'kept\n', `the next server adopted it too: ${JSON.stringify(r)}`);
+    const closed = await d.client.callTool({ name: 'session_close', arguments: { session_id: name } });
+    assert.ok(!closed.isError, JSON.stringify(closed));
+    await d.client.close();
+    await until('closing it removed it', () => !docker('ps', '-a', '-q', '--no-trunc').includes(kept));
   });
 });
