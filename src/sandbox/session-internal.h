@@ -22,9 +22,9 @@ struct session_mgr {
 	char lock_dir[PATH_MAX];
 	char lock_path[PATH_MAX + 32]; /* this instance's lock, named in the .lock label */
 	/* proc and self: set by the starter thread first thing, then known (session_wait_known) */
-	char proc[96];		       /* "<pid>:<start time>:<boot id>" of this process, the .proc label */
-	char self[ENGINE_ID_LEN + 1];  /* the container this server runs in, or "" (servercontainer.h) */
-	atomic_uint self_on;	       /* bit i: that container is on engine i, so its sessions there say so */
+	char proc[96];		      /* "<pid>:<start time>:<boot id>" of this process, the .proc label */
+	char self[ENGINE_ID_LEN + 1]; /* the container this server runs in, or "" (servercontainer.h) */
+	atomic_uint self_on;	      /* bit i: that container is on engine i, so its sessions there say so */
 	int lock_fd;
 	json_t *users;	/* image id -> "uid:gid" its sessions run as (image_user) */
 	json_t *held;	/* instance -> fd of the dead instance's lock this one took over */
@@ -107,6 +107,14 @@ int session_container_new(struct session_mgr *m, struct call *call, const struct
 int session_list_new(struct session_mgr *m, struct session *s, struct session **ret, struct err *err);
 /* Removes s's container (errors logged; the engine is marked for the exit's sweep). */
 void session_remove_container(struct session_mgr *m, struct session *s);
+/* The registry's side of the warm pool (session-pool.c). */
+extern const struct pool_ops session_pool_ops;
+/* The idle TTL's thread (session-reap.c); arg is the registry. */
+void *session_reaper_main(void *arg);
+/* The exit's: removes the containers of all[0..n) at once, within a bound (session-remove.c). */
+void session_remove_all(struct session_mgr *m, struct session **all, size_t n);
+/* Ends s's forwards: they are about its container (taken out under the lock, closed outside it). */
+void session_forwards_close(struct session_mgr *m, struct session *s);
 /* Checks that the engine applied the hardening asked for s (an engine may ignore options). */
 int session_verify_hardening(json_t *inspect, const struct session *s, struct err *err);
 /* Notes that engine e may hold a container of this instance that no session holds (swept at exit). */

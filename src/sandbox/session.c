@@ -1,8 +1,11 @@
 /*
  * session.c - the session registry: sessions listed, looked up, reserved
- * under the limits, closed, reaped when idle, and removed at the exit (their
- * containers are made by container.c, their save points by savepoint.c, and
- * what other servers left is judged by the start-up scan, scan.c).
+ * under the limits, made (from the warm pool or fresh) and closed. Beside
+ * it: their containers are made by container.c and removed by
+ * session-remove.c (the exit's too), idle ones are closed by
+ * session-reap.c, the pool's side is session-pool.c, forwards
+ * session-forward.c, save points savepoint.c, and what other servers left
+ * is judged by the start-up scan, scan.c.
  *
  * Locking: m->lock guards the session array and each session's refs, busy,
  * closed and last_used.  Engine calls are never made with the lock held.
@@ -24,9 +27,7 @@
 
 #include "base/log.h"
 #include "buildconf.h"
-#include "engine/engine-image.h"
 #include "sandbox/agentctl.h"
-#include "sandbox/checkpoint.h"
 #include "sandbox/diskguard.h"
 #include "sandbox/egress.h"
 #include "sandbox/forward.h"
@@ -38,12 +39,9 @@
 #include "sandbox/session-internal.h"
 #include "sandbox/session.h"
 
-static void remove_containers(struct session_mgr *m, struct session **all, size_t n);
-static void *reaper_main(void *arg);
 static int lock_dir_path(char *out, size_t outsz);
 static int create_reserved(struct session_mgr *m, struct call *call, const struct session_opts *o, const char *image,
 			   const char *network, struct session **ret, struct err *err);
-static const struct pool_ops session_pool_ops;
 
 int64_t session_now(void)
 {
@@ -196,7 +194,8 @@ static void *starter_main(void *arg)
 	pthread_mutex_lock(&m->lock);
 	m->ready = true;
 	pthread_cond_broadcast(&m->wake);
-	if (!m->stopping && m->cfg->idle_ttl_s > 0 && thread_create_nosig(&m->reaper, NULL, reaper_main, m) == 0)
+	if (!m->stopping && m->cfg->idle_ttl_s > 0 &&
+	    thread_create_nosig(&m->reaper, NULL, session_reaper_main, m) == 0)
 		m->reaper_started = true;
 	if (!m->stopping && m->cfg->workspace_mb > 0) {
 		m->guard_stop = call_create(NULL, "", NULL, NULL, NULL);
@@ -238,149 +237,6 @@ void session_mark_orphans(struct session_mgr *m, const struct engine *e)
 			atomic_fetch_or(&m->orphans, 1u << i);
 }
 
-/* Ends s's forwards: they are about its container (taken out under the lock, closed outside it). */
-static void forwards_close(struct session_mgr *m, struct session *s)
-{
-	struct forward *fw[SESSION_FORWARDS_MAX];
-	pthread_mutex_lock(&m->lock);
-	unsigned n = s->nforwards;
-	memcpy(fw, s->forwards, n * sizeof(*fw));
-	s->nforwards = 0;
-	pthread_mutex_unlock(&m->lock);
-	for (unsigned i = 0; i < n; i++)
-		forward_close(fw[i]);
-}
-
-/* How long the exit waits for the engine's removals, ms (remove_containers). */
-#define SESSION_EXIT_REMOVE_MS 8000
-
-/* Removes s's container; call, if given, is the exit's, cancelled past its time (remove_containers). */
-static void remove_with(struct session_mgr *m, struct session *s, struct call *call)
-{
-	struct err err;
-	forwards_close(m, s);
-	if (engine_container_remove(s->engine, call, s->container, &err) == 0)
-		return;
-	if (call && call_cancelled(call)) {
-		log_infof("session %s: the engine took over %d s to remove its container; the janitor goes on after the exit",
-			  s->id, SESSION_EXIT_REMOVE_MS / 1000);
-		atomic_store(&m->exit_left, true);
-		return;
-	}
-	log_warnf("removing the container of session %s: %s", s->id, err.msg);
-	session_mark_orphans(m, s->engine);
-}
-
-void session_remove_container(struct session_mgr *m, struct session *s)
-{
-	remove_with(m, s, NULL);
-}
-
-/*
- * The exit's second look, on an engine where a create or a removal failed
- * (a create whose answer was lost, a removal the engine missed while it
- * restarted). Only such engines are asked, so an exit costs no extra round
- * trip when nothing failed; an engine still away keeps them for the next
- * server's start-up scan.
- */
-static void sweep_own(struct session_mgr *m, size_t ei)
-{
-	scan_sweep_instance(m->engines, ei, m->instance);
-}
-
-void session_reap_instance(struct engines *es, const char *instance)
-{
-	if (strlen(instance) != SESSION_INSTANCE_LEN || !is_hex(instance, SESSION_INSTANCE_LEN))
-		return;
-	for (size_t k = 0; k < engines_count(es); k++) {
-		scan_sweep_instance(es, k, instance);
-		checkpoint_sweep(engines_at(es, k), NULL);
-	}
-}
-
-/* Containers removed at once by remove_containers, at most. */
-#define SESSION_REMOVE_PARALLEL 16
-
-struct removal {
-	struct session_mgr *m;
-	struct session *s;
-	struct call *call; /* cancelled past the exit's time */
-	pthread_t thread;
-	bool done; /* under m->lock */
-};
-
-static void *removal_main(void *arg)
-{
-	struct removal *r = arg;
-	remove_with(r->m, r->s, r->call);
-	pthread_mutex_lock(&r->m->lock);
-	r->done = true;
-	pthread_cond_broadcast(&r->m->wake);
-	pthread_mutex_unlock(&r->m->lock);
-	return NULL;
-}
-
-/* Waits for k removals until deadline; cancels those still under way then. */
-static void removals_wait(struct session_mgr *m, struct removal *r, size_t k, int64_t deadline)
-{
-	bool done[SESSION_REMOVE_PARALLEL];
-	pthread_mutex_lock(&m->lock);
-	for (;;) {
-		size_t left = 0;
-		for (size_t j = 0; j < k; j++)
-			left += !(done[j] = r[j].done);
-		if (!left || now_ms() >= deadline)
-			break;
-		struct timespec ts = realtime_after_ms(deadline - now_ms());
-		pthread_cond_timedwait(&m->wake, &m->lock, &ts);
-	}
-	pthread_mutex_unlock(&m->lock);
-	for (size_t j = 0; j < k; j++)
-		if (!done[j])
-			call_cancel(r[j].call); /* its request ends at once; the thread logs it */
-}
-
-/*
- * Removes the containers of all[0..n), one thread each (in batches): an exit
- * with several sessions and a pool takes about one removal's time, within
- * the few seconds a client leaves a server between EOF and SIGKILL. An engine
- * slower than SESSION_EXIT_REMOVE_MS (a container whose shim is busy ending
- * hundreds of execs took dockerd 30 s) does not hold the exit: the rest is
- * left to the janitor (session_mgr_exit_done), as after a kill.
- */
-static void remove_containers(struct session_mgr *m, struct session **all, size_t n)
-{
-	int64_t deadline = now_ms() + SESSION_EXIT_REMOVE_MS;
-	for (size_t i = 0; i < n; i += SESSION_REMOVE_PARALLEL) {
-		if (now_ms() >= deadline) {
-			atomic_store(&m->exit_left, true);
-			log_infof("%zu containers are left to the janitor: the engine took over %d s", n - i,
-				  SESSION_EXIT_REMOVE_MS / 1000);
-			return;
-		}
-		struct removal r[SESSION_REMOVE_PARALLEL];
-		size_t k = n - i < SESSION_REMOVE_PARALLEL ? n - i : SESSION_REMOVE_PARALLEL, started = 0;
-		for (size_t j = 0; j < k; j++)
-			r[j] = (struct removal){ .m = m,
-						 .s = all[i + j],
-						 .call = call_create(NULL, "", NULL, NULL, NULL) };
-		while (started < k && thread_create_nosig(&r[started].thread, NULL, removal_main, &r[started]) == 0)
-			started++;
-		if (started < k)
-			log_warnf("no thread for a removal: %zu removed one after another", k - started);
-		for (size_t j = started; j < k; j++) {
-			remove_with(m, r[j].s, NULL);
-			r[j].done = true;
-		}
-		removals_wait(m, r, k, deadline);
-		for (size_t j = 0; j < k; j++) {
-			if (j < started)
-				pthread_join(r[j].thread, NULL);
-			call_destroy(r[j].call);
-		}
-	}
-}
-
 void session_mgr_cleanup(struct session_mgr *m)
 {
 	if (!m)
@@ -413,18 +269,26 @@ void session_mgr_cleanup(struct session_mgr *m)
 	pthread_mutex_unlock(&m->lock);
 	size_t gone = 0;
 	for (size_t i = 0; i < n; i++) {
-		forwards_close(m, all[i]); /* a persistent one's too: no forward thread outlives the engines */
+		session_forwards_close(m, all[i]); /* a persistent one's too: no forward thread outlives the engines */
 		if (!all[i]->persistent)
 			all[gone++] = all[i];
 	}
-	remove_containers(m, all, gone);
+	session_remove_all(m, all, gone);
 	free(all);
 	pool_stop(m->pool);
-	/* a slow engine's removals are the janitor's now, and so is this second look */
+	/*
+	 * The second look, on an engine where a create or a removal failed (a
+	 * create whose answer was lost, a removal the engine missed while it
+	 * restarted), or that holds a container no session does (a claim): only
+	 * such engines are asked, so an exit costs no extra round trip when
+	 * nothing failed; an engine still away keeps them for the next server's
+	 * start-up scan. A slow engine's removals are the janitor's now, and so
+	 * is this look.
+	 */
 	unsigned orphans = atomic_load(&m->exit_left) ? 0 : atomic_load(&m->orphans);
 	for (size_t i = 0; i < engines_count(m->engines) && i < ENGINES_MAX; i++)
 		if (orphans & (1u << i))
-			sweep_own(m, i);
+			scan_sweep_instance(m->engines, i, m->instance);
 	if (atomic_load(&m->savepoints_used))
 		savepoint_sweep_all(m);
 	if (m->lock_fd >= 0)
@@ -538,85 +402,6 @@ bool session_agent_run(struct engine *e, struct call *call, struct session *s, c
 	return true;
 }
 
-/*
- * The warm pool's side in the registry (pool.h): members are made by the
- * same session_container_new as fresh sessions, with the default options.
- */
-static int pool_build(struct session_mgr *m, struct call *call, struct session **ret, struct err *err)
-{
-	const struct session_opts o = { 0 };
-	struct session *s;
-	int r = session_container_new(m, call, &o, m->cfg->image, "none", true, &s, err);
-	if (r < 0)
-		return r;
-	/* the agent up ahead too: the first run_command of the session pays no start */
-	struct err aerr;
-	if (s->agent_installed && agentctl_start(s->engine, call, s->container, s->user, &s->agent, &aerr) < 0 &&
-	    !call_cancelled(call))
-		log_infof("warm pool: the agent of %.12s did not start (%s); its first command starts it", s->container,
-			  aerr.msg);
-	*ret = s;
-	return 0;
-}
-
-static void pool_discard(struct session_mgr *m, struct session **list, size_t n)
-{
-	remove_containers(m, list, n);
-	for (size_t i = 0; i < n; i++)
-		session_free(list[i]);
-}
-
-/* Containers still allowed under SANDBOX_MAX_SESSIONS_TOTAL, beside the sessions listed or starting. */
-static size_t pool_room(struct session_mgr *m)
-{
-	uint64_t max = m->cfg->max_sessions_total;
-	if (!max)
-		return SIZE_MAX;
-	pthread_mutex_lock(&m->lock);
-	size_t total = m->npending;
-	for (size_t i = 0; i < m->len; i++)
-		total += !m->list[i]->adopted;
-	pthread_mutex_unlock(&m->lock);
-	return total >= max ? 0 : (size_t)(max - total);
-}
-
-/*
- * A member is handed out only if a fresh session would be the same: the
- * default image still names the image it was made of, and it still runs
- * (its agent's stream ends when the container stops; without an agent, the
- * engine is asked). An engine that does not answer proves neither: the
- * member is kept (removing it would fail too) and the call goes fresh.
- */
-static int pool_current(struct session_mgr *m, struct session *s)
-{
-	json_t *j = NULL;
-	struct err err;
-	int r = engine_image_inspect(s->engine, NULL, m->cfg->image, &j, &err);
-	if (r < 0)
-		return err.code == ERRCODE_IMAGE_NOT_FOUND ? POOL_STALE : POOL_UNKNOWN;
-	bool same = json_is_string(json_object_get(j, "Id")) &&
-		    strcmp(json_string_value(json_object_get(j, "Id")), s->image_id) == 0;
-	json_decref(j);
-	j = NULL;
-	if (!same)
-		return POOL_STALE;
-	if (s->agent)
-		return agentctl_alive(s->agent) ? POOL_CURRENT : POOL_STALE;
-	r = engine_container_inspect(s->engine, NULL, s->container, &j, &err);
-	if (r < 0)
-		return err.code == ERRCODE_SESSION_NOT_FOUND ? POOL_STALE : POOL_UNKNOWN;
-	bool running = json_is_true(json_object_get(json_object_get(j, "State"), "Running"));
-	json_decref(j);
-	return running ? POOL_CURRENT : POOL_STALE;
-}
-
-static const struct pool_ops session_pool_ops = {
-	.build = pool_build,
-	.discard = pool_discard,
-	.room = pool_room,
-	.current = pool_current,
-};
-
 /* A pool member becomes call's session as a fresh one would: its owner, name and times. */
 static int hand_out(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session *s,
 		    struct session **ret, struct err *err)
@@ -689,7 +474,7 @@ int session_create(struct session_mgr *m, struct call *call, const struct sessio
 		r = hand_out(m, call, o, pooled, ret, err);
 	} else {
 		/* a fresh container and the pool's together stay under SANDBOX_MAX_SESSIONS_TOTAL */
-		size_t room = pool_room(m);
+		size_t room = session_pool_ops.room(m);
 		if (room != SIZE_MAX && pool_ready(m->pool) > room)
 			pool_trim(m->pool, room);
 		r = create_reserved(m, call, o, image, network, ret, err);
@@ -907,7 +692,7 @@ int session_close(struct session_mgr *m, struct call *call, const char *ref, str
 		return err_set(err, ERRCODE_SESSION_NOT_FOUND, -ENOENT,
 			       "no session '%.80s' to close (session_list shows the open sessions)",
 			       ref ? ref : "default");
-	forwards_close(m, s);
+	session_forwards_close(m, s);
 	int r = engine_container_remove(s->engine, call, s->container, err);
 	pthread_mutex_lock(&m->lock);
 	if (r < 0 && !m->stopping) {
@@ -1055,79 +840,6 @@ size_t session_pool_ready(struct session_mgr *m)
 	return m ? pool_ready(m->pool) : 0;
 }
 
-/*
- * Whether the idle TTL ends s now: a paused session only past
- * SANDBOX_PAUSED_TTL_S (never when it is 0), counted from its pause.
- */
-static bool reapable(const struct config *cfg, const struct session *s, int64_t now)
-{
-	if (s->paused)
-		return cfg->paused_ttl_s && now - s->paused_at >= (int64_t)cfg->paused_ttl_s;
-	return now - s->last_used >= (int64_t)cfg->idle_ttl_s;
-}
-
-/* Closes an idle session (unlisted already), checkpointed first with SANDBOX_IDLE_SNAPSHOT. */
-static void close_idle(struct session_mgr *m, struct session *s)
-{
-	struct checkpoint ck;
-	struct err err;
-	/* never the default session: it is nobody's by name, and only a call naming a session brings one back */
-	bool snapshot = m->cfg->idle_snapshot && !s->read_only && strcmp(s->name, "default") != 0;
-	if (snapshot && s->paused && savepoint_resume(m, NULL, s, &err) < 0)
-		log_warnf("session %s: resuming it for its snapshot: %s", s->id, err.msg);
-	if (!snapshot) {
-		log_infof("session %s idle: closing it", s->id);
-	} else if (savepoint_checkpoint(m, NULL, s, NULL, CHECKPOINT_IDLE, &ck, &err) == 0) {
-		log_infof("session %s idle: closing it; checkpoint %s brings it back when it is named", s->id, ck.id);
-		checkpoint_finish(&ck);
-	} else {
-		log_warnf("session %s idle: closing it without a snapshot: %s", s->id, err.msg);
-	}
-	session_remove_container(m, s);
-	savepoint_closed(m, s, false);
-}
-
-static void *reaper_main(void *arg)
-{
-	struct session_mgr *m = arg;
-	int64_t period = (int64_t)m->cfg->idle_ttl_s / 4;
-	if (period < 1)
-		period = 1;
-	if (period > 30)
-		period = 30;
-
-	pthread_mutex_lock(&m->lock);
-	while (!m->stopping) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += period;
-		pthread_cond_timedwait(&m->wake, &m->lock, &ts);
-		if (m->stopping)
-			break;
-		int64_t now = session_now();
-		struct session *idle[64];
-		size_t n = 0;
-		for (size_t i = 0; i < m->len && n < ARRAY_SIZE(idle);) {
-			struct session *s = m->list[i];
-			if (!s->persistent && s->busy == 0 && reapable(m->cfg, s, now)) {
-				session_unlink_locked(m, s);
-				idle[n++] = s;
-				continue; /* unlink moved another session into slot i */
-			}
-			i++;
-		}
-		pthread_mutex_unlock(&m->lock);
-		for (size_t i = 0; i < n; i++)
-			close_idle(m, idle[i]);
-		pthread_mutex_lock(&m->lock);
-		for (size_t i = 0; i < n; i++)
-			if (--idle[i]->refs == 0)
-				session_free(idle[i]);
-	}
-	pthread_mutex_unlock(&m->lock);
-	return NULL;
-}
-
 void session_pip_job(struct session *s, const char *package, const char *dir)
 {
 	if (!s->pip_jobs)
@@ -1141,121 +853,6 @@ void session_pip_job(struct session *s, const char *package, const char *dir)
 const char *session_pip_job_dir(const struct session *s, const char *package)
 {
 	return json_string_value(json_object_get(s->pip_jobs, package));
-}
-
-/* A connection through a forward is a use of the session: the idle TTL counts from it. */
-static void forward_touch(void *arg)
-{
-	struct session *s = arg;
-	pthread_mutex_lock(&s->mgr->lock);
-	s->last_used = session_now();
-	pthread_mutex_unlock(&s->mgr->lock);
-}
-
-int session_forward_open(struct session_mgr *m, struct session *s, unsigned port, unsigned host_port,
-			 unsigned *ret_host_port, char ret_host[16], struct err *err)
-{
-	struct forward *f;
-	for (unsigned i = 0; i < s->nforwards; i++)
-		if (forward_port(s->forwards[i]) == port)
-			return err_set(err, ERRCODE_INVALID_ARGUMENT, -EEXIST,
-				       "port %u of session %s is forwarded already, to 127.0.0.1:%u", port, s->id,
-				       forward_host_port(s->forwards[i]));
-	if (s->nforwards >= SESSION_FORWARDS_MAX)
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENOSPC,
-			       "session %s forwards %d ports, the most it may: close one first", s->id,
-			       SESSION_FORWARDS_MAX);
-	if (!s->agent_installed)
-		return err_set(err, ERRCODE_INVALID_ARGUMENT, -ENOTSUP,
-			       "session %s has no agent (this server was built without musl-gcc, or its image could "
-			       "not take it), and forwards go through it",
-			       s->id);
-	int r = forward_open(s->engine, s->container, s->user, port, host_port, forward_touch, s, &f, err);
-	if (r < 0)
-		return r;
-	pthread_mutex_lock(&m->lock);
-	s->forwards[s->nforwards++] = f;
-	pthread_mutex_unlock(&m->lock);
-	*ret_host_port = forward_host_port(f);
-	snprintf(ret_host, 16, "%s", forward_host(f));
-	log_infof("session %s: port %u forwarded to %s:%u", s->id, port, ret_host, *ret_host_port);
-	return 0;
-}
-
-int session_forward_close(struct session_mgr *m, struct session *s, unsigned port)
-{
-	struct forward *f = NULL;
-	pthread_mutex_lock(&m->lock);
-	for (unsigned i = 0; i < s->nforwards; i++) {
-		if (forward_port(s->forwards[i]) == port) {
-			f = s->forwards[i];
-			s->forwards[i] = s->forwards[--s->nforwards];
-			break;
-		}
-	}
-	pthread_mutex_unlock(&m->lock);
-	forward_close(f);
-	return f ? 0 : -ENOENT;
-}
-
-json_t *session_forwards_json(struct session_mgr *m, struct session *s)
-{
-	json_t *a = json_array();
-	pthread_mutex_lock(&m->lock);
-	for (unsigned i = 0; i < s->nforwards; i++)
-		json_array_append_new(a, forward_json(s->forwards[i]));
-	pthread_mutex_unlock(&m->lock);
-	return a;
-}
-
-void session_forwards_hold(struct session_mgr *m, struct session *s, bool hold)
-{
-	/*
-	 * A hold waits for exec starts under way, so it cannot sit under the
-	 * registry's lock: it runs only on s's FIFO (a checkpoint, a commit, a
-	 * pause, a download), where nothing removes a forward. A release may
-	 * come from beside the FIFO (any call resumes a paused session), so it
-	 * walks the list under the lock, which a forward leaves before it is
-	 * freed (session_forward_close); a release never blocks.
-	 */
-	if (hold) {
-		pthread_mutex_lock(&m->lock);
-		s->freezes++;
-		while (s->guard_busy) /* the disk guard's exec start or walk: DISKGUARD_WALK_MS at most */
-			pthread_cond_wait(&m->wake, &m->lock);
-		pthread_mutex_unlock(&m->lock);
-		for (unsigned i = 0; i < s->nforwards; i++)
-			forward_hold(s->forwards[i]);
-		return;
-	}
-	pthread_mutex_lock(&m->lock);
-	if (s->freezes)
-		s->freezes--;
-	for (unsigned i = 0; i < s->nforwards; i++)
-		forward_release(s->forwards[i]);
-	pthread_mutex_unlock(&m->lock);
-}
-
-int session_forward_find(struct session_mgr *m, const char *id, unsigned port, char owner[CALL_PRINCIPAL_MAX + 1],
-			 char host[16], unsigned *host_port)
-{
-	int r = -ENOENT;
-	pthread_mutex_lock(&m->lock);
-	for (size_t i = 0; i < m->len && r < 0; i++) {
-		struct session *s = m->list[i];
-		if (strcmp(s->id, id) != 0)
-			continue;
-		for (unsigned k = 0; k < s->nforwards; k++) {
-			if (forward_port(s->forwards[k]) != port)
-				continue;
-			snprintf(owner, CALL_PRINCIPAL_MAX + 1, "%s", s->owner);
-			snprintf(host, 16, "%s", forward_host(s->forwards[k]));
-			*host_port = forward_host_port(s->forwards[k]);
-			r = 0;
-		}
-	}
-	pthread_mutex_unlock(&m->lock);
-	return r;
 }
 
 char *session_take_notice(struct session_mgr *m, struct session *s)
