@@ -5,7 +5,7 @@
  * design: the thread that read a POST hands the body to mcp_handle_message
  * with an out of its own (a sink, out.h), then waits on that exchange until
  * the out's last reference is gone, i.e. until the call (on a dispatch
- * worker) has answered or was cancelled.  While it waits it also watches the
+ * worker) has answered or was cancelled (that exchange: httpexchange.c).  While it waits it also watches the
  * client's socket: a client that hangs up has its call cancelled at once
  * (the process is killed, as for notifications/cancelled).  A read-only
  * call on no session (env_info, session_list) has no process to kill: the
@@ -63,7 +63,7 @@
 #include "tools/linksign.h"
 #include "transport/http/authkeys.h"
 #include "transport/http/httpcheck.h"
-#include "transport/http/httpd.h"
+#include "transport/http/httpd-internal.h"
 #include "transport/http/httpwatch.h"
 
 /* Connections past HTTPD_CONNECTIONS_MAX that still get their 503 before libmicrohttpd refuses outright. */
@@ -72,79 +72,6 @@
 #define HTTPD_THREAD_STACK (512u << 10)
 /* Bytes of a --tls-cert or --tls-key file at most. */
 #define HTTPD_PEM_MAX (1 << 20)
-/* Random bytes in an Mcp-Session-Id (hex-encoded: twice as many characters). */
-#define HTTPD_SID_BYTES 16
-#define HTTPD_SID_LEN (2 * HTTPD_SID_BYTES)
-
-struct msession {
-	char id[HTTPD_SID_LEN + 1];
-	char principal[CALL_PRINCIPAL_MAX + 1]; /* another principal's id is unknown (404) */
-	struct mcp_peer *peer;			/* one reference; NULL: free slot */
-	int64_t used_ms;
-};
-
-struct httpd {
-	struct mcp *m;
-	const struct tool_services *svc;
-	struct MHD_Daemon *daemon;
-	char host[HTTPCHECK_HOST_MAX + 1];
-	unsigned port;
-	bool loopback;
-	char address[HTTPCHECK_HOST_MAX + 16];
-	int stop[2];		  /* readable once stopping: wakes every waiting exchange */
-	char *tls_cert, *tls_key; /* PEM, for libmicrohttpd's GnuTLS (HTTPS); NULL: plain HTTP */
-	atomic_int connections;
-	atomic_ullong body_charged; /* what request bodies in flight cost (HTTPD_BODY_BUDGET) */
-	pthread_rwlock_t keys_lock; /* guards keys */
-	struct authkeys *keys;	    /* NULL: no token file, no auth */
-	pthread_mutex_t lock;	    /* guards sessions, handling and stopping */
-	struct msession sessions[HTTPD_SESSIONS_MAX];
-	struct exchange *handling; /* exchanges inside mcp_handle_message, which may run a call */
-	bool stopping;
-
-	struct httpwatch *watch; /* the whole-request deadline (slowloris) */
-	/* --http-public-url's host[:port], also accepted as Host; "" without one */
-	char public_host[LINKSIGN_BASE_MAX + 1];
-};
-
-/* A line written to an exchange's out, waiting to be sent. */
-struct line {
-	struct line *next;
-	size_t n;
-	char p[];
-};
-
-/* One request on /mcp, from its first byte to its last answer. */
-struct exchange {
-	struct httpd *h;
-	int fd;	     /* the client's socket (libmicrohttpd's) */
-	int wake[2]; /* a byte per line written and at the end; made (under lock) only to wait */
-	struct buf body;
-	bool too_big;
-	bool busy;				/* the server's body budget was spent: 503 once read */
-	bool precharged;			/* its Content-Length was charged before the body came */
-	unsigned long long charged;		/* its share of h->body_charged, until on_completed */
-	char sid_in[HTTPD_SID_LEN + 1];		/* the Mcp-Session-Id sent, if well-formed */
-	char principal[CALL_PRINCIPAL_MAX + 1]; /* its token's NAME; "" without tokens */
-	bool has_sid, sid_bad;
-
-	pthread_mutex_t lock; /* guards everything below */
-	unsigned refs;	      /* the connection, and the out while it lives */
-	bool routed;
-	int refuse; /* HTTP status when the route refused the message */
-	char refuse_msg[200];
-	enum rpc_kind kind;
-	json_t *id;			 /* the request's id (one reference) */
-	struct mcp_peer *peer;		 /* one reference, for cancelling */
-	char sid_new[HTTPD_SID_LEN + 1]; /* issued by initialize */
-	struct line *head, *tail;
-	bool ended;	/* the out's last reference is gone: nothing more comes */
-	bool answered;	/* the response is queued (the last line for a request) */
-	bool gone;	/* the client hung up */
-	struct buf sse; /* the event being sent */
-	size_t sse_off;
-	struct exchange *prev, *next; /* in h->handling, under h->lock */
-};
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **con_cls);
@@ -170,23 +97,8 @@ static int keys_load(const char *path, struct authkeys **ret, struct err *err);
 static int pem_load(const char *flag, const char *path, char **ret, struct err *err);
 static void tls_free(struct httpd *h);
 static struct exchange *exchange_create(struct httpd *h, struct MHD_Connection *c, const char *principal);
-static void exchange_put(struct exchange *x);
-static bool charge(struct httpd *h, struct exchange *x, unsigned long long n);
 static enum MHD_Result busy(struct MHD_Connection *c);
-static int sink_write(void *data, const char *line, size_t len, bool response);
-static void sink_release(void *data);
-static struct mcp_peer *route(void *arg, const struct mcp_msg_info *info);
-static int wake_ready(struct exchange *x);
-static void poke(int fd);
-static int wait_event(struct exchange *x);
-static void client_gone(struct exchange *x);
-static int handling(struct httpd *h, struct exchange *x, bool on);
-static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max);
 static const char *header(struct MHD_Connection *c, const char *name);
-static void sid_make(char *out);
-static struct mcp_peer *session_new(struct httpd *h, const char *principal, char *ret_sid);
-static struct mcp_peer *session_find(struct httpd *h, const char *principal, const char *sid);
-static bool session_end(struct httpd *h, const char *principal, const char *sid);
 
 /*
  * libmicrohttpd is opened when `serve --http` starts (base/dynlib.h): it
@@ -359,9 +271,9 @@ void httpd_stop(struct httpd *h)
 	pthread_mutex_lock(&h->lock);
 	h->stopping = true;
 	for (struct exchange *x = h->handling; x; x = x->next)
-		client_gone(x);
+		httpx_client_gone(x);
 	pthread_mutex_unlock(&h->lock);
-	poke(h->stop[1]);
+	httpx_poke(h->stop[1]);
 	mhd.MHD_stop_daemon(h->daemon);
 	httpwatch_destroy(h->watch);
 	for (size_t i = 0; i < HTTPD_SESSIONS_MAX; i++) {
@@ -663,12 +575,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		const char *length = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH); /* one, checked by guard */
 		/* over budget: the body is read and dropped, then 503 (a client still writing hears it) */
 		x->precharged = length != NULL;
-		x->busy = length && !charge(h, x, strtoull(length, NULL, 10));
+		x->busy = length && !httpx_charge(h, x, strtoull(length, NULL, 10));
 		*con_cls = x;
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!x->precharged && !x->busy && !x->too_big && !charge(h, x, *upload_size))
+		if (!x->precharged && !x->busy && !x->too_big && !httpx_charge(h, x, *upload_size))
 			x->busy = true; /* chunked: keep reading (and dropping) the rest, then say 503 */
 		if (!x->too_big && !x->busy && buf_append(&x->body, upload, *upload_size) < 0)
 			x->too_big = true; /* keep reading (and dropping) the rest, then say 413 */
@@ -701,8 +613,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	atomic_fetch_sub(&h->body_charged, x->charged);
 	x->charged = 0;
 	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
-		client_gone(x);
-	exchange_put(x);
+		httpx_client_gone(x);
+	httpx_put(x);
 	*con_cls = NULL;
 }
 
@@ -876,7 +788,7 @@ static enum MHD_Result end_session(struct httpd *h, struct MHD_Connection *c, co
 	if (!sid)
 		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_INVALID_REQUEST,
 				       "Bad Request: DELETE needs the Mcp-Session-Id header of the session to end");
-	if (!session_end(h, principal, sid))
+	if (!httpx_session_end(h, principal, sid))
 		return reply_rpc_error(c, MHD_HTTP_NOT_FOUND, RPC_INVALID_REQUEST,
 				       "Session not found: it ended or never existed; send initialize for a new one");
 	return reply(c, MHD_HTTP_OK, NULL, "", 0, NULL);
@@ -904,211 +816,6 @@ static struct exchange *exchange_create(struct httpd *h, struct MHD_Connection *
 			x->sid_bad = true;
 	}
 	return x;
-}
-
-/* Charges n bytes of x's body to the server's budget; false when it is spent (nothing charged). */
-static bool charge(struct httpd *h, struct exchange *x, unsigned long long n)
-{
-	unsigned long long add = n * HTTPD_BODY_FACTOR;
-	unsigned long long was = atomic_fetch_add(&h->body_charged, add);
-	if (was > 0 && was + add > HTTPD_BODY_BUDGET) {
-		atomic_fetch_sub(&h->body_charged, add);
-		return false;
-	}
-	x->charged += add;
-	return true;
-}
-
-static void exchange_put(struct exchange *x)
-{
-	pthread_mutex_lock(&x->lock);
-	bool last = --x->refs == 0;
-	pthread_mutex_unlock(&x->lock);
-	if (!last)
-		return;
-	while (x->head) {
-		struct line *l = x->head;
-		x->head = l->next;
-		free(l);
-	}
-	if (x->wake[0] >= 0) {
-		close(x->wake[0]);
-		close(x->wake[1]);
-	}
-	json_decref(x->id);
-	mcp_peer_put(x->peer);
-	buf_finish(&x->body);
-	buf_finish(&x->sse);
-	pthread_mutex_destroy(&x->lock);
-	free(x);
-}
-
-/* out.h's sink: queue the line for the connection thread. */
-static int sink_write(void *data, const char *line, size_t len, bool response)
-{
-	struct exchange *x = data;
-	struct line *l = xmalloc(sizeof(*l) + len);
-	l->next = NULL;
-	l->n = len;
-	memcpy(l->p, line, len);
-	pthread_mutex_lock(&x->lock);
-	if (x->gone) {
-		pthread_mutex_unlock(&x->lock);
-		free(l);
-		return -EPIPE;
-	}
-	if (x->tail)
-		x->tail->next = l;
-	else
-		x->head = l;
-	x->tail = l;
-	x->answered |= response;
-	if (x->wake[1] >= 0)
-		poke(x->wake[1]);
-	pthread_mutex_unlock(&x->lock);
-	return 0;
-}
-
-static void sink_release(void *data)
-{
-	struct exchange *x = data;
-	pthread_mutex_lock(&x->lock);
-	x->ended = true;
-	if (x->wake[1] >= 0)
-		poke(x->wake[1]);
-	pthread_mutex_unlock(&x->lock);
-	exchange_put(x);
-}
-
-/*
- * Makes x's wake pipe, with x->lock held, before the first wait: a call run
- * here (MCP_RUN_HERE) has answered before its thread would wait, and never
- * needs one. Writers poke it only once it exists (under the same lock).
- */
-static int wake_ready(struct exchange *x)
-{
-	if (x->wake[0] >= 0)
-		return 0;
-	return pipe2(x->wake, O_CLOEXEC | O_NONBLOCK) < 0 ? -errno : 0;
-}
-
-/* Wakes the waiting thread; a full pipe means it is awake anyway. */
-static void poke(int fd)
-{
-	if (write(fd, "x", 1) < 0 && errno != EAGAIN)
-		log_debugf("waking an HTTP exchange: %s", strerror(errno));
-}
-
-/*
- * Waits for a line, the end, the client hanging up or the server stopping.
- * Called without x->lock. 0 on news, -EPIPE when the client is gone or the
- * server stops (the call is then cancelled).
- */
-static int wait_event(struct exchange *x)
-{
-	struct pollfd p[3] = {
-		{ .fd = x->wake[0], .events = POLLIN },
-		{ .fd = x->fd, .events = POLLRDHUP },
-		{ .fd = x->h->stop[0], .events = POLLIN },
-	};
-	char drain[64];
-
-	for (;;) {
-		int n = poll(p, 3, -1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || p[1].revents || p[2].revents) {
-			client_gone(x);
-			return -EPIPE;
-		}
-		while (read(x->wake[0], drain, sizeof(drain)) > 0)
-			;
-		return 0;
-	}
-}
-
-/* The client hung up (or the server stops): cancel its call, drop what it would have been sent. */
-static void client_gone(struct exchange *x)
-{
-	pthread_mutex_lock(&x->lock);
-	bool was = x->gone;
-	x->gone = true;
-	struct mcp_peer *peer = mcp_peer_get(x->peer);
-	json_t *id = json_incref(x->id);
-	bool ended = x->ended;
-	pthread_mutex_unlock(&x->lock);
-	if (!was && !ended && peer && id && mcp_peer_cancel(x->h->m, peer, id))
-		log_debugf("HTTP client went away: its request was cancelled");
-	json_decref(id);
-	mcp_peer_put(peer);
-}
-
-/* Adds x to (or takes it off) h->handling, so httpd_stop can cancel its call; -ESHUTDOWN once stopping. */
-static int handling(struct httpd *h, struct exchange *x, bool on)
-{
-	int r = 0;
-	pthread_mutex_lock(&h->lock);
-	if (on && h->stopping) {
-		r = -ESHUTDOWN;
-	} else if (on) {
-		x->prev = NULL;
-		x->next = h->handling;
-		if (h->handling)
-			h->handling->prev = x;
-		h->handling = x;
-	} else {
-		if (x->prev)
-			x->prev->next = x->next;
-		else
-			h->handling = x->next;
-		if (x->next)
-			x->next->prev = x->prev;
-	}
-	pthread_mutex_unlock(&h->lock);
-	return r;
-}
-
-/* mcp.h's route: which peer the parsed message belongs to, or a refusal. */
-static struct mcp_peer *route(void *arg, const struct mcp_msg_info *info)
-{
-	struct exchange *x = arg;
-	struct httpd *h = x->h;
-	struct mcp_peer *peer = NULL;
-	char sid[HTTPD_SID_LEN + 1] = "";
-	int refuse = 0;
-	const char *why = NULL;
-
-	if (info->modern) {
-		peer = mcp_peer_create(h->m, x->principal); /* stateless: nothing carries over */
-	} else if (info->kind == RPC_KIND_REQUEST && strcmp(info->method, "initialize") == 0) {
-		if (!(peer = session_new(h, x->principal, sid))) {
-			refuse = MHD_HTTP_SERVICE_UNAVAILABLE;
-			why = "Server busy: every MCP session slot is held by other clients; end one of yours (DELETE) "
-			      "or retry later";
-		}
-	} else if (!x->has_sid) {
-		if (info->kind == RPC_KIND_REQUEST && strcmp(info->method, "server/discover") == 0) {
-			peer = mcp_peer_create(h->m, x->principal);
-		} else {
-			refuse = MHD_HTTP_BAD_REQUEST;
-			why = "Bad Request: Mcp-Session-Id header is required; send initialize first, or name protocol "
-			      "version " PROTOVER_MODERN " in params._meta";
-		}
-	} else if (x->sid_bad || !(peer = session_find(h, x->principal, x->sid_in))) {
-		refuse = MHD_HTTP_NOT_FOUND;
-		why = "Session not found: this Mcp-Session-Id ended or never existed; send initialize for a new one";
-	}
-	pthread_mutex_lock(&x->lock);
-	x->routed = true;
-	x->kind = info->kind;
-	x->id = json_incref(info->id);
-	x->peer = mcp_peer_get(peer);
-	x->refuse = refuse;
-	if (why)
-		snprintf(x->refuse_msg, sizeof(x->refuse_msg), "%s", why);
-	memcpy(x->sid_new, sid, sizeof(sid));
-	pthread_mutex_unlock(&x->lock);
-	return peer;
 }
 
 /* A request's unknown MCP-Protocol-Version: 400, naming the versions this server speaks. */
@@ -1147,16 +854,16 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 	if (x->body.len == 0)
 		return reply_rpc_error(c, MHD_HTTP_BAD_REQUEST, RPC_PARSE_ERROR,
 				       "Parse error: the body is empty; POST one JSON-RPC message");
-	struct out_sink sink = { .write = sink_write, .release = sink_release, .data = x };
-	if (handling(h, x, true) < 0)
+	struct out_sink sink = { .write = httpx_sink_write, .release = httpx_sink_release, .data = x };
+	if (httpx_handling(h, x, true) < 0)
 		return reply_rpc_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_INTERNAL_ERROR,
 				       "Service Unavailable: the server is stopping");
 	pthread_mutex_lock(&x->lock);
 	x->refs++; /* the out's */
 	pthread_mutex_unlock(&x->lock);
 	struct out *out = out_create_sink(&sink);
-	mcp_handle_message(h->m, out, route, x, x->body.data, x->body.len, MCP_RUN_HERE);
-	(void)handling(h, x, false);
+	mcp_handle_message(h->m, out, httpx_route, x, x->body.data, x->body.len, MCP_RUN_HERE);
+	(void)httpx_handling(h, x, false);
 	out_put(out);
 	buf_finish(&x->body); /* a big message is done with once parsed */
 
@@ -1167,14 +874,14 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 	 */
 	pthread_mutex_lock(&x->lock);
 	while (!x->ended && !x->answered && !(x->head && sse_ok && x->kind == RPC_KIND_REQUEST && !x->refuse)) {
-		if (wake_ready(x) < 0) {
+		if (httpx_wake_ready(x) < 0) {
 			pthread_mutex_unlock(&x->lock);
-			client_gone(x); /* cannot wait for it: cancel it */
+			httpx_client_gone(x); /* cannot wait for it: cancel it */
 			return reply_rpc_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, RPC_INTERNAL_ERROR,
 					       "Server out of file descriptors; retry later");
 		}
 		pthread_mutex_unlock(&x->lock);
-		if (wait_event(x) < 0)
+		if (httpx_wait_event(x) < 0)
 			return MHD_NO;
 		pthread_mutex_lock(&x->lock);
 	}
@@ -1188,8 +895,8 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 	const char *sid = x->sid_new[0] ? x->sid_new : NULL;
 	if (!x->ended && !(x->answered && (!sse_ok || x->head == x->tail))) {
 		pthread_mutex_unlock(&x->lock);
-		struct MHD_Response *r = mhd.MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, x,
-									       NULL);
+		struct MHD_Response *r = mhd.MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, httpx_sse_read,
+									       x, NULL);
 		if (!r)
 			return MHD_NO;
 		(void)mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
@@ -1207,148 +914,4 @@ static enum MHD_Result post(struct httpd *h, struct MHD_Connection *c, struct ex
 		return reply(c, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
 	/* the last line is the response (or the parse error); it stays until the exchange is freed */
 	return reply(c, routed ? MHD_HTTP_OK : MHD_HTTP_BAD_REQUEST, "application/json", last->p, last->n, sid);
-}
-
-/* libmicrohttpd's reader of an SSE response: one event per line, until the out ends. */
-static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max)
-{
-	struct exchange *x = cls;
-	(void)pos;
-
-	pthread_mutex_lock(&x->lock);
-	while (x->sse_off == x->sse.len) {
-		if (x->head) {
-			struct line *l = x->head;
-			x->head = l->next;
-			if (!x->head)
-				x->tail = NULL;
-			buf_reset(&x->sse);
-			x->sse_off = 0;
-			/* the line ends in '\n'; JSON_COMPACT has no other newline */
-			(void)buf_append_str(&x->sse, "event: message\ndata: ");
-			(void)buf_append(&x->sse, l->p, l->n);
-			(void)buf_append_str(&x->sse, "\n");
-			free(l);
-			continue;
-		}
-		if (x->ended || x->answered) {
-			pthread_mutex_unlock(&x->lock);
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		}
-		if (wake_ready(x) < 0) {
-			pthread_mutex_unlock(&x->lock);
-			client_gone(x);
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-		}
-		pthread_mutex_unlock(&x->lock);
-		if (wait_event(x) < 0)
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-		pthread_mutex_lock(&x->lock);
-	}
-	size_t k = x->sse.len - x->sse_off < max ? x->sse.len - x->sse_off : max;
-	memcpy(out, x->sse.data + x->sse_off, k);
-	x->sse_off += k;
-	pthread_mutex_unlock(&x->lock);
-	return (ssize_t)k;
-}
-
-static void sid_make(char *out)
-{
-	unsigned char raw[HTTPD_SID_BYTES];
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-		abort(); /* no entropy at all: a guessable session id is worse than stopping */
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(out + 2 * i, 3, "%02x", raw[i]);
-}
-
-/*
- * The slot for a new session of principal (h->lock held): a free one while
- * the principal holds fewer than HTTPD_SESSIONS_PER_PRINCIPAL, else its own
- * least recently used. Never another principal's: -1 when the table is full
- * of others' sessions and principal has none.
- */
-static ssize_t session_slot(struct httpd *h, const char *principal)
-{
-	ssize_t free_slot = -1, own_lru = -1;
-	size_t own = 0;
-	for (size_t i = 0; i < HTTPD_SESSIONS_MAX; i++) {
-		struct msession *s = &h->sessions[i];
-		if (!s->peer) {
-			if (free_slot < 0)
-				free_slot = (ssize_t)i;
-		} else if (strcmp(s->principal, principal) == 0) {
-			own++;
-			if (own_lru < 0 || s->used_ms < h->sessions[own_lru].used_ms)
-				own_lru = (ssize_t)i;
-		}
-	}
-	return free_slot >= 0 && own < HTTPD_SESSIONS_PER_PRINCIPAL ? free_slot : own_lru;
-}
-
-/*
- * A new MCP session (new reference), or NULL when every slot is another
- * principal's (session_slot). What it replaces is principal's own, whose
- * calls are cancelled.
- */
-static struct mcp_peer *session_new(struct httpd *h, const char *principal, char *ret_sid)
-{
-	struct mcp_peer *peer = mcp_peer_create(h->m, principal), *evicted = NULL;
-
-	sid_make(ret_sid);
-	pthread_mutex_lock(&h->lock);
-	ssize_t found = session_slot(h, principal);
-	if (found < 0) {
-		pthread_mutex_unlock(&h->lock);
-		mcp_peer_put(peer);
-		ret_sid[0] = '\0';
-		return NULL;
-	}
-	size_t slot = (size_t)found;
-	evicted = h->sessions[slot].peer;
-	memcpy(h->sessions[slot].id, ret_sid, HTTPD_SID_LEN + 1);
-	snprintf(h->sessions[slot].principal, sizeof(h->sessions[slot].principal), "%s", principal);
-	h->sessions[slot].peer = mcp_peer_get(peer);
-	h->sessions[slot].used_ms = now_ms();
-	pthread_mutex_unlock(&h->lock);
-	if (evicted) {
-		(void)mcp_peer_cancel(h->m, evicted, NULL);
-		mcp_peer_put(evicted);
-	}
-	return peer;
-}
-
-/* The session's peer (new reference), or NULL. */
-static struct mcp_peer *session_find(struct httpd *h, const char *principal, const char *sid)
-{
-	struct mcp_peer *peer = NULL;
-	pthread_mutex_lock(&h->lock);
-	for (size_t i = 0; i < HTTPD_SESSIONS_MAX && !peer; i++) {
-		if (h->sessions[i].peer && strcmp(h->sessions[i].id, sid) == 0 &&
-		    strcmp(h->sessions[i].principal, principal) == 0) {
-			h->sessions[i].used_ms = now_ms();
-			peer = mcp_peer_get(h->sessions[i].peer);
-		}
-	}
-	pthread_mutex_unlock(&h->lock);
-	return peer;
-}
-
-/* Ends a session and cancels its calls; false when there is none by that id. */
-static bool session_end(struct httpd *h, const char *principal, const char *sid)
-{
-	struct mcp_peer *peer = NULL;
-	pthread_mutex_lock(&h->lock);
-	for (size_t i = 0; i < HTTPD_SESSIONS_MAX && !peer; i++) {
-		if (h->sessions[i].peer && strcmp(h->sessions[i].id, sid) == 0 &&
-		    strcmp(h->sessions[i].principal, principal) == 0) {
-			peer = h->sessions[i].peer;
-			h->sessions[i].peer = NULL;
-		}
-	}
-	pthread_mutex_unlock(&h->lock);
-	if (!peer)
-		return false;
-	(void)mcp_peer_cancel(h->m, peer, NULL);
-	mcp_peer_put(peer);
-	return true;
 }
