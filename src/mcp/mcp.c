@@ -10,6 +10,8 @@
  *
  * Protocol errors (bad envelope, unknown method, bad params, unknown tool)
  * are JSON-RPC errors; a tool that ran and failed is a result with isError.
+ * A line reaches the method table through intake.c (its cost bounded, parsed,
+ * routed).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,6 +28,7 @@
 #include "buildconf.h"
 #include "mcp/bulk.h"
 #include "mcp/dispatch.h"
+#include "mcp/mcp-internal.h"
 #include "mcp/mcp.h"
 #include "mcp/notify.h"
 #include "mcp/resources.h"
@@ -37,51 +40,9 @@
  * Gemini CLI list resources at connect and again only when told.
  */
 #define MCP_LIST_CHANGED_MS 1000
-#if HAVE_MALLOC_TRIM
-#include <malloc.h>
-#endif
 
 /* Freshness hint for list results: the tool set is fixed for the process. */
 #define MCP_LIST_TTL_MS 300000
-
-/*
- * One client's legacy-era state: stdio has one, the HTTP transport one per
- * Mcp-Session-Id (and a fresh one for each stateless request).  Counted:
- * the calls a peer sent hold it, and its address is their dispatch owner.
- */
-struct mcp_peer {
-	atomic_uint refs;
-	char principal[CALL_PRINCIPAL_MAX + 1]; /* whose sandboxes its calls use */
-	pthread_mutex_t lock;			/* guards initialized and version */
-	bool initialized;
-	char version[16];	     /* negotiated legacy version */
-	atomic_int legacy_log_level; /* -1: logging/setLevel never called */
-};
-
-struct mcp {
-	const struct tool_services *svc;
-	struct out *out; /* stdio's writer, and where log lines outside a call go */
-	struct dispatch *dispatch;
-	struct mcp_peer *stdio;		   /* the peer of mcp_handle_line */
-	atomic_ullong seq;		   /* for keys of calls that run alone */
-	char *instructions;		   /* built once from the tools offered; a notice may come first */
-	pthread_mutex_t instructions_lock; /* the engine probe adds its notice from a thread of its own */
-	pthread_t probe;		   /* mcp_start_probe's */
-	bool probing;
-	void *(*probe_fn)(void *);
-	void *probe_arg;
-	bool probed; /* under instructions_lock: the probe ended */
-	pthread_cond_t probe_done;
-	unsigned long long bulk_nonce;	  /* makes this process's bulk markers unguessable */
-	struct notify *resources_changed; /* NULL: no thread, no list_changed */
-	atomic_bool initialized_legacy;	  /* notifications/initialized came: list_changed may go out */
-	atomic_uint big_lines;		  /* big lines handed to a worker and not yet done with */
-};
-
-/* Big string values of at least this many bytes are lifted out of a big line (bulk.h). */
-#ifndef MCP_BULK_MIN /* the fuzz build sets it lower, as MCP_BIG_LINE */
-#define MCP_BULK_MIN (1u << 20)
-#endif
 
 /* One request being handled, on the read loop. */
 struct req {
@@ -98,55 +59,6 @@ struct req {
 	size_t line_len;	  /* the request's line: what a queued call holds, about */
 	bool in_order;		  /* parsed on the big-line worker: already behind what came before */
 	bool run_here;		  /* the transport's thread may run a short call itself (MCP_RUN_HERE) */
-};
-
-/* A protocol error to reply with. */
-struct fail {
-	int code;
-	char message[ERR_MSG_MAX];
-	json_t *data; /* owned, may be NULL */
-};
-
-/*
- * What decoding one line may cost (jsonscan's estimate): a fixed allowance
- * plus a multiple of the line, so the server's peak stays near a small
- * constant plus a few times the longest line.  Deeper nesting than
- * MCP_JSON_DEPTH_MAX is refused too; an id longer than MCP_SCAN_ID_MAX is
- * not recovered for an error reply.
- */
-#ifndef MCP_JSON_COST_BASE /* the fuzz build sets it lower, as MCP_BIG_LINE */
-#define MCP_JSON_COST_BASE ((size_t)4 << 20)
-#endif
-#define MCP_JSON_COST_PER_BYTE 6
-#define MCP_JSON_DEPTH_MAX 128
-#define MCP_SCAN_ID_MAX 256
-/* Lines this long are followed by a trim of the heap (trim_heap). */
-#define MCP_TRIM_MIN ((size_t)1 << 20)
-
-/*
- * Lines of MCP_BIG_LINE bytes or more are parsed on a worker, one after the
- * other on this dispatch key, so the read loop answers what follows them
- * (a ping) at once.  While one is there, the calls of later lines queue
- * behind it on the same key before they go to their session's queue, so
- * calls still start in the order they were sent.
- */
-#define MCP_LINES_KEY "mcp:big-lines"
-
-/* Where a message came from and where its answers go. */
-struct origin {
-	struct out *out;
-	mcp_route_fn route;
-	void *arg;
-	unsigned flags; /* MCP_RUN_HERE */
-};
-
-/* A big line copied off the reader's buffer, for its worker. */
-struct line_job {
-	struct mcp *m;
-	struct origin from; /* holds a reference to from.out */
-	char *line;
-	size_t n;
-	struct jsonscan scan;
 };
 
 /* A call that waits behind the big lines before it goes to its own queue. */
@@ -224,23 +136,12 @@ static const struct method mcp_method_table[] = {
 };
 
 static int fail_set(struct fail *f, int code, const char *fmt, ...) PRINTF_LIKE(3, 4);
-static void reply_error(struct out *out, json_t *id, int code, const char *message, json_t *data);
 static json_t *server_info(void);
 static json_t *capabilities(bool list_changed);
 static void finish_result(const struct req *rq, unsigned flags, json_t *result);
-static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out, const struct rpc_msg *rm,
-			   struct bulk_lifted *bulk, size_t line_len, bool in_order, bool run_here);
 static int submit(struct mcp *m, struct call *c, const struct req *rq, bool here, struct fail *f);
-static int submit_busy(struct mcp *m, int r, struct fail *f);
 static void forward_run(struct call *c, void *data);
 static void forward_free(void *data);
-static void line_job_run(struct call *c, void *data);
-static void line_job_free(void *data);
-static void line_parse(struct mcp *m, const struct origin *from, char *line, size_t n, const struct jsonscan *scan,
-		       struct call *job);
-static struct mcp_peer *stdio_route(void *arg, const struct mcp_msg_info *info);
-static void trim_heap(size_t n);
-static void handle_notification(struct mcp *m, struct mcp_peer *peer, const struct rpc_msg *rm);
 static void log_bridge(enum log_level level, const char *msg, void *data);
 static void call_run(struct call *c, void *data);
 static struct call_data *call_data_create(struct mcp *m, const struct req *rq);
@@ -396,7 +297,7 @@ static int fail_set(struct fail *f, int code, const char *fmt, ...)
 	return -EINVAL;
 }
 
-static void reply_error(struct out *out, json_t *id, int code, const char *message, json_t *data)
+void mcp_reply_error(struct out *out, json_t *id, int code, const char *message, json_t *data)
 {
 	(void)out_send_new(out, rpc_error(id, code, message, data));
 }
@@ -587,11 +488,11 @@ static int submit(struct mcp *m, struct call *c, const struct req *rq, bool here
 	if (r == 0)
 		return REPLY_DEFERRED;
 	call_destroy(c);
-	return submit_busy(m, r, f);
+	return mcp_submit_busy(m, r, f);
 }
 
 /* The protocol error for a call the dispatcher refused with r. */
-static int submit_busy(struct mcp *m, int r, struct fail *f)
+int mcp_submit_busy(struct mcp *m, int r, struct fail *f)
 {
 	if (r == -EBUSY)
 		return fail_set(f, RPC_INTERNAL_ERROR,
@@ -615,8 +516,8 @@ static void forward_run(struct call *c, void *data)
 		fw->inner = NULL;
 		return;
 	}
-	(void)submit_busy(fw->m, r, &f);
-	reply_error(fw->out, call_id(c), f.code, f.message, NULL);
+	(void)mcp_submit_busy(fw->m, r, &f);
+	mcp_reply_error(fw->out, call_id(c), f.code, f.message, NULL);
 }
 
 static void forward_free(void *data)
@@ -692,7 +593,7 @@ static void resources_run(struct call *c, struct call_data *cd)
 		return;
 	}
 	if (r < 0) {
-		reply_error(cd->out, cd->id, code, e.msg, NULL);
+		mcp_reply_error(cd->out, cd->id, code, e.msg, NULL);
 		return;
 	}
 	struct req rq = { .modern = cd->modern };
@@ -828,7 +729,7 @@ static void log_bridge(enum log_level level, const char *msg, void *data)
 	(void)out_send_new(out, rpc_notification("notifications/message", p));
 }
 
-static void handle_notification(struct mcp *m, struct mcp_peer *peer, const struct rpc_msg *rm)
+void mcp_handle_notification(struct mcp *m, struct mcp_peer *peer, const struct rpc_msg *rm)
 {
 	if (strcmp(rm->method, "notifications/cancelled") == 0) {
 		json_t *id = json_object_get(rm->params, "requestId");
@@ -843,8 +744,8 @@ static void handle_notification(struct mcp *m, struct mcp_peer *peer, const stru
 	/* other notifications (progress, roots changes, ...) need nothing from us */
 }
 
-static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out, const struct rpc_msg *rm,
-			   struct bulk_lifted *bulk, size_t line_len, bool in_order, bool run_here)
+void mcp_handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out, const struct rpc_msg *rm,
+			struct bulk_lifted *bulk, size_t line_len, bool in_order, bool run_here)
 {
 	struct req rq = { .peer = peer,
 			  .out = out,
@@ -860,7 +761,7 @@ static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out
 	char legacy_version[16];
 
 	if (rm->params && !json_is_object(rm->params)) {
-		reply_error(out, rm->id, RPC_INVALID_PARAMS, "params must be an object", NULL);
+		mcp_reply_error(out, rm->id, RPC_INVALID_PARAMS, "params must be an object", NULL);
 		return;
 	}
 	rq.params = rm->params ? rm->params : (empty = json_object());
@@ -881,7 +782,7 @@ static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out
 			snprintf(text, sizeof(text), "Unsupported protocol version%s%.40s; this server speaks %s",
 				 json_is_string(pv) ? " " : "", json_is_string(pv) ? json_string_value(pv) : "",
 				 PROTOVER_MODERN);
-			reply_error(out, rm->id, RPC_UNSUPPORTED_VERSION, text, data);
+			mcp_reply_error(out, rm->id, RPC_UNSUPPORTED_VERSION, text, data);
 			json_decref(empty);
 			return;
 		}
@@ -906,14 +807,14 @@ static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out
 	if (!md) {
 		char text[200];
 		snprintf(text, sizeof(text), "Method not found: %.100s", rm->method);
-		reply_error(out, rm->id, RPC_METHOD_NOT_FOUND, text, NULL);
+		mcp_reply_error(out, rm->id, RPC_METHOD_NOT_FOUND, text, NULL);
 		json_decref(empty);
 		return;
 	}
 	if (rq.modern && (md->flags & METHOD_LEGACY_ONLY)) {
 		char text[200];
 		snprintf(text, sizeof(text), "Method %s is not part of protocol %s", rm->method, PROTOVER_MODERN);
-		reply_error(out, rm->id, RPC_METHOD_NOT_FOUND, text, NULL);
+		mcp_reply_error(out, rm->id, RPC_METHOD_NOT_FOUND, text, NULL);
 		json_decref(empty);
 		return;
 	}
@@ -922,10 +823,11 @@ static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out
 		bool init = peer->initialized;
 		pthread_mutex_unlock(&peer->lock);
 		if (!init) {
-			reply_error(out, rm->id, RPC_INVALID_REQUEST,
-				    "Server not initialized: send initialize first, or put "
-				    "io.modelcontextprotocol/protocolVersion \"" PROTOVER_MODERN "\" in params._meta",
-				    NULL);
+			mcp_reply_error(out, rm->id, RPC_INVALID_REQUEST,
+					"Server not initialized: send initialize first, or put "
+					"io.modelcontextprotocol/protocolVersion \"" PROTOVER_MODERN
+					"\" in params._meta",
+					NULL);
 			json_decref(empty);
 			return;
 		}
@@ -938,260 +840,11 @@ static void handle_request(struct mcp *m, struct mcp_peer *peer, struct out *out
 		return;
 	}
 	if (r < 0) {
-		reply_error(out, rm->id, f.code, f.message, f.data);
+		mcp_reply_error(out, rm->id, f.code, f.message, f.data);
 		json_decref(empty);
 		return;
 	}
 	finish_result(&rq, md->flags, result);
 	(void)out_send_new(out, rpc_result(rm->id, result));
 	json_decref(empty);
-}
-
-/* Picks the lifted string a tools/call hands its tool as the bulk argument, then restores the rest. */
-static void bulk_settle_call(const struct mcp *m, struct bulk_lifted *b, json_t *msg)
-{
-	const char *method = json_string_value(json_object_get(msg, "method"));
-	json_t *params = json_object_get(msg, "params");
-	json_t *args = json_object_get(params, "arguments");
-	const char *name = json_string_value(json_object_get(params, "name"));
-	json_t *keep = NULL;
-
-	/* any shape may come here (the checks of tools/call come later): no name, no bulk argument */
-	if (method && strcmp(method, "tools/call") == 0 && name && json_is_object(args)) {
-		const struct tool_entry *t = tools_find(name, m->svc->cfg->tool_groups);
-		keep = t && t->bulk_arg ? json_object_get(args, t->bulk_arg) : NULL;
-	}
-	bulk_settle(b, msg, keep);
-}
-
-/* The id a scan found, when it is one a request may carry (new reference), else NULL. */
-static json_t *scan_id(const char *line, const struct jsonscan *scan)
-{
-	if (scan->id_len == 0 || scan->id_len > MCP_SCAN_ID_MAX)
-		return NULL;
-	json_t *id = json_loadb(line + scan->id_start, scan->id_len, JSON_DECODE_ANY, NULL);
-	if (!rpc_id_valid(id)) {
-		json_decref(id);
-		return NULL;
-	}
-	return id;
-}
-
-/*
- * Refuses a line whose decoding would cost more than its budget, before
- * jansson sees it; true when it did (and replied).
- */
-static bool over_budget(struct out *out, const char *line, size_t n, const struct jsonscan *scan)
-{
-	size_t budget = MCP_JSON_COST_BASE + MCP_JSON_COST_PER_BYTE * n;
-	if (scan->cost <= budget && scan->depth <= MCP_JSON_DEPTH_MAX)
-		return false;
-	char text[ERR_MSG_MAX];
-	if (scan->depth > MCP_JSON_DEPTH_MAX)
-		snprintf(text, sizeof(text),
-			 "Invalid Request: the message nests objects and arrays %zu deep, over the limit of %d; "
-			 "flatten the arguments",
-			 scan->depth, MCP_JSON_DEPTH_MAX);
-	else
-		snprintf(text, sizeof(text),
-			 "Invalid Request: the message holds too many JSON values to decode (%zu objects, %zu arrays, "
-			 "%zu strings, %zu other values: about %zu MiB in memory, over the %zu MiB this %zu-byte line "
-			 "may use); send bulk data as one string (e.g. base64 file content) or split the request",
-			 scan->objects, scan->arrays, scan->strings, scan->bare, scan->cost >> 20, budget >> 20, n);
-	json_t *id = scan_id(line, scan);
-	reply_error(out, id, RPC_INVALID_REQUEST, text, NULL);
-	json_decref(id);
-	return true;
-}
-
-/* Replies to a line jansson refused: -32602 for a valid id with a \u0000, else -32700. */
-static void parse_failed(struct mcp *m, struct out *out, const struct bulk_lifted *bulk, const json_error_t *jerr,
-			 json_t *scanned_id)
-{
-	char text[300];
-	if (json_error_code(jerr) == json_error_null_character ||
-	    json_error_code(jerr) == json_error_null_byte_in_key) {
-		reply_error(out, scanned_id, RPC_INVALID_PARAMS,
-			    "Invalid params: a string in this request holds \\u0000 (the NUL character), which "
-			    "sandbox-mcp does not accept; remove it, or send binary data base64-encoded "
-			    "(file_write's encoding \"base64\")",
-			    NULL);
-		return;
-	}
-	snprintf(text, sizeof(text), "Parse error: %s (at byte %zu)", jerr->text,
-		 bulk_position(bulk, jerr->position < 0 ? 0 : (size_t)jerr->position));
-	reply_error(out, NULL, RPC_PARSE_ERROR, text, NULL);
-}
-
-static struct mcp_peer *stdio_route(void *arg, const struct mcp_msg_info *info)
-{
-	struct mcp *m = arg;
-	(void)info;
-	return mcp_peer_get(m->stdio);
-}
-
-void mcp_handle_line(struct mcp *m, char *line, size_t len)
-{
-	mcp_handle_message(m, m->out, stdio_route, m, line, len, 0);
-}
-
-void mcp_handle_message(struct mcp *m, struct out *out, mcp_route_fn route, void *arg, char *line, size_t len,
-			unsigned flags)
-{
-	struct jsonscan scan;
-	struct origin from = { .out = out, .route = route, .arg = arg, .flags = flags };
-
-	/* blank lines (and a CR left by a CRLF client) are not messages */
-	size_t n = len;
-	while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
-		n--;
-	if (n == 0)
-		return;
-
-	jsonscan_measure(line, n, &scan);
-	if (over_budget(out, line, n, &scan))
-		return;
-	if (n < MCP_BIG_LINE) {
-		line_parse(m, &from, line, n, &scan, NULL);
-		return;
-	}
-	/* a copy for the worker; the reader's pages go back as they are copied */
-	struct line_job *lj = xcalloc(1, sizeof(*lj));
-	lj->m = m;
-	lj->from = from;
-	out_get(out);
-	lj->n = n;
-	lj->scan = scan;
-	lj->line = xmalloc(n);
-	bulk_copy_giving_back(lj->line, line, n);
-	json_t *id = scan_id(lj->line, &scan); /* so that notifications/cancelled finds it */
-	struct call *c = call_create(id, MCP_LINES_KEY, line_job_run, line_job_free, lj);
-	json_decref(id);
-	call_set_weight(c, n);
-	/* stdio's peer is known before parsing; a transport's, only after (it cannot cancel the parse) */
-	if (route == stdio_route)
-		call_set_owner(c, m->stdio);
-	atomic_fetch_add(&m->big_lines, 1);
-	int r = dispatch_submit(m->dispatch, c);
-	if (r < 0) {
-		struct fail f = { 0 };
-		(void)submit_busy(m, r, &f);
-		reply_error(out, call_id(c), f.code, f.message, NULL);
-		call_destroy(c); /* line_job_free undoes big_lines */
-	}
-}
-
-static void line_job_run(struct call *c, void *data)
-{
-	struct line_job *lj = data;
-	line_parse(lj->m, &lj->from, lj->line, lj->n, &lj->scan, c);
-	free(lj->line);
-	lj->line = NULL;
-	trim_heap(lj->n);
-}
-
-static void line_job_free(void *data)
-{
-	struct line_job *lj = data;
-	/* after the line's own call was queued: later calls may go straight to their queues */
-	atomic_fetch_sub(&lj->m->big_lines, 1);
-	out_put(lj->from.out);
-	free(lj->line);
-	free(lj);
-}
-
-/*
- * Parses a line that fits its budget and acts on it.  job is the big-line
- * worker's call (NULL on the read loop): a request it carries that was
- * cancelled meanwhile is dropped, and its calls are already in order.
- */
-static void line_parse(struct mcp *m, const struct origin *from, char *line, size_t n, const struct jsonscan *scan,
-		       struct call *job)
-{
-	struct out *out = from->out;
-	json_error_t jerr;
-	struct rpc_msg rm;
-	struct err e;
-	json_t *id = NULL;
-	struct bulk_lifted bulk = { 0 };
-
-	/* read now: a big line's bytes are handed back while it is parsed */
-	json_t *scanned_id = scan->nul_escape ? scan_id(line, scan) : NULL;
-
-	json_t *msg;
-	if (n >= MCP_BIG_LINE) {
-		struct bulk_feed f;
-		bulk_lift(&bulk, line, n, MCP_BULK_MIN, m->bulk_nonce);
-		bulk_feed_init(&f, line, n, &bulk);
-		msg = json_load_callback(bulk_feed_read, &f, JSON_DECODE_ANY, &jerr);
-		if (msg && bulk.count)
-			bulk_settle_call(m, &bulk, msg);
-	} else {
-		msg = json_loadb(line, n, JSON_DECODE_ANY, &jerr);
-	}
-	if (!msg) {
-		parse_failed(m, out, &bulk, &jerr, scanned_id);
-		json_decref(scanned_id);
-		bulk_free(&bulk);
-		return;
-	}
-	json_decref(scanned_id);
-	if (json_is_array(msg)) {
-		reply_error(out, NULL, RPC_INVALID_REQUEST,
-			    "Invalid Request: JSON-RPC batches are not supported; send one message per line", NULL);
-		json_decref(msg);
-		bulk_free(&bulk);
-		return;
-	}
-	err_clear(&e);
-	if (rpc_envelope(msg, &rm, &id, &e) < 0) {
-		reply_error(out, id, RPC_INVALID_REQUEST, e.msg, NULL);
-		json_decref(msg);
-		bulk_free(&bulk);
-		return;
-	}
-	json_t *meta = json_object_get(rm.params, "_meta");
-	struct mcp_msg_info info = { .kind = rm.kind,
-				     .method = rm.method,
-				     .id = rm.id,
-				     .modern = json_object_get(meta, "io.modelcontextprotocol/protocolVersion") !=
-					       NULL };
-	struct mcp_peer *peer = from->route(from->arg, &info);
-	if (!peer) {
-		/* the transport refused it (unknown session) and answers that itself */
-	} else if (rm.kind == RPC_KIND_NOTIFICATION) {
-		handle_notification(m, peer, &rm);
-	} else if (rm.kind == RPC_KIND_REQUEST && !(job && call_cancelled(job))) {
-		handle_request(m, peer, out, &rm, &bulk, n, job != NULL, !job && (from->flags & MCP_RUN_HERE));
-	} /* a response: we send no requests, so there is nothing to match */
-	mcp_peer_put(peer);
-	json_decref(msg);
-	bulk_free(&bulk);
-	if (!job)
-		trim_heap(n);
-}
-
-/*
- * After a line of MCP_TRIM_MIN bytes or more: the many small blocks of a
- * big message stay in the heap (in the parsing thread's arena) once freed
- * unless handed back.  glibc's malloc_trim does that; elsewhere, nothing.
- */
-static void trim_heap(size_t n)
-{
-#if HAVE_MALLOC_TRIM
-	if (n >= MCP_TRIM_MIN)
-		(void)malloc_trim(0);
-#else
-	(void)n;
-#endif
-}
-
-void mcp_handle_oversized(struct mcp *m)
-{
-	struct out *out = m->out;
-	char text[200];
-	snprintf(text, sizeof(text),
-		 "Invalid Request: line longer than %llu bytes (SANDBOX_MAX_LINE_BYTES); it was skipped",
-		 (unsigned long long)m->svc->cfg->max_line_bytes);
-	reply_error(out, NULL, RPC_INVALID_REQUEST, text, NULL);
 }
