@@ -50,4 +50,25 @@ int engine_read_messages(struct http_conn *conn, engine_message_fn on_msg, void 
 int engine_list_by_label(struct engine *e, struct call *call, const char *kind, const char *label, json_t **ret_json,
 			 struct err *err);
 
+/* engine.c's connection pool and request plumbing, for engine-archive.c. */
+struct http_conn;
+/* The versioned target of path (/vX.Y/path once the API version is known). 0 or -errno. */
+int engine_versioned(struct engine *e, struct call *call, const char *path, char *out, size_t outsz, struct err *err);
+/* A pooled connection or a new one (*ret_reused says which). 0 or -errno. */
+int engine_conn_get(struct engine *e, struct http_conn **ret, bool *ret_reused, struct err *err);
+/* Back to the pool (or closed when it is full). */
+void engine_conn_put(struct engine *e, struct http_conn *c);
+/* Closes every idle pooled connection (a reused one failed: the others are stale too). */
+void engine_pool_drop(struct engine *e);
+/* call_arm's cancel function for a request on a connection: aborts it. */
+void engine_abort_conn(void *arg);
+/* Ends call's watch over a request: disarmed, and a failure it caused reads as cancelled. Returns r. */
+int engine_call_done(struct call *call, int r, struct err *err);
+/* Appends what to do to an engine failure whose message does not say it yet. Returns r. */
+int engine_hint(struct err *err, int r);
+/* Sends a chunked body from src on conn: 0 once the last chunk went, or src's -errno (engine-archive.c). */
+int engine_put_chunks(struct http_conn *conn, engine_source_fn src, void *arg, struct err *err);
+/* err from an error status and the engine's JSON body (its message). */
+void engine_error_message(int status, const json_t *j, struct err *err);
+
 #endif
