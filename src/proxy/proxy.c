@@ -5,7 +5,7 @@
  * A connection goes HEAD (its request head arrives) -> RESOLVE -> CONNECT
  * -> (a tunnel: HELLO, its ClientHello is checked) -> OPEN, or to CLOSING
  * with a refusal on the way.  Nothing reaches an origin before the request
- * was judged, nothing of a tunnel before its server name was.
+ * was judged, nothing of a tunnel before its server name was (judge.c).
  *
  * Memory is bounded by the relay's window: the agent sends at most
  * AGENTPROTO_RELAY_WINDOW bytes of a connection that were not acknowledged,
@@ -36,79 +36,11 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "engine/stream.h"
+#include "proxy/proxy-internal.h"
 #include "proxy/proxy.h"
 #include "proxy/proxyreq.h"
 #include "proxy/resolve.h"
 #include "proxy/tlshello.h"
-
-/* Bytes queued for the relay past which no origin is read. */
-#define PROXY_OUT_MAX (1u << 20)
-/* How long a refused connection may take to read its answer and close. */
-#define PROXY_CLOSING_MS 5000
-#define PROXY_READ_CHUNK (64u << 10)
-#define PROXY_STACK (256u << 10)
-
-enum pstate { PC_HEAD, PC_RESOLVE, PC_CONNECT, PC_HELLO, PC_OPEN, PC_CLOSING };
-
-struct pconn {
-	uint32_t id;
-	enum pstate state;
-	struct buf in;	/* from the sandbox, not yet sent on nor acknowledged */
-	struct buf pre; /* plain HTTP: the origin's head, sent before in */
-	int fd;		/* the origin; -1 before connecting */
-	uint32_t credit;
-	bool sand_eof, origin_eof, plain;
-	int64_t body_left; /* plain HTTP: body bytes of in still to forward */
-	char method[16];
-	struct proxyreq req;
-	struct addrinfo *ai, *next_ai;
-	const char *skipped; /* why the last address was passed over */
-	int64_t deadline;
-	size_t tried; /* in.len when the head was last looked for */
-	/* the ClientHello's records walked so far (hello_ready): each byte is looked at once */
-	size_t rec_off, hs_len;
-	unsigned char hs4[4]; /* the handshake header, gathered across records */
-	unsigned hs4_n;
-	uint32_t lookup; /* the tag of its lookup (resolver.h): never a relay id, which the relay chooses */
-	uint64_t bytes_out, bytes_in;
-	struct pconn *next;
-};
-
-struct logent {
-	char host[POLICY_HOST_MAX + 1];
-	uint16_t port;
-	bool allowed;
-	uint64_t count, bytes_out, bytes_in;
-	int64_t first, last; /* unix seconds */
-	char why[160];	     /* the last refusal's reason */
-};
-
-struct proxy {
-	int fd;
-	pthread_t thread;
-	pthread_mutex_t mu; /* guards what other threads see: below to `log` */
-	pthread_cond_t cond;
-	bool stop, policy_changed;
-	int hello; /* 0 waiting, 1 listening, -1 failed */
-	char down[256];
-	struct policy policy, next_policy;
-	struct logent log[PROXY_LOG_MAX];
-	size_t nlog;
-	unsigned nconns;
-	atomic_bool alive;
-	/* the pump's own */
-	int wake;
-	const struct proxy_settings *set;
-	char name[64];
-	struct stream_demux demux;
-	struct agentproto_whole frame;
-	struct buf out;
-	struct pconn *conns;
-	struct resolver *res;
-	uint32_t lookups;	  /* the last lookup tag handed out */
-	struct netaddr_list self; /* the host's own addresses (self_address) */
-	int64_t self_at;	  /* when they were read */
-};
 
 static void pump_down(struct proxy *p, const char *fmt, ...) PRINTF_LIKE(2, 3);
 
@@ -187,7 +119,7 @@ static void ack(struct proxy *p, struct pconn *c, size_t n)
 }
 
 /* Drops n bytes from the front of c->in and gives the relay their credit back. */
-static void consume(struct proxy *p, struct pconn *c, size_t n)
+void proxy_consume(struct proxy *p, struct pconn *c, size_t n)
 {
 	buf_consume(&c->in, n);
 	ack(p, c, n);
@@ -244,7 +176,7 @@ static void conn_free(struct proxy *p, struct pconn *c, bool tell)
 }
 
 /* The answer to a request that is refused or failed: status, then why, and the connection closes. */
-static void refuse(struct proxy *p, struct pconn *c, int status, const char *why)
+void proxy_refuse(struct proxy *p, struct pconn *c, int status, const char *why)
 {
 	static const char *const reasons[][2] = { { "400", "Bad Request" },	    { "403", "Forbidden" },
 						  { "405", "Method Not Allowed" },  { "408", "Request Timeout" },
@@ -278,111 +210,7 @@ static void refuse(struct proxy *p, struct pconn *c, int status, const char *why
 	c->fd = -1;
 	c->state = PC_CLOSING;
 	c->deadline = now_ms() + PROXY_CLOSING_MS;
-	consume(p, c, c->in.len);
-}
-
-/* The rules of the policy, for a refusal's body: "a:443/80, b:443" (at most outsz bytes). */
-static void rules_text(const struct policy *pol, char *out, size_t outsz)
-{
-	size_t n = 0;
-	out[0] = '\0';
-	for (size_t i = 0; i < pol->n && n + 4 < outsz; i++) {
-		char t[POLICY_RULE_TEXT_MAX + 1];
-		policy_rule_format(&pol->rules[i], t, sizeof(t));
-		n += (size_t)snprintf(out + n, outsz - n, "%s%s", i ? ", " : "", t);
-	}
-	if (pol->n == 0)
-		snprintf(out, outsz, "nothing");
-}
-
-/* Whether the policy allows c's request now; why says no. */
-static bool allowed(struct proxy *p, const struct pconn *c, char *why, size_t whysz)
-{
-	const struct policy_rule *r = policy_find(&p->policy, c->req.host, c->req.port);
-	char rules[600];
-	if (r && (!c->plain || policy_method_ok(r, c->method, strlen(c->method))))
-		return true;
-	rules_text(&p->policy, rules, sizeof(rules));
-	if (r)
-		snprintf(why, whysz,
-			 "%s to %s:%u is not allowed by this session's egress policy (allowed: %s). Change it with "
-			 "session_egress.",
-			 c->method, c->req.host, c->req.port, rules);
-	else
-		snprintf(why, whysz,
-			 "%s:%u is not allowed by this session's egress policy (allowed: %s). Change it with "
-			 "session_egress, within what the operator allows (SANDBOX_EGRESS_ALLOW).",
-			 c->req.host, c->req.port, rules);
-	return false;
-}
-
-/* --- judging a request ------------------------------------------------ */
-
-/* A whole head is at the start of c->in: judge it and start resolving, or refuse. */
-static void judge(struct proxy *p, struct pconn *c, const struct http_request *h, size_t head_len)
-{
-	char why[1000];
-	int status = proxyreq_parse(h, &c->req, why, sizeof(why));
-	snprintf(c->method, sizeof(c->method), "%.*s", (int)(h->method.n < 15 ? h->method.n : 15), h->method.p);
-	c->plain = !c->req.connect;
-	if (status) {
-		refuse(p, c, status, why);
-		return;
-	}
-	bool literal = netaddr_is_literal(c->req.host);
-	if (!allowed(p, c, why, sizeof(why))) {
-		if (literal)
-			snprintf(why, sizeof(why),
-				 "%s is an address: egress goes to host names the policy allows, and to an address "
-				 "only when the policy names it",
-				 c->req.host);
-		refuse(p, c, 403, why);
-		return;
-	}
-	if (c->plain) {
-		buf_init(&c->pre, HTTP_PARSE_REQUEST_MAX + 64);
-		if (proxyreq_origin_head(h, &c->req, &c->pre) < 0) {
-			refuse(p, c, 431, "the request head is too large");
-			return;
-		}
-		c->body_left = c->req.content_length < 0 ? 0 : c->req.content_length;
-	}
-	consume(p, c, head_len);
-	c->lookup = ++p->lookups;
-	int r = resolver_lookup(p->res, c->lookup, c->req.host, c->req.port, literal);
-	if (r < 0) {
-		refuse(p, c, 503,
-		       r == -EAGAIN
-			       ? "this session has as many name lookups running as it may hold connections: try again"
-			       : "the proxy could not start a lookup (out of threads): try again");
-		return;
-	}
-	c->state = PC_RESOLVE;
-	c->deadline = now_ms() + PROXY_CONNECT_TIMEOUT_MS;
-}
-
-/* Looks for a whole request head in c->in. */
-static void head_look(struct proxy *p, struct pconn *c)
-{
-	struct http_request h;
-	/* a head ends in a newline: parse again only when one came (bounded cost for byte-wise senders) */
-	if (!memchr(c->in.data + c->tried, '\n', c->in.len - c->tried))
-		goto wait;
-	c->tried = c->in.len;
-	int n = http_parse_request(c->in.data, c->in.len, &h);
-	if (n > 0) {
-		judge(p, c, &h, (size_t)n);
-		return;
-	}
-	if (n == -1) {
-		refuse(p, c, c->in.len >= HTTP_PARSE_REQUEST_MAX ? 431 : 400,
-		       c->in.len >= HTTP_PARSE_REQUEST_MAX ? "the request head is larger than 16 KiB"
-							   : "this is not an HTTP request to a proxy");
-		return;
-	}
-wait:
-	if (c->in.len >= HTTP_PARSE_REQUEST_MAX)
-		refuse(p, c, 431, "the request head is larger than 16 KiB");
+	proxy_consume(p, c, c->in.len);
 }
 
 /*
@@ -443,12 +271,12 @@ static void try_connect(struct proxy *p, struct pconn *c)
 			 "%s resolves only to addresses egress never reaches: %s (the operator can allow them in "
 			 "SANDBOX_EGRESS_ADDRESSES)",
 			 c->req.host, c->skipped);
-		refuse(p, c, 403, why);
+		proxy_refuse(p, c, 403, why);
 		return;
 	}
 	snprintf(why, sizeof(why), "cannot connect to %s:%u: %s", c->req.host, c->req.port,
 		 last_err ? strerror(last_err) : "no address");
-	refuse(p, c, 502, why);
+	proxy_refuse(p, c, 502, why);
 }
 
 static void on_resolved(struct proxy *p, struct resolved *x)
@@ -464,87 +292,13 @@ static void on_resolved(struct proxy *p, struct resolved *x)
 		char why[400];
 		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->req.host, gai_strerror(x->gai_err));
 		resolved_free(x);
-		refuse(p, c, 502, why);
+		proxy_refuse(p, c, 502, why);
 		return;
 	}
 	c->ai = c->next_ai = x->ai;
 	x->ai = NULL;
 	resolved_free(x);
 	try_connect(p, c);
-}
-
-/*
- * Whether the tunnel's first bytes are worth a look by tlshello_sni: they
- * are not TLS, or malformed, or too many, or the whole ClientHello is there.
- * Walks each new record header once, so a hello cut into thousands of tiny
- * records costs linear time, not a parse per record.
- */
-static bool hello_ready(struct pconn *c)
-{
-	const unsigned char *d = (const unsigned char *)c->in.data;
-	if (c->in.len && d[0] != 0x16)
-		return true;
-	if (c->in.len > 1 && d[1] != 0x03)
-		return true;
-	while (c->rec_off + 5 <= c->in.len) {
-		size_t len = (size_t)d[c->rec_off + 3] << 8 | d[c->rec_off + 4];
-		if (d[c->rec_off] != 0x16 || d[c->rec_off + 1] != 0x03 || len == 0)
-			return true;
-		if (c->rec_off + 5 + len > c->in.len)
-			break;
-		for (size_t i = 0; i < len && c->hs4_n < 4; i++)
-			c->hs4[c->hs4_n++] = d[c->rec_off + 5 + i];
-		c->hs_len += len;
-		c->rec_off += 5 + len;
-	}
-	/* whatever tlshello_sni will refuse at once is looked at at once, and past its cap it stops for good */
-	if (c->rec_off >= TLSHELLO_MAX || c->hs_len > TLSHELLO_MAX || (c->hs4_n && c->hs4[0] != 1))
-		return true;
-	if (c->hs4_n < 4)
-		return false;
-	size_t msg = (size_t)c->hs4[1] << 16 | (size_t)c->hs4[2] << 8 | c->hs4[3];
-	return msg + 4 > TLSHELLO_MAX || c->hs_len >= 4 + msg;
-}
-
-/* A server name as host names are written (SNI is the client's to fill: never logged raw). */
-static bool sni_ok(const char *s)
-{
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-		      strchr("-._", *s)))
-			return false;
-	return true;
-}
-
-/* The tunnel's first bytes must be a ClientHello for the CONNECT host. */
-static void hello_look(struct proxy *p, struct pconn *c)
-{
-	char sni[POLICY_HOST_MAX + 1], why[600];
-	if (c->in.len == 0 || !hello_ready(c))
-		return;
-	int r = tlshello_sni((const unsigned char *)c->in.data, c->in.len, sni, sizeof(sni));
-	if (r == TLSHELLO_FOUND && !sni_ok(sni))
-		r = TLSHELLO_NOT_TLS;
-	if (r == TLSHELLO_MORE)
-		return;
-	size_t sl = r == TLSHELLO_FOUND ? strlen(sni) : 0;
-	if (sl && sni[sl - 1] == '.')
-		sni[--sl] = '\0';
-	if (r == TLSHELLO_FOUND && strcasecmp(sni, c->req.host) != 0) {
-		snprintf(why, sizeof(why), "the TLS server name %.253s is not the CONNECT host %s (domain fronting)",
-			 sni, c->req.host);
-		refuse(p, c, 403, why);
-	} else if (r == TLSHELLO_NO_SNI && !netaddr_is_literal(c->req.host)) {
-		snprintf(why, sizeof(why), "the TLS ClientHello to %s names no server (SNI): refused", c->req.host);
-		refuse(p, c, 403, why);
-	} else if (r == TLSHELLO_NOT_TLS) {
-		snprintf(why, sizeof(why), "a CONNECT tunnel to %s:%u must carry TLS, and it did not", c->req.host,
-			 c->req.port);
-		refuse(p, c, 403, why);
-	} else {
-		c->state = PC_OPEN;
-		c->deadline = now_ms() + PROXY_IDLE_TIMEOUT_MS;
-	}
 }
 
 static void on_connected(struct proxy *p, struct pconn *c)
@@ -571,7 +325,7 @@ static void on_connected(struct proxy *p, struct pconn *c)
 	say(p, c, ok, sizeof(ok) - 1);
 	c->state = PC_HELLO;
 	c->deadline = now_ms() + PROXY_HEAD_TIMEOUT_MS;
-	hello_look(p, c);
+	proxy_hello_look(p, c);
 }
 
 /* --- bytes both ways -------------------------------------------------- */
@@ -596,7 +350,7 @@ static bool origin_write(struct proxy *p, struct pconn *c)
 		if (n < 0 && errno != EAGAIN && errno != EINTR)
 			goto gone;
 		if (n > 0) {
-			consume(p, c, (size_t)n);
+			proxy_consume(p, c, (size_t)n);
 			c->bytes_out += (uint64_t)n;
 			c->body_left -= c->plain ? n : 0;
 			c->deadline = now_ms() + PROXY_IDLE_TIMEOUT_MS;
@@ -604,7 +358,7 @@ static bool origin_write(struct proxy *p, struct pconn *c)
 	}
 	/* past the body: one request per connection, the rest is dropped (and acknowledged) */
 	if (c->plain && c->body_left == 0 && c->in.len)
-		consume(p, c, c->in.len);
+		proxy_consume(p, c, c->in.len);
 	if (c->sand_eof && c->in.len == 0 && !c->pre.len)
 		shutdown(c->fd, SHUT_WR);
 	return true;
@@ -665,7 +419,7 @@ static void on_new(struct proxy *p, uint32_t id)
 		snprintf(why, sizeof(why),
 			 "this session has %u egress connections open, the most it may (SANDBOX_EGRESS_CONNS)",
 			 p->set->conns_max);
-		refuse(p, c, 503, why);
+		proxy_refuse(p, c, 503, why);
 	}
 }
 
@@ -680,9 +434,9 @@ static void on_data(struct proxy *p, struct pconn *c, const char *d, size_t n)
 		return;
 	}
 	if (c->state == PC_HEAD)
-		head_look(p, c);
+		proxy_head_look(p, c);
 	else if (c->state == PC_HELLO)
-		hello_look(p, c);
+		proxy_hello_look(p, c);
 }
 
 static void on_frame(struct proxy *p, int type, const char *d, uint32_t n)
@@ -800,7 +554,7 @@ static void policy_apply(struct proxy *p)
 	for (struct pconn *c = p->conns, *next; c; c = next) {
 		next = c->next;
 		char why[1000];
-		if (c->state == PC_HEAD || c->state == PC_CLOSING || allowed(p, c, why, sizeof(why)))
+		if (c->state == PC_HEAD || c->state == PC_CLOSING || proxy_allowed(p, c, why, sizeof(why)))
 			continue;
 		log_note(p, c, false, "closed: the egress policy changed and no longer allows it");
 		conn_free(p, c, true);
@@ -817,15 +571,15 @@ static void timers(struct proxy *p, int64_t now)
 		switch (c->state) {
 		case PC_HEAD:
 		case PC_HELLO:
-			refuse(p, c, 408,
-			       c->state == PC_HEAD ? "no whole request head came within 10 s"
-						   : "no TLS ClientHello came within 10 s");
+			proxy_refuse(p, c, 408,
+				     c->state == PC_HEAD ? "no whole request head came within 10 s"
+							 : "no TLS ClientHello came within 10 s");
 			break;
 		case PC_RESOLVE:
 		case PC_CONNECT:
 			snprintf(why, sizeof(why), "connecting to %s:%u took longer than %d s", c->req.host,
 				 c->req.port, PROXY_CONNECT_TIMEOUT_MS / 1000);
-			refuse(p, c, 504, why);
+			proxy_refuse(p, c, 504, why);
 			break;
 		case PC_OPEN:
 		case PC_CLOSING:
