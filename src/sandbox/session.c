@@ -402,6 +402,15 @@ bool session_agent_run(struct engine *e, struct call *call, struct session *s, c
 	return true;
 }
 
+int session_run(struct call *call, struct session *s, const struct exec_spec *spec, struct exec_result *xr,
+		struct err *err)
+{
+	int r;
+	if (!session_agent_run(s->engine, call, s, spec, xr, err, &r))
+		r = exec_run(s->engine, call, s->container, spec, xr, err);
+	return r;
+}
+
 /* A pool member becomes call's session as a fresh one would: its owner, name and times. */
 static int hand_out(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session *s,
 		    struct session **ret, struct err *err)

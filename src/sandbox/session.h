@@ -254,6 +254,14 @@ void session_reap_instance(struct engines *es, const char *instance);
  */
 bool session_agent_run(struct engine *e, struct call *call, struct session *s, const struct exec_spec *spec,
 		       struct exec_result *xr, struct err *err, int *ret_r);
+/*
+ * Runs spec in s: through its agent when session_agent_run can, else in an
+ * exec of its own (exec_run). The one way a command runs in a session; the
+ * transfers that fall back to another path than an exec call
+ * session_agent_run themselves. exec_run's result.
+ */
+int session_run(struct call *call, struct session *s, const struct exec_spec *spec, struct exec_result *xr,
+		struct err *err);
 
 /* Creates a session; *ret holds a reference (session_put it). */
 int session_create(struct session_mgr *m, struct call *call, const struct session_opts *o, struct session **ret,

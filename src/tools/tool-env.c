@@ -67,7 +67,7 @@ static json_t *session_info(struct tool_ctx *ctx, json_t *args, struct tool_resu
 		.argv = argv, .user = s->user, .guard = session_guard(s), .timeout_ms = 15000, .cap = 8192
 	};
 	err_clear(&e);
-	if (exec_run(session_engine(s), ctx->call, s->container, &spec, &xr, &e) == 0 && xr.exit_code == 0) {
+	if (session_run(ctx->call, s, &spec, &xr, &e) == 0 && xr.exit_code == 0) {
 		struct buf out;
 		buf_init(&out, SIZE_MAX);
 		capture_raw(&xr.out, &out);

@@ -176,10 +176,8 @@ static int job_exec(struct tool_ctx *ctx, struct session *s, const char *const *
 		.timeout_ms = timeout_s * 1000,
 		.cap = 2 * (JOB_READ_MAX + 4096),
 	};
-	int r;
 	/* through the session's agent when it has one (a round trip, not an exec's three) */
-	if (!session_agent_run(session_engine(s), ctx->call, s, &spec, xr, e, &r))
-		r = exec_run(session_engine(s), ctx->call, s->container, &spec, xr, e);
+	int r = session_run(ctx->call, s, &spec, xr, e);
 	if (r < 0) {
 		exec_result_finish(xr); /* what the run took, whichever way it failed */
 		return tool_session_gone(ctx, s, r, e);

@@ -375,8 +375,7 @@ static int run(struct run_ctx *rc, const struct run_args *a, struct exec_spec *s
 		.on_tick = on_tick,
 		.arg = rc,
 	};
-	if (!session_agent_run(session_engine(s), ctx->call, s, spec, rc->res, e, &r))
-		r = exec_run(session_engine(s), ctx->call, s->container, spec, rc->res, e);
+	r = session_run(ctx->call, s, spec, rc->res, e);
 	spill_finish(rc, &rc->spill[1], rc->res->out.total);
 	spill_finish(rc, &rc->spill[2], rc->res->err.total);
 	if (r < 0 && e->code == ERRCODE_SHELL_NOT_FOUND)

@@ -399,7 +399,7 @@ int tool_exec(struct tool_ctx *ctx, struct session *s, const char *const *argv, 
 		.on_tick = exec_on_tick,
 		.arg = ctx,
 	};
-	int r = exec_run(session_engine(s), ctx->call, s->container, &spec, xr, e);
+	int r = session_run(ctx->call, s, &spec, xr, e);
 	return r < 0 ? tool_session_gone(ctx, s, r, e) : r;
 }
 

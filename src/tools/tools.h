@@ -195,8 +195,9 @@ void tool_progress_tick(struct tool_ctx *ctx);
 void tool_progress_stage(struct tool_ctx *ctx, const char *stage);
 
 /*
- * Runs argv (never a shell string) in session s as its user, in workdir (NULL:
- * the workspace), each output stream capped at the configured size, progress
+ * Runs argv (never a shell string) in session s as its user (session_run:
+ * through its agent when it can), in workdir (NULL: the workspace), each
+ * output stream capped at the configured size, progress
  * from the output lines when the client asked.  0 when the process ran,
  * whatever its exit (xr says; release it with exec_result_finish), or -errno
  * with e; a session whose container vanished is dropped and e says so.
