@@ -375,8 +375,10 @@ describe('a layer the engine cannot count in time (SANDBOX_ENGINE_TIMEOUT_S=2)',
 
   before(async () => {
     requireEngine();
+    // two CPUs: the guard's walks of the growing layer must not starve beside the links being made
+    // (two walks over 5 s in a row count as over the cap, before the layer is big enough)
     srv = await Server.start('limits-slow-size', { SANDBOX_ENGINE_TIMEOUT_S: 2, SANDBOX_WORKSPACE_MB: CAP,
-      SANDBOX_POOL_SIZE: 0, SANDBOX_TIMEOUT_S: 60 });
+      SANDBOX_POOL_SIZE: 0, SANDBOX_TIMEOUT_S: 60, SANDBOX_CPUS: 2 });
   });
 
   after(async () => {
@@ -385,10 +387,11 @@ describe('a layer the engine cannot count in time (SANDBOX_ENGINE_TIMEOUT_S=2)',
 
   test('the walk counts what it wrote: restarted over the cap', async () => {
     if ((await srv.ok('env_info')).limits.workspace_quota === 'enforced') return; // ENOSPC holds there
-    const s = await srv.createSession();
-    // rounds of 120,000 links until the engine's count takes well past the timeout (at most 12 rounds)
+    const s = await srv.createSession({ cpus: 2 });
+    // rounds of 120,000 links until the engine's count takes well past the timeout, counted after
+    // each (at most 14 rounds): the counts leave the guard's walks of the layer time to finish
     let ms = 0;
-    for (let round = 0; round < 12 && ms < 3000; round++) {
+    for (let round = 0; round < 14 && ms < 3000; round++) {
       const made = await srv.ok('run_command', { session_id: s.session_id, timeout_s: 120, command: 'python3 -c "\nimport os\n' +
         `os.makedirs('l${round}')\nfor j in range(2):\n    f = 'l${round}/f%d' % j\n    open(f, 'w').close()\n` +
         '    for i in range(60000): os.link(f, \'%s-%d\' % (f, i))"' });
