@@ -291,15 +291,17 @@ describe('disk cap without an engine quota (SANDBOX_WORKSPACE_MB=64)', suite({ t
   test('many small files count as the blocks they take, not their bytes', async () => {
     // 50,000 one-byte files: 50 KB to SizeRw, ~195 MiB of 4 KiB blocks on the disk
     const s = (await srv.createSession()).session_id;
-    const made = await srv.ok('run_command', { session_id: s, timeout_s: 50, command: 'python3 -c "\nimport os\n' +
+    const res = await srv.call('run_command', { session_id: s, timeout_s: 50, command: 'python3 -c "\nimport os\n' +
       'os.makedirs(\'tiny\')\nn = 0\ntry:\n    for n in range(50000): open(\'tiny/%d\' % n, \'w\').write(\'x\')\n' +
       'except OSError as e:\n    print(\'stopped\', n, e.errno)"' });
+    const made = res.structuredContent ?? {};
     if (quota.workspace_quota === 'enforced') {
-      assert.match(made.stdout, /stopped \d+ 28/, `the quota stopped the files with ENOSPC: ${made.stdout}`);
+      assert.match(made.stdout ?? '', /stopped \d+ 28/, `the quota stopped the files with ENOSPC: ${show(res)}`);
       return;
     }
-    assert.equal(made.exit_code, 0, JSON.stringify(made));
-    // the folders are walked every 10 s
+    // the folders are walked every 10 s, and at each look while the engine cannot count the layer
+    // (Podman's count fails while files come and go): the restart may stop the writer itself
+    assert.ok(made.exit_code === 0 || /agent.*stopped while the command ran/.test(show(res)), show(res));
     let said = '';
     for (let i = 0; i < 30 && !/over its cap of 64 MiB/.test(said); i++) {
       await sleep(1000);
