@@ -18,7 +18,7 @@ struct skips {
 };
 
 /* Notes name as left out, for why. */
-void hostfs_skip(struct skips *s, const char *name, const char *why);
+void hostfs_left_out(struct skips *s, const char *name, const char *why);
 /* Whether name is one file name: not empty, no '/', not "." or "..", at most NAME_MAX. */
 bool hostfs_single_name(const char *name);
 

@@ -113,7 +113,7 @@ static bool unsafe_in_path(const char *path, struct skips *s, char *last, size_t
 					 "%s: never written on the host, where it could make a program run "
 					 "a command",
 					 unsafe);
-				hostfs_skip(s, last, why);
+				hostfs_left_out(s, last, why);
 			}
 			return true;
 		}
@@ -124,7 +124,7 @@ static bool unsafe_in_path(const char *path, struct skips *s, char *last, size_t
 	return false;
 }
 
-void hostfs_skip(struct skips *s, const char *name, const char *why)
+void hostfs_left_out(struct skips *s, const char *name, const char *why)
 {
 	if (s->count++ < HOSTFS_SKIPPED_LISTED)
 		json_array_append_new(s->list, json_pack("{s:o, s:s}", "name", json_string_lossy(name, strlen(name)),
@@ -584,7 +584,7 @@ const struct tar_sink *hostfs_extract_sink(struct hostfs_extract *x)
 static void x_skipped(void *arg, const char *name, const char *why)
 {
 	struct hostfs_extract *x = arg;
-	hostfs_skip(&x->skips, name, why);
+	hostfs_left_out(&x->skips, name, why);
 }
 
 static int x_entry(void *arg, const struct tar_entry *e, struct err *err)
@@ -600,7 +600,7 @@ static int x_entry(void *arg, const struct tar_entry *e, struct err *err)
 	}
 	if (!x->is_dir) {
 		if (x->got_file || e->type != TAR_TYPE_FILE) {
-			hostfs_skip(&x->skips, path, "not part of a one-file download");
+			hostfs_left_out(&x->skips, path, "not part of a one-file download");
 			return TAR_SKIP;
 		}
 		x->got_file = true;
@@ -617,9 +617,9 @@ static int x_entry(void *arg, const struct tar_entry *e, struct err *err)
 	const char *base = slash ? slash + 1 : path;
 	int dfd = open_dir_beneath(x->tmpfd, dir, true);
 	if (dfd < 0) {
-		hostfs_skip(&x->skips, path,
-			    dfd == -ENOTDIR || dfd == -ELOOP ? "its folder is a file in the download"
-							     : "its folder could not be made");
+		hostfs_left_out(&x->skips, path,
+				dfd == -ENOTDIR || dfd == -ELOOP ? "its folder is a file in the download"
+								 : "its folder could not be made");
 		return TAR_SKIP;
 	}
 	if (e->type == TAR_TYPE_DIR) {
@@ -640,7 +640,7 @@ static int x_entry(void *arg, const struct tar_entry *e, struct err *err)
 	close(dfd);
 	if (x->filefd < 0) {
 		if (en == EEXIST) {
-			hostfs_skip(&x->skips, path, "a second entry with the same name");
+			hostfs_left_out(&x->skips, path, "a second entry with the same name");
 			return TAR_SKIP;
 		}
 		return err_set(err, ERRCODE_INTERNAL, -en, "cannot create %.300s on the host: %s", path, strerror(en));

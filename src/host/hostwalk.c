@@ -90,7 +90,7 @@ static int walk_next(struct hostfs_walk *wk, struct tar_writer *w, struct err *e
 		struct dirent *de = readdir(cur->d);
 		if (!de) {
 			if (errno)
-				hostfs_skip(&wk->skips, wk->path, "the folder could not be read to its end");
+				hostfs_left_out(&wk->skips, wk->path, "the folder could not be read to its end");
 			closedir(cur->d);
 			wk->depth--;
 			if (wk->depth > 0)
@@ -101,7 +101,7 @@ static int walk_next(struct hostfs_walk *wk, struct tar_writer *w, struct err *e
 			continue;
 		size_t plen = cur->plen;
 		if (plen + 1 + strlen(de->d_name) > PATHSAFE_MAX) {
-			hostfs_skip(&wk->skips, de->d_name, "path too long");
+			hostfs_left_out(&wk->skips, de->d_name, "path too long");
 			continue;
 		}
 		snprintf(wk->path + plen, sizeof(wk->path) - plen, "/%s", de->d_name);
@@ -111,20 +111,20 @@ static int walk_next(struct hostfs_walk *wk, struct tar_writer *w, struct err *e
 		struct stat st;
 		int dfd = dirfd(cur->d);
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			hostfs_skip(&wk->skips, wk->path + strlen(wk->top) + 1, "vanished while being read");
+			hostfs_left_out(&wk->skips, wk->path + strlen(wk->top) + 1, "vanished while being read");
 			wk->path[plen] = '\0';
 			continue;
 		}
 		const char *rel = wk->path + strlen(wk->top) + 1;
 		char norm[PATHSAFE_MAX + 1];
 		if (path_relative(wk->path, norm, sizeof(norm)) < 0 || strcmp(norm, wk->path) != 0) {
-			hostfs_skip(&wk->skips, rel, "control characters in the name");
+			hostfs_left_out(&wk->skips, rel, "control characters in the name");
 			wk->path[plen] = '\0';
 			continue;
 		}
 		if (S_ISDIR(st.st_mode)) {
 			if (wk->depth == HOSTFS_DEPTH_MAX) {
-				hostfs_skip(&wk->skips, rel, "nested too deep");
+				hostfs_left_out(&wk->skips, rel, "nested too deep");
 				wk->path[plen] = '\0';
 				continue;
 			}
@@ -133,7 +133,7 @@ static int walk_next(struct hostfs_walk *wk, struct tar_writer *w, struct err *e
 			if (!d) {
 				if (fd >= 0)
 					close(fd);
-				hostfs_skip(&wk->skips, rel, "the folder cannot be opened");
+				hostfs_left_out(&wk->skips, rel, "the folder cannot be opened");
 				wk->path[plen] = '\0';
 				continue;
 			}
@@ -150,11 +150,11 @@ static int walk_next(struct hostfs_walk *wk, struct tar_writer *w, struct err *e
 			return 0;
 		}
 		if (!S_ISREG(st.st_mode)) {
-			hostfs_skip(&wk->skips, rel,
-				    S_ISLNK(st.st_mode)	   ? "symbolic link (not followed)"
-				    : S_ISFIFO(st.st_mode) ? "fifo"
-				    : S_ISSOCK(st.st_mode) ? "socket"
-							   : "device");
+			hostfs_left_out(&wk->skips, rel,
+					S_ISLNK(st.st_mode)    ? "symbolic link (not followed)"
+					: S_ISFIFO(st.st_mode) ? "fifo"
+					: S_ISSOCK(st.st_mode) ? "socket"
+							       : "device");
 			wk->path[plen] = '\0';
 			continue;
 		}
@@ -167,14 +167,14 @@ static int walk_next(struct hostfs_walk *wk, struct tar_writer *w, struct err *e
 		if (fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) || fst.st_ino != st.st_ino) {
 			if (fd >= 0)
 				close(fd);
-			hostfs_skip(&wk->skips, rel,
-				    fd < 0 && errno == EACCES ? "permission denied" : "changed while being read");
+			hostfs_left_out(&wk->skips, rel,
+					fd < 0 && errno == EACCES ? "permission denied" : "changed while being read");
 			wk->path[plen] = '\0';
 			continue;
 		}
 		if (fst.st_nlink > 1) {
 			close(fd);
-			hostfs_skip(&wk->skips, rel, HARD_LINK_SKIPPED);
+			hostfs_left_out(&wk->skips, rel, HARD_LINK_SKIPPED);
 			wk->path[plen] = '\0';
 			continue;
 		}
