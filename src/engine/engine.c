@@ -460,7 +460,8 @@ static int create(struct engine *e, struct call *call, const char *name, json_t 
 	json_t *j = NULL;
 	int status = 0;
 	char path[128];
-	if (name && (strlen(name) > 64 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(name)))
+	if (name &&
+	    (!name[0] || strlen(name) > 64 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(name)))
 		return err_set(err, ERRCODE_INTERNAL, -EINVAL, "not a container name this server makes: %.80s", name);
 	snprintf(path, sizeof(path), "/containers/create%s%s", name ? "?name=" : "", name ? name : "");
 	int r = engine_request(e, call, "POST", path, body, &status, &j, err);

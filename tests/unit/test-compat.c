@@ -8,6 +8,7 @@
 #include <errno.h>
 
 #include "engine/compat.h"
+#include "engine/engine.h"
 
 /* What Podman 4.3 reports for --cap-drop ALL (inspect, HostConfig). */
 #define PODMAN_DROP                                                                                                  \
@@ -185,13 +186,39 @@ static void test_podman_quote(void **state)
 	buf_finish(&b);
 }
 
+/* A container name the server makes (a claim's) is checked before any request: nothing else reaches the engine. */
+static void test_create_named_refuses(void **state)
+{
+	struct engine *e = NULL;
+	struct err err;
+	char id[ENGINE_ID_LEN + 1];
+	assert_int_equal(engine_create("unix:///nonexistent/docker.sock", NULL, 1000, &e, &err), 0);
+	json_t *body = json_pack("{s:s}", "Image", "x");
+	static const char *const bad[] = {
+		"",	    "../x", "a/b", "A",
+		"x?name=y", "x&y",  "a b", "sandbox-mcp-claim-0123456789abcdef0123456789abcdef0123456789abcdef0"
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err_clear(&err);
+		assert_int_equal(engine_container_create_named(e, NULL, bad[i], body, id, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "not a container name"));
+	}
+	/* a good name gets as far as the (missing) engine */
+	err_clear(&err);
+	assert_int_not_equal(engine_container_create_named(e, NULL, "sandbox-mcp-claim-0123456789abcdef", body, id,
+							   &err),
+			     -EINVAL);
+	json_decref(body);
+	engine_destroy(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_docker_all),     cmocka_unit_test(test_podman_list),
 		cmocka_unit_test(test_weaker_refused), cmocka_unit_test(test_image_id),
 		cmocka_unit_test(test_engine_env),     cmocka_unit_test(test_network),
-		cmocka_unit_test(test_podman_quote),
+		cmocka_unit_test(test_podman_quote),   cmocka_unit_test(test_create_named_refuses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
